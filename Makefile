@@ -1,0 +1,82 @@
+# connect-state: `make run` starts the whole demo, `make test` sets up and runs the tests.
+# Every install step lives here; pins come from conf/versions.env.
+include conf/versions.env
+
+SHELL        := /bin/bash
+PYTHON       ?= python3
+VENV         := .venv
+PY           := $(VENV)/bin/python
+PIP          := $(VENV)/bin/pip
+MVN          ?= mvn
+MVN_FLAGS    := -q -B
+SPARK_LIB    := jvm/spark/lib
+KAFKA_LIB    := jvm/kafka/lib
+CONSTRAINTS  := build/constraints.txt
+export PYSPARK_PYTHON        := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+export SPARK_LOCAL_IP        ?= 127.0.0.1
+
+.PHONY: help setup venv jars run test test-unit lint format bench clean distclean
+
+help:
+	@echo "make run     set everything up and start broker, Connect worker, demo connectors, jobs and API"
+	@echo "make test    set everything up and run the test suite"
+	@echo "make lint    ruff check + format check;  make bench  run the benchmarks;  make clean  remove var/"
+
+setup: venv jars
+
+$(CONSTRAINTS): conf/versions.env
+	@mkdir -p build
+	@printf '%s\n' \
+	  "pyspark==$(PYSPARK_VERSION)" "delta-spark==$(DELTA_SPARK_VERSION)" "pandas==$(PANDAS_VERSION)" \
+	  "pyarrow==$(PYARROW_VERSION)" "deltalake==$(DELTALAKE_VERSION)" "chispa==$(CHISPA_VERSION)" \
+	  "kafka-python==$(KAFKA_PYTHON_VERSION)" "flask==$(FLASK_VERSION)" "gunicorn==$(GUNICORN_VERSION)" \
+	  "pytest==$(PYTEST_VERSION)" "pytest-timeout==$(PYTEST_TIMEOUT_VERSION)" "requests==$(REQUESTS_VERSION)" \
+	  "ruff==$(RUFF_VERSION)" > $@
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: setup.cfg pyproject.toml $(CONSTRAINTS)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip wheel
+	$(PIP) install -q -c $(CONSTRAINTS) -e '.[test,lint]'
+	@touch $@
+
+jars: $(SPARK_LIB)/.fetched $(KAFKA_LIB)/.fetched
+$(SPARK_LIB)/.fetched: jvm/spark/pom.xml conf/versions.env $(VENV)/.installed
+	rm -rf $(SPARK_LIB)
+	$(MVN) $(MVN_FLAGS) -f jvm/spark/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	  -DoutputDirectory=lib -Ddelta.spark.artifact=$(DELTA_SPARK_ARTIFACT) \
+	  -Ddelta.spark.version=$(DELTA_SPARK_VERSION) -Dspark.sql.kafka.version=$(SPARK_SQL_KAFKA_VERSION)
+	$(PY) scripts/dedupe_spark_jars.py $(SPARK_LIB)
+	@touch $@
+$(KAFKA_LIB)/.fetched: jvm/kafka/pom.xml conf/versions.env
+	rm -rf $(KAFKA_LIB)
+	$(MVN) $(MVN_FLAGS) -f jvm/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	  -DoutputDirectory=lib -Dkafka.version=$(KAFKA_VERSION)
+	@touch $@
+
+run: setup
+	$(VENV)/bin/connect-state-demo
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-unit: venv
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+bench: setup
+	$(PY) bench/active_topics.py
+
+clean:
+	rm -rf var spark-warehouse
+
+distclean: clean
+	rm -rf $(VENV) build $(SPARK_LIB) $(KAFKA_LIB)

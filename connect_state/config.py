@@ -1,0 +1,184 @@
+"""Configuration: one documented default file (conf/connect-state.properties), overridable by environment and flags.
+
+Precedence, highest first: ``--set key=value`` flags, ``CONNECT_STATE_<KEY>`` environment variables, the
+properties file (``--conf-file``, ``CONNECT_STATE_CONF_FILE``, or the repository's ``conf/connect-state.properties``).
+
+Only the standard library is used here: jobs, the API and the local stack all read their settings through it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from connect_state.errors import ConfigError
+
+ENV_PREFIX = "CONNECT_STATE_"
+CONF_FILE_ENV = "CONNECT_STATE_CONF_FILE"
+DEFAULT_CONF_FILE = Path(__file__).resolve().parent.parent / "conf" / "connect-state.properties"
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse the simple Java-properties subset we use: ``key=value`` lines, ``#``/``!`` comments, blank lines."""
+    props: dict[str, str] = {}
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        if "=" not in line:
+            raise ConfigError(f"line {lineno}: expected key=value, got {raw!r}")
+        key, value = line.split("=", 1)
+        props[key.strip()] = value.strip()
+    return props
+
+
+def env_name(key: str) -> str:
+    """``topic.tracking.enable`` -> ``CONNECT_STATE_TOPIC_TRACKING_ENABLE``."""
+    return ENV_PREFIX + key.upper().replace(".", "_").replace("-", "_")
+
+
+def _to_bool(key: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise ConfigError(f"{key}: expected true or false, got {value!r}")
+
+
+def _to_int(key: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"{key}: expected an integer, got {value!r}") from None
+
+
+def _to_client_props(key: str, value: str) -> dict[str, str]:
+    props: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        if "=" not in item:
+            raise ConfigError(f"{key}: expected k=v pairs separated by commas, got {item!r}")
+        k, v = item.split("=", 1)
+        props[k.strip()] = v.strip()
+    return props
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Typed view of the configuration. Field names are the property keys with '.' replaced by '_'."""
+
+    bootstrap_servers: str
+    status_storage_topic: str
+    config_storage_topic: str
+    offset_storage_topic: str
+    kafka_client_properties: dict[str, str]
+    delta_root: Path
+    checkpoint_root: Path
+    trigger_interval: str
+    spark_master: str
+    api_host: str
+    api_port: int
+    topic_tracking_enable: bool
+    topic_tracking_allow_reset: bool
+    api_kafka_write_timeout_ms: int
+    local_data_dir: Path
+    local_broker_port: int
+    local_controller_port: int
+    local_connect_port: int
+    connect_rest_url: str
+    raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_mapping(cls, props: Mapping[str, str], base_dir: Path | None = None) -> Settings:
+        """Build settings from string properties; relative paths are resolved against ``base_dir`` (cwd)."""
+        base = (base_dir or Path.cwd()).resolve()
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            if f.name == "raw":
+                continue
+            key = f.name.replace("_", ".")
+            if key not in props:
+                raise ConfigError(f"missing required setting {key!r}")
+            value = props[key]
+            if f.type == "bool":
+                values[f.name] = _to_bool(key, value)
+            elif f.type == "int":
+                values[f.name] = _to_int(key, value)
+            elif f.type == "Path":
+                path = Path(value).expanduser()
+                values[f.name] = path if path.is_absolute() else base / path
+            elif f.type == "dict[str, str]":
+                values[f.name] = _to_client_props(key, value)
+            else:
+                values[f.name] = value
+        return cls(**values, raw=dict(props))
+
+    def with_overrides(self, **overrides: str) -> Settings:
+        """A copy with some properties replaced (keys in property form, e.g. ``{"api.port": "0"}``)."""
+        props = dict(self.raw)
+        props.update(overrides)
+        return Settings.from_mapping(props)
+
+    @property
+    def delta_tables(self) -> Path:
+        return self.delta_root
+
+    def table_path(self, name: str) -> Path:
+        """Where the Delta table ``name`` lives."""
+        return self.delta_root / name
+
+    def checkpoint_path(self, job: str) -> Path:
+        return self.checkpoint_root / job
+
+    def kafka_client_config(self) -> dict[str, str]:
+        """``bootstrap.servers`` plus the extra client properties, in Kafka's own key names."""
+        return {"bootstrap.servers": self.bootstrap_servers, **self.kafka_client_properties}
+
+
+def load_settings(
+    conf_file: str | os.PathLike[str] | None = None,
+    overrides: Sequence[str] | Mapping[str, str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Load the properties file, then apply environment variables, then ``key=value`` overrides."""
+    env = os.environ if environ is None else environ
+    path = Path(conf_file or env.get(CONF_FILE_ENV) or DEFAULT_CONF_FILE)
+    if not path.is_file():
+        raise ConfigError(
+            f"configuration file {path} not found; pass --conf-file or set {CONF_FILE_ENV}"
+        )
+    props = parse_properties(path.read_text(encoding="utf-8"))
+    for key in list(props):
+        if env_name(key) in env:
+            props[key] = env[env_name(key)]
+    items = overrides.items() if isinstance(overrides, Mapping) else (_split_override(o) for o in overrides)
+    for key, value in items:
+        if key not in props:
+            raise ConfigError(f"unknown setting {key!r} (known: {', '.join(sorted(props))})")
+        props[key] = value
+    return Settings.from_mapping(props)
+
+
+def _split_override(item: str) -> tuple[str, str]:
+    if "=" not in item:
+        raise ConfigError(f"--set expects key=value, got {item!r}")
+    key, value = item.split("=", 1)
+    return key.strip(), value.strip()
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags every console script shares."""
+    parser.add_argument("--conf-file", help=f"properties file (default: ${CONF_FILE_ENV} or {DEFAULT_CONF_FILE})")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one setting; repeatable",
+    )
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    return load_settings(args.conf_file, args.overrides)
