@@ -1,0 +1,78 @@
+"""The Delta tables connect-state writes: names and schemas, shared by the jobs (writers) and the API (readers).
+
+Schemas are Spark SQL DDL so the jobs can build them with ``StructType.fromDDL``; the API reads the same column
+names with ``deltalake``. Nothing here imports Spark or Delta. Timestamps are UTC; ``*_timestamp`` columns that
+mirror Connect fields keep Connect's epoch-millisecond longs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A Delta table under ``delta.root``: its folder name, its columns and the columns that identify a row."""
+
+    name: str
+    columns: tuple[tuple[str, str], ...]
+    key: tuple[str, ...]
+    description: str
+
+    @property
+    def ddl(self) -> str:
+        return ", ".join(f"{name} {sql_type}" for name, sql_type in self.columns)
+
+    @property
+    def column_names(self) -> list[str]:
+        return [name for name, _ in self.columns]
+
+
+ACTIVE_TOPICS = TableSpec(
+    name="active_topics",
+    columns=(
+        ("connector", "STRING"),
+        ("topic", "STRING"),
+        ("task", "INT"),
+        ("discover_timestamp", "BIGINT"),
+        ("updated_at", "TIMESTAMP"),
+        ("kafka_partition", "INT"),
+        ("kafka_offset", "BIGINT"),
+    ),
+    key=("connector", "topic"),
+    description="KIP-558: the topics each connector currently uses (Connect's GET /connectors/<name>/topics).",
+)
+
+ACTIVE_TOPICS_HISTORY = TableSpec(
+    name="active_topics_history",
+    columns=(
+        ("connector", "STRING"),
+        ("topic", "STRING"),
+        ("change", "STRING"),
+        ("task", "INT"),
+        ("discover_timestamp", "BIGINT"),
+        ("changed_at", "TIMESTAMP"),
+        ("kafka_partition", "INT"),
+        ("kafka_offset", "BIGINT"),
+        ("kafka_timestamp", "TIMESTAMP"),
+    ),
+    key=("connector", "topic", "kafka_partition", "kafka_offset"),
+    description="KIP-558: every change of an active-topic set (added, updated, removed) and the record behind it.",
+)
+
+REJECTED_RECORDS = TableSpec(
+    name="rejected_records",
+    columns=(
+        ("topic", "STRING"),
+        ("partition", "INT"),
+        ("offset", "BIGINT"),
+        ("key", "BINARY"),
+        ("value", "BINARY"),
+        ("reason", "STRING"),
+        ("seen_at", "TIMESTAMP"),
+    ),
+    key=("topic", "partition", "offset"),
+    description="Records of the internal topics a Connect worker would discard, kept byte for byte with the reason.",
+)
+
+ALL_TABLES = (ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS)
