@@ -1,0 +1,47 @@
+"""connect-state's REST API: Connect's endpoints answered from our Delta tables, writes sent to Kafka.
+
+The request path never starts a JVM: tables are read with ``deltalake`` (:mod:`api.tables`), records are written with
+kafka-python (:mod:`connect_state.kafka_writer`). Serve it with ``connect-state-api`` (:mod:`api.server`).
+"""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from api.errors import register_error_handlers
+from api.resources import AppResources, RecordWriter, TableSource, app_resources, init_app
+from connect_state.config import Settings, load_settings
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    table_reader: TableSource | None = None,
+    writer: RecordWriter | None = None,
+) -> Flask:
+    """The Flask app (application factory).
+
+    ``settings`` default to :func:`connect_state.config.load_settings`; ``table_reader`` to a
+    :class:`api.tables.TableReader` on ``delta.root``. Without ``writer`` the app creates one
+    :class:`~connect_state.kafka_writer.InternalTopicWriter` on the first write and closes it in
+    :func:`close_app` (or at exit); a ``writer`` passed in stays the caller's to close.
+    """
+    from api import topics
+
+    settings = settings if settings is not None else load_settings()
+    app = Flask(__name__)
+    # Keep our field order (Connect's entities have a fixed one) and write non-ASCII as is, like Jackson.
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.json.ensure_ascii = False  # type: ignore[attr-defined]
+    init_app(app, settings, table_reader, writer)
+    register_error_handlers(app)
+    app.register_blueprint(topics.bp)
+    return app
+
+
+def close_app(app: Flask) -> None:
+    """Release the app's resources (closes the Kafka writer the app created). Idempotent."""
+    app_resources(app).close()
+
+
+__all__ = ["AppResources", "close_app", "create_app"]

@@ -1,0 +1,79 @@
+"""Kafka Connect's REST error model (spec §5.1), so clients of Connect can read our errors unchanged.
+
+Every error is JSON ``{"error_code": <int>, "message": <str or null>}`` with ``Content-Type: application/json``,
+as ``ConnectExceptionMapper`` writes it:
+
+* :class:`ConnectRestError` (what Connect calls ``ConnectRestException``) -> its status;
+* an unknown route -> 404 ``"HTTP 404 Not Found"``, a wrong method -> 405 ``"HTTP 405 Method Not Allowed"`` (any
+  other HTTP error likewise ``"HTTP <code> <reason>"``);
+* :class:`~connect_state.errors.TableNotFoundError` -> 503, saying which table is missing and which job creates it;
+* :class:`~connect_state.errors.KafkaWriteError` and anything else -> 500 with the exception's message (null when it
+  has none), logged with its traceback.
+"""
+
+from __future__ import annotations
+
+from flask import Flask, Response, current_app, jsonify
+from werkzeug.exceptions import HTTPException
+
+from connect_state.errors import KafkaWriteError, TableNotFoundError
+
+
+class ConnectRestError(Exception):
+    """An error answered with ``status`` and Connect's JSON body; ``message`` may be None (``"message": null``)."""
+
+    def __init__(self, status: int, message: str | None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def error_response(status: int, message: str | None) -> Response:
+    """Connect's ``ErrorMessage`` entity: ``{"error_code": status, "message": message}``."""
+    response = jsonify({"error_code": status, "message": message})
+    response.status_code = status
+    return response
+
+
+def _message(err: BaseException) -> str | None:
+    """The exception's message as Java's ``getMessage()`` would give it: None when there is none."""
+    text = str(err)
+    return text or None
+
+
+def handle_connect_rest_error(err: ConnectRestError) -> Response:
+    return error_response(err.status, err.message)
+
+
+def handle_http_exception(err: HTTPException) -> Response:
+    """Routing and protocol errors, with Jersey's messages (``"HTTP 404 Not Found"``)."""
+    status = err.code or 500
+    response = error_response(status, f"HTTP {status} {err.name}")
+    allow = [value for key, value in err.get_headers() if key.lower() == "allow"]
+    if allow:
+        response.headers["Allow"] = allow[0]
+    return response
+
+
+def handle_table_not_found(err: TableNotFoundError) -> Response:
+    current_app.logger.warning("%s", err)
+    return error_response(503, _message(err))
+
+
+def handle_kafka_write_error(err: KafkaWriteError) -> Response:
+    current_app.logger.error("Kafka write failed: %s", err, exc_info=err)
+    return error_response(500, _message(err))
+
+
+def handle_unexpected(err: Exception) -> Response:
+    current_app.logger.error("Uncaught exception in REST call: %s", err, exc_info=err)
+    return error_response(500, _message(err))
+
+
+def register_error_handlers(app: Flask) -> None:
+    """Install the handlers on ``app`` (the most specific class wins, as in Flask)."""
+    app.register_error_handler(ConnectRestError, handle_connect_rest_error)
+    app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(TableNotFoundError, handle_table_not_found)
+    app.register_error_handler(KafkaWriteError, handle_kafka_write_error)
+    app.register_error_handler(Exception, handle_unexpected)

@@ -1,0 +1,128 @@
+"""The API's resources (settings, table reader, Kafka writer), one set per app, reached through ``flask.g``.
+
+As in the Flask tutorial's ``get_db()``: a view calls :func:`get_settings`, :func:`get_tables` or
+:func:`get_writer`; the first call in a request puts the resource on ``g``. The Kafka writer behind
+:func:`get_writer` is one per app (one producer per process), created on first use and closed by
+:meth:`AppResources.close` (the server calls it on shutdown; an ``atexit`` hook is the fallback).
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from flask import Flask, current_app, g
+
+from api.tables import TableReader
+from connect_state.config import Settings
+from connect_state.kafka_writer import InternalTopicWriter
+
+EXTENSION = "connect_state"
+
+
+class TableSource(Protocol):
+    """What the views need from a table reader (see :class:`api.tables.TableReader`)."""
+
+    def rows(
+        self, spec: Any, filters: Sequence[tuple[str, str, Any]] | None = None, columns: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]: ...
+
+
+class RecordWriter(Protocol):
+    """What the views need from a Kafka writer (see :class:`connect_state.kafka_writer.InternalTopicWriter`)."""
+
+    def send(self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+class AppResources:
+    """The settings, table reader and (lazily created) Kafka writer of one app.
+
+    A writer passed in by the caller belongs to the caller and is not closed here; one created here is.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        tables: TableSource,
+        writer: RecordWriter | None = None,
+    ) -> None:
+        self.settings = settings
+        self.tables = tables
+        self._writer = writer
+        self._owns_writer = False
+        self._lock = threading.Lock()
+
+    def writer(self) -> RecordWriter:
+        """The app's writer, created on first use."""
+        with self._lock:
+            if self._writer is None:
+                self._writer = create_writer(self.settings)
+                self._owns_writer = True
+                atexit.register(self.close)
+            return self._writer
+
+    def close(self) -> None:
+        """Close the writer if this object created it (idempotent); a later request creates a new one."""
+        with self._lock:
+            writer, owned = self._writer, self._owns_writer
+            if owned:
+                self._writer = None
+                self._owns_writer = False
+        if owned and writer is not None:
+            atexit.unregister(self.close)
+            writer.close()
+
+
+def create_writer(settings: Settings) -> RecordWriter:
+    """The writer an app creates for itself: an :class:`~connect_state.kafka_writer.InternalTopicWriter`."""
+    return InternalTopicWriter(settings)
+
+
+def init_app(
+    app: Flask,
+    settings: Settings,
+    tables: TableSource | None = None,
+    writer: RecordWriter | None = None,
+) -> AppResources:
+    """Attach the resources to ``app`` (``app.extensions["connect_state"]``)."""
+    resources = AppResources(settings, tables if tables is not None else TableReader(settings.delta_root), writer)
+    app.extensions[EXTENSION] = resources
+    app.teardown_appcontext(_release)
+    return resources
+
+
+def app_resources(app: Flask | None = None) -> AppResources:
+    """The resources of ``app`` (default: the current app)."""
+    target = app if app is not None else current_app
+    return target.extensions[EXTENSION]
+
+
+def get_settings() -> Settings:
+    """The app's settings."""
+    if "settings" not in g:
+        g.settings = app_resources().settings
+    return g.settings
+
+
+def get_tables() -> TableSource:
+    """The app's Delta table reader."""
+    if "tables" not in g:
+        g.tables = app_resources().tables
+    return g.tables
+
+
+def get_writer() -> RecordWriter:
+    """The app's Kafka writer (shared by all requests of the process; created on first use)."""
+    if "writer" not in g:
+        g.writer = app_resources().writer()
+    return g.writer
+
+
+def _release(_exc: BaseException | None = None) -> None:
+    """Drop the request's references; the shared writer stays open for the next request."""
+    for name in ("settings", "tables", "writer"):
+        g.pop(name, None)

@@ -1,0 +1,130 @@
+"""``connect-state-api``: serve the REST API on ``api.host:api.port``.
+
+By default with gunicorn (one worker process with a few threads, access log on stdout); ``--dev`` uses Flask's
+development server instead. SIGTERM and SIGINT stop it cleanly: requests in progress finish (gunicorn: within
+``--graceful-timeout``), then the Kafka writer is flushed and closed.
+
+    connect-state-api [--conf-file F] [--set key=value ...] [--workers N] [--threads N] [--dev]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+from flask import Flask
+from gunicorn.app.base import BaseApplication
+
+from api import close_app, create_app
+from connect_state.config import Settings, add_config_arguments, settings_from_args
+from connect_state.errors import ConnectStateError
+
+log = logging.getLogger("connect_state.api")
+
+
+def bind_address(host: str, port: int) -> str:
+    """gunicorn's ``bind``: ``host:port``, with brackets around an IPv6 host."""
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
+class ApiServer(BaseApplication):
+    """gunicorn serving one Flask app object (no config file, no command line of its own)."""
+
+    def __init__(self, app: Flask, options: dict[str, Any]) -> None:
+        self.application = app
+        self.options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        assert self.cfg is not None
+        for key, value in self.options.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Flask:
+        return self.application
+
+
+def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: int = 4) -> dict[str, Any]:
+    """gunicorn settings for ``app``: bound to ``api.host:api.port``, threads, access log to stdout."""
+
+    def worker_exit(_server: Any, _worker: Any) -> None:
+        close_app(app)  # this worker's copy of the app: flush and close its Kafka writer
+
+    return {
+        "bind": [bind_address(settings.api_host, settings.api_port)],
+        "workers": workers,
+        "threads": threads,
+        "worker_class": "gthread",
+        "accesslog": "-",
+        "errorlog": "-",
+        "loglevel": "info",
+        "proc_name": "connect-state-api",
+        # A reset may wait api.kafka.write.timeout.ms for Kafka; let it finish before a worker is recycled.
+        "timeout": max(30, settings.api_kafka_write_timeout_ms // 1000 + 10),
+        "graceful_timeout": max(30, settings.api_kafka_write_timeout_ms // 1000 + 5),
+        # gunicorn >= 25 opens a control socket in $HOME/.gunicorn by default; two servers would share it.
+        "control_socket_disable": True,
+        "worker_exit": worker_exit,
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="connect-state-api", description=__doc__.split("\n\n")[0])
+    add_config_arguments(parser)
+    parser.add_argument("--workers", type=int, default=1, help="gunicorn worker processes (default 1)")
+    parser.add_argument("--threads", type=int, default=4, help="threads per worker (default 4)")
+    parser.add_argument("--dev", action="store_true", help="use Flask's development server instead of gunicorn")
+    return parser
+
+
+def _stop_on_sigterm(signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def run_dev(app: Flask, settings: Settings) -> int:
+    """Flask's development server (threaded, no reloader) until SIGINT/SIGTERM."""
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        app.run(host=settings.api_host, port=settings.api_port, threaded=True, use_reloader=False)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        close_app(app)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console script ``connect-state-api``."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = settings_from_args(args)
+    except ConnectStateError as err:
+        print(f"connect-state-api: {err}", file=sys.stderr)
+        return 2
+    app = create_app(settings)
+    log.info(
+        "connect-state API on http://%s (delta.root %s)",
+        bind_address(settings.api_host, settings.api_port),
+        settings.delta_root,
+    )
+    if args.dev:
+        return run_dev(app, settings)
+    try:
+        ApiServer(app, gunicorn_options(settings, app, args.workers, args.threads)).run()
+    except SystemExit as exit_:
+        code = exit_.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    finally:
+        close_app(app)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

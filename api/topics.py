@@ -1,0 +1,61 @@
+"""KIP-558 active topics, with Connect's exact semantics (spec §5.2, §5.3, §2.4).
+
+* ``GET /connectors/<name>/topics`` -> 200 ``{"<name>": {"topics": [...]}}`` from the ``active_topics`` table. There
+  is no existence check: an unknown connector gives an empty list. (Connect's order is unspecified; ours is sorted.)
+* ``PUT /connectors/<name>/topics/reset`` -> 202, empty body, after a tombstone for every
+  ``status-topic-<topic>:connector-<name>`` key of the connector has been acknowledged (``acks=all``) by the status
+  topic within ``api.kafka.write.timeout.ms``. No existence check either. The ``active_topics`` job then folds the
+  tombstones, as every Connect worker reading the status topic does.
+
+Both answer 403 ``"Topic tracking is disabled."`` when ``topic.tracking.enable=false``; the reset then answers 403
+``"Topic tracking reset is disabled."`` when ``topic.tracking.allow.reset=false`` (checked in that order).
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify
+
+from api.errors import ConnectRestError
+from api.resources import get_settings, get_tables, get_writer
+from connect_state.formats.status import topic_status_tombstone_keys
+from connect_state.tables import ACTIVE_TOPICS
+
+TRACKING_DISABLED = "Topic tracking is disabled."
+RESET_DISABLED = "Topic tracking reset is disabled."
+
+bp = Blueprint("topics", __name__, url_prefix="/connectors")
+
+
+def _require_tracking() -> None:
+    if not get_settings().topic_tracking_enable:
+        raise ConnectRestError(403, TRACKING_DISABLED)
+
+
+def active_topics(connector: str) -> list[str]:
+    """The connector's active topics, sorted."""
+    rows = get_tables().rows(ACTIVE_TOPICS, filters=[("connector", "=", connector)], columns=["topic"])
+    return sorted({row["topic"] for row in rows})
+
+
+@bp.get("/<connector>/topics")
+def get_active_topics(connector: str) -> Response:
+    """Connect's ``ActiveTopicsInfo``, keyed by the connector name."""
+    _require_tracking()
+    return jsonify({connector: {"topics": active_topics(connector)}})
+
+
+@bp.put("/<connector>/topics/reset")
+def reset_active_topics(connector: str) -> Response:
+    """Tombstone the connector's topic-status records; 202 once they are acknowledged."""
+    _require_tracking()
+    settings = get_settings()
+    if not settings.topic_tracking_allow_reset:
+        raise ConnectRestError(403, RESET_DISABLED)
+    topics = active_topics(connector)
+    if topics:
+        keys = topic_status_tombstone_keys(connector, topics)
+        records = [(key.encode("utf-8"), None) for key in keys]
+        get_writer().send(settings.status_storage_topic, records, settings.api_kafka_write_timeout_ms)
+    response = Response(status=202)
+    del response.headers["Content-Type"]  # Connect's 202 carries no entity and no content type
+    return response

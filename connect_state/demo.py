@@ -1,0 +1,144 @@
+"""``make run``: the whole thing on the embedded default, until Ctrl-C.
+
+Starts the local broker and Connect worker, creates the demo FileStream connectors (a source writing a file into a
+topic, a sink writing that topic into another file), keeps appending lines to the source file, starts the jobs and
+the API as child processes, prints where everything is, and on Ctrl-C / SIGTERM stops it all in reverse order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+
+from connect_state.config import Settings, add_config_arguments, settings_from_args
+from connect_state.connect_rest import ConnectRestClient
+from connect_state.errors import ConnectStateError
+from connect_state.filestream import append_lines, file_sink_config, file_source_config
+from connect_state.local_stack import LocalStack
+
+DEMO_SOURCE = "demo-source"
+DEMO_SINK = "demo-sink"
+DEMO_TOPIC = "demo-lines"
+FEED_INTERVAL_S = 5.0
+JOB_MODULES = ("jobs.active_topics",)
+API_MODULE = "api.server"
+
+
+class _Stop(Exception):
+    pass
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stop
+
+
+def create_demo_connectors(connect: ConnectRestClient, demo_dir: Path) -> None:
+    demo_dir.mkdir(parents=True, exist_ok=True)
+    source_file = demo_dir / "input.txt"
+    source_file.touch()
+    connect.create_connector(DEMO_SOURCE, file_source_config(DEMO_SOURCE, source_file, DEMO_TOPIC))
+    connect.create_connector(DEMO_SINK, file_sink_config(DEMO_SINK, demo_dir / "output.txt", [DEMO_TOPIC]))
+    connect.wait_until_running(DEMO_SOURCE)
+    connect.wait_until_running(DEMO_SINK)
+
+
+def feed(source_file: Path, stop: threading.Event) -> None:
+    """Append a line to the demo source's file every few seconds, so offsets and topics keep moving."""
+    n = 0
+    while not stop.wait(FEED_INTERVAL_S):
+        n += 1
+        append_lines(source_file, [f"demo line {n} at {time.strftime('%H:%M:%S')}"])
+
+
+def start_child(module: str, args: list[str], log_file: Path) -> subprocess.Popen[bytes]:
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    out = log_file.open("ab")
+    # A session of its own: Ctrl-C reaches only us, and we stop the children in order.
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *args], stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def stop_child(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def banner(settings: Settings, stack: LocalStack, logs: Path) -> str:
+    api = f"http://{settings.api_host}:{settings.api_port}"
+    return "\n".join(
+        [
+            "",
+            "connect-state demo is up:",
+            f"  Kafka broker    {stack.bootstrap_servers}",
+            f"  Connect worker  {stack.connect_url}   (connectors: {DEMO_SOURCE}, {DEMO_SINK})",
+            f"  connect-state   {api}",
+            f"  Delta tables    {settings.delta_root}",
+            f"  logs            {logs}/ and {settings.local_data_dir}/",
+            "",
+            "Try (the first job batch takes ~30 s):",
+            f"  curl -s {api}/connectors/{DEMO_SINK}/topics",
+            f"  curl -s {stack.connect_url}/connectors/{DEMO_SINK}/topics   # Connect's own answer",
+            f"  curl -s -X PUT {api}/connectors/{DEMO_SINK}/topics/reset -w '%{{http_code}}\\n'",
+            "",
+            "Press Ctrl-C to stop everything.",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="connect-state-demo", description=__doc__.split("\n\n")[0])
+    add_config_arguments(parser)
+    args = parser.parse_args(argv)
+    settings = settings_from_args(args)
+    passthrough = (["--conf-file", args.conf_file] if args.conf_file else []) + [
+        item for override in args.overrides for item in ("--set", override)
+    ]
+    var = settings.local_data_dir.parent
+    logs, demo_dir = var / "logs", var / "demo"
+    stack = LocalStack(settings)
+    children: list[subprocess.Popen[bytes]] = []
+    stop_feeding = threading.Event()
+    previous = signal.signal(signal.SIGTERM, _raise_stop)
+    try:
+        print("starting the Kafka broker and the Connect worker...", flush=True)
+        stack.start()
+        create_demo_connectors(ConnectRestClient(stack.connect_url), demo_dir)
+        threading.Thread(target=feed, args=(demo_dir / "input.txt", stop_feeding), daemon=True).start()
+        for module in JOB_MODULES:
+            children.append(start_child(module, passthrough, logs / f"{module.split('.')[-1]}.log"))
+        children.append(start_child(API_MODULE, passthrough, logs / "api.log"))
+        print(banner(settings, stack, logs), flush=True)
+        while all(child.poll() is None for child in children) and stack.dead_service() is None:
+            time.sleep(1.0)
+        print("a process exited unexpectedly; see the logs. Stopping.", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, _Stop):
+        print("\nstopping...", flush=True)
+        return 0
+    except ConnectStateError as err:
+        print(f"connect-state-demo: {err}", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stop_feeding.set()
+        for child in reversed(children):
+            stop_child(child)
+        stack.stop()
+        signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
