@@ -70,8 +70,9 @@ _NULLABLE_LONGS = ("discover_timestamp", "kafka_offset", "kafka_timestamp")
 
 
 def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
-    """A pandas frame whose integer columns keep None as null (Arrow cannot cast NaN floats to ints)."""
-    frame = pd.DataFrame(rows, columns=columns)
+    """A pandas frame that keeps None as null: object columns (an all-None column would otherwise become float NaN,
+    which Arrow cannot turn into strings or bytes) and nullable integer columns."""
+    frame = pd.DataFrame(rows, columns=columns, dtype=object)
     for name in columns:
         if name in _NULLABLE_INTS:
             frame[name] = frame[name].astype(_NULLABLE_INTS[name])

@@ -57,6 +57,7 @@ def build_session(
     if not _under_spark_submit():
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         if master:
             builder = builder.master(master)
         builder = builder.config("spark.jars", ",".join(jar_paths()))

@@ -73,7 +73,7 @@ def test_get_active_topics_matches_connect(spark, connect, stack_settings, tmp_p
 )
 def test_tracking_flags_answer_like_connect(extra_connect_worker, stack_settings, tmp_path, worker_props, method, path):
     """testTopicTrackingIsDisabled / testTopicTrackingResetIsDisabled: same status code and body as Connect."""
-    worker = extra_connect_worker(**worker_props)
+    worker = extra_connect_worker(**worker_props).client()
     settings = job_settings(stack_settings, tmp_path, **worker_props)
     name = unique("tracked")
     url = path.format(name=name)

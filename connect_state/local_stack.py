@@ -1,0 +1,948 @@
+"""The embedded local stack: a real single-node KRaft broker and a real distributed Kafka Connect worker.
+
+Both run from the Maven jars in ``jvm/kafka/lib`` (``make jars``), each in its own JVM and its own process group, so
+that Ctrl-C reaches only us and we stop them in order (worker first, then broker: SIGTERM, a bounded wait, then
+SIGKILL). Everything lives under ``local.data.dir`` (``var/local`` by default)::
+
+    <local.data.dir>/broker/server.properties, log4j2.xml, kraft/ (log.dirs), logs/broker.log, logs/broker.out
+    <local.data.dir>/connect/worker.properties, log4j2.xml, logs/connect.log, logs/connect.out
+
+The JVMs log at INFO to ``logs/<name>.log`` through Log4j2; ``logs/<name>.out`` catches their stdout and stderr.
+Every failure raises :class:`LocalStackError` with the tail of those files.
+
+Readiness is checked with real requests: a Kafka Metadata request (hand-written, stdlib only) answered by the broker
+with itself and the cluster id we formatted; for the worker ``GET /``, ``GET /health`` and ``GET /connectors``
+answering 200 and its three internal topics existing on the broker.
+
+``connect-state-stack start`` runs the stack in the foreground until Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import IO, ClassVar, TypeVar
+from xml.sax.saxutils import quoteattr
+
+from connect_state.config import Settings, add_config_arguments, settings_from_args
+from connect_state.connect_rest import ConnectRestClient, ConnectRestError
+from connect_state.errors import ConnectStateError, LocalStackError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_KAFKA_LIB = REPO_ROOT / "jvm" / "kafka" / "lib"
+KAFKA_LIB_ENV = "CONNECT_STATE_KAFKA_LIB"
+"""Environment variable naming another directory of Kafka jars."""
+
+LOOPBACK = "127.0.0.1"
+DATA_DIR_MARKER = ".connect-state-local"
+"""File written into ``local.data.dir``; ``--fresh`` only wipes directories that carry it (or are empty)."""
+
+REQUIRED_JARS = ("kafka_2.13-", "connect-runtime-", "connect-file-", "log4j-slf4j-impl-")
+LOG_TAIL_LINES = 40
+
+_S = TypeVar("_S", bound="_JavaService")
+_LIVE: set[_JavaService] = set()
+"""Services started and not stopped yet, stopped at interpreter exit if the program forgot them."""
+
+
+# --- small helpers --------------------------------------------------------------------------------------------------
+
+
+def find_kafka_lib(lib_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The directory of Kafka jars: ``lib_dir``, else ``$CONNECT_STATE_KAFKA_LIB``, else ``jvm/kafka/lib``.
+
+    Raises LocalStackError (telling to run ``make jars``) when the jars are not there.
+    """
+    path = Path(lib_dir or os.environ.get(KAFKA_LIB_ENV) or DEFAULT_KAFKA_LIB).resolve()
+    names = [p.name for p in path.glob("*.jar")] if path.is_dir() else []
+    missing = [prefix for prefix in REQUIRED_JARS if not any(n.startswith(prefix) for n in names)]
+    if missing:
+        raise LocalStackError(
+            f"Kafka jars not found in {path} (missing {', '.join(p + '*.jar' for p in missing)}); "
+            f"run `make jars` (or point ${KAFKA_LIB_ENV} at a directory of Kafka jars)"
+        )
+    return path
+
+
+def find_java() -> str:
+    """``$JAVA_HOME/bin/java`` if it exists, else ``java`` on the PATH (Kafka 4.x needs Java 17+)."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").is_file():
+        return str(Path(java_home) / "bin" / "java")
+    java = shutil.which("java")
+    if java is None:
+        raise LocalStackError("no `java` found on the PATH or in $JAVA_HOME; Kafka 4.x needs Java 17 or newer")
+    return java
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nobody listens on right now."""
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free TCP ports on 127.0.0.1 (all held open at once while picking, so they differ)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for sock in socks:
+            sock.bind((LOOPBACK, 0))
+        return [sock.getsockname()[1] for sock in socks]
+
+
+def check_port_free(port: int, what: str) -> None:
+    """Raise LocalStackError if something already listens on 127.0.0.1:``port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # ignore TIME_WAIT leftovers, as the JVM does
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError as err:
+            raise LocalStackError(
+                f"port {port} ({what}) on {LOOPBACK} is already in use ({err.strerror}); is another broker or "
+                f"`make run` running? Stop it, or pick other ports with --set {what}=<port>"
+            ) from None
+
+
+def write_properties(path: Path, props: Mapping[str, str], header: str) -> None:
+    """Write ``key=value`` lines (values are ours: no escaping needed beyond what Kafka's loader accepts)."""
+    lines = [f"# {header}", *(f"{k}={v}" for k, v in props.items())]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_log4j2_config(path: Path, log_file: Path, level: str = "INFO") -> None:
+    """A Log4j2 XML config sending everything at ``level`` to a size-rolled ``log_file`` (and nothing to stdout)."""
+    file_attr = quoteattr(str(log_file))
+    pattern_attr = quoteattr(f"{log_file}.%i")
+    path.write_text(
+        f"""<?xml version="1.0" encoding="UTF-8"?>
+<!-- Written by connect_state.local_stack on every start. -->
+<Configuration status="warn">
+  <Appenders>
+    <RollingFile name="file" fileName={file_attr} filePattern={pattern_attr}>
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+      <Policies><SizeBasedTriggeringPolicy size="50 MB"/></Policies>
+      <DefaultRolloverStrategy max="3"/>
+    </RollingFile>
+  </Appenders>
+  <Loggers>
+    <Root level="{level}"><AppenderRef ref="file"/></Root>
+    <Logger name="kafka.request.logger" level="WARN"/>
+    <Logger name="org.reflections" level="ERROR"/>
+  </Loggers>
+</Configuration>
+""",
+        encoding="utf-8",
+    )
+
+
+def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last ``lines`` lines of a text file ('' if it does not exist)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 256 * lines))
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def parse_host_port(address: str) -> tuple[str, int]:
+    """``host:port`` (the first of a comma-separated bootstrap list) -> ``(host, port)``."""
+    first = address.split(",")[0].strip()
+    host, sep, port = first.rpartition(":")
+    if not sep or not port.isdigit():
+        raise LocalStackError(f"expected host:port, got {address!r}")
+    return host.strip("[]") or LOOPBACK, int(port)
+
+
+# --- a Kafka Metadata request, by hand ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterMetadata:
+    """What a broker answers to a Metadata request: its brokers, the cluster id and the topics asked for."""
+
+    brokers: tuple[tuple[int, str, int], ...]
+    cluster_id: str | None
+    topic_partitions: Mapping[str, int]
+    """Partition count of each requested topic that exists."""
+
+
+class _Reader:
+    """Reads Kafka's big-endian, non-flexible wire types."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def take(self, fmt: str) -> int:
+        (value,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return value
+
+    def string(self) -> str | None:
+        length = self.take(">h")
+        if length < 0:
+            return None
+        value = self.data[self.pos : self.pos + length].decode("utf-8")
+        self.pos += length
+        return value
+
+    def int32_array(self) -> list[int]:
+        return [self.take(">i") for _ in range(max(0, self.take(">i")))]
+
+
+METADATA_API_KEY = 3
+METADATA_VERSION = 4  # the oldest version Kafka 4.x still answers (KIP-896 removed v0-v3); non-flexible
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+
+def _encode_string(value: str) -> bytes:
+    raw = value.encode("utf-8")
+    return struct.pack(">h", len(raw)) + raw
+
+
+def _metadata_request(topics: list[str], correlation_id: int) -> bytes:
+    header = struct.pack(">hhi", METADATA_API_KEY, METADATA_VERSION, correlation_id) + _encode_string("local-stack")
+    body = struct.pack(">i", len(topics)) + b"".join(_encode_string(t) for t in topics) + b"\x00"  # no auto-create
+    payload = header + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = sock.recv(min(left, 65536))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _parse_metadata_response(data: bytes, correlation_id: int) -> ClusterMetadata:
+    r = _Reader(data)
+    if r.take(">i") != correlation_id:
+        raise ConnectionError("unexpected correlation id in the Metadata response")
+    r.take(">i")  # throttle_time_ms
+    brokers = []
+    for _ in range(r.take(">i")):
+        node_id, host, port = r.take(">i"), r.string(), r.take(">i")
+        r.string()  # rack
+        brokers.append((node_id, host or "", port))
+    cluster_id = r.string()
+    r.take(">i")  # controller_id
+    topics: dict[str, int] = {}
+    for _ in range(r.take(">i")):
+        error_code, name = r.take(">h"), r.string()
+        r.take(">b")  # is_internal
+        partitions = 0
+        for _ in range(r.take(">i")):
+            r.take(">h"), r.take(">i"), r.take(">i")  # error_code, partition_index, leader_id
+            r.int32_array(), r.int32_array()  # replica_nodes, isr_nodes
+            partitions += 1
+        if error_code == 0 and name is not None:
+            topics[name] = partitions
+        elif error_code != UNKNOWN_TOPIC_OR_PARTITION:
+            raise ConnectionError(f"Metadata error {error_code} for topic {name!r}")
+    return ClusterMetadata(tuple(brokers), cluster_id, topics)
+
+
+def fetch_metadata(host: str, port: int, topics: list[str] | None = None, timeout: float = 5.0) -> ClusterMetadata:
+    """Send one Metadata (v4) request to ``host:port`` and parse the answer. Raises OSError without an answer.
+
+    ``topics``: the topics to describe (never auto-created); the default describes none.
+    """
+    correlation_id = int(time.monotonic() * 1000) & 0x7FFFFFFF
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        sock.sendall(_metadata_request(list(topics or []), correlation_id))
+        (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
+        return _parse_metadata_response(_recv_exactly(sock, size), correlation_id)
+
+
+# --- one JVM --------------------------------------------------------------------------------------------------------
+
+
+class _JavaService:
+    """A Kafka JVM (broker or worker) run from the jars: start, readiness, logs and a clean stop."""
+
+    main_class: ClassVar[str]
+    ready_interval: ClassVar[float] = 0.25
+
+    def __init__(
+        self,
+        name: str,
+        home: Path,
+        *,
+        lib_dir: str | os.PathLike[str] | None,
+        heap: str,
+        start_timeout: float,
+        stop_timeout: float,
+    ) -> None:
+        self.name = name
+        self.home = Path(home)
+        self._lib_dir_arg = lib_dir
+        self.heap = heap
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._out: IO[bytes] | None = None
+
+    # paths
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def log_file(self) -> Path:
+        """The Log4j2 log (INFO)."""
+        return self.log_dir / f"{self.name}.log"
+
+    @property
+    def out_file(self) -> Path:
+        """The JVM's stdout and stderr."""
+        return self.log_dir / f"{self.name}.out"
+
+    @property
+    def log4j2_file(self) -> Path:
+        return self.home / "log4j2.xml"
+
+    # what subclasses provide
+
+    def _ports(self) -> dict[str, int]:
+        """The ports this service binds, by the setting that names them."""
+        raise NotImplementedError
+
+    def _prepare(self, java: str, lib_dir: Path) -> None:
+        """Write the config files (and format storage) before the JVM starts."""
+        raise NotImplementedError
+
+    def _args(self) -> list[str]:
+        """The main class's arguments."""
+        raise NotImplementedError
+
+    def _probe(self, timeout: float) -> str | None:
+        """None when ready, else what is still missing (raising OSError counts as not ready)."""
+        raise NotImplementedError
+
+    # lifecycle
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self, wait: bool = True) -> None:
+        """Launch the JVM; with ``wait``, block until ready (at most ``start_timeout`` s) or stop it and raise."""
+        if self.is_running():
+            return
+        lib_dir = find_kafka_lib(self._lib_dir_arg)
+        java = find_java()
+        self._check_ports()
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        write_log4j2_config(self.log4j2_file, self.log_file)
+        self._prepare(java, lib_dir)
+        self._launch(java, lib_dir)
+        if wait:
+            try:
+                self.wait_ready(self.start_timeout)
+            except BaseException:
+                self.stop()
+                raise
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home / f"{self.name}.pid"
+
+    def _check_ports(self) -> None:
+        """Fail clearly when a port is taken, naming a JVM of an earlier run (from its pid file) if it still runs."""
+        try:
+            for setting, port in self._ports().items():
+                check_port_free(port, setting)
+        except LocalStackError as err:
+            stale = _read_pid(self.pid_file)
+            if stale is not None and _process_exists(stale):
+                raise LocalStackError(
+                    f"{err}. A {self.name} started earlier from {self.home} still runs as pid {stale}"
+                ) from None
+            raise
+
+    def java_command(self, java: str, lib_dir: Path, main_class: str, args: list[str]) -> list[str]:
+        """The full ``java ...`` command line for ``main_class`` on the Kafka classpath."""
+        return [
+            java,
+            f"-Xmx{self.heap}",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.log4j2_file}",
+            f"-Dkafka.logs.dir={self.log_dir}",
+            "-cp",
+            str(lib_dir / "*"),
+            main_class,
+            *args,
+        ]
+
+    def _launch(self, java: str, lib_dir: Path) -> None:
+        self._out = self.out_file.open("ab")
+        self._out.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {self.name}\n".encode())
+        self._out.flush()
+        self._proc = subprocess.Popen(
+            self.java_command(java, lib_dir, self.main_class, self._args()),
+            cwd=self.home,
+            stdin=subprocess.DEVNULL,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: Ctrl-C reaches us only, we stop it ourselves
+        )
+        _LIVE.add(self)
+        self.pid_file.write_text(f"{self._proc.pid}\n", encoding="utf-8")
+
+    def wait_ready(self, timeout: float | None = None) -> None:
+        """Poll until the service answers as ready; raise LocalStackError (with the log tail) after ``timeout`` s."""
+        timeout = self.start_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._proc is None:
+                raise LocalStackError(f"{self.name} is not started")
+            code = self._proc.poll()
+            if code is not None:
+                raise self.error(f"{self.name} exited with code {code} before it was ready")
+            remaining = deadline - time.monotonic()
+            try:
+                missing = self._probe(max(0.5, min(5.0, remaining)))
+            except (OSError, ConnectStateError) as err:
+                missing = str(err) or type(err).__name__
+            if missing is None:
+                return
+            if remaining <= 0:
+                raise self.error(f"{self.name} not ready after {timeout:g}s: {missing}")
+            time.sleep(min(self.ready_interval, max(0.0, deadline - time.monotonic())))
+
+    def stop(self, timeout: float | None = None) -> int | None:
+        """SIGTERM the process group, wait ``timeout`` s (``stop_timeout``), then SIGKILL; return the exit code."""
+        proc, self._proc = self._proc, None
+        code = None
+        if proc is not None:
+            code = _terminate(proc, self.stop_timeout if timeout is None else timeout)
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        _LIVE.discard(self)
+        if proc is not None and _read_pid(self.pid_file) == proc.pid:
+            self.pid_file.unlink(missing_ok=True)
+        return code
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        """The last lines of the service's log and of its stdout/stderr."""
+        parts = []
+        for path in (self.log_file, self.out_file):
+            text = tail(path, lines)
+            if text.strip():
+                parts.append(f"--- last lines of {path}:\n{text}")
+        return "\n".join(parts) or f"(no output in {self.log_dir})"
+
+    def error(self, message: str) -> LocalStackError:
+        """A LocalStackError with ``message`` and the log tail."""
+        return LocalStackError(f"{message}\n{self.log_tail()}")
+
+    def __enter__(self: _S) -> _S:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: existence check only, nothing is sent
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _terminate(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
+    """SIGTERM ``proc``'s process group, wait ``timeout`` s, then SIGKILL it and wait 10 s more."""
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+        if proc.poll() is not None:
+            break
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(wait)
+    return proc.poll()
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    """Stop services the program forgot (they run in their own sessions and would outlive us)."""
+    for service in sorted(_LIVE, key=lambda s: isinstance(s, KafkaBroker)):  # workers before brokers
+        service.stop()
+
+
+# --- the broker -----------------------------------------------------------------------------------------------------
+
+
+class KafkaBroker(_JavaService):
+    """A single-node KRaft broker (combined broker and controller) on 127.0.0.1.
+
+    Its storage is formatted with ``kafka.tools.StorageTool`` on first start and reused afterwards.
+    ``overrides`` are extra or replacing ``server.properties`` entries.
+    """
+
+    main_class = "kafka.Kafka"
+    storage_tool = "kafka.tools.StorageTool"
+    node_id = 1
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        port: int | None = None,
+        controller_port: int | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        overrides: Mapping[str, str] | None = None,
+        lib_dir: str | os.PathLike[str] | None = None,
+        heap: str = "512m",
+        start_timeout: float = 90.0,
+        stop_timeout: float = 30.0,
+    ) -> None:
+        home = Path(data_dir) if data_dir is not None else settings.local_data_dir / "broker"
+        super().__init__(
+            "broker", home, lib_dir=lib_dir, heap=heap, start_timeout=start_timeout, stop_timeout=stop_timeout
+        )
+        self.port = settings.local_broker_port if port is None else port
+        self.controller_port = settings.local_controller_port if controller_port is None else controller_port
+        self.overrides = dict(overrides or {})
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    @property
+    def storage_dir(self) -> Path:
+        """``log.dirs``: the KRaft metadata log and the topic partitions."""
+        return self.home / "kraft"
+
+    @property
+    def config_file(self) -> Path:
+        return self.home / "server.properties"
+
+    @property
+    def cluster_id(self) -> str | None:
+        """The cluster id in the formatted storage (None before formatting)."""
+        meta = self.storage_dir / "meta.properties"
+        if not meta.is_file():
+            return None
+        for line in meta.read_text(encoding="utf-8").splitlines():
+            if line.startswith("cluster.id="):
+                return line.split("=", 1)[1].strip()
+        return None
+
+    def server_properties(self) -> dict[str, str]:
+        """``server.properties``: spec §8.3 on loopback, plus ``overrides``."""
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": f"{self.node_id}@{LOOPBACK}:{self.controller_port}",
+            "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port},CONTROLLER://{LOOPBACK}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self.storage_dir),
+            "num.partitions": "1",
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        props.update(self.overrides)
+        return props
+
+    def _ports(self) -> dict[str, int]:
+        return {"local.broker.port": self.port, "local.controller.port": self.controller_port}
+
+    def _prepare(self, java: str, lib_dir: Path) -> None:
+        self.storage_dir.mkdir(parents=True, exist_ok=True)
+        write_properties(self.config_file, self.server_properties(), "KRaft broker, written by local_stack.py")
+        if self.cluster_id is None:
+            self._format_storage(java, lib_dir)
+
+    def _storage_tool(self, java: str, lib_dir: Path, args: list[str]) -> str:
+        command = self.java_command(java, lib_dir, self.storage_tool, args)
+        try:
+            done = subprocess.run(command, cwd=self.home, capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise self.error(f"StorageTool {args[0]} did not finish in 120 s") from None
+        if done.returncode != 0:
+            raise self.error(f"StorageTool {args[0]} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+        return done.stdout
+
+    def _format_storage(self, java: str, lib_dir: Path) -> None:
+        lines = self._storage_tool(java, lib_dir, ["random-uuid"]).split()
+        if not lines:
+            raise self.error("StorageTool random-uuid printed nothing")
+        self._storage_tool(java, lib_dir, ["format", "-t", lines[-1], "-c", str(self.config_file)])
+
+    def _args(self) -> list[str]:
+        return [str(self.config_file)]
+
+    def metadata(self, topics: list[str] | None = None, timeout: float = 5.0) -> ClusterMetadata:
+        """A Metadata request answered by this broker."""
+        return fetch_metadata(LOOPBACK, self.port, topics, timeout)
+
+    def _probe(self, timeout: float) -> str | None:
+        meta = self.metadata(timeout=timeout)
+        if not meta.brokers:
+            return "the broker answers Metadata but lists no broker yet"
+        if meta.cluster_id != self.cluster_id:
+            return f"port {self.port} answers for cluster {meta.cluster_id}, not ours ({self.cluster_id})"
+        return None
+
+
+# --- the Connect worker ---------------------------------------------------------------------------------------------
+
+
+class ConnectWorker(_JavaService):
+    """A distributed Kafka Connect worker on 127.0.0.1, with the FileStream connectors on its classpath.
+
+    Defaults follow spec §8.4 and the settings (internal topic names, topic tracking); Connect creates its internal
+    topics with its default partition counts (status 5, offsets 25, configs 1), replication factor 1, compacted.
+    ``overrides`` replace or add worker properties: a second worker in its own Connect cluster needs another
+    ``group.id``, other ``*.storage.topic`` names, and another ``port`` (and ``name``, which names its directory).
+    """
+
+    main_class = "org.apache.kafka.connect.cli.ConnectDistributed"
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        name: str = "connect",
+        port: int | None = None,
+        bootstrap_servers: str | None = None,
+        group_id: str = "connect-cluster",
+        offset_flush_interval_ms: int = 1000,
+        overrides: Mapping[str, str] | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        lib_dir: str | os.PathLike[str] | None = None,
+        heap: str = "512m",
+        start_timeout: float = 120.0,
+        stop_timeout: float = 30.0,
+    ) -> None:
+        home = Path(data_dir) if data_dir is not None else settings.local_data_dir / name
+        super().__init__(name, home, lib_dir=lib_dir, heap=heap, start_timeout=start_timeout, stop_timeout=stop_timeout)
+        self.settings = settings
+        self.port = settings.local_connect_port if port is None else port
+        self.bootstrap_servers = bootstrap_servers or f"{LOOPBACK}:{settings.local_broker_port}"
+        self.group_id = group_id
+        self.offset_flush_interval_ms = offset_flush_interval_ms
+        self.overrides = {k: str(v) for k, v in (overrides or {}).items()}
+        self.properties = self.worker_properties()
+
+    @property
+    def rest_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    @property
+    def config_file(self) -> Path:
+        return self.home / "worker.properties"
+
+    @property
+    def status_topic(self) -> str:
+        return self.properties["status.storage.topic"]
+
+    @property
+    def config_topic(self) -> str:
+        return self.properties["config.storage.topic"]
+
+    @property
+    def offset_topic(self) -> str:
+        return self.properties["offset.storage.topic"]
+
+    @property
+    def internal_topics(self) -> list[str]:
+        return [self.config_topic, self.offset_topic, self.status_topic]
+
+    def client(self, timeout: float = 30.0) -> ConnectRestClient:
+        """A REST client on this worker."""
+        return ConnectRestClient(self.rest_url, timeout)
+
+    def worker_settings(self) -> Settings:
+        """The settings with this worker's bootstrap servers, internal topics, REST URL and topic tracking flags."""
+        return self.settings.with_overrides(
+            **{
+                "bootstrap.servers": self.bootstrap_servers,
+                "status.storage.topic": self.status_topic,
+                "config.storage.topic": self.config_topic,
+                "offset.storage.topic": self.offset_topic,
+                "connect.rest.url": self.rest_url,
+                "topic.tracking.enable": self.properties["topic.tracking.enable"],
+                "topic.tracking.allow.reset": self.properties["topic.tracking.allow.reset"],
+            }
+        )
+
+    def worker_properties(self) -> dict[str, str]:
+        """``worker.properties``: spec §8.4 on loopback, the settings' topic names and flags, then ``overrides``."""
+        s = self.settings
+        json_converter = "org.apache.kafka.connect.json.JsonConverter"
+        props = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "group.id": self.group_id,
+            "key.converter": json_converter,
+            "value.converter": json_converter,
+            "key.converter.schemas.enable": "false",
+            "value.converter.schemas.enable": "false",
+            "offset.storage.topic": s.offset_storage_topic,
+            "config.storage.topic": s.config_storage_topic,
+            "status.storage.topic": s.status_storage_topic,
+            "offset.storage.replication.factor": "1",
+            "config.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1",
+            "listeners": f"http://{LOOPBACK}:{self.port}",
+            "rest.advertised.host.name": LOOPBACK,
+            "rest.advertised.port": str(self.port),
+            "offset.flush.interval.ms": str(self.offset_flush_interval_ms),
+            "topic.tracking.enable": str(s.topic_tracking_enable).lower(),
+            "topic.tracking.allow.reset": str(s.topic_tracking_allow_reset).lower(),
+        }
+        props.update(self.overrides)
+        return props
+
+    def _ports(self) -> dict[str, int]:
+        return {"local.connect.port": self.port}
+
+    def _prepare(self, java: str, lib_dir: Path) -> None:
+        host, port = parse_host_port(self.bootstrap_servers)
+        try:
+            fetch_metadata(host, port, timeout=5.0)
+        except OSError as err:
+            raise LocalStackError(
+                f"no Kafka broker answers at {self.bootstrap_servers} ({err}); start the broker before the worker"
+            ) from None
+        self.properties = self.worker_properties()
+        write_properties(self.config_file, self.properties, "Connect worker, written by local_stack.py")
+
+    def _args(self) -> list[str]:
+        return [str(self.config_file)]
+
+    def _probe(self, timeout: float) -> str | None:
+        client = ConnectRestClient(self.rest_url, timeout)
+        for path in ("/", "/health", "/connectors"):
+            try:
+                status, body = client.get(path)
+            except ConnectRestError as err:
+                return str(err)
+            if status != 200:
+                message = body.get("message") if isinstance(body, dict) else None
+                return f"GET {path} answered {status}" + (f": {message}" if message else "")
+        host, port = parse_host_port(self.bootstrap_servers)
+        found = fetch_metadata(host, port, self.internal_topics, timeout).topic_partitions
+        missing = [t for t in self.internal_topics if t not in found]
+        return f"internal topics not created yet: {', '.join(missing)}" if missing else None
+
+
+# --- broker + worker ------------------------------------------------------------------------------------------------
+
+
+class LocalStack:
+    """A broker, then a worker on it, from one Settings; stopped in reverse order."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        lib_dir: str | os.PathLike[str] | None = None,
+        broker_overrides: Mapping[str, str] | None = None,
+        worker_overrides: Mapping[str, str] | None = None,
+        offset_flush_interval_ms: int = 1000,
+        fresh: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.fresh = fresh
+        self.broker = KafkaBroker(settings, overrides=broker_overrides, lib_dir=lib_dir)
+        self.worker = ConnectWorker(
+            settings,
+            bootstrap_servers=self.broker.bootstrap_servers,
+            offset_flush_interval_ms=offset_flush_interval_ms,
+            overrides=worker_overrides,
+            lib_dir=lib_dir,
+        )
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.broker.bootstrap_servers
+
+    @property
+    def connect_url(self) -> str:
+        return self.worker.rest_url
+
+    def start(self) -> None:
+        """Start the broker and wait for it, then the worker; on any failure stop what was started and raise."""
+        find_kafka_lib(self.broker._lib_dir_arg)  # fail fast, before touching the data dir
+        self.broker._check_ports()
+        self.worker._check_ports()
+        prepare_data_dir(self.settings.local_data_dir, wipe=self.fresh)
+        self.fresh = False  # a restart of the same object keeps the data
+        try:
+            self.broker.start()
+            self.worker.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        self.broker.wait_ready(timeout)
+        self.worker.wait_ready(max(0.0, deadline - time.monotonic()))
+
+    def stop(self) -> None:
+        """Stop the worker, then the broker."""
+        self.worker.stop()
+        self.broker.stop()
+
+    def dead_service(self) -> _JavaService | None:
+        """A service that was started and has exited since, if any."""
+        for service in (self.broker, self.worker):
+            if service._proc is not None and service._proc.poll() is not None:
+                return service
+        return None
+
+    def __enter__(self) -> LocalStack:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def prepare_data_dir(path: Path, wipe: bool = False) -> None:
+    """Create ``path`` with its marker file; with ``wipe``, empty it first (only if it is ours or already empty)."""
+    path = Path(path)
+    if wipe and path.exists():
+        if any(path.iterdir()) and not (path / DATA_DIR_MARKER).exists():
+            raise LocalStackError(
+                f"refusing to wipe {path}: it is not empty and has no {DATA_DIR_MARKER} marker (not a local stack dir)"
+            )
+        shutil.rmtree(path)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / DATA_DIR_MARKER).touch()
+
+
+# --- console script -------------------------------------------------------------------------------------------------
+
+
+class _StopRequested(Exception):
+    """Raised by our SIGTERM handler to leave the foreground loop."""
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise _StopRequested
+
+
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """Ignore Ctrl-C and SIGTERM while stopping, so a second one cannot leave the JVMs behind."""
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def run_foreground(stack: LocalStack, out: IO[str] = sys.stdout) -> int:
+    """Start ``stack``, report where it is, and keep it up until Ctrl-C, SIGTERM or a JVM exiting; then stop it."""
+    previous = signal.signal(signal.SIGTERM, _raise_stop)
+    try:
+        stack.start()
+        print(
+            f"Kafka broker   {stack.bootstrap_servers}  (logs: {stack.broker.log_file})\n"
+            f"Connect worker {stack.connect_url}  (logs: {stack.worker.log_file})\n"
+            "Press Ctrl-C to stop.",
+            file=out,
+            flush=True,
+        )
+        while (dead := stack.dead_service()) is None:
+            time.sleep(1.0)
+        raise dead.error(f"{dead.name} exited unexpectedly")
+    except (KeyboardInterrupt, _StopRequested):
+        print("stopping the local stack...", file=out, flush=True)
+        return 0
+    finally:
+        with _signals_ignored():
+            stack.stop()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="connect-state-stack",
+        description="Run the embedded local stack: a single-node KRaft broker and a distributed Connect worker.",
+    )
+    add_config_arguments(parser)
+    sub = parser.add_subparsers(dest="command", required=True)
+    start = sub.add_parser("start", help="start broker and worker in the foreground until Ctrl-C or SIGTERM")
+    start.add_argument("--fresh", action="store_true", help="wipe local.data.dir first (a new, empty cluster)")
+    start.add_argument("--lib-dir", help=f"directory of Kafka jars (default: ${KAFKA_LIB_ENV} or {DEFAULT_KAFKA_LIB})")
+    return parser
+
+
+def _warn_if_elsewhere(settings: Settings, stack: LocalStack) -> None:
+    """Say so when bootstrap.servers or connect.rest.url point somewhere else than the stack being started."""
+    pairs = (
+        ("bootstrap.servers", settings.bootstrap_servers, stack.bootstrap_servers),
+        ("connect.rest.url", settings.connect_rest_url.rstrip("/"), stack.connect_url),
+    )
+    for key, configured, actual in pairs:
+        if configured != actual:
+            print(f"note: {key} is {configured}, but the local stack runs at {actual}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``connect-state-stack``."""
+    args = build_parser().parse_args(argv)
+    try:
+        settings = settings_from_args(args)
+        stack = LocalStack(settings, lib_dir=args.lib_dir, fresh=args.fresh)
+        _warn_if_elsewhere(settings, stack)
+        return run_foreground(stack)
+    except ConnectStateError as err:
+        print(f"connect-state-stack: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
