@@ -52,7 +52,7 @@ $(SPARK_LIB)/.fetched: jvm/spark/pom.xml conf/versions.env $(VENV)/.installed
 $(KAFKA_LIB)/.fetched: jvm/kafka/pom.xml conf/versions.env
 	rm -rf $(KAFKA_LIB)
 	$(MVN) $(MVN_FLAGS) -f jvm/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
-	  -DoutputDirectory=lib -Dkafka.version=$(KAFKA_VERSION)
+	  -DoutputDirectory=lib -Dkafka.version=$(KAFKA_VERSION) -Dlog4j2.version=$(LOG4J2_VERSION)
 	@touch $@
 
 run: setup

@@ -145,9 +145,7 @@ def load_settings(
     env = os.environ if environ is None else environ
     path = Path(conf_file or env.get(CONF_FILE_ENV) or DEFAULT_CONF_FILE)
     if not path.is_file():
-        raise ConfigError(
-            f"configuration file {path} not found; pass --conf-file or set {CONF_FILE_ENV}"
-        )
+        raise ConfigError(f"configuration file {path} not found; pass --conf-file or set {CONF_FILE_ENV}")
     props = parse_properties(path.read_text(encoding="utf-8"))
     for key in list(props):
         if env_name(key) in env:

@@ -256,9 +256,7 @@ class ActiveTopicsWriter:
             "reason",
             F.current_timestamp().alias("seen_at"),
         )
-        insert_new_once(
-            rows, self.rejected, REJECTED_RECORDS.key, f"{self.app_id}:{REJECTED_RECORDS.name}", batch_id
-        )
+        insert_new_once(rows, self.rejected, REJECTED_RECORDS.key, f"{self.app_id}:{REJECTED_RECORDS.name}", batch_id)
 
 
 def start(
@@ -285,8 +283,8 @@ def start(
         .foreachBatch(writer)
         .option("checkpointLocation", str(checkpoint))
     )
-    stream = stream.trigger(availableNow=True) if available_now else stream.trigger(
-        processingTime=settings.trigger_interval
+    stream = (
+        stream.trigger(availableNow=True) if available_now else stream.trigger(processingTime=settings.trigger_interval)
     )
     return stream.start()
 

@@ -150,4 +150,3 @@ def state_from_json(text: str | None) -> ConnectorTopics:
     if not text:
         return {}
     return {topic: TopicEntry(**fields) for topic, fields in json.loads(text).items()}
-

@@ -54,4 +54,3 @@ def run_query(query: StreamingQuery, poll_seconds: float = 10.0) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-

@@ -66,7 +66,11 @@ def test_get_active_topics_matches_connect(spark, connect, stack_settings, tmp_p
     [
         ({"topic.tracking.enable": "false"}, "get", "/connectors/{name}/topics"),
         ({"topic.tracking.enable": "false"}, "put", "/connectors/{name}/topics/reset"),
-        ({"topic.tracking.enable": "false", "topic.tracking.allow.reset": "false"}, "put", "/connectors/{name}/topics/reset"),
+        (
+            {"topic.tracking.enable": "false", "topic.tracking.allow.reset": "false"},
+            "put",
+            "/connectors/{name}/topics/reset",
+        ),
         ({"topic.tracking.allow.reset": "false"}, "put", "/connectors/{name}/topics/reset"),
     ],
     ids=["get-disabled", "reset-disabled", "reset-both-disabled", "reset-not-allowed"],

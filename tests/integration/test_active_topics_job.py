@@ -159,7 +159,10 @@ def test_invalid_records_are_quarantined_and_valid_ones_still_fold(spark, kafka_
     assert {(r.key, r.value) for r in rejected.collect()} == set(invalid)
     assert_df_equality(
         table(spark, settings, ACTIVE_TOPICS.name).select("connector", "topic", "task", "discover_timestamp"),
-        spark.createDataFrame([("sink-a", "orders", 0, 1_746_009_337_985)], "connector STRING, topic STRING, task INT, discover_timestamp BIGINT"),
+        spark.createDataFrame(
+            [("sink-a", "orders", 0, 1_746_009_337_985)],
+            "connector STRING, topic STRING, task INT, discover_timestamp BIGINT",
+        ),
         ignore_nullable=True,
     )
 
@@ -234,10 +237,14 @@ def test_writer_replay_of_a_committed_batch_changes_nothing(spark, tmp_path, sta
         job.OUTPUT_SCHEMA,
     )
     writer(batch, 0)
-    snapshot = {name: table(spark, settings, name).drop("updated_at", "changed_at", "seen_at").collect() for name in
-                (ACTIVE_TOPICS.name, ACTIVE_TOPICS_HISTORY.name, REJECTED_RECORDS.name)}
+    snapshot = {
+        name: table(spark, settings, name).drop("updated_at", "changed_at", "seen_at").collect()
+        for name in (ACTIVE_TOPICS.name, ACTIVE_TOPICS_HISTORY.name, REJECTED_RECORDS.name)
+    }
     writer(batch, 0)
     for name, rows in snapshot.items():
-        assert sorted(table(spark, settings, name).drop("updated_at", "changed_at", "seen_at").collect()) == sorted(rows)
+        assert sorted(table(spark, settings, name).drop("updated_at", "changed_at", "seen_at").collect()) == sorted(
+            rows
+        )
     assert [(r.connector, r.topic) for r in table(spark, settings, ACTIVE_TOPICS.name).collect()] == [("c", "t2")]
     assert table(spark, settings, ACTIVE_TOPICS_HISTORY.name).count() == 3
