@@ -3,7 +3,7 @@
 Every error is JSON ``{"error_code": <int>, "message": <str or null>}`` with ``Content-Type: application/json``,
 as ``ConnectExceptionMapper`` writes it:
 
-* :class:`ConnectRestError` (what Connect calls ``ConnectRestException``) -> its status;
+* :class:`ConnectRestException` (named after Connect's own exception class) -> its status;
 * an unknown route -> 404 ``"HTTP 404 Not Found"``, a wrong method -> 405 ``"HTTP 405 Method Not Allowed"`` (any
   other HTTP error likewise ``"HTTP <code> <reason>"``);
 * :class:`~connect_state.errors.TableNotFoundError` -> 503, saying which table is missing and which job creates it;
@@ -19,7 +19,7 @@ from werkzeug.exceptions import HTTPException
 from connect_state.errors import KafkaWriteError, TableNotFoundError
 
 
-class ConnectRestError(Exception):
+class ConnectRestException(Exception):
     """An error answered with ``status`` and Connect's JSON body; ``message`` may be None (``"message": null``)."""
 
     def __init__(self, status: int, message: str | None) -> None:
@@ -41,7 +41,7 @@ def _message(err: BaseException) -> str | None:
     return text or None
 
 
-def handle_connect_rest_error(err: ConnectRestError) -> Response:
+def handle_connect_rest_error(err: ConnectRestException) -> Response:
     return error_response(err.status, err.message)
 
 
@@ -72,7 +72,7 @@ def handle_unexpected(err: Exception) -> Response:
 
 def register_error_handlers(app: Flask) -> None:
     """Install the handlers on ``app`` (the most specific class wins, as in Flask)."""
-    app.register_error_handler(ConnectRestError, handle_connect_rest_error)
+    app.register_error_handler(ConnectRestException, handle_connect_rest_error)
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(TableNotFoundError, handle_table_not_found)
     app.register_error_handler(KafkaWriteError, handle_kafka_write_error)

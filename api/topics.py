@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from api.errors import ConnectRestError
+from api.errors import ConnectRestException
 from api.resources import get_settings, get_tables, get_writer
 from connect_state.formats.status import topic_status_tombstone_keys
 from connect_state.tables import ACTIVE_TOPICS
@@ -28,7 +28,7 @@ bp = Blueprint("topics", __name__, url_prefix="/connectors")
 
 def _require_tracking() -> None:
     if not get_settings().topic_tracking_enable:
-        raise ConnectRestError(403, TRACKING_DISABLED)
+        raise ConnectRestException(403, TRACKING_DISABLED)
 
 
 def active_topics(connector: str) -> list[str]:
@@ -50,7 +50,7 @@ def reset_active_topics(connector: str) -> Response:
     _require_tracking()
     settings = get_settings()
     if not settings.topic_tracking_allow_reset:
-        raise ConnectRestError(403, RESET_DISABLED)
+        raise ConnectRestException(403, RESET_DISABLED)
     topics = active_topics(connector)
     if topics:
         keys = topic_status_tombstone_keys(connector, topics)

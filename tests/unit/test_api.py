@@ -25,7 +25,7 @@ from flask.testing import FlaskClient
 
 import api.resources
 from api import close_app, create_app
-from api.errors import ConnectRestError
+from api.errors import ConnectRestException
 from api.resources import get_settings, get_tables, get_writer
 from api.server import bind_address, gunicorn_options
 from api.tables import TableReader, arrow_schema, arrow_type
@@ -370,8 +370,8 @@ def _app_with_route(settings: Settings, view: Callable[[], Any]) -> Flask:
         (RuntimeError("boom"), 500, "boom"),
         (RuntimeError(), 500, None),  # no message: "message": null, as Java's getMessage()
         (KafkaWriteError("write to topic 'connect-status' failed"), 500, "write to topic 'connect-status' failed"),
-        (ConnectRestError(409, "Cannot complete request momentarily"), 409, "Cannot complete request momentarily"),
-        (ConnectRestError(404, None), 404, None),
+        (ConnectRestException(409, "Cannot complete request momentarily"), 409, "Cannot complete request momentarily"),
+        (ConnectRestException(404, None), 404, None),
         (TableNotFoundError("Delta table x not found"), 503, "Delta table x not found"),
     ],
     ids=["exception", "no-message", "kafka-write", "connect-rest", "connect-rest-null", "table-missing"],
