@@ -23,6 +23,7 @@ from connect_state.formats.status import (
     topic_status_key,
 )
 from connect_state.partitioner import partition_for_key
+from connect_state.spark.delta_io import ensure_table
 from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS
 from jobs import active_topics as job
 from tests.fixtures.spark import await_query
@@ -222,7 +223,7 @@ def test_writer_replay_of_a_committed_batch_changes_nothing(spark, tmp_path, sta
     """A batch replayed after a crash (same batch id) is skipped by every table write."""
     settings = job_settings(stack_settings, tmp_path)
     for spec in (ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS):
-        job.ensure_table(spark, settings.delta_root, spec)
+        ensure_table(spark, settings.delta_root, spec)
     checkpoint = tmp_path / "ckpt"
     checkpoint.mkdir()
     (checkpoint / "metadata").write_text('{"id":"00000000-0000-0000-0000-000000000001"}\n')
@@ -248,3 +249,15 @@ def test_writer_replay_of_a_committed_batch_changes_nothing(spark, tmp_path, sta
         )
     assert [(r.connector, r.topic) for r in table(spark, settings, ACTIVE_TOPICS.name).collect()] == [("c", "t2")]
     assert table(spark, settings, ACTIVE_TOPICS_HISTORY.name).count() == 3
+
+
+def test_tables_stay_readable_by_delta_rs(spark, tmp_path, stack_settings):
+    """The API reads with deltalake (no JVM): the tables must not need reader features delta-rs lacks."""
+    import deltalake
+
+    settings = job_settings(stack_settings, tmp_path)
+    for spec in (ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS):
+        path = ensure_table(spark, settings.delta_root, spec)
+        detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+        assert detail.minReaderVersion == 1, (spec.name, detail.minReaderVersion, detail.tableFeatures)
+        assert deltalake.DeltaTable(path).to_pyarrow_table().column_names == spec.column_names
