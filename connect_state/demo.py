@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     stack = LocalStack(settings)
     children: list[subprocess.Popen[bytes]] = []
     stop_feeding = threading.Event()
-    previous = signal.signal(signal.SIGTERM, _raise_stop)
+    # Explicit handlers: a SIGINT inherited as ignored (e.g. started in the background) must still stop us.
+    previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         print("starting the Kafka broker and the Connect worker...", flush=True)
         stack.start()
@@ -137,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         for child in reversed(children):
             stop_child(child)
         stack.stop()
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

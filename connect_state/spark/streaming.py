@@ -37,7 +37,7 @@ def run_query(query: StreamingQuery, poll_seconds: float = 10.0) -> int:
             progress = query.lastProgress
             if progress and progress["batchId"] != last_batch:
                 last_batch = progress["batchId"]
-                log.info(
+                (log.info if progress["numInputRows"] else log.debug)(
                     "%s batch %d: %d input rows, %.1f rows/s processed",
                     query.name,
                     last_batch,
