@@ -1,0 +1,626 @@
+"""Records of Connect's offsets topic and the offsets REST bodies, byte for byte like Connect (spec §4, §5.4).
+
+**The topic** (``KafkaOffsetBackingStore``, ``OffsetUtils``, ``OffsetStorageWriter``). A key is the JSON array
+``[connector, partition]`` written by the internal key converter, e.g. ``["file-source",{"filename":"/tmp/in"}]``;
+a value is the offset map as JSON, or null (a tombstone: no offset). The store keeps every value under its raw key
+bytes, whatever the key looks like, and separately tracks each connector's partitions with
+``OffsetUtils.processPartitionKey``, which ignores malformed keys with a WARN: :func:`parse_offset_key` raises
+:class:`~connect_state.errors.RecordFormatError` with that WARN text. Connect looks offsets up by exact key bytes
+after re-serialising the partition maps it parsed, i.e. in Java ``HashMap`` order (spec §4.3):
+:func:`offset_key_bytes` writes those bytes.
+
+**Source connectors over REST** (``ConnectorsResource``, ``ConnectorOffsets.toMap``,
+``Worker.normalizeSourceConnectorOffsets``): :func:`parse_offsets_request` reads a ``PATCH /offsets`` body as Jackson
+and the resource do, :func:`normalize_source_offsets` validates and normalises the pairs as the worker does before
+writing them.
+
+**Sink connectors** keep their offsets in the consumer group ``connect-<name>``; their REST shape is
+``{"partition":{"kafka_partition":0,"kafka_topic":"t"},"offset":{"kafka_offset":5}}`` (:func:`sink_partition`,
+:func:`sink_offset`) and :func:`parse_sink_offsets` applies ``SinkUtils.parseSinkConnectorOffsets``.
+
+REST errors raise :class:`BadOffsetsRequest` with Connect's message and HTTP status. Request bodies must have been
+read with Python's :func:`json.loads` (not :func:`connect_state.formats.jsonconv.loads`): Jackson's data binding keeps
+integers of any size and reads objects as ``LinkedHashMap`` in document order, as ``json.loads`` does.
+
+Checked against Kafka 4.3.1 (``OffsetUtils``, ``OffsetStorageWriter``, ``SinkUtils``, ``ConnectorOffsets`` read by
+``JacksonJsonProvider``, ``Worker.completeModifyOffsetsCallback``).
+
+Pure standard library.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import unicodedata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
+
+from connect_state.errors import RecordFormatError
+from connect_state.formats import jsonconv
+from connect_state.formats.config import java_class_name
+from connect_state.formats.status import java_parse_int
+
+__all__ = [
+    "KAFKA_OFFSET_KEY",
+    "KAFKA_PARTITION_KEY",
+    "KAFKA_TOPIC_KEY",
+    "BadOffsetsRequest",
+    "OffsetKey",
+    "OffsetPair",
+    "SinkOffset",
+    "java_parse_long",
+    "normalize_source_offsets",
+    "offset_key_bytes",
+    "offsets_success_message",
+    "parse_offset_key",
+    "parse_offset_value",
+    "parse_offsets_request",
+    "parse_sink_offsets",
+    "parse_sink_offsets_request",
+    "parse_source_offsets_request",
+    "serialize_offset_value",
+    "sink_consumer_group",
+    "sink_offset",
+    "sink_partition",
+    "validate_offset_map",
+]
+
+KAFKA_TOPIC_KEY = "kafka_topic"
+KAFKA_PARTITION_KEY = "kafka_partition"
+KAFKA_OFFSET_KEY = "kafka_offset"
+
+_INT32_MIN = -(2**31)
+_INT32_MAX = 2**31 - 1
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+#: A (partition, offset) pair of a ``PATCH /offsets`` body; either may be ``None``.
+OffsetPair = tuple[dict[str, object] | None, dict[str, object] | None]
+
+
+class BadOffsetsRequest(RecordFormatError):
+    """A ``PATCH /connectors/<name>/offsets`` request Connect refuses: ``message`` and the HTTP ``status``.
+
+    400 for ``BadRequestException`` (an empty request, the sink checks); 500 for what Connect's
+    ``ConnectExceptionMapper`` does not map (Jackson errors, the ``NullPointerException`` of a ``null`` entry,
+    ``DataException`` from ``OffsetUtils.validateFormat``).
+    """
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Keys and values of the topic
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OffsetKey:
+    """A parsed offsets-topic key ``[connector, partition]``.
+
+    ``partition`` is ``None`` for ``[connector, null]``, a key ``OffsetUtils.processPartitionKey`` skips *without*
+    logging anything (the store still keeps the value under the raw key bytes); callers skip it too.
+    """
+
+    connector: str
+    partition: dict[str, object] | None = field(hash=False)
+
+
+_UNEXPECTED_FORMAT = "Ignoring offset partition key with an unexpected format"
+
+
+def parse_offset_key(data: bytes | None) -> OffsetKey:
+    """Parse a key with ``OffsetUtils.processPartitionKey``'s rules; raise ``RecordFormatError`` with its WARN text.
+
+    In Connect's order: a null key (``"Ignoring offset partition key with an unexpected null value"``); bytes the
+    key converter cannot read (``"Ignoring offset partition key with unknown serialization. Expected json."``
+    followed by ``": invalid JSON (...)"``); not a JSON array, empty bytes included (``"... Expected type:
+    java.util.List, actual type: null"``); not 2 elements; a first element that is not a string; a second element that
+    is neither an object nor null. A JSON ``null`` second element gives ``OffsetKey(connector, None)``.
+
+    Whatever this says, ``KafkaOffsetBackingStore`` stores the record's value under the raw key bytes (a tombstone
+    removes it): only the connector's partition set ignores a malformed key.
+    """
+    if data is None:
+        raise RecordFormatError("Ignoring offset partition key with an unexpected null value")
+    try:
+        key = jsonconv.loads(data)
+    except jsonconv.JsonFormatError as exc:
+        raise RecordFormatError(
+            f"Ignoring offset partition key with unknown serialization. Expected json.: invalid JSON ({exc})"
+        ) from None
+    if not isinstance(key, list):
+        raise RecordFormatError(
+            f"{_UNEXPECTED_FORMAT}. Expected type: java.util.List, actual type: {java_class_name(key)}"
+        )
+    if len(key) != 2:
+        raise RecordFormatError(
+            f"Ignoring offset partition key with an unexpected number of elements. Expected: 2, actual: {len(key)}"
+        )
+    connector, partition = key
+    if not isinstance(connector, str):
+        raise RecordFormatError(
+            f"{_UNEXPECTED_FORMAT} for the first element in the partition key list. Expected type: java.lang.String, "
+            f"actual type: {java_class_name(connector)}"
+        )
+    if partition is not None and not isinstance(partition, dict):
+        raise RecordFormatError(
+            f"{_UNEXPECTED_FORMAT} for the second element in the partition key list. Expected type: java.util.Map, "
+            f"actual type: {java_class_name(partition)}"
+        )
+    return OffsetKey(connector, partition)
+
+
+def _round_trip(value: object) -> object:
+    """What ``JsonConverter`` gives back for a value it wrote (integers as longs, ``1e400`` as ``"Infinity"``)."""
+    return jsonconv.loads(jsonconv.dumps(value))
+
+
+def offset_key_bytes(connector: str, partition: Mapping[str, object] | None) -> bytes:
+    """The key bytes Connect writes and looks up for a source partition: ``[connector, partition]``.
+
+    The partition goes through a ``JsonConverter`` round trip and comes out in Java ``HashMap`` order, as in
+    ``Worker.normalizeSourceConnectorOffsets`` followed by ``OffsetStorageWriter`` (PATCH), in ``DELETE /offsets``
+    and in the lookups of ``GET /offsets`` (spec §4.3)::
+
+        offset_key_bytes("c", {"kafka_topic": "t", "kafka_partition": 0})
+        == b'["c",{"kafka_partition":0,"kafka_topic":"t"}]'
+
+    ``None`` gives ``["c",null]`` (what a ``PATCH`` with a null partition writes for a source connector).
+    """
+    normalized = None if partition is None else jsonconv.java_hashmap_ordered(_round_trip(dict(partition)))
+    return jsonconv.dumps([connector, normalized])
+
+
+def serialize_offset_value(offset: Mapping[str, object] | None) -> bytes | None:
+    """The value bytes ``OffsetStorageWriter`` writes for a normalised offset: ``None`` (a tombstone) or the map in
+    Java ``HashMap`` order (``{"kafka_offset":5}``, ``{"position":1234}``).
+    """
+    if offset is None:
+        return None
+    return jsonconv.dumps(jsonconv.java_hashmap_ordered(_round_trip(dict(offset))))
+
+
+def parse_offset_value(data: bytes | None) -> dict[str, object] | None:
+    """Read an offset value as ``OffsetStorageReaderImpl.offsets`` does: ``None`` for a tombstone (no offset).
+
+    The value must be JSON that ``OffsetUtils.validateFormat`` accepts: an object (or null) with primitive values.
+    Otherwise raises ``RecordFormatError`` (Connect logs ``"CRITICAL: Failed to deserialize offset data ..."`` and
+    leaves the partition out of ``GET /offsets``), with the ``DataException`` message or ``"invalid JSON (...)"``.
+    """
+    if data is None:
+        return None
+    try:
+        value = jsonconv.loads(data)
+    except jsonconv.JsonFormatError as exc:
+        raise RecordFormatError(f"invalid JSON ({exc})") from None
+    validate_offset_map(value)
+    assert value is None or isinstance(value, dict)
+    return value
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# OffsetUtils.validateFormat
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _schema_type(value: object) -> str | None:
+    """``ConnectSchema.schemaType(value.getClass())`` for a value Jackson or ``JsonConverter`` read; ``None`` when
+    Connect has no schema type for the class (an integer beyond a long is a ``BigInteger``).
+    """
+    if isinstance(value, bool):
+        return "BOOLEAN"
+    if isinstance(value, int):
+        if _INT32_MIN <= value <= _INT32_MAX:
+            return "INT32"
+        return "INT64" if _INT64_MIN <= value <= _INT64_MAX else None
+    if isinstance(value, float):
+        return "FLOAT64"
+    if isinstance(value, str):
+        return "STRING"
+    if isinstance(value, (bytes, bytearray)):
+        return "BYTES"
+    if isinstance(value, Mapping):
+        return "MAP"
+    if isinstance(value, (list, tuple)):
+        return "ARRAY"
+    raise TypeError(f"not a value Connect reads from JSON: {type(value).__name__}")
+
+
+def validate_offset_map(value: object, what: str = "Offsets") -> None:
+    """``OffsetUtils.validateFormat``: ``None``, or a map with string keys and primitive (or null) values.
+
+    Raises ``RecordFormatError`` (Connect's ``DataException``) with Connect's message, e.g. ``"Offsets may only
+    contain primitive types as values, but field pos contains MAP"`` (``ARRAY`` for a list; ``class
+    java.math.BigInteger`` for an integer beyond the long range, which only Jackson's REST binding produces). Connect
+    says ``Offsets`` for partitions too; ``what`` replaces that word.
+    """
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise RecordFormatError(f"{what} must be specified as a Map")
+    for name, item in value.items():
+        if not isinstance(name, str):
+            raise RecordFormatError(f"{what} may only use String keys")
+        if item is None:
+            continue
+        schema_type = _schema_type(item)
+        if schema_type in ("MAP", "ARRAY", None):
+            kind = schema_type or "class java.math.BigInteger"
+            raise RecordFormatError(
+                f"{what} may only contain primitive types as values, but field {name} contains {kind}"
+            )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The PATCH body: JacksonJsonProvider reading ConnectorOffsets, ConnectorsResource, ConnectorOffsets.toMap
+# ---------------------------------------------------------------------------------------------------------------------
+
+_ENTITIES = "org.apache.kafka.connect.runtime.rest.entities"
+_OFFSETS_CLASS = f"{_ENTITIES}.ConnectorOffsets"
+_OFFSET_CLASS = f"{_ENTITIES}.ConnectorOffset"
+_LIST_TYPE = f"java.util.ArrayList<{_OFFSET_CLASS}>"
+_MAP_TYPE = "java.util.LinkedHashMap<java.lang.String,java.lang.Object>"
+_JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))  # what String.trim() removes
+_EMPTY_REQUEST = "Partitions / offsets need to be provided for an alter offsets request"
+
+
+def _jackson(message: str) -> BadOffsetsRequest:
+    return BadOffsetsRequest(message, 500)
+
+
+def _token(value: object) -> str:
+    """Jackson's ``from <shape> value (token `JsonToken.<T>`)`` for a JSON value."""
+    if isinstance(value, bool):
+        return f"Boolean value (token `JsonToken.VALUE_{'TRUE' if value else 'FALSE'}`)"
+    if isinstance(value, int):
+        return "Integer value (token `JsonToken.VALUE_NUMBER_INT`)"
+    if isinstance(value, float):
+        return "Floating-point value (token `JsonToken.VALUE_NUMBER_FLOAT`)"
+    if isinstance(value, str):
+        return "String value (token `JsonToken.VALUE_STRING`)"
+    if isinstance(value, list):
+        return "Array value (token `JsonToken.START_ARRAY`)"
+    return "Object value (token `JsonToken.START_OBJECT`)"
+
+
+def _mismatch(type_name: str, value: object) -> BadOffsetsRequest:
+    return _jackson(f"Cannot deserialize value of type `{type_name}` from {_token(value)}")
+
+
+def _no_creator(class_name: str, value: object) -> BadOffsetsRequest:
+    """A bean with a properties-based creator (or a ``LinkedHashMap``) given a scalar.
+
+    Jackson ``trim()``s a string first (characters up to U+0020 at either end); what is left empty is an empty
+    string, which it will not coerce.
+    """
+    if isinstance(value, str):
+        value = value.strip(_JAVA_TRIMMED)
+    if value == "":
+        target = f"element of `{class_name}`" if class_name == "java.util.LinkedHashMap" else f"`{class_name}` value"
+        return _jackson(
+            f'Cannot coerce empty String ("") to {target} (but could if coercion was enabled using `CoercionConfig`)'
+        )
+    if isinstance(value, str):
+        argument, shown = "String", f"String value ('{value}')"
+    elif isinstance(value, bool):
+        argument, shown = "boolean/Boolean", f"boolean value ({'true' if value else 'false'})"
+    elif isinstance(value, int):
+        if _INT32_MIN <= value <= _INT32_MAX:
+            argument = "int/Int"
+        else:
+            argument = "long/Long" if _INT64_MIN <= value <= _INT64_MAX else "BigInteger"
+        shown = f"Number value ({value})"
+    else:
+        assert isinstance(value, float)
+        argument, shown = "double/Double", f"Number value ({jsonconv.java_double_to_string(value)})"
+    return _jackson(
+        f"Cannot construct instance of `{class_name}` (although at least one Creator exists): "
+        f"no {argument}-argument constructor/factory method to deserialize from {shown}"
+    )
+
+
+def _read_map(value: object) -> None:
+    """A ``Map<String, ?>`` creator property (``partition``, ``offset``): ``null`` or an object, any values."""
+    if value is None or isinstance(value, dict):
+        return
+    if isinstance(value, str):
+        raise _no_creator("java.util.LinkedHashMap", value)
+    raise _mismatch(_MAP_TYPE, value)
+
+
+def _read_offset_entry(value: object) -> None:
+    """One ``ConnectorOffset``: ``{"partition":...,"offset":...}`` (a ``null`` entry passes Jackson)."""
+    if value is not None:
+        _read_bean(value, _OFFSET_CLASS, ("partition", "offset"), lambda name, item: _read_map(item))
+
+
+def _read_offsets_list(value: object) -> None:
+    """The ``offsets`` property: ``null`` or a list of ``ConnectorOffset``."""
+    if value is None:
+        return
+    if not isinstance(value, list):
+        raise _mismatch(_LIST_TYPE, value)
+    for element in value:
+        _read_offset_entry(element)
+
+
+def _read_bean(
+    value: object, class_name: str, known: tuple[str, ...], read_property: Callable[[str, object], None]
+) -> dict[str, object]:
+    """A bean with a properties-based creator, as Jackson's ``BeanDeserializer`` reads it: its known properties in
+    document order; an unknown property is buffered and reported once every creator property has been read (or at
+    the end of the object), so errors inside known properties read before that point come first.
+    """
+    if isinstance(value, list):
+        raise _mismatch(class_name, value)
+    if not isinstance(value, dict):
+        raise _no_creator(class_name, value)
+    if len(known) == 1:
+        described = f'one known property: "{known[0]}"'
+    else:
+        described = f"{len(known)} known properties: " + ", ".join(f'"{name}"' for name in known)
+
+    def unrecognized(name: str) -> BadOffsetsRequest:
+        return _jackson(f'Unrecognized field "{name}" (class {class_name}), not marked as ignorable ({described})')
+
+    seen: set[str] = set()
+    unknown: str | None = None
+    for name, item in value.items():
+        if name not in known:
+            if len(seen) == len(known):
+                raise unrecognized(name)
+            unknown = unknown if unknown is not None else name
+            continue
+        read_property(name, item)
+        seen.add(name)
+        if len(seen) == len(known) and unknown is not None:
+            raise unrecognized(unknown)
+    if unknown is not None:
+        raise unrecognized(unknown)
+    return value
+
+
+def _java_equality_key(value: object) -> object:
+    """A hashable stand-in for Java's ``equals`` on values Jackson read: ``1``, ``1.0`` and ``true`` all differ, and
+    so do ``0.0`` and ``-0.0`` (``Double.equals`` compares bits). Map keys are unordered, list items ordered.
+    """
+    if value is None or isinstance(value, str):
+        return ("v", value)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int):
+        return ("int", value)
+    if isinstance(value, float):
+        return ("double", struct.pack(">d", value) if not math.isnan(value) else b"nan")
+    if isinstance(value, dict):
+        return ("map", frozenset((name, _java_equality_key(item)) for name, item in value.items()))
+    assert isinstance(value, list)
+    return ("list", tuple(_java_equality_key(item) for item in value))
+
+
+def parse_offsets_request(body: object) -> list[OffsetPair]:
+    """Read a ``PATCH /connectors/<name>/offsets`` body as Connect does before any connector-specific check.
+
+    1. ``JacksonJsonProvider`` binds ``{"offsets":[{"partition":{...},"offset":{...}}]}`` to ``ConnectorOffsets``;
+       what it cannot bind is a 500 with Jackson's message (its first line: ``"Cannot deserialize value of type
+       ..."``, ``"Unrecognized field ..."``, ``"Cannot construct instance of ..."``; Jackson's location and
+       reference-chain suffix are not reproduced).
+    2. ``ConnectorsResource.alterConnectorOffsets``: a null body, ``{}``, ``{"offsets":null}`` or ``{"offsets":[]}``
+       is a 400 ``"Partitions / offsets need to be provided for an alter offsets request"``.
+    3. ``ConnectorOffsets.toMap``: a ``null`` entry is a 500 (``NullPointerException``); a missing partition or
+       offset is ``None``; a partition equal (Java ``Map.equals``) to an earlier one replaces that one's offset in
+       place.
+
+    In Connect the herder's checks (connector exists, is STOPPED with no tasks) come next, then
+    :func:`parse_sink_offsets` or :func:`normalize_source_offsets`.
+    """
+    if body is None:
+        raise BadOffsetsRequest(_EMPTY_REQUEST)
+    fields = _read_bean(body, _OFFSETS_CLASS, ("offsets",), lambda name, item: _read_offsets_list(item))
+    entries = fields.get("offsets")
+    if not entries:
+        raise BadOffsetsRequest(_EMPTY_REQUEST)
+    assert isinstance(entries, list)
+    pairs: dict[object, OffsetPair] = {}
+    for entry in entries:
+        if entry is None:
+            raise _jackson(f'Cannot invoke "{_OFFSET_CLASS}.partition()" because "offset" is null')
+        assert isinstance(entry, dict)
+        partition, offset = entry.get("partition"), entry.get("offset")
+        assert (partition is None or isinstance(partition, dict)) and (offset is None or isinstance(offset, dict))
+        identity = _java_equality_key(partition)
+        pairs[identity] = (pairs[identity][0] if identity in pairs else partition, offset)
+    return list(pairs.values())
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Source connectors: Worker.normalizeSourceConnectorOffsets
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def normalize_source_offsets(pairs: list[OffsetPair]) -> list[OffsetPair]:
+    """``Worker.normalizeSourceConnectorOffsets``: validate each partition then its offset, then round-trip both
+    through ``JsonConverter`` (integers become longs, maps come out in ``HashMap`` order).
+
+    A ``validateFormat`` failure is a 500 :class:`BadOffsetsRequest` (``DataException``). The results are what
+    ``OffsetStorageWriter`` writes: key :func:`offset_key_bytes`, value :func:`serialize_offset_value` (``None``, a
+    tombstone, for a null offset).
+    """
+    normalized: list[OffsetPair] = []
+    for partition, offset in pairs:
+        for item in (partition, offset):
+            try:
+                validate_offset_map(item)
+            except RecordFormatError as exc:
+                raise BadOffsetsRequest(exc.reason, 500) from None
+        normalized.append((_normalize_map(partition), _normalize_map(offset)))
+    return normalized
+
+
+def _normalize_map(value: dict[str, object] | None) -> dict[str, object] | None:
+    if value is None:
+        return None
+    result = jsonconv.java_hashmap_ordered(_round_trip(value))
+    assert isinstance(result, dict)
+    return result
+
+
+def parse_source_offsets_request(body: object) -> list[OffsetPair]:
+    """:func:`parse_offsets_request` then :func:`normalize_source_offsets`: the pairs a source connector's ``PATCH``
+    writes. Connect runs the herder's checks between the two steps; call them separately to keep its precedence.
+    """
+    return normalize_source_offsets(parse_offsets_request(body))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Sink connectors: SinkUtils
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def sink_consumer_group(connector: str) -> str:
+    """``SinkUtils.consumerGroupId``: ``connect-<name>`` (unless ``consumer.override.group.id`` is set)."""
+    return f"connect-{connector}"
+
+
+def sink_partition(topic: str, partition: int) -> dict[str, object]:
+    """A sink partition as ``GET /offsets`` shows it, in ``HashMap`` order: ``{"kafka_partition":0,"kafka_topic":"t"}``
+    (``SinkUtils.consumerGroupOffsetsToConnectorOffsets``).
+    """
+    ordered = jsonconv.java_hashmap_ordered({KAFKA_TOPIC_KEY: topic, KAFKA_PARTITION_KEY: partition})
+    assert isinstance(ordered, dict)
+    return ordered
+
+
+def sink_offset(offset: int) -> dict[str, object]:
+    """A sink offset as ``GET /offsets`` shows it: ``{"kafka_offset":5}``."""
+    return {KAFKA_OFFSET_KEY: offset}
+
+
+class SinkOffset(NamedTuple):
+    """One entry of a sink ``PATCH``, ``(topic, partition, offset)``: ``offset`` ``None`` deletes the group's
+    committed offset for the partition (``deleteConsumerGroupOffsets``), any other is altered to.
+    """
+
+    topic: str
+    partition: int
+    offset: int | None
+
+
+def _rest_to_string(value: object) -> str:
+    """``String.valueOf`` of a value Jackson's data binding read: ``LinkedHashMap`` (document order), ``ArrayList``,
+    ``Integer``/``Long``/``BigInteger``, ``Double``, ``Boolean``, ``String``.
+    """
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{name}={_rest_to_string(item)}" for name, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_rest_to_string(item) for item in value) + "]"
+    return jsonconv.java_to_string(value)
+
+
+def java_parse_long(text: str) -> int:
+    """``Long.parseLong(text)``: optional ``+``/``-``, then Unicode decimal digits, in the int64 range.
+
+    Raises ``ValueError`` where Java throws ``NumberFormatException``.
+    """
+    negative = text[:1] == "-"
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits:
+        raise ValueError(f"not a long: {text!r}")
+    value = 0
+    for ch in digits:
+        digit = unicodedata.decimal(ch, -1) if ord(ch) <= 0xFFFF else -1
+        if digit < 0:
+            raise ValueError(f"not a decimal digit: {ch!r}")
+        value = value * 10 + digit
+        if value > _INT64_MAX + 1:
+            raise ValueError(f"out of long range: {text!r}")
+    value = -value if negative else value
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"out of long range: {text!r}")
+    return value
+
+
+def _sink_entry(partition: dict[str, object] | None, offset: dict[str, object] | None) -> SinkOffset:
+    """One entry of ``SinkUtils.parseSinkConnectorOffsets``, checks in Connect's order (spec §5.4)."""
+    if partition is None:
+        raise BadOffsetsRequest("The partition for a sink connector offset cannot be null or missing")
+    if KAFKA_TOPIC_KEY not in partition or KAFKA_PARTITION_KEY not in partition:
+        raise BadOffsetsRequest(
+            f"The partition for a sink connector offset must contain the keys '{KAFKA_TOPIC_KEY}' and "
+            f"'{KAFKA_PARTITION_KEY}'"
+        )
+    if partition[KAFKA_TOPIC_KEY] is None:
+        raise BadOffsetsRequest("Kafka topic names must be valid strings and may not be null")
+    if partition[KAFKA_PARTITION_KEY] is None:
+        raise BadOffsetsRequest("Kafka partitions must be valid numbers and may not be null")
+    topic = _rest_to_string(partition[KAFKA_TOPIC_KEY])
+    partition_text = _rest_to_string(partition[KAFKA_PARTITION_KEY])
+    try:
+        partition_number = java_parse_int(partition_text)
+    except ValueError:
+        raise BadOffsetsRequest(
+            f"Failed to parse the following Kafka partition value in the provided offsets: '{partition_text}'. "
+            "Partition values for sink connectors need to be integers."
+        ) from None
+    if offset is None:
+        return SinkOffset(topic, partition_number, None)
+    if KAFKA_OFFSET_KEY not in offset:
+        raise BadOffsetsRequest(
+            f"The offset for a sink connector should either be null or contain the key '{KAFKA_OFFSET_KEY}'"
+        )
+    offset_text = _rest_to_string(offset[KAFKA_OFFSET_KEY])
+    try:
+        return SinkOffset(topic, partition_number, java_parse_long(offset_text))
+    except ValueError:
+        raise BadOffsetsRequest(
+            f"Failed to parse the following Kafka offset value in the provided offsets: '{offset_text}'. "
+            "Offset values for sink connectors need to be integers."
+        ) from None
+
+
+def parse_sink_offsets(pairs: list[OffsetPair]) -> list[SinkOffset]:
+    """``SinkUtils.parseSinkConnectorOffsets`` over the pairs of :func:`parse_offsets_request` (400s).
+
+    Any non-null topic is taken through ``String.valueOf`` (``5`` is topic ``"5"``); partitions through
+    ``Integer.parseInt(String.valueOf(v))`` (``10`` and ``"10"`` pass, ``1.5``, ``1.0`` and ``" 1"`` fail) and
+    offsets through ``Long.parseLong`` likewise. Two entries naming the same topic partition keep the later one.
+    """
+    parsed: dict[tuple[str, int], SinkOffset] = {}
+    for partition, offset in pairs:
+        entry = _sink_entry(partition, offset)
+        parsed[(entry.topic, entry.partition)] = entry
+    return list(parsed.values())
+
+
+def parse_sink_offsets_request(body: object) -> list[SinkOffset]:
+    """:func:`parse_offsets_request` then :func:`parse_sink_offsets`. Connect runs the herder's checks between the
+    two steps; call them separately to keep its precedence.
+    """
+    return parse_sink_offsets(parse_offsets_request(body))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Success messages
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def offsets_success_message(verb: Literal["altered", "reset"], connector_managed: bool) -> str:
+    """``Worker.completeModifyOffsetsCallback``: the ``message`` of a successful ``PATCH`` (``altered``) or
+    ``DELETE`` (``reset``). ``connector_managed`` is what the connector's ``alterOffsets`` returned (``false`` by
+    default; ``true`` for the FileStream connectors).
+    """
+    if verb not in ("altered", "reset"):
+        raise ValueError(f"verb must be 'altered' or 'reset', not {verb!r}")
+    if connector_managed:
+        return f"The offsets for this connector have been {verb} successfully"
+    return (
+        f"The Connect framework-managed offsets for this connector have been {verb} successfully. However, if this "
+        f"connector manages offsets externally, they will need to be manually {verb} in the system that the connector "
+        "uses."
+    )
