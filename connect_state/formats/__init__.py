@@ -4,6 +4,9 @@ Pure standard library.
 * :mod:`connect_state.formats.jsonconv`: the JSON rules every topic shares (spec §1): Connect's internal
   ``JsonConverter`` (schemas disabled) reading and writing, ``new String(bytes, UTF_8)`` for string keys,
   ``Double.toString``, ``String.hashCode`` and ``java.util.HashMap`` iteration order.
+* :mod:`connect_state.formats.javalang`: the Java language semantics the topic modules share: int/long ranges and
+  narrowing casts, ``Integer.parseInt`` / ``Long.parseLong``, and the class names of the values ``JsonConverter``
+  reads.
 * :mod:`connect_state.formats.status`: the status topic (spec §2, ``KafkaStatusBackingStore``): connector, task and
   topic (KIP-558) status keys and values.
 * :mod:`connect_state.formats.config`: the config topic (spec §3, ``KafkaConfigBackingStore``): connector and task

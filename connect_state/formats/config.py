@@ -44,7 +44,8 @@ from typing import Literal, cast
 
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
-from connect_state.formats.status import java_parse_int
+from connect_state.formats.javalang import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, java_parse_int, java_split_dash
+from connect_state.formats.javalang import java_class_name as java_class_name  # re-export
 
 __all__ = [
     "COMMIT_TASKS_PREFIX",
@@ -117,11 +118,6 @@ LOGGER_CLUSTER_PREFIX = "logger-cluster-"
 TARGET_STATES = ("STARTED", "PAUSED", "STOPPED")
 
 TargetStateName = Literal["STARTED", "PAUSED", "STOPPED"]
-
-_INT32_MIN = -(2**31)
-_INT32_MAX = 2**31 - 1
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
 
 
 class ConfigCallbackError(RecordFormatError):
@@ -267,20 +263,12 @@ def format_config_key(key: ConfigKey) -> str:
     return builders[type(key)](key.connector)
 
 
-def _java_split_dash(text: str) -> list[str]:
-    """``text.split("-")``: Java keeps leading empty strings and drops trailing ones (``"a-b--"`` gives a, b)."""
-    parts = text.split("-")
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts
-
-
 def _parse_task_key(key: str) -> TaskConfigKey:
     """``KafkaConfigBackingStore.parseTaskId``: ``split("-")``, at least 3 parts, the last one ``Integer.parseInt``.
 
     The connector is parts[1..n-2] joined with ``-``; it may be empty (``task--0`` is task 0 of ``""``).
     """
-    parts = _java_split_dash(key)
+    parts = java_split_dash(key)
     invalid = f"Ignoring task configuration because {key} couldn't be parsed as a task config key"
     if len(parts) < 3:
         raise RecordFormatError(invalid)
@@ -426,30 +414,6 @@ class ConfigRecord:
     key: ConfigKey
     value: ConfigValue | None
     warnings: tuple[str, ...] = ()
-
-
-_JAVA_CLASSES: tuple[tuple[type, str], ...] = (
-    (bool, "java.lang.Boolean"),
-    (int, "java.lang.Long"),
-    (float, "java.lang.Double"),
-    (str, "java.lang.String"),
-    (dict, "java.util.HashMap"),
-    (list, "java.util.ArrayList"),
-)
-
-
-def java_class_name(value: object) -> str:
-    """``ConnectUtils.className(value)`` for a value ``JsonConverter`` read: ``"null"``, ``"java.lang.Long"``, ...
-
-    ``JsonConverter`` reads every JSON integer as a ``Long``, every other number as a ``Double``, objects as
-    ``HashMap`` and arrays as ``ArrayList``.
-    """
-    if value is None:
-        return "null"
-    for python_type, java_name in _JAVA_CLASSES:
-        if isinstance(value, python_type):
-            return java_name
-    raise TypeError(f"not a value JsonConverter reads: {type(value).__name__}")
 
 
 class _Ignored(Exception):
@@ -753,7 +717,7 @@ def serialize_task_config(properties: Mapping[str, str | None]) -> bytes:
 
 def serialize_task_commit(tasks: int) -> bytes:
     """``{"tasks":<n>}`` (``CONNECTOR_TASKS_COMMIT_V0``, an int32)."""
-    return jsonconv.dumps({"tasks": _require_int("tasks", tasks, _INT32_MIN, _INT32_MAX)})
+    return jsonconv.dumps({"tasks": _require_int("tasks", tasks, INT32_MIN, INT32_MAX)})
 
 
 def serialize_target_state(state: str) -> bytes:
@@ -768,7 +732,7 @@ def serialize_target_state(state: str) -> bytes:
 
 def serialize_task_count(task_count: int) -> bytes:
     """``{"task-count":<n>}`` (``TASK_COUNT_RECORD_V0``, an int32)."""
-    return jsonconv.dumps({"task-count": _require_int("task_count", task_count, _INT32_MIN, _INT32_MAX)})
+    return jsonconv.dumps({"task-count": _require_int("task_count", task_count, INT32_MIN, INT32_MAX)})
 
 
 def serialize_session_key(session_key: SessionKey) -> bytes:
@@ -778,9 +742,7 @@ def serialize_session_key(session_key: SessionKey) -> bytes:
     fields = {
         "key": base64.b64encode(session_key.key).decode("ascii"),
         "algorithm": _require_str("algorithm", session_key.algorithm),
-        "creation-timestamp": _require_int(
-            "creation_timestamp", session_key.creation_timestamp, _INT64_MIN, _INT64_MAX
-        ),
+        "creation-timestamp": _require_int("creation_timestamp", session_key.creation_timestamp, INT64_MIN, INT64_MAX),
     }
     return jsonconv.dumps(fields)
 

@@ -13,7 +13,8 @@ It also holds the Java behaviours the formats depend on: ``new String(bytes, UTF
 ``Double.toString`` (:func:`java_double_to_string`),
 ``String.hashCode`` (:func:`java_string_hashcode`), ``java.util.HashMap`` iteration order
 (:func:`java_hashmap_order`, :func:`java_hashmap_ordered`), ``Object.toString`` of parsed values
-(:func:`java_to_string`) and the int32/int64 narrowing casts (:func:`java_int`, :func:`java_long`).
+(:func:`java_to_string`). The int32/int64 narrowing casts (:func:`java_int`, :func:`java_long`) live in
+:mod:`connect_state.formats.javalang` and are re-exported here.
 
 Pure standard library.
 """
@@ -24,8 +25,13 @@ import codecs
 import math
 import re
 import struct
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from typing import Any
+
+from connect_state.formats.javalang import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from connect_state.formats.javalang import java_int as java_int  # re-export
+from connect_state.formats.javalang import java_long as java_long  # re-export
 
 __all__ = [
     "JsonFormatError",
@@ -44,28 +50,6 @@ __all__ = [
 
 class JsonFormatError(ValueError):
     """Bytes that Connect's ``JsonConverter`` cannot read (Jackson throws, Connect raises ``DataException``)."""
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Java integer casts
-# ---------------------------------------------------------------------------------------------------------------------
-
-INT32_MIN = -(2**31)
-INT32_MAX = 2**31 - 1
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
-
-
-def java_int(n: int) -> int:
-    """The low 32 bits of ``n`` as a signed int, like Java's ``Long.intValue()`` / ``(int)`` cast."""
-    n &= 0xFFFFFFFF
-    return n - 0x1_0000_0000 if n > INT32_MAX else n
-
-
-def java_long(n: int) -> int:
-    """The low 64 bits of ``n`` as a signed long, like Java's ``BigInteger.longValue()``."""
-    n &= 0xFFFFFFFFFFFFFFFF
-    return n - 0x1_0000_0000_0000_0000 if n > INT64_MAX else n
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -103,13 +87,23 @@ def _quote(text: str) -> str:
     return '"' + _NEEDS_ESCAPE.sub(_escape_match, text) + '"'
 
 
-def _scalar_json(value: object) -> str:
+def _literal_text(value: object) -> str | None:
+    """``null``, ``true`` or ``false`` for ``None``, ``True`` or ``False`` (JSON and ``String.valueOf`` agree); else
+    ``None``.
+    """
     if value is None:
         return "null"
     if value is True:
         return "true"
     if value is False:
         return "false"
+    return None
+
+
+def _scalar_json(value: object) -> str:
+    literal = _literal_text(value)
+    if literal is not None:
+        return literal
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
             raise ValueError(f"integer {value} does not fit a Java long")
@@ -136,17 +130,18 @@ def _json_array_entries(items: Sequence[object]) -> list[tuple[str, object]]:
     return [("," if index else "", item) for index, item in enumerate(items)]
 
 
-def dumps(value: object) -> bytes:
-    """Serialize ``value`` the way ``JsonConverter.fromConnectData`` (schemas disabled) does.
+def _render_tree(
+    value: object,
+    object_entries: Callable[[Mapping[Any, object]], list[tuple[str, object]]],
+    array_entries: Callable[[Sequence[object]], list[tuple[str, object]]],
+    scalar: Callable[[object], str],
+) -> str:
+    """The text of a tree of mappings, lists/tuples and scalars: ``{...}`` and ``[...]`` around the entries a container
+    gives (each a text written before a child, then the child), ``scalar(item)`` for every other item.
 
-    Compact (no spaces), UTF-8, characters of the BMP other than controls written as-is, controls escaped with the
-    short escapes or ``\\u00XX`` in uppercase hex, ``/`` not escaped, characters outside the BMP escaped as a surrogate
-    pair, floats in ``Double.toString`` form. Dict keys are written in the dict's order: to mimic a ``HashMap`` that
-    Connect parsed and re-serialised, order them with :func:`java_hashmap_ordered` first.
-    Raises ``TypeError`` for values JSON cannot hold and ``ValueError`` for ints outside the Java long range.
+    An explicit stack instead of recursion, so that 1000 levels of nesting (what Jackson accepts) are fine.
     """
     out: list[str] = []
-    # An explicit stack instead of recursion, so that 1000 levels of nesting (what Jackson accepts) are fine.
     stack: list[Iterator[tuple[str, object]]] = [iter([("", value)])]
     closers: list[str] = [""]
     while stack:
@@ -159,15 +154,27 @@ def dumps(value: object) -> bytes:
         out.append(prefix)
         if isinstance(item, Mapping):
             out.append("{")
-            stack.append(iter(_json_object_entries(item)))
+            stack.append(iter(object_entries(item)))
             closers.append("}")
         elif isinstance(item, (list, tuple)):
             out.append("[")
-            stack.append(iter(_json_array_entries(item)))
+            stack.append(iter(array_entries(item)))
             closers.append("]")
         else:
-            out.append(_scalar_json(item))
-    return "".join(out).encode("utf-8", "surrogatepass")
+            out.append(scalar(item))
+    return "".join(out)
+
+
+def dumps(value: object) -> bytes:
+    """Serialize ``value`` the way ``JsonConverter.fromConnectData`` (schemas disabled) does.
+
+    Compact (no spaces), UTF-8, characters of the BMP other than controls written as-is, controls escaped with the
+    short escapes or ``\\u00XX`` in uppercase hex, ``/`` not escaped, characters outside the BMP escaped as a surrogate
+    pair, floats in ``Double.toString`` form. Dict keys are written in the dict's order: to mimic a ``HashMap`` that
+    Connect parsed and re-serialised, order them with :func:`java_hashmap_ordered` first.
+    Raises ``TypeError`` for values JSON cannot hold and ``ValueError`` for ints outside the Java long range.
+    """
+    return _render_tree(value, _json_object_entries, _json_array_entries, _scalar_json).encode("utf-8", "surrogatepass")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -656,15 +663,19 @@ def java_hashmap_ordered(value: object) -> object:
 
 
 def _scalar_to_string(value: object) -> str:
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
     if isinstance(value, float):
         return java_double_to_string(value)
-    return str(value)
+    return _literal_text(value) or str(value)
+
+
+def _map_to_string_entries(mapping: Mapping[str, object]) -> list[tuple[str, object]]:
+    """``AbstractMap.toString`` entries ``k=v`` separated by ``", "``, in ``HashMap`` order."""
+    keys = java_hashmap_order(list(mapping))
+    return [((", " if i else "") + f"{key}=", mapping[key]) for i, key in enumerate(keys)]
+
+
+def _list_to_string_entries(items: Sequence[object]) -> list[tuple[str, object]]:
+    return [(", " if i else "", child) for i, child in enumerate(items)]
 
 
 def java_to_string(value: object) -> str:
@@ -672,26 +683,4 @@ def java_to_string(value: object) -> str:
 
     ``null``, ``true``, ``12``, ``1.0E7``, ``[a, b]`` (``ArrayList``), ``{k=v, k2=v2}`` (``HashMap``, HashMap order).
     """
-    out: list[str] = []
-    stack: list[Iterator[tuple[str, object]]] = [iter([("", value)])]
-    closers: list[str] = [""]
-    while stack:
-        entry = next(stack[-1], None)
-        if entry is None:
-            stack.pop()
-            out.append(closers.pop())
-            continue
-        prefix, item = entry
-        out.append(prefix)
-        if isinstance(item, Mapping):
-            keys = java_hashmap_order(list(item))
-            out.append("{")
-            stack.append(iter([((", " if i else "") + f"{key}=", item[key]) for i, key in enumerate(keys)]))
-            closers.append("}")
-        elif isinstance(item, (list, tuple)):
-            out.append("[")
-            stack.append(iter([(", " if i else "", child) for i, child in enumerate(item)]))
-            closers.append("]")
-        else:
-            out.append(_scalar_to_string(item))
-    return "".join(out)
+    return _render_tree(value, _map_to_string_entries, _list_to_string_entries, _scalar_to_string)

@@ -32,15 +32,14 @@ from __future__ import annotations
 
 import math
 import struct
-import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
-from connect_state.formats.config import java_class_name
-from connect_state.formats.status import java_parse_int
+from connect_state.formats.javalang import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, java_class_name, java_parse_int
+from connect_state.formats.javalang import java_parse_long as java_parse_long  # re-export
 
 __all__ = [
     "KAFKA_OFFSET_KEY",
@@ -70,11 +69,6 @@ __all__ = [
 KAFKA_TOPIC_KEY = "kafka_topic"
 KAFKA_PARTITION_KEY = "kafka_partition"
 KAFKA_OFFSET_KEY = "kafka_offset"
-
-_INT32_MIN = -(2**31)
-_INT32_MAX = 2**31 - 1
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
 
 #: A (partition, offset) pair of a ``PATCH /offsets`` body; either may be ``None``.
 OffsetPair = tuple[dict[str, object] | None, dict[str, object] | None]
@@ -216,9 +210,9 @@ def _schema_type(value: object) -> str | None:
     if isinstance(value, bool):
         return "BOOLEAN"
     if isinstance(value, int):
-        if _INT32_MIN <= value <= _INT32_MAX:
+        if INT32_MIN <= value <= INT32_MAX:
             return "INT32"
-        return "INT64" if _INT64_MIN <= value <= _INT64_MAX else None
+        return "INT64" if INT64_MIN <= value <= INT64_MAX else None
     if isinstance(value, float):
         return "FLOAT64"
     if isinstance(value, str):
@@ -311,10 +305,10 @@ def _no_creator(class_name: str, value: object) -> BadOffsetsRequest:
     elif isinstance(value, bool):
         argument, shown = "boolean/Boolean", f"boolean value ({'true' if value else 'false'})"
     elif isinstance(value, int):
-        if _INT32_MIN <= value <= _INT32_MAX:
+        if INT32_MIN <= value <= INT32_MAX:
             argument = "int/Int"
         else:
-            argument = "long/Long" if _INT64_MIN <= value <= _INT64_MAX else "BigInteger"
+            argument = "long/Long" if INT64_MIN <= value <= INT64_MAX else "BigInteger"
         shown = f"Number value ({value})"
     else:
         assert isinstance(value, float)
@@ -521,29 +515,6 @@ def _rest_to_string(value: object) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_rest_to_string(item) for item in value) + "]"
     return jsonconv.java_to_string(value)
-
-
-def java_parse_long(text: str) -> int:
-    """``Long.parseLong(text)``: optional ``+``/``-``, then Unicode decimal digits, in the int64 range.
-
-    Raises ``ValueError`` where Java throws ``NumberFormatException``.
-    """
-    negative = text[:1] == "-"
-    digits = text[1:] if text[:1] in ("+", "-") else text
-    if not digits:
-        raise ValueError(f"not a long: {text!r}")
-    value = 0
-    for ch in digits:
-        digit = unicodedata.decimal(ch, -1) if ord(ch) <= 0xFFFF else -1
-        if digit < 0:
-            raise ValueError(f"not a decimal digit: {ch!r}")
-        value = value * 10 + digit
-        if value > _INT64_MAX + 1:
-            raise ValueError(f"out of long range: {text!r}")
-    value = -value if negative else value
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        raise ValueError(f"out of long range: {text!r}")
-    return value
 
 
 def _sink_entry(partition: dict[str, object] | None, offset: dict[str, object] | None) -> SinkOffset:

@@ -21,13 +21,14 @@ Pure standard library.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
+from connect_state.formats.javalang import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, java_class_name, java_split_dash
+from connect_state.formats.javalang import java_parse_int as java_parse_int  # re-export
 
 __all__ = [
     "CONNECTOR_STATUS_PREFIX",
@@ -63,11 +64,6 @@ TOPIC_STATUS_SEPARATOR = ":connector-"
 
 #: ``AbstractStatus.State``, in declaration order.
 STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "FAILED", "DESTROYED", "RESTARTING", "STOPPED")
-
-_INT32_MIN = -(2**31)
-_INT32_MAX = 2**31 - 1
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
 
 # Longest rendering of a value quoted in a reason; longer ones are cut and end with "...".
 _MAX_VALUE_TEXT = 500
@@ -141,47 +137,6 @@ def topic_status_tombstone_keys(connector: str, topics: Iterable[str]) -> list[s
     return [topic_status_key(topic, connector) for topic in dict.fromkeys(topics)]
 
 
-def _java_decimal_digit(ch: str) -> int:
-    """``Character.digit(ch, 10)`` for one UTF-16 unit: the value of a Unicode decimal digit, else -1."""
-    if ord(ch) > 0xFFFF:
-        return -1  # Java sees two surrogate units, neither of which is a digit
-    return unicodedata.decimal(ch, -1)
-
-
-def java_parse_int(text: str) -> int:
-    """``Integer.parseInt(text)``: optional ``+``/``-``, then Unicode decimal digits, in the int32 range.
-
-    Like Java, digits from any script count (``"١٢"`` is 12). Raises ``ValueError`` where Java throws
-    ``NumberFormatException``.
-    """
-    if not text:
-        raise ValueError("empty string")
-    negative = text[0] == "-"
-    digits = text[1:] if text[0] in "+-" else text
-    if not digits:
-        raise ValueError(f"sign without digits: {text!r}")
-    value = 0
-    for ch in digits:
-        digit = _java_decimal_digit(ch)
-        if digit < 0:
-            raise ValueError(f"not a decimal digit: {ch!r}")
-        value = value * 10 + digit
-        if value > _INT32_MAX + 1:
-            raise ValueError(f"out of int range: {text!r}")
-    value = -value if negative else value
-    if not _INT32_MIN <= value <= _INT32_MAX:
-        raise ValueError(f"out of int range: {text!r}")
-    return value
-
-
-def _java_split_dash(text: str) -> list[str]:
-    """``text.split("-")``: Java drops trailing empty strings (``"a-b--"`` gives ``["a", "b"]``)."""
-    parts = text.split("-")
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts
-
-
 def _parse_connector_key(key: str) -> ConnectorStatusKey:
     """``readConnectorStatus`` / ``parseConnectorStatusKey``: the connector is everything after the prefix."""
     connector = key[len(CONNECTOR_STATUS_PREFIX) :]
@@ -196,7 +151,7 @@ def _parse_task_key(key: str) -> TaskStatusKey:
     The connector is parts[2..n-2] joined with ``-`` and may be empty (``status-task--1`` is task 1 of ``""``).
     """
     discard = f"Discarding record with invalid task status key {key}"
-    parts = _java_split_dash(key)
+    parts = java_split_dash(key)
     if len(parts) < 4:
         raise RecordFormatError(discard)
     try:
@@ -324,7 +279,7 @@ def serialize_status(status: Status, *, with_version: bool = True) -> bytes | No
     if status.trace is not None:
         _require_string("trace", status.trace)
     _require_string("worker_id", status.worker_id)
-    _require_int("generation", status.generation, _INT32_MIN, _INT32_MAX)
+    _require_int("generation", status.generation, INT32_MIN, INT32_MAX)
     fields: dict[str, object] = {
         "state": status.state,
         "trace": status.trace,
@@ -347,8 +302,8 @@ def serialize_topic_status(status: TopicStatus) -> bytes:
     """
     _require_string("topic", status.topic)
     _require_string("connector", status.connector)
-    _require_int("task", status.task, _INT32_MIN, _INT32_MAX)
-    _require_int("discover_timestamp", status.discover_timestamp, _INT64_MIN, _INT64_MAX)
+    _require_int("task", status.task, INT32_MIN, INT32_MAX)
+    _require_int("discover_timestamp", status.discover_timestamp, INT64_MIN, INT64_MAX)
     inner = {
         "name": status.topic,
         "connector": status.connector,
@@ -356,24 +311,6 @@ def serialize_topic_status(status: TopicStatus) -> bytes:
         "discoverTimestamp": status.discover_timestamp,
     }
     return jsonconv.dumps({"topic": inner})
-
-
-_JAVA_CLASSES: tuple[tuple[type, str], ...] = (
-    (bool, "java.lang.Boolean"),
-    (int, "java.lang.Long"),
-    (float, "java.lang.Double"),
-    (str, "java.lang.String"),
-    (dict, "java.util.HashMap"),
-    (list, "java.util.ArrayList"),
-)
-
-
-def _java_class(value: object) -> str:
-    """The class ``JsonConverter`` gives a value it read (``Long`` for every integer, ``HashMap`` for objects)."""
-    for python_type, java_name in _JAVA_CLASSES:
-        if isinstance(value, python_type):
-            return java_name
-    return type(value).__name__
 
 
 def _value_text(value: object) -> str:
@@ -397,7 +334,7 @@ def _string_field(fields: dict[str, object], name: str, failed: str) -> str | No
     value = fields.get(name)
     if value is not None and not isinstance(value, str):
         raise _Invalid(
-            f"{failed}: field '{name}' is a {_java_class(value)}, not a java.lang.String (ClassCastException)"
+            f"{failed}: field '{name}' is a {java_class_name(value)}, not a java.lang.String (ClassCastException)"
         )
     return value
 
@@ -408,7 +345,9 @@ def _long_field(fields: dict[str, object], name: str, failed: str) -> int:
     if value is None:
         raise _Invalid(f"{failed}: field '{name}' is missing or null (NullPointerException)")
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _Invalid(f"{failed}: field '{name}' is a {_java_class(value)}, not a java.lang.Long (ClassCastException)")
+        raise _Invalid(
+            f"{failed}: field '{name}' is a {java_class_name(value)}, not a java.lang.Long (ClassCastException)"
+        )
     return value
 
 
@@ -420,7 +359,7 @@ def _status_from_bytes(data: bytes, kind: Literal["connector", "task"]) -> Statu
         # "Invalid ... status type {}" calls getClass() on the null value; the generic handler catches the NPE.
         raise _Invalid(f"{failed}: the value is null (NullPointerException)")
     if not isinstance(value, dict):
-        raise _Invalid(f"Invalid {kind} status type class {_java_class(value)}")
+        raise _Invalid(f"Invalid {kind} status type class {java_class_name(value)}")
     state = _string_field(value, "state", failed)
     if state is None:
         raise _Invalid(f"{failed}: field 'state' is missing or null (NullPointerException)")
