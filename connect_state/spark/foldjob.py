@@ -1,0 +1,166 @@
+"""What every fold job shares: pandas frames that keep nulls, the ``foreachBatch`` writer skeleton with idempotent
+Delta writes and rejected-record quarantine, starting the query (catch-up or continuous), and the console script.
+
+A job (see jobs/active_topics.py) supplies its parse and fold functions, its tables and what it writes per batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import pandas as pd
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+from connect_state.config import Settings, add_config_arguments, settings_from_args
+from connect_state.spark.delta_io import ensure_table, insert_new_once
+from connect_state.spark.session import build_session
+from connect_state.spark.streaming import checkpoint_query_id, run_query
+from connect_state.tables import REJECTED_RECORDS, TableSpec
+
+REJECTED = "rejected"
+# The columns a parse step fills for a rejected record (see RECORD_COLUMNS_DDL).
+RECORD_COLUMNS_DDL = (
+    "kafka_topic STRING, kafka_partition INT, kafka_offset BIGINT, kafka_timestamp BIGINT, "
+    "raw_key BINARY, raw_value BINARY, reason STRING"
+)
+
+
+_NULLABLE_INTEGERS = {"INT": "Int32", "BIGINT": "Int64"}
+
+
+def ddl_columns(ddl: str) -> list[tuple[str, str]]:
+    """``"a INT, b STRING"`` -> ``[("a", "INT"), ("b", "STRING")]``, for the flat schemas of the fold steps.
+
+    (``StructType.fromDDL`` needs a JVM, which the Python workers running the pandas functions do not have.)
+    """
+    return [tuple(part.split()) for part in ddl.split(",")]  # type: ignore[misc]
+
+
+def pandas_frame(rows: Iterable[dict], ddl: str) -> pd.DataFrame:
+    """Rows as a pandas frame for Arrow, with the columns of ``ddl`` and None kept as null.
+
+    Object columns, because an all-None column would otherwise become float NaN, which Arrow cannot turn into strings
+    or bytes; pandas' nullable ``Int32``/``Int64`` for INT/BIGINT columns, for the same reason.
+    """
+    columns = ddl_columns(ddl)
+    frame = pd.DataFrame(list(rows), columns=[name for name, _ in columns], dtype=object)
+    for name, sql_type in columns:
+        if sql_type.upper() in _NULLABLE_INTEGERS:
+            frame[name] = frame[name].astype(_NULLABLE_INTEGERS[sql_type.upper()])
+    return frame
+
+
+class FoldWriter:
+    """Base of a job's ``foreachBatch`` sink: persists the batch, calls :meth:`write`, quarantines rejected rows.
+
+    Every Delta write of a batch is tagged with (this query's id + table, batch id), so a batch replayed after a crash
+    changes nothing that already committed. The query id comes from the checkpoint, so a new checkpoint never collides
+    with the batch ids an earlier one recorded.
+    """
+
+    job_name = "fold"
+
+    def __init__(self, delta_root: Path, checkpoint: Path) -> None:
+        self.delta_root = delta_root
+        self.checkpoint = str(checkpoint)
+        self.rejected_path = str(delta_root / REJECTED_RECORDS.name)
+        self._query_id: str | None = None
+        self.log = logging.getLogger(f"connect_state.jobs.{self.job_name}")
+
+    def path(self, spec: TableSpec) -> str:
+        return str(self.delta_root / spec.name)
+
+    def app_id(self, spec: TableSpec) -> str:
+        """The Delta transaction id of this query's writes to ``spec``."""
+        if self._query_id is None:
+            raise RuntimeError("the query id is known once the first batch arrives")
+        return f"connect-state:{self.job_name}:{self._query_id}:{spec.name}"
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        if self._query_id is None:
+            self._query_id = checkpoint_query_id(batch.sparkSession, self.checkpoint)
+        batch.persist()
+        try:
+            rejected = batch.filter(F.col("record_kind") == REJECTED)
+            n_rejected = rejected.count()
+            if n_rejected:
+                self.write_rejected(rejected, batch_id)
+            summary = self.write(batch.filter(F.col("record_kind") != REJECTED), batch_id)
+            self.log.info("batch %d: %s, %d rejected records", batch_id, summary, n_rejected)
+        finally:
+            batch.unpersist()
+
+    def write(self, batch: DataFrame, batch_id: int) -> str:
+        """Write the batch's non-rejected rows; return a short summary for the log."""
+        raise NotImplementedError
+
+    def write_rejected(self, rejected: DataFrame, batch_id: int) -> None:
+        """Insert rejected records, keyed by their Kafka coordinates (a record is quarantined once)."""
+        rows = rejected.select(
+            F.col("kafka_topic").alias("topic"),
+            F.col("kafka_partition").alias("partition"),
+            F.col("kafka_offset").alias("offset"),
+            F.col("raw_key").alias("key"),
+            F.col("raw_value").alias("value"),
+            "reason",
+            F.current_timestamp().alias("seen_at"),
+        )
+        insert_new_once(rows, self.rejected_path, REJECTED_RECORDS.key, self.app_id(REJECTED_RECORDS), batch_id)
+
+
+def start_fold_query(
+    spark: SparkSession,
+    settings: Settings,
+    job_name: str,
+    folded: DataFrame,
+    writer: FoldWriter,
+    tables: Sequence[TableSpec],
+    current_tables: Sequence[TableSpec],
+    available_now: bool,
+) -> StreamingQuery:
+    """Create ``tables`` if needed and start ``folded`` (update mode) into ``writer``.
+
+    With a new checkpoint the fold starts from the first record of its topics, so the ``current_tables`` (snapshots,
+    not history) are emptied first: rows whose tombstones were compacted away must not linger.
+    """
+    for spec in (*tables, REJECTED_RECORDS):
+        ensure_table(spark, settings.delta_root, spec)
+    checkpoint = settings.checkpoint_path(job_name)
+    if not checkpoint.exists():
+        for spec in current_tables:
+            writer.log.info("no checkpoint at %s: rebuilding %s from the start of the topics", checkpoint, spec.name)
+            DeltaTable.forPath(spark, str(settings.delta_root / spec.name)).delete()
+    stream = (
+        folded.writeStream.queryName(job_name)
+        .outputMode("update")
+        .foreachBatch(writer)
+        .option("checkpointLocation", str(checkpoint))
+    )
+    trigger = {"availableNow": True} if available_now else {"processingTime": settings.trigger_interval}
+    return stream.trigger(**trigger).start()
+
+
+def job_main(
+    job_name: str,
+    description: str,
+    start: Callable[[SparkSession, Settings, bool, int | None], StreamingQuery],
+    argv: list[str] | None = None,
+) -> int:
+    """The console script of a fold job: ``--available-now``, ``--max-offsets-per-trigger`` and the config flags."""
+    parser = argparse.ArgumentParser(prog=f"connect-state-{job_name.replace('_', '-')}", description=description)
+    parser.add_argument(
+        "--available-now", action="store_true", help="catch up with the topics, then stop (for scheduled runs)"
+    )
+    parser.add_argument("--max-offsets-per-trigger", type=int, help="bound the records read per micro-batch")
+    add_config_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = settings_from_args(args)
+    spark = build_session(f"connect-state-{job_name}", settings.spark_master)
+    return run_query(start(spark, settings, args.available_now, args.max_offsets_per_trigger))
