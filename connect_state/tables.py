@@ -75,4 +75,53 @@ REJECTED_RECORDS = TableSpec(
     description="Records of the internal topics a Connect worker would discard, kept byte for byte with the reason.",
 )
 
-ALL_TABLES = (ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS)
+TASK_STATUS_TYPE = "STRUCT<id: INT, state: STRING, worker_id: STRING, trace: STRING, generation: INT, version: STRING>"
+
+CONNECTORS = TableSpec(
+    name="connectors",
+    columns=(
+        ("name", "STRING"),
+        ("type", "STRING"),
+        ("connector_class", "STRING"),
+        ("config", "STRING"),
+        ("target_state", "STRING"),
+        ("task_count", "INT"),
+        ("inconsistent", "BOOLEAN"),
+        ("connector_state", "STRING"),
+        ("connector_worker_id", "STRING"),
+        ("connector_trace", "STRING"),
+        ("connector_generation", "INT"),
+        ("connector_version", "STRING"),
+        ("tasks", f"ARRAY<{TASK_STATUS_TYPE}>"),
+        ("deleted", "BOOLEAN"),
+        ("deleted_at", "BIGINT"),
+        ("config_offset", "BIGINT"),
+        ("updated_at", "TIMESTAMP"),
+    ),
+    key=("name",),
+    description=(
+        "KIP-875: every connector the config and status topics know: config (JSON), type, effective target state, "
+        "committed task count, connector and task statuses, deleted flag (connect_state/folds/connector_states.py)."
+    ),
+)
+
+CONNECTOR_EVENTS = TableSpec(
+    name="connector_events",
+    columns=(
+        ("connector", "STRING"),
+        ("event", "STRING"),
+        ("details", "STRING"),
+        ("source", "STRING"),
+        ("kafka_partition", "INT"),
+        ("kafka_offset", "BIGINT"),
+        ("kafka_timestamp", "TIMESTAMP"),
+        ("recorded_at", "TIMESTAMP"),
+    ),
+    key=("connector", "source", "kafka_partition", "kafka_offset", "event"),
+    description=(
+        "KIP-875: every transition of a connector (created, reconfigured, target_state_changed, tasks_committed, "
+        "status_changed, task_status_changed, deleted), details as JSON, and the record behind it."
+    ),
+)
+
+ALL_TABLES = (ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS, CONNECTORS, CONNECTOR_EVENTS)

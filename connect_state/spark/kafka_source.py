@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import DataFrame, SparkSession
 
 from connect_state.config import Settings
@@ -15,10 +17,10 @@ def kafka_options(settings: Settings) -> dict[str, str]:
 def read_internal_topic(
     spark: SparkSession,
     settings: Settings,
-    topic: str,
+    topic: str | Sequence[str],
     max_offsets_per_trigger: int | None = None,
 ) -> DataFrame:
-    """A streaming frame over a whole compacted internal topic, from its earliest offset.
+    """A streaming frame over whole compacted internal topics (one or several), from their earliest offsets.
 
     Columns are the Kafka source's: key and value (binary; value null for tombstones), topic, partition, offset,
     timestamp. ``startingOffsets`` applies to a new checkpoint only; a restarted query resumes from its checkpoint.
@@ -27,7 +29,7 @@ def read_internal_topic(
     reader = (
         spark.readStream.format("kafka")
         .options(**kafka_options(settings))
-        .option("subscribe", topic)
+        .option("subscribe", topic if isinstance(topic, str) else ",".join(topic))
         .option("startingOffsets", "earliest")
         .option("kafka.isolation.level", "read_committed")
     )
