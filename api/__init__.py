@@ -26,7 +26,7 @@ def create_app(
     :class:`~connect_state.kafka_writer.InternalTopicWriter` on the first write and closes it in
     :func:`close_app` (or at exit); a ``writer`` passed in stays the caller's to close.
     """
-    from api import topics
+    from api import connectors, topics
 
     settings = settings if settings is not None else load_settings()
     app = Flask(__name__)
@@ -36,6 +36,7 @@ def create_app(
     init_app(app, settings, table_reader, writer)
     register_error_handlers(app)
     app.register_blueprint(topics.bp)
+    app.register_blueprint(connectors.bp)
     return app
 
 

@@ -7,6 +7,7 @@ reflects the latest commit of the job, and no table object is shared between req
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,14 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.errors import TableNotFoundError
-from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS, TableSpec
+from connect_state.tables import (
+    ACTIVE_TOPICS,
+    ACTIVE_TOPICS_HISTORY,
+    CONNECTOR_EVENTS,
+    CONNECTORS,
+    REJECTED_RECORDS,
+    TableSpec,
+)
 
 Filter = tuple[str, str, Any]
 """A pyarrow-style filter, e.g. ``("connector", "=", "foo-source")``; a list of them is ANDed."""
@@ -36,16 +44,56 @@ ARROW_TYPES: dict[str, pa.DataType] = {
 TABLE_JOBS: dict[str, str] = {
     ACTIVE_TOPICS.name: "connect-state-active-topics",
     ACTIVE_TOPICS_HISTORY.name: "connect-state-active-topics",
-    REJECTED_RECORDS.name: "connect-state-active-topics",
+    REJECTED_RECORDS.name: "connect-state-active-topics or connect-state-connector-states",
+    CONNECTORS.name: "connect-state-connector-states",
+    CONNECTOR_EVENTS.name: "connect-state-connector-states",
 }
 
 
+def _split_top_level(text: str) -> list[str]:
+    """``text`` split on the commas outside any ``<...>``."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    for index, char in enumerate(text):
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _struct_field(sql_field: str, sql_type: str) -> pa.Field:
+    """One ``name: TYPE`` (or ``name TYPE``) member of a Spark ``STRUCT<...>``."""
+    text = sql_field.strip()
+    match = re.fullmatch(r"`?([A-Za-z_][A-Za-z0-9_]*)`?\s*(?::\s*|\s+)(.+)", text, flags=re.DOTALL)
+    if match is None:
+        raise ValueError(f"no Arrow type for the SQL type {sql_type!r}: bad STRUCT field {text!r}")
+    return pa.field(match.group(1), arrow_type(match.group(2)), nullable=True)
+
+
 def arrow_type(sql_type: str) -> pa.DataType:
-    """The Arrow type of a Spark SQL DDL type of :mod:`connect_state.tables`."""
-    try:
-        return ARROW_TYPES[sql_type.strip().upper()]
-    except KeyError:
-        raise ValueError(f"no Arrow type for the SQL type {sql_type!r}") from None
+    """The Arrow type of a Spark SQL DDL type of :mod:`connect_state.tables`.
+
+    Besides the scalar types of :data:`ARROW_TYPES`: ``ARRAY<T>`` is a list of ``T`` and ``STRUCT<a: T, b: U>`` (the
+    colon is optional, as in Spark's DDL) a struct; every element and field is nullable, as Spark writes them.
+    """
+    text = sql_type.strip()
+    upper = text.upper()
+    if upper in ARROW_TYPES:
+        return ARROW_TYPES[upper]
+    match = re.fullmatch(r"(ARRAY|STRUCT)\s*<(.*)>", text, flags=re.IGNORECASE | re.DOTALL)
+    if match is not None:
+        kind, inner = match.group(1).upper(), match.group(2)
+        if kind == "ARRAY" and inner.strip():
+            return pa.list_(pa.field("element", arrow_type(inner), nullable=True))
+        if kind == "STRUCT" and inner.strip():
+            return pa.struct([_struct_field(member, sql_type) for member in _split_top_level(inner)])
+    raise ValueError(f"no Arrow type for the SQL type {sql_type!r}")
 
 
 def arrow_schema(spec: TableSpec) -> pa.Schema:

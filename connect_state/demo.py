@@ -26,7 +26,7 @@ DEMO_SOURCE = "demo-source"
 DEMO_SINK = "demo-sink"
 DEMO_TOPIC = "demo-lines"
 FEED_INTERVAL_S = 5.0
-JOB_MODULES = ("jobs.active_topics",)
+JOB_MODULES = ("jobs.active_topics", "jobs.connector_states")
 API_MODULE = "api.server"
 
 

@@ -149,15 +149,23 @@ def assert_connect_error(response: Any, status: int, message: str | None) -> Non
         ("TIMESTAMP", pa.timestamp("us", tz="UTC")),
         ("BINARY", pa.binary()),
         ("bigint", pa.int64()),
+        ("BOOLEAN", pa.bool_()),
+        ("ARRAY<STRING>", pa.list_(pa.field("element", pa.string()))),
+        ("STRUCT<id: INT, trace STRING>", pa.struct([("id", pa.int32()), ("trace", pa.string())])),
+        (
+            "array<struct<id:int, tags: ARRAY<STRING>>>",
+            pa.list_(pa.field("element", pa.struct([("id", pa.int32()), ("tags", pa.list_(pa.string()))]))),
+        ),
     ],
 )
 def test_arrow_type(sql_type: str, arrow: pa.DataType) -> None:
     assert arrow_type(sql_type) == arrow
 
 
-def test_arrow_type_unknown() -> None:
-    with pytest.raises(ValueError, match="DECIMAL"):
-        arrow_type("DECIMAL(10,2)")
+@pytest.mark.parametrize("sql_type", ["DECIMAL(10,2)", "MAP<STRING, INT>", "ARRAY<>", "ARRAY<INT", "STRUCT<id>"])
+def test_arrow_type_unknown(sql_type: str) -> None:
+    with pytest.raises(ValueError, match="no Arrow type"):
+        arrow_type(sql_type)
 
 
 @pytest.mark.parametrize("spec", ALL_TABLES, ids=lambda spec: spec.name)
@@ -337,7 +345,7 @@ def test_reset_write_failure_is_500_with_the_message(
 # --- error model ----------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/", "/nope", "/connectors", "/connectors/foo/topicz", "/connectors/a/b/topics"])
+@pytest.mark.parametrize("path", ["/", "/nope", "/connectorz", "/connectors/foo/topicz", "/connectors/a/b/topics"])
 def test_unknown_route_is_connect_404(client: FlaskClient, path: str) -> None:
     assert_connect_error(client.get(path), 404, "HTTP 404 Not Found")
 

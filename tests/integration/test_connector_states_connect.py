@@ -1,0 +1,73 @@
+"""KIP-875 connector states against the real Connect worker: our GET /status equals Connect's at every step, and
+PUT stop / pause / resume through our API are honoured by Connect (spec §7.3, testPauseStopResume)."""
+
+from __future__ import annotations
+
+import pytest
+
+from connect_state.filestream import append_lines, file_sink_config, file_source_config
+from jobs import connector_states
+from tests.fixtures.spark import await_query
+from tests.integration.helpers import api_client, job_settings, unique
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+WAIT_S = 60.0
+
+
+def connect_state_of(connect, name: str) -> tuple[str | None, int]:
+    status = connect.connector_status(name) or {}
+    return status.get("connector", {}).get("state"), len(status.get("tasks", []))
+
+
+def test_status_and_lifecycle_match_connect(spark, connect, stack_settings, tmp_path):
+    settings = job_settings(stack_settings, tmp_path)
+    api = api_client(settings)
+    source, sink, topic = unique("state-source"), unique("state-sink"), unique("state-topic")
+    source_file = tmp_path / "in.txt"
+    append_lines(source_file, ["one", "two"])
+    connect.create_connector(source, file_source_config(source, source_file, topic))
+    connect.create_connector(sink, file_sink_config(sink, tmp_path / "out.txt", [topic]))
+
+    def agree(name: str, state: str, tasks: int) -> None:
+        connect.wait_for(
+            lambda: connect_state_of(connect, name) == (state, tasks), WAIT_S, description=f"{name} {state}/{tasks}"
+        )
+        await_query(connector_states.start(spark, settings, available_now=True))
+        ours = api.get(f"/connectors/{name}/status")
+        assert (ours.status_code, ours.get_json()) == connect.get(f"/connectors/{name}/status")
+
+    agree(source, "RUNNING", 1)
+    agree(sink, "RUNNING", 1)
+    listed = api.get("/connectors").get_json()
+    assert {source, sink} <= set(listed)
+
+    # Connect's own lifecycle calls, mirrored in our table.
+    assert connect.put(connect.connector_path(source, "pause"))[0] == 202
+    agree(source, "PAUSED", 1)
+    assert connect.put(connect.connector_path(source, "stop"))[0] == 204
+    agree(source, "STOPPED", 0)
+    assert connect.put(connect.connector_path(source, "resume"))[0] == 202
+    agree(source, "RUNNING", 1)
+
+    # Ours, honoured by Connect.
+    response = api.put(f"/connectors/{sink}/stop")
+    assert response.status_code == 204
+    agree(sink, "STOPPED", 0)
+    # Connect itself accepts offset changes only for a connector stopped with zero tasks: ours qualifies.
+    status, body = connect.request("DELETE", connect.connector_path(sink, "offsets"))
+    assert status == 200, body
+    assert api.put(f"/connectors/{sink}/pause").status_code == 202
+    agree(sink, "PAUSED", 0)
+    assert api.put(f"/connectors/{sink}/resume").status_code == 202
+    agree(sink, "RUNNING", 1)
+
+    # Deleted through Connect: our row is flagged, the name leaves GET /connectors, unknown names answer 404.
+    connect.delete_connector(source)
+    connect.wait_for(lambda: connect.connector_status(source) is None, WAIT_S, description=f"{source} deleted")
+    await_query(connector_states.start(spark, settings, available_now=True))
+    assert source not in api.get("/connectors").get_json()
+    assert api.put(f"/connectors/{source}/stop").status_code == 404
+    theirs = connect.get(f"/connectors/{source}/status")
+    ours = api.get(f"/connectors/{source}/status")
+    assert (ours.status_code, ours.get_json()) == theirs
+    connect.delete_connector(sink)
