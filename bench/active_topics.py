@@ -60,6 +60,7 @@ from connect_state.formats.status import (
 from connect_state.kafka_writer import kafka_python_config
 from connect_state.local_stack import KafkaBroker, free_ports, prepare_data_dir
 from connect_state.partitioner import partition_for_key
+from connect_state.spark.foldjob import classify_records
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.session import build_session
 from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS
@@ -310,10 +311,7 @@ def time_raw_read(spark: SparkSession, settings: Settings, topic: str) -> tuple[
 def time_parse(spark: SparkSession, settings: Settings, topic: str) -> tuple[int, float]:
     """Breakdown only: the raw read plus the job's Python parse (``mapInPandas``) to a count of parsed rows."""
     started = time.perf_counter()
-    kafka_rows = read_topic_batch(spark, settings, topic).selectExpr(
-        "key", "value", "topic", "partition", "offset", "unix_millis(timestamp) AS timestamp"
-    )
-    count = kafka_rows.mapInPandas(job.parse_status_frames, job.PARSED_SCHEMA).count()
+    count = classify_records(read_topic_batch(spark, settings, topic), job.classify, job.PARSED_SCHEMA).count()
     return count, time.perf_counter() - started
 
 
@@ -340,7 +338,7 @@ def instrumented_writer() -> Iterator[WriterTimes]:
     times = WriterTimes()
     cls = job.ActiveTopicsWriter
     originals = {
-        name: getattr(cls, name) for name in ("__call__", "_write_history", "_merge_current", "_write_rejected")
+        name: getattr(cls, name) for name in ("__call__", "_write_history", "_merge_current", "write_rejected")
     }
 
     def timed(name: str, method: Callable[..., None]) -> Callable[..., None]:
@@ -469,7 +467,7 @@ def progress_lines(run: JobRun) -> list[str]:
         f"persist+counts (Kafka read, parse, fold) {run.writer.upstream():.2f} s, "
         f"history append {parts.get('_write_history', 0.0):.2f} s, "
         f"active_topics MERGE {parts.get('_merge_current', 0.0):.2f} s, "
-        f"rejected MERGE {parts.get('_write_rejected', 0.0):.2f} s; "
+        f"rejected MERGE {parts.get('write_rejected', 0.0):.2f} s; "
         f"outside foreachBatch {run.seconds - run.writer.total:.2f} s, of which start() {run.start_seconds:.2f} s "
         "(creating the tables, emptying active_topics, starting the query)"
     ]

@@ -40,6 +40,7 @@ from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     REJECTED,
     FoldWriter,
+    classify_records,
     job_main,
     pandas_frame,
     start_fold_query,
@@ -65,40 +66,25 @@ OUTPUT_SCHEMA = (
 STATE_SCHEMA = "topics_json STRING"
 
 
-def parse_status_row(key: bytes | None, value: bytes | None, kafka: dict) -> dict | None:
-    """Classify one status-topic record: a topic-status row, a rejected row, or None for records of other kinds."""
+def classify(key: bytes | None, value: bytes | None, kafka: dict) -> list[dict]:
+    """One status-topic record: a topic-status row, a rejected row, or nothing for records of other kinds."""
     try:
         record = parse_status_record(key, value)
     except RecordFormatError as err:
-        return {"record_kind": REJECTED, "raw_key": key, "raw_value": value, "reason": err.reason, **kafka}
+        return [{"record_kind": REJECTED, "raw_key": key, "raw_value": value, "reason": err.reason, **kafka}]
     if not isinstance(record.key, TopicStatusKey):
-        return None
+        return []
     status = record.value if isinstance(record.value, TopicStatus) else None
-    return {
-        "record_kind": TOPIC,
-        "connector": record.key.connector,
-        "topic": record.key.topic,
-        "task": status.task if status else None,
-        "discover_timestamp": status.discover_timestamp if status else None,
-        **kafka,
-    }
-
-
-def parse_status_frames(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    """``mapInPandas`` body: Kafka rows → parsed rows (see PARSED_SCHEMA)."""
-    for frame in frames:
-        rows = []
-        for key, value, topic, partition, offset, timestamp in frame.itertuples(index=False, name=None):
-            kafka = {
-                "kafka_topic": topic,
-                "kafka_partition": partition,
-                "kafka_offset": offset,
-                "kafka_timestamp": timestamp,
-            }
-            row = parse_status_row(key, value, kafka)
-            if row is not None:
-                rows.append(row)
-        yield pandas_frame(rows, PARSED_SCHEMA)
+    return [
+        {
+            "record_kind": TOPIC,
+            "connector": record.key.connector,
+            "topic": record.key.topic,
+            "task": status.task if status else None,
+            "discover_timestamp": status.discover_timestamp if status else None,
+            **kafka,
+        }
+    ]
 
 
 def _change_row(change: TopicChange, seq: int) -> dict:
@@ -144,9 +130,7 @@ def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) ->
 
 def fold_stream(kafka_rows: DataFrame) -> DataFrame:
     """Kafka source rows → the fold's output rows (changes and rejected records)."""
-    parsed = kafka_rows.selectExpr(
-        "key", "value", "topic", "partition", "offset", "unix_millis(timestamp) AS timestamp"
-    ).mapInPandas(parse_status_frames, PARSED_SCHEMA)
+    parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA)
     return parsed.groupBy("record_kind", "connector").applyInPandasWithState(
         fold_group, OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout
     )

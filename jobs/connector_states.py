@@ -13,7 +13,7 @@ Run continuously or as a catch-up run (``--available-now``)::
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pandas as pd
 from delta.tables import DeltaTable
@@ -40,6 +40,7 @@ from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     REJECTED,
     FoldWriter,
+    classify_records,
     job_main,
     pandas_frame,
     start_fold_query,
@@ -88,25 +89,6 @@ def classify(key: bytes | None, value: bytes | None, kafka: dict, config_topic: 
     if connector is None:
         return []
     return [{"record_kind": kind, "connector": connector, "raw_key": key, "raw_value": value, **kafka}]
-
-
-def parse_frames(config_topic: str) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
-    """The ``mapInPandas`` body: Kafka rows of both topics → classified rows (see PARSED_SCHEMA)."""
-
-    def parse(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        for frame in frames:
-            rows: list[dict] = []
-            for key, value, topic, partition, offset, timestamp in frame.itertuples(index=False, name=None):
-                kafka = {
-                    "kafka_topic": topic,
-                    "kafka_partition": partition,
-                    "kafka_offset": offset,
-                    "kafka_timestamp": timestamp,
-                }
-                rows.extend(classify(key, value, kafka, config_topic))
-            yield pandas_frame(rows, PARSED_SCHEMA)
-
-    return parse
 
 
 def _connector_record(row) -> ConnectorRecord:
@@ -158,9 +140,9 @@ def fold_stream(kafka_rows: DataFrame, config_topic: str) -> DataFrame:
     Config and status records of one connector must meet in one group, so groups are (``connector``, name) for
     everything that folds and (``rejected``, null) for the quarantine.
     """
-    parsed = kafka_rows.selectExpr(
-        "key", "value", "topic", "partition", "offset", "unix_millis(timestamp) AS timestamp"
-    ).mapInPandas(parse_frames(config_topic), PARSED_SCHEMA)
+    parsed = classify_records(
+        kafka_rows, lambda key, value, kafka: classify(key, value, kafka, config_topic), PARSED_SCHEMA
+    )
     grouped = parsed.withColumn(
         "group_kind", F.when(F.col("record_kind") == REJECTED, F.lit(REJECTED)).otherwise(F.lit("connector"))
     )

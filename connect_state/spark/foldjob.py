@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -54,6 +54,34 @@ def pandas_frame(rows: Iterable[dict], ddl: str) -> pd.DataFrame:
         if sql_type.upper() in _NULLABLE_INTEGERS:
             frame[name] = frame[name].astype(_NULLABLE_INTEGERS[sql_type.upper()])
     return frame
+
+
+Classifier = Callable[[bytes | None, bytes | None, dict], Iterable[dict]]
+"""``(key, value, kafka coordinates) -> rows``: what a parse step makes of one Kafka record (none, one or more)."""
+
+
+def classify_records(kafka_rows: DataFrame, classify: Classifier, ddl: str) -> DataFrame:
+    """Run ``classify`` over every Kafka record (``mapInPandas``); the rows it returns must fit ``ddl``.
+
+    Each row gets the record's coordinates: ``kafka_topic``, ``kafka_partition``, ``kafka_offset`` and
+    ``kafka_timestamp`` (epoch ms).
+    """
+
+    def parse(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for frame in frames:
+            rows: list[dict] = []
+            for key, value, topic, partition, offset, timestamp in frame.itertuples(index=False, name=None):
+                kafka = {
+                    "kafka_topic": topic,
+                    "kafka_partition": partition,
+                    "kafka_offset": offset,
+                    "kafka_timestamp": timestamp,
+                }
+                rows.extend(classify(key, value, kafka))
+            yield pandas_frame(rows, ddl)
+
+    columns = ("key", "value", "topic", "partition", "offset", "unix_millis(timestamp) AS timestamp")
+    return kafka_rows.selectExpr(*columns).mapInPandas(parse, ddl)
 
 
 class FoldWriter:
