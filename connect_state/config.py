@@ -120,10 +120,6 @@ class Settings:
         props.update(overrides)
         return Settings.from_mapping(props)
 
-    @property
-    def delta_tables(self) -> Path:
-        return self.delta_root
-
     def table_path(self, name: str) -> Path:
         """Where the Delta table ``name`` lives."""
         return self.delta_root / name

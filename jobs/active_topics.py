@@ -14,7 +14,6 @@ everything (``--available-now``, for a scheduled job)::
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 
 import pandas as pd
@@ -49,7 +48,6 @@ from connect_state.spark.kafka_source import read_internal_topic
 from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY
 
 JOB_NAME = "active_topics"
-log = logging.getLogger(f"connect_state.jobs.{JOB_NAME}")
 
 TOPIC = "topic"
 CHANGE = "change"
