@@ -20,9 +20,16 @@ from connect_state.errors import TableNotFoundError
 from connect_state.tables import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
+    CONNECTOR_DELETIONS,
     CONNECTOR_EVENTS,
     CONNECTORS,
+    HEARTBEATS,
     REJECTED_RECORDS,
+    SINK_OFFSETS,
+    SINK_OFFSETS_HISTORY,
+    SOURCE_OFFSETS,
+    SOURCE_OFFSETS_HISTORY,
+    SOURCE_PARTITION_ACTIVITY,
     TableSpec,
 )
 
@@ -47,6 +54,13 @@ TABLE_JOBS: dict[str, str] = {
     REJECTED_RECORDS.name: "connect-state-active-topics or connect-state-connector-states",
     CONNECTORS.name: "connect-state-connector-states",
     CONNECTOR_EVENTS.name: "connect-state-connector-states",
+    SOURCE_OFFSETS.name: "connect-state-offsets",
+    SOURCE_OFFSETS_HISTORY.name: "connect-state-offsets",
+    SINK_OFFSETS.name: "connect-state-offsets",
+    SINK_OFFSETS_HISTORY.name: "connect-state-offsets",
+    CONNECTOR_DELETIONS.name: "connect-state-cleanup",
+    SOURCE_PARTITION_ACTIVITY.name: "connect-state-heartbeats",
+    HEARTBEATS.name: "connect-state-heartbeats",
 }
 
 

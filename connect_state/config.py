@@ -82,6 +82,14 @@ class Settings:
     topic_tracking_enable: bool
     topic_tracking_allow_reset: bool
     api_kafka_write_timeout_ms: int
+    consumer_offsets_topic: str
+    cleanup_offsets_on_delete: bool
+    cleanup_hooks: str
+    cleanup_retry_backoff_ms: int
+    cleanup_retry_backoff_max_ms: int
+    heartbeat_interval_ms: int
+    heartbeat_records_topic: str
+    heartbeat_providers: dict[str, str]
     local_data_dir: Path
     local_broker_port: int
     local_controller_port: int

@@ -124,4 +124,159 @@ CONNECTOR_EVENTS = TableSpec(
     ),
 )
 
-ALL_TABLES = (ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS, CONNECTORS, CONNECTOR_EVENTS)
+SOURCE_OFFSETS = TableSpec(
+    name="source_offsets",
+    columns=(
+        ("connector", "STRING"),
+        ("offsets_topic", "STRING"),
+        ("partition", "STRING"),
+        ("key", "BINARY"),
+        ("offset", "STRING"),
+        ("value", "BINARY"),
+        ("listed", "BOOLEAN"),
+        ("kafka_partition", "INT"),
+        ("kafka_offset", "BIGINT"),
+        ("kafka_timestamp", "TIMESTAMP"),
+        ("updated_at", "TIMESTAMP"),
+    ),
+    key=("offsets_topic", "key"),
+    description=(
+        "KIP-875: the live (non-tombstoned) records of connect-offsets and of connector-specific offsets topics, one "
+        "row per exact key bytes: the connector (key namespace), the partition and offset as JSON, the raw key and "
+        "value bytes, and whether the parsed partition map is in Connect's connectorPartitions (``listed``)."
+    ),
+)
+
+SOURCE_OFFSETS_HISTORY = TableSpec(
+    name="source_offsets_history",
+    columns=(
+        ("connector", "STRING"),
+        ("offsets_topic", "STRING"),
+        ("partition", "STRING"),
+        ("key", "BINARY"),
+        ("offset", "STRING"),
+        ("change", "STRING"),
+        ("kafka_partition", "INT"),
+        ("kafka_offset", "BIGINT"),
+        ("kafka_timestamp", "TIMESTAMP"),
+        ("recorded_at", "TIMESTAMP"),
+    ),
+    key=("offsets_topic", "kafka_partition", "kafka_offset"),
+    description="KIP-875: every source offset record (set or removed by a tombstone) and where it came from.",
+)
+
+SINK_OFFSETS = TableSpec(
+    name="sink_offsets",
+    columns=(
+        ("group_id", "STRING"),
+        ("topic", "STRING"),
+        ("partition", "INT"),
+        ("offset", "BIGINT"),
+        ("leader_epoch", "INT"),
+        ("metadata", "STRING"),
+        ("commit_timestamp", "BIGINT"),
+        ("kafka_partition", "INT"),
+        ("kafka_offset", "BIGINT"),
+        ("kafka_timestamp", "TIMESTAMP"),
+        ("updated_at", "TIMESTAMP"),
+    ),
+    key=("group_id", "topic", "partition"),
+    description=(
+        "KIP-875: committed consumer-group offsets read from __consumer_offsets (sink connectors use the group "
+        "connect-<name> or consumer.override.group.id); a deleted offset or group removes its rows."
+    ),
+)
+
+SINK_OFFSETS_HISTORY = TableSpec(
+    name="sink_offsets_history",
+    columns=(
+        ("group_id", "STRING"),
+        ("topic", "STRING"),
+        ("partition", "INT"),
+        ("offset", "BIGINT"),
+        ("change", "STRING"),
+        ("commit_timestamp", "BIGINT"),
+        ("kafka_partition", "INT"),
+        ("kafka_offset", "BIGINT"),
+        ("kafka_timestamp", "TIMESTAMP"),
+        ("recorded_at", "TIMESTAMP"),
+    ),
+    key=("kafka_partition", "kafka_offset"),
+    description="KIP-875: every committed or deleted consumer-group offset, with the __consumer_offsets record.",
+)
+
+CONNECTOR_DELETIONS = TableSpec(
+    name="connector_deletions",
+    columns=(
+        ("connector", "STRING"),
+        ("deletion_offset", "BIGINT"),
+        ("deleted_at", "TIMESTAMP"),
+        ("connector_type", "STRING"),
+        ("config", "STRING"),
+        ("step", "STRING"),
+        ("status", "STRING"),
+        ("attempts", "INT"),
+        ("error", "STRING"),
+        ("next_attempt_at", "TIMESTAMP"),
+        ("updated_at", "TIMESTAMP"),
+    ),
+    key=("connector", "deletion_offset", "step"),
+    description=(
+        "KIP-883: one row per cleanup step of each connector deletion (the config-topic offset of its tombstone): "
+        "active_topics, offsets, hook:<name>; status pending/succeeded/failed/skipped, attempts, last error."
+    ),
+)
+
+SOURCE_PARTITION_ACTIVITY = TableSpec(
+    name="source_partition_activity",
+    columns=(
+        ("connector", "STRING"),
+        ("partition", "STRING"),
+        ("key", "BINARY"),
+        ("offset", "STRING"),
+        ("last_moved_at", "TIMESTAMP"),
+        ("last_heartbeat_at", "TIMESTAMP"),
+        ("idle_ms", "BIGINT"),
+        ("heartbeat_interval_ms", "BIGINT"),
+        ("eligible", "BOOLEAN"),
+        ("updated_at", "TIMESTAMP"),
+    ),
+    key=("connector", "key"),
+    description=(
+        "KIP-910: per source partition, when its offset last moved, its idle age, the effective heartbeat interval "
+        "and whether its connector is eligible for heartbeats (source, STARTED, RUNNING)."
+    ),
+)
+
+HEARTBEATS = TableSpec(
+    name="heartbeats",
+    columns=(
+        ("connector", "STRING"),
+        ("partition", "STRING"),
+        ("heartbeat_topic", "STRING"),
+        ("record_key", "BINARY"),
+        ("record_value", "BINARY"),
+        ("record_partition", "INT"),
+        ("record_offset", "BIGINT"),
+        ("committed_offset", "STRING"),
+        ("idle_ms", "BIGINT"),
+        ("emitted_at", "TIMESTAMP"),
+    ),
+    key=("connector", "partition", "emitted_at"),
+    description="KIP-910: every heartbeat record emitted for an idle source partition, and the offset it committed.",
+)
+
+ALL_TABLES = (
+    ACTIVE_TOPICS,
+    ACTIVE_TOPICS_HISTORY,
+    REJECTED_RECORDS,
+    CONNECTORS,
+    CONNECTOR_EVENTS,
+    SOURCE_OFFSETS,
+    SOURCE_OFFSETS_HISTORY,
+    SINK_OFFSETS,
+    SINK_OFFSETS_HISTORY,
+    CONNECTOR_DELETIONS,
+    SOURCE_PARTITION_ACTIVITY,
+    HEARTBEATS,
+)
