@@ -16,6 +16,13 @@
   same whoever writes them, and every worker reading the config topic honours them.
 
 All three writes are idempotent, as in Connect: stopping a STOPPED connector writes the same records again.
+
+* ``DELETE /connectors/<name>`` -> 204 without a body, once the tombstones Connect's leader writes
+  (``KafkaConfigBackingStore.removeConnectorConfig``: ``connector-<name>`` then ``target-state-<name>``,
+  :func:`~connect_state.formats.config.delete_records`) have been acknowledged; 404 ``"Connector <name> not found"``
+  when the config snapshot has no such connector (``DistributedHerder.deleteConnectorConfig``). Every worker honours
+  the tombstones (it stops the connector, the leader tombstones its statuses); the cleanup job
+  (``connect-state-cleanup``, KIP-883) then cleans up after it like after a deletion made through Connect.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from flask import Blueprint, Response, jsonify
 from api.errors import ConnectRestException
 from api.resources import get_settings, get_tables, get_writer
 from connect_state.folds.connector_states import status_not_found_message, status_response_from_row
-from connect_state.formats.config import ConfigWrite, pause_records, resume_records, stop_records
+from connect_state.formats.config import ConfigWrite, delete_records, pause_records, resume_records, stop_records
 from connect_state.tables import CONNECTORS
 
 bp = Blueprint("connectors", __name__, url_prefix="/connectors")
@@ -37,6 +44,11 @@ bp = Blueprint("connectors", __name__, url_prefix="/connectors")
 def unknown_connector_message(name: str) -> str:
     """The 404 message of stop, pause and resume (``NotFoundException("Unknown connector " + connName)``)."""
     return f"Unknown connector {name}"
+
+
+def not_found_message(name: str) -> str:
+    """The 404 message of ``DELETE /connectors/<name>`` (``"Connector " + connName + " not found"``)."""
+    return f"Connector {name} not found"
 
 
 def connector_row(name: str) -> dict[str, Any] | None:
@@ -75,10 +87,14 @@ def get_connector_status(connector: str) -> Response:
     return jsonify(body)
 
 
-def _write_config_records(connector: str, records_for: Callable[[str], list[ConfigWrite]]) -> None:
+def _write_config_records(
+    connector: str,
+    records_for: Callable[[str], list[ConfigWrite]],
+    not_found: Callable[[str], str] = unknown_connector_message,
+) -> None:
     """Check the connector is in the config snapshot, then send its records to the config topic, in order."""
     if not is_configured(connector_row(connector)):
-        raise ConnectRestException(404, unknown_connector_message(connector))
+        raise ConnectRestException(404, not_found(connector))
     settings = get_settings()
     records = [(key.encode("utf-8"), value) for key, value in records_for(connector)]
     get_writer().send(settings.config_storage_topic, records, settings.api_kafka_write_timeout_ms)
@@ -105,3 +121,11 @@ def resume_connector(connector: str) -> Response:
     of a STOPPED connector)."""
     _write_config_records(connector, resume_records)
     return _no_content(202)
+
+
+@bp.delete("/<connector>")
+def delete_connector(connector: str) -> Response:
+    """``DistributedHerder.deleteConnectorConfig``: tombstones for ``connector-<name>`` then ``target-state-<name>``;
+    204."""
+    _write_config_records(connector, delete_records, not_found_message)
+    return _no_content(204)

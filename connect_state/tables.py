@@ -216,6 +216,7 @@ CONNECTOR_DELETIONS = TableSpec(
         ("step", "STRING"),
         ("status", "STRING"),
         ("attempts", "INT"),
+        ("detail", "STRING"),
         ("error", "STRING"),
         ("next_attempt_at", "TIMESTAMP"),
         ("updated_at", "TIMESTAMP"),
@@ -223,7 +224,8 @@ CONNECTOR_DELETIONS = TableSpec(
     key=("connector", "deletion_offset", "step"),
     description=(
         "KIP-883: one row per cleanup step of each connector deletion (the config-topic offset of its tombstone): "
-        "active_topics, offsets, hook:<name>; status pending/succeeded/failed/skipped, attempts, last error."
+        "active_topics, offsets, hook:<name>; status pending/succeeded/failed/skipped, attempts, detail (what was "
+        "done, or why skipped or waiting), last error, next attempt (connect_state/cleanup.py)."
     ),
 )
 
@@ -234,17 +236,26 @@ SOURCE_PARTITION_ACTIVITY = TableSpec(
         ("partition", "STRING"),
         ("key", "BINARY"),
         ("offset", "STRING"),
+        ("connector_class", "STRING"),
+        ("config", "STRING"),
         ("last_moved_at", "TIMESTAMP"),
         ("last_heartbeat_at", "TIMESTAMP"),
         ("idle_ms", "BIGINT"),
         ("heartbeat_interval_ms", "BIGINT"),
+        ("heartbeat_topic", "STRING"),
         ("eligible", "BOOLEAN"),
+        ("reason", "STRING"),
+        ("kafka_partition", "INT"),
+        ("kafka_offset", "BIGINT"),
         ("updated_at", "TIMESTAMP"),
     ),
     key=("connector", "key"),
     description=(
-        "KIP-910: per source partition, when its offset last moved, its idle age, the effective heartbeat interval "
-        "and whether its connector is eligible for heartbeats (source, STARTED, RUNNING)."
+        "KIP-910: per source partition with an offset (key = Connect's offsets-topic key bytes): its last offset, when "
+        "it last moved (Kafka timestamp of the record that changed it), the last heartbeat, its idle age at "
+        "updated_at, the effective heartbeat interval and topic, whether its connector is eligible (source, STARTED, "
+        "RUNNING, interval > 0) or why not, and the connector's class and config (for the catch-up sweep's provider "
+        "calls)."
     ),
 )
 
@@ -253,17 +264,27 @@ HEARTBEATS = TableSpec(
     columns=(
         ("connector", "STRING"),
         ("partition", "STRING"),
+        ("source_key", "BINARY"),
         ("heartbeat_topic", "STRING"),
+        ("record_index", "INT"),
         ("record_key", "BINARY"),
         ("record_value", "BINARY"),
         ("record_partition", "INT"),
         ("record_offset", "BIGINT"),
         ("committed_offset", "STRING"),
+        ("outcome", "STRING"),
+        ("error", "STRING"),
         ("idle_ms", "BIGINT"),
+        ("heartbeat_interval_ms", "BIGINT"),
+        ("due_at", "TIMESTAMP"),
         ("emitted_at", "TIMESTAMP"),
     ),
-    key=("connector", "partition", "emitted_at"),
-    description="KIP-910: every heartbeat record emitted for an idle source partition, and the offset it committed.",
+    key=("connector", "source_key", "emitted_at", "record_index"),
+    description=(
+        "KIP-910: every heartbeat of an idle source partition: one row per record sent to the heartbeat topic "
+        "(outcome produced, with its Kafka position and the offset it committed), or one row with outcome no_records "
+        "(the provider returned none) or failed (with the error)."
+    ),
 )
 
 ALL_TABLES = (

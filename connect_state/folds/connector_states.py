@@ -349,13 +349,26 @@ class ConnectorEvent:
     kafka_partition: int
     kafka_offset: int
     kafka_timestamp: int
+    #: For a ``deleted`` event: the connector's config just before its tombstone (None for other events). KIP-883
+    #: cleanup (:mod:`connect_state.cleanup`) needs it once the config is gone; it is not part of ``details`` (the
+    #: transition) but of :attr:`recorded_details` (what the ``connector_events`` table keeps).
+    last_config: dict[str, object] | None = field(default=None, compare=False, hash=False)
+
+    @property
+    def recorded_details(self) -> dict[str, object]:
+        """``details`` as the ``connector_events`` table keeps them: for a ``deleted`` event, plus ``config`` (the
+        last config) and ``connector_type`` (:func:`config_connector_type` of it)."""
+        if self.last_config is None:
+            return self.details
+        return {**self.details, "config": self.last_config, "connector_type": config_connector_type(self.last_config)}
 
     @property
     def details_json(self) -> str:
-        return json.dumps(self.details, separators=(",", ":"), sort_keys=True)
+        return json.dumps(self.recorded_details, separators=(",", ":"), sort_keys=True)
 
 
-Change = tuple[str, dict[str, object]]
+Change = tuple[str, dict[str, object]] | tuple[str, dict[str, object], dict[str, object]]
+"""``(event, details)``, or ``(event, details, last_config)`` for a ``deleted`` event."""
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -391,7 +404,9 @@ def _apply_connector_config(state: ConnectorState, record: ConnectorRecord) -> l
     if record.value is None:
         _remove_connector(state)
         state.deleted, state.deleted_at = True, record.kafka_timestamp
-        return [(DELETED, {"connector_class": _connector_class(old_config)})] if old_config is not None else []
+        if old_config is None:
+            return []
+        return [(DELETED, {"connector_class": _connector_class(old_config)}, dict(old_config))]
     assert isinstance(record.value, ConnectorConfig)
     state.config = dict(record.value.properties)
     if state.target_state is None:
@@ -526,9 +541,11 @@ def apply_record(state: ConnectorState, record: ConnectorRecord) -> list[Connect
     """Apply one record to ``state`` in place; return the transitions it makes (none for a replay).
 
     Event details: ``created`` {connector_class, target_state}; ``reconfigured`` {connector_class, changed_keys};
-    ``deleted`` {connector_class}; ``target_state_changed`` {from, to} (effective target states, None when there is
-    none); ``tasks_committed`` {task_count, previous_task_count, consistent}; ``status_changed`` {from, to, worker_id,
-    generation}; ``task_status_changed`` the same plus ``task``. A removed status has ``to`` None.
+    ``deleted`` {connector_class} (the event's ``last_config`` holds the config the tombstone removed; the table's
+    details add it as ``config`` with its ``connector_type``); ``target_state_changed`` {from, to} (effective target
+    states, None when there is none); ``tasks_committed`` {task_count, previous_task_count, consistent};
+    ``status_changed`` {from, to, worker_id, generation}; ``task_status_changed`` the same plus ``task``. A removed
+    status has ``to`` None.
     """
     if record.connector != state.name:
         raise ValueError(f"a record of connector {record.connector!r} folded into the state of {state.name!r}")
@@ -547,8 +564,9 @@ def apply_record(state: ConnectorState, record: ConnectorRecord) -> list[Connect
             record.kafka_partition,
             record.kafka_offset,
             record.kafka_timestamp,
+            last_config=rest[0] if rest else None,
         )
-        for event, details in changes
+        for event, details, *rest in changes
     ]
 
 

@@ -1,0 +1,503 @@
+"""KIP-883 cleanup when a connector is deleted: which steps a deletion needs, when they may run, and their outcomes.
+
+Pure Python (no Spark, Kafka, Delta or Flask): :mod:`jobs.cleanup` reads the Delta tables and the topics, asks this
+module what to do, runs the steps and records their outcomes in ``connector_deletions``; the API reads that table.
+
+What Connect does, and what it does not. A deletion is ``DistributedHerder.deleteConnectorConfig`` →
+``KafkaConfigBackingStore.removeConnectorConfig``: a tombstone for ``connector-<name>`` then one for
+``target-state-<name>`` (a stop is not a deletion). Workers then stop the connector (``Connector.stop()``; KIP-883's
+``stop(isDeleted=true)`` was never merged), the leader tombstones its statuses, and a worker with topic tracking on
+tombstones its ``status-topic-*:connector-<name>`` keys (``DistributedHerder.resetActiveTopics``). Source offsets stay
+in the offsets topic and a sink's consumer group stays, so a new connector with the same name silently resumes.
+
+A **deletion** is one ``deleted`` event of the ``connector_events`` table (written by the connector-state fold for a
+``connector-<name>`` tombstone that removed a config), identified by ``(connector, deletion_offset)``, the
+config-topic offset of the tombstone. The event carries the connector's last config and its type. Its steps:
+
+* ``active_topics``: tombstones for every ``status-topic-<topic>:connector-<name>`` key, always (KIP-558 says a
+  deletion resets them), even with ``topic.tracking.allow.reset=false``, which only guards the REST endpoint;
+* ``offsets``, only when ``cleanup.offsets.on.delete`` is true in the connector's last config, or, when the config
+  does not set it, in connect-state's settings: a source connector's offsets become tombstones with the exact key
+  bytes; a sink connector's consumer group (``consumer.override.group.id`` or ``connect-<name>``) is deleted;
+* ``hook:<name>``, one per registered :class:`DeletionHook`: the external counterpart of
+  ``Connector.stop(isDeleted=true)``.
+
+**Planned once.** A deletion's steps are fixed the first time the job sees it: all its rows are written at once
+(``pending``, or ``skipped`` with the reason), before any step runs, so a crash can never forget a step. A hook
+registered later does not run for earlier deletions; a hook no longer registered when its step is due is recorded as
+skipped. ``succeeded`` and ``skipped`` are final: such a step never runs again for that deletion, across restarts
+(the Delta table is the record, written right after each step). A step that raised is ``failed`` with its error and
+retried after an exponential backoff (:func:`backoff_ms`); a failing step never blocks the other steps.
+
+**Shared resources and recreated connectors (order by config-topic offset).** Offsets, the consumer group and the
+topic-status keys are keyed by the connector's *name*, not by its incarnation: every connector ever created with that
+name shares them, and at any moment they belong to the latest incarnation. Hence the rule: only the last deletion of
+a name, and only while no connector with that name was created after it, may clean anything shared
+(:func:`shared_cleanup_blocker`). A ``created`` event (or a live ``connector-<name>`` record in the config topic) at a
+higher offset than the tombstone means the name was recreated: ``active_topics`` and ``offsets`` are skipped with
+"connector recreated at config offset N", because what they would delete now belongs to the new connector (if that
+one is deleted in turn, its own deletion cleans everything, earlier leftovers included, since the keys are the same).
+A later deletion of the same name implies a recreation in between (even one compacted away) and has the same effect.
+Hooks always run: they release what the *deleted* incarnation provisioned outside Kafka. The rule is checked when the
+steps are planned and again right before a shared step runs; the job also scans the config topic itself, so a
+recreation not folded into the tables yet still counts. What remains is the time between that check and the write.
+
+**Quiescence.** Connect's tasks write offsets and topic statuses until they stop (a source task commits its offsets
+once more when it stops). A shared step therefore waits (``pending``, not an attempt) while the ``connectors`` table
+still shows the connector or one of its tasks RUNNING, PAUSED or RESTARTING (:func:`live_statuses`); the leader
+tombstones those statuses, or the workers write UNASSIGNED, once the tasks are stopped.
+
+If connect-state was down when the connector was deleted, nothing is lost: ``connector_events`` is a history, so the
+next pass of the job finds the deletion and cleans up then.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Protocol
+
+from connect_state.errors import ConfigError
+from connect_state.folds.connector_states import CREATED, DELETED, SINK, SOURCE, UNKNOWN, config_connector_type
+from connect_state.formats.offsets import sink_consumer_group
+from connect_state.plugins import DELETION_HOOKS_GROUP, PluginError, load_named_plugins, split_paths
+
+STEP_ACTIVE_TOPICS = "active_topics"
+STEP_OFFSETS = "offsets"
+HOOK_STEP_PREFIX = "hook:"
+SHARED_STEPS = (STEP_ACTIVE_TOPICS, STEP_OFFSETS)
+
+PENDING = "pending"
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+SKIPPED = "skipped"
+STATUSES = (PENDING, SUCCEEDED, FAILED, SKIPPED)
+FINAL_STATUSES = (SUCCEEDED, SKIPPED)
+
+#: connect-state setting, and the connector config key that overrides it for one connector.
+CLEANUP_OFFSETS_CONFIG = "cleanup.offsets.on.delete"
+#: ``ConnectorConfig.CONNECTOR_CLIENT_CONSUMER_OVERRIDES_PREFIX + "group.id"``: a sink's own consumer group.
+CONSUMER_GROUP_OVERRIDE_CONFIG = "consumer.override.group.id"
+#: ``SourceConnectorConfig.OFFSETS_TOPIC_CONFIG``: a source connector's own offsets topic (KIP-618).
+OFFSETS_TOPIC_CONFIG = "offsets.storage.topic"
+#: States of a connector or task that may still write offsets or topic statuses (``AbstractStatus.State``).
+LIVE_STATES = ("RUNNING", "PAUSED", "RESTARTING")
+
+_UNITS_S = {
+    "ms": 0.001,
+    "millisecond": 0.001,
+    "milliseconds": 0.001,
+    "s": 1.0,
+    "second": 1.0,
+    "seconds": 1.0,
+    "m": 60.0,
+    "minute": 60.0,
+    "minutes": 60.0,
+    "h": 3600.0,
+    "hour": 3600.0,
+    "hours": 3600.0,
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Hooks
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class DeletionHook(Protocol):
+    """Called once per deletion, after the connector's tombstone, with its name and last config.
+
+    The external counterpart of KIP-883's ``Connector.stop(boolean isDeleted)``: ``is_deleted`` is always True here
+    (a stop is not a deletion and calls no hook). Raise to report a failure: the step is recorded as failed with the
+    exception and called again after a backoff, so a hook must be idempotent (it may also be called again when the job
+    crashed after the hook returned and before its outcome was written). A hook that returned is never called again
+    for that deletion.
+    """
+
+    def __call__(self, connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None: ...
+
+
+def load_deletion_hooks(cleanup_hooks: str) -> dict[str, DeletionHook]:
+    """The hooks of the ``cleanup.hooks`` setting (``module:attribute`` paths, named by their path) and of the
+    ``connect_state.deletion_hooks`` entry points (named by entry name).
+
+    A class is instantiated without arguments (as Connect instantiates plugin classes). Raises
+    :class:`~connect_state.plugins.PluginError` when a path cannot be imported or names something that is not callable:
+    the job refuses to start rather than plan deletions without a hook the operator asked for.
+    """
+    hooks: dict[str, DeletionHook] = {}
+    for name, plugin in load_named_plugins(split_paths(cleanup_hooks), DELETION_HOOKS_GROUP).items():
+        target = plugin
+        if isinstance(plugin, type):
+            try:
+                target = plugin()
+            except Exception as err:
+                raise PluginError(f"deletion hook {name!r}: cannot instantiate {plugin.__name__}: {err}") from err
+        if not callable(target):
+            raise PluginError(
+                f"deletion hook {name!r} is a {type(target).__name__}, not a callable "
+                "(connector, config, *, is_deleted) -> None"
+            )
+        hooks[name] = target  # type: ignore[assignment]
+    return hooks
+
+
+def hook_step(name: str) -> str:
+    """The step name of a hook: ``hook:<name>``."""
+    return HOOK_STEP_PREFIX + name
+
+
+def hook_config(config: Mapping[str, object] | None) -> dict[str, str]:
+    """A connector config as hooks get it: Connect's ``Map<String, String>`` (a non-string value as its JSON text)."""
+    return {
+        str(key): value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        for key, value in (config or {}).items()
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Deletions and the lifecycle of a name
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """One deletion: the tombstone's config-topic offset and Kafka timestamp (epoch ms), the last config and type.
+
+    ``config`` is None for a ``deleted`` event recorded before events carried the config; then the type is unknown.
+    """
+
+    connector: str
+    deletion_offset: int
+    deleted_at: int
+    connector_type: str
+    config: dict[str, object] | None = field(default=None, hash=False, compare=False)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.connector, self.deletion_offset)
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """Config-topic offsets of every creation and deletion seen for one name."""
+
+    created: tuple[int, ...] = ()
+    deleted: tuple[int, ...] = ()
+
+    def with_created(self, offsets: Iterable[int]) -> Lifecycle:
+        return replace(self, created=tuple(sorted(set(self.created) | set(offsets))))
+
+
+def _epoch_ms(value: object) -> int:
+    if isinstance(value, datetime):
+        return int(value.timestamp() * 1000)
+    return int(value)  # type: ignore[call-overload]
+
+
+def deletions_from_events(events: Iterable[Mapping[str, object]]) -> tuple[list[Deletion], dict[str, Lifecycle]]:
+    """The deletions and every name's lifecycle, from ``connector_events`` rows.
+
+    Rows need ``connector``, ``event``, ``details`` (JSON), ``source``, ``kafka_offset``, ``kafka_timestamp`` (epoch
+    ms or a datetime). Only config-topic ``created`` and ``deleted`` events count; a row repeated (a rebuilt
+    checkpoint appends the history again) counts once. Deletions come back ordered by (connector, offset).
+    """
+    deletions: dict[tuple[str, int], Deletion] = {}
+    created: dict[str, set[int]] = {}
+    deleted: dict[str, set[int]] = {}
+    for row in events:
+        if row.get("source", "config") != "config" or row["event"] not in (CREATED, DELETED):
+            continue
+        name, offset = str(row["connector"]), int(row["kafka_offset"])  # type: ignore[call-overload]
+        if row["event"] == CREATED:
+            created.setdefault(name, set()).add(offset)
+            continue
+        deleted.setdefault(name, set()).add(offset)
+        details = json.loads(str(row["details"])) if row.get("details") else {}
+        config = details.get("config")
+        config = dict(config) if isinstance(config, dict) else None
+        kind = details.get("connector_type") or (config_connector_type(config) if config is not None else UNKNOWN)
+        deletions[(name, offset)] = Deletion(name, offset, _epoch_ms(row["kafka_timestamp"]), str(kind), config)
+    names = created.keys() | deleted.keys()
+    lifecycles = {
+        name: Lifecycle(tuple(sorted(created.get(name, ()))), tuple(sorted(deleted.get(name, ())))) for name in names
+    }
+    return [deletions[key] for key in sorted(deletions)], lifecycles
+
+
+def shared_cleanup_blocker(deletion: Deletion, lifecycle: Lifecycle | None) -> str | None:
+    """Why this deletion must not touch the name's shared resources (offsets, group, topic statuses), or None.
+
+    The name was recreated after the tombstone (a creation at a higher config offset), or deleted again later (which
+    implies a recreation in between); see the module docstring.
+    """
+    if lifecycle is None:
+        return None
+    later = [offset for offset in lifecycle.created if offset > deletion.deletion_offset]
+    if later:
+        return f"connector recreated at config offset {min(later)}"
+    later = [offset for offset in lifecycle.deleted if offset > deletion.deletion_offset]
+    if later:
+        return f"connector recreated and deleted again at config offset {min(later)}"
+    return None
+
+
+def live_statuses(row: Mapping[str, object] | None) -> list[str]:
+    """The connector's and tasks' statuses in a ``connectors`` row that may still write offsets or topic statuses,
+    as ``"connector RUNNING"`` / ``"task 0 RUNNING"``; empty when quiescent (or when there is no row)."""
+    if row is None:
+        return []
+    live = []
+    if row.get("connector_state") in LIVE_STATES:
+        live.append(f"connector {row['connector_state']}")
+    for task in row.get("tasks") or []:  # type: ignore[attr-defined]
+        if task.get("state") in LIVE_STATES:
+            live.append(f"task {task.get('id')} {task.get('state')}")
+    return live
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Settings of a deletion
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def parse_bool(key: str, value: object) -> bool:
+    """``ConfigDef.Type.BOOLEAN``: ``true``/``false``, trimmed, any case; anything else raises ConfigError."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    return text == "true"
+
+
+def offsets_cleanup_enabled(config: Mapping[str, object] | None, default: bool) -> bool:
+    """``cleanup.offsets.on.delete`` of the connector's last config when it sets it, else ``default`` (connect-state's
+    setting). Raises ConfigError for a value that is not a boolean."""
+    if config is not None and CLEANUP_OFFSETS_CONFIG in config:
+        return parse_bool(f"{CLEANUP_OFFSETS_CONFIG} in the connector's config", config[CLEANUP_OFFSETS_CONFIG])
+    return default
+
+
+def sink_group_id(connector: str, config: Mapping[str, object] | None) -> str:
+    """The consumer group of a sink connector (``SinkUtils.consumerGroupId`` unless the config overrides it)."""
+    override = (config or {}).get(CONSUMER_GROUP_OVERRIDE_CONFIG)
+    return override if isinstance(override, str) and override else sink_consumer_group(connector)
+
+
+def source_offsets_topics(default_topic: str, config: Mapping[str, object] | None) -> list[str]:
+    """Where a source connector's offsets live: the worker's offsets topic and, when the config names one, its own
+    (``ConnectorOffsetBackingStore`` writes resets to both)."""
+    own = (config or {}).get(OFFSETS_TOPIC_CONFIG)
+    topics = [default_topic]
+    if isinstance(own, str) and own.strip() and own.strip() != default_topic:
+        topics.append(own.strip())
+    return topics
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Planning
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    """A step of a deletion: run it, or record it skipped with ``skip_reason``."""
+
+    step: str
+    skip_reason: str | None = None
+
+
+def offsets_skip_reason(deletion: Deletion, default_enabled: bool) -> str | None:
+    """Why the ``offsets`` step is skipped for its own settings (not the recreation rule), or None to run it."""
+    try:
+        enabled = offsets_cleanup_enabled(deletion.config, default_enabled)
+    except ConfigError as err:
+        return f"{err}; offsets left in place"
+    if not enabled:
+        where = "in the connector's config" if deletion.config and CLEANUP_OFFSETS_CONFIG in deletion.config else ""
+        return f"offset cleanup disabled ({CLEANUP_OFFSETS_CONFIG}=false{' ' + where if where else ''})"
+    if deletion.connector_type not in (SOURCE, SINK):
+        return "connector type unknown (the deleted event carries no config): cannot tell offsets from a group"
+    return None
+
+
+def plan_steps(
+    deletion: Deletion,
+    hook_names: Sequence[str],
+    offsets_enabled_default: bool,
+    lifecycle: Lifecycle | None = None,
+) -> list[PlannedStep]:
+    """The steps of a deletion seen for the first time: ``active_topics``, ``offsets``, then ``hook:<name>`` per hook.
+
+    The shared steps are skipped when :func:`shared_cleanup_blocker` says so; ``offsets`` also when disabled
+    (:func:`offsets_skip_reason`). Hooks always run.
+    """
+    blocker = shared_cleanup_blocker(deletion, lifecycle)
+    offsets_reason = blocker or offsets_skip_reason(deletion, offsets_enabled_default)
+    return [
+        PlannedStep(STEP_ACTIVE_TOPICS, blocker),
+        PlannedStep(STEP_OFFSETS, offsets_reason),
+        *(PlannedStep(hook_step(name)) for name in hook_names),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Outcomes
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What running a step gave: ``succeeded`` (with a detail), ``failed`` (with the error) or ``pending`` (not
+    attempted: waiting for something, said in ``detail``)."""
+
+    status: str
+    detail: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def succeeded(cls, detail: str | None = None) -> StepResult:
+        return cls(SUCCEEDED, detail)
+
+    @classmethod
+    def failed(cls, error: str, detail: str | None = None) -> StepResult:
+        return cls(FAILED, detail, error)
+
+    @classmethod
+    def waiting(cls, reason: str) -> StepResult:
+        return cls(PENDING, reason)
+
+    @classmethod
+    def skipped(cls, reason: str) -> StepResult:
+        return cls(SKIPPED, reason)
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """A ``connector_deletions`` row's step part: status, attempts so far, detail (what was done, or why skipped or
+    waiting), last error, when the next attempt is due and when the row changed (epoch ms)."""
+
+    step: str
+    status: str
+    attempts: int = 0
+    detail: str | None = None
+    error: str | None = None
+    next_attempt_at: int | None = None
+    updated_at: int | None = None
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+
+def backoff_ms(attempts: int, base_ms: int, max_ms: int) -> int:
+    """Wait after the ``attempts``-th failed attempt: ``base_ms`` doubled per attempt after the first, at most
+    ``max_ms`` (``cleanup.retry.backoff.ms`` / ``cleanup.retry.backoff.max.ms``)."""
+    if attempts < 1:
+        return 0
+    if base_ms <= 0:
+        return 0
+    exponent = min(attempts - 1, 62)
+    return min(base_ms * (1 << exponent), max(max_ms, base_ms))
+
+
+def planned_outcome(planned: PlannedStep, now_ms: int) -> StepOutcome:
+    """The first row of a planned step: skipped (final) or pending and due now."""
+    if planned.skip_reason is not None:
+        return StepOutcome(planned.step, SKIPPED, detail=planned.skip_reason, updated_at=now_ms)
+    return StepOutcome(planned.step, PENDING, next_attempt_at=now_ms, updated_at=now_ms)
+
+
+def is_due(outcome: StepOutcome, now_ms: int) -> bool:
+    """Whether a step should run in this pass: not final, and its next attempt is due."""
+    return not outcome.final and (outcome.next_attempt_at is None or outcome.next_attempt_at <= now_ms)
+
+
+def next_outcome(previous: StepOutcome, result: StepResult, now_ms: int, base_ms: int, max_ms: int) -> StepOutcome:
+    """The row after running a step. A failure counts an attempt and is retried after :func:`backoff_ms`; waiting
+    counts none and looks again after ``base_ms``; success and skip are final."""
+    if result.status == FAILED:
+        attempts = previous.attempts + 1
+        due = now_ms + backoff_ms(attempts, base_ms, max_ms)
+        return StepOutcome(previous.step, FAILED, attempts, result.detail, result.error, due, now_ms)
+    if result.status == PENDING:
+        return StepOutcome(
+            previous.step, PENDING, previous.attempts, result.detail, previous.error, now_ms + base_ms, now_ms
+        )
+    attempts = previous.attempts + (1 if result.status == SUCCEEDED else 0)
+    return StepOutcome(previous.step, result.status, attempts, result.detail, None, None, now_ms)
+
+
+def describe_error(err: BaseException) -> str:
+    """An exception as ``Type: message``, for the ``error`` column."""
+    text = str(err)
+    name = type(err).__name__
+    return f"{name}: {text}" if text else name
+
+
+def run_step(action: Callable[[], StepResult]) -> StepResult:
+    """Run one step's action; an exception becomes a failed result (a step never stops the others)."""
+    try:
+        return action()
+    except Exception as err:
+        return StepResult.failed(describe_error(err))
+
+
+def run_due_steps(
+    outcomes: Mapping[str, StepOutcome],
+    actions: Mapping[str, Callable[[], StepResult]],
+    record: Callable[[StepOutcome], None],
+    now_ms: Callable[[], int],
+    base_ms: int,
+    max_ms: int,
+) -> list[StepOutcome]:
+    """Run every due step of one deletion, in its order, and ``record`` each outcome right after its step ran.
+
+    ``actions`` maps step names to what runs them; a due step without action (a hook no longer registered) is recorded
+    as skipped. Returns the new outcomes.
+    """
+    new: list[StepOutcome] = []
+    for step, outcome in outcomes.items():
+        if not is_due(outcome, now_ms()):
+            continue
+        action = actions.get(step)
+        if action is None:
+            result = StepResult.skipped(f"{step} is no longer registered (cleanup.hooks or entry points)")
+        else:
+            result = run_step(action)
+        updated = next_outcome(outcome, result, now_ms(), base_ms, max_ms)
+        record(updated)
+        new.append(updated)
+    return new
+
+
+def hook_action(hook: DeletionHook, deletion: Deletion) -> Callable[[], StepResult]:
+    """The action of a ``hook:<name>`` step: call the hook with the deletion's name and last config."""
+
+    def call() -> StepResult:
+        hook(deletion.connector, hook_config(deletion.config), is_deleted=True)
+        return StepResult.succeeded("hook returned")
+
+    return call
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Misc
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def interval_seconds(text: str) -> float:
+    """Spark's ``processingTime`` syntax (``trigger.interval``): ``"10 seconds"``, ``"1 minute"``, ``"500 ms"``, or a
+    bare number of milliseconds. Raises ConfigError otherwise."""
+    parts = text.strip().lower().split()
+    try:
+        if len(parts) == 1:
+            return float(parts[0]) / 1000.0
+        if len(parts) == 2 and parts[1] in _UNITS_S:
+            return float(parts[0]) * _UNITS_S[parts[1]]
+    except ValueError:
+        pass
+    raise ConfigError(f"trigger.interval: expected e.g. '10 seconds', got {text!r}")

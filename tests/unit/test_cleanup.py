@@ -1,0 +1,433 @@
+"""KIP-883 cleanup planning (connect_state/cleanup.py): steps, the recreated-connector rule, backoff, outcomes, hooks,
+and the ``deleted`` event of the connector-state fold that feeds it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from connect_state import plugins
+from connect_state.cleanup import (
+    FAILED,
+    PENDING,
+    SKIPPED,
+    STEP_ACTIVE_TOPICS,
+    STEP_OFFSETS,
+    SUCCEEDED,
+    Deletion,
+    Lifecycle,
+    PlannedStep,
+    StepOutcome,
+    StepResult,
+    backoff_ms,
+    deletions_from_events,
+    hook_action,
+    hook_config,
+    interval_seconds,
+    is_due,
+    live_statuses,
+    load_deletion_hooks,
+    next_outcome,
+    offsets_cleanup_enabled,
+    plan_steps,
+    planned_outcome,
+    run_due_steps,
+    shared_cleanup_blocker,
+    sink_group_id,
+    source_offsets_topics,
+)
+from connect_state.errors import ConfigError
+from connect_state.filestream import FILE_SINK_CLASS, FILE_SOURCE_CLASS
+from connect_state.folds.connector_states import DELETED, ConnectorRecord, ConnectorState, fold_connector
+from connect_state.formats.config import (
+    ConnectorConfig,
+    ConnectorConfigKey,
+)
+from connect_state.plugins import PluginError
+
+SOURCE_CONFIG = {"connector.class": FILE_SOURCE_CLASS, "file": "/tmp/in.txt", "topic": "t"}
+SINK_CONFIG = {"connector.class": FILE_SINK_CLASS, "file": "/tmp/out.txt", "topics": "t"}
+
+
+def deletion(offset: int = 10, kind: str = "source", config: dict[str, Any] | None = None, name: str = "c") -> Deletion:
+    return Deletion(name, offset, 1_000, kind, dict(SOURCE_CONFIG if config is None else config))
+
+
+def steps(plan: list[PlannedStep]) -> list[tuple[str, str | None]]:
+    return [(p.step, p.skip_reason) for p in plan]
+
+
+# --- the deleted event carries the last config ----------------------------------------------------------------------
+
+
+def test_deleted_event_records_last_config_and_type() -> None:
+    create = ConnectorRecord("config", ConnectorConfigKey("c"), ConnectorConfig(dict(SINK_CONFIG)), 0, 3, 100)
+    tombstone = ConnectorRecord("config", ConnectorConfigKey("c"), None, 0, 9, 200)
+    _, events = fold_connector(ConnectorState("c"), [create, tombstone])
+    [deleted] = [e for e in events if e.event == DELETED]
+    assert deleted.details == {"connector_class": FILE_SINK_CLASS}
+    assert (deleted.kafka_offset, deleted.kafka_timestamp) == (9, 200)
+    assert json.loads(deleted.details_json) == {
+        "connector_class": FILE_SINK_CLASS,
+        "config": SINK_CONFIG,
+        "connector_type": "sink",
+    }
+    [d], lifecycles = deletions_from_events(
+        [
+            {"connector": e.connector, "event": e.event, "details": e.details_json, "source": e.source,
+             "kafka_offset": e.kafka_offset, "kafka_timestamp": e.kafka_timestamp}
+            for e in events
+        ]
+    )  # fmt: skip
+    assert (d.connector, d.deletion_offset, d.deleted_at, d.connector_type, d.config) == (
+        "c",
+        9,
+        200,
+        "sink",
+        SINK_CONFIG,
+    )
+    assert lifecycles["c"] == Lifecycle(created=(3,), deleted=(9,))
+
+
+def test_deletions_from_events_dedupes_ignores_status_and_old_events_without_config() -> None:
+    row = {"connector": "c", "event": "deleted", "details": '{"connector_class":"X"}', "source": "config",
+           "kafka_offset": 5, "kafka_timestamp": 7}  # fmt: skip
+    created = {**row, "event": "created", "kafka_offset": 2, "details": "{}"}
+    status = {**row, "event": "status_changed", "source": "status", "kafka_offset": 99}
+    deletions, lifecycles = deletions_from_events([created, row, dict(row), status])
+    assert deletions == [Deletion("c", 5, 7, "unknown", None)]
+    assert deletions[0].config is None
+    assert lifecycles == {"c": Lifecycle((2,), (5,))}
+
+
+# --- the recreated rule ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("lifecycle", "expected"),
+    [
+        (None, None),
+        (Lifecycle(created=(1,), deleted=(10,)), None),
+        (Lifecycle(created=(1, 20), deleted=(10,)), "connector recreated at config offset 20"),
+        (Lifecycle(created=(1, 30, 20), deleted=(10,)), "connector recreated at config offset 20"),
+        # The recreation was compacted away before the fold saw it; a later deletion still implies it.
+        (Lifecycle(created=(1,), deleted=(10, 40)), "connector recreated and deleted again at config offset 40"),
+        # A creation at the tombstone's own offset is impossible; only strictly later ones count.
+        (Lifecycle(created=(10,), deleted=(10,)), None),
+    ],
+)
+def test_shared_cleanup_blocker(lifecycle: Lifecycle | None, expected: str | None) -> None:
+    assert shared_cleanup_blocker(deletion(10), lifecycle) == expected
+
+
+def test_only_the_last_deletion_before_no_recreation_cleans_shared_resources() -> None:
+    # created 1, deleted 10, created 20, deleted 30: only the deletion at 30 may touch offsets and topic statuses.
+    life = Lifecycle(created=(1, 20), deleted=(10, 30))
+    first = plan_steps(deletion(10, config={**SOURCE_CONFIG, "cleanup.offsets.on.delete": "true"}), ["h"], True, life)
+    last = plan_steps(deletion(30, config={**SOURCE_CONFIG, "cleanup.offsets.on.delete": "true"}), ["h"], True, life)
+    assert steps(first) == [
+        (STEP_ACTIVE_TOPICS, "connector recreated at config offset 20"),
+        (STEP_OFFSETS, "connector recreated at config offset 20"),
+        ("hook:h", None),  # hooks still run: they release the old incarnation's external resources
+    ]
+    assert steps(last) == [(STEP_ACTIVE_TOPICS, None), (STEP_OFFSETS, None), ("hook:h", None)]
+
+
+# --- planning -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("default", "config_value", "kind", "offsets_reason"),
+    [
+        (False, None, "source", "offset cleanup disabled (cleanup.offsets.on.delete=false)"),
+        (True, None, "source", None),
+        (True, None, "sink", None),
+        (False, "true", "source", None),
+        (False, " TRUE ", "sink", None),
+        (
+            True,
+            "false",
+            "source",
+            "offset cleanup disabled (cleanup.offsets.on.delete=false in the connector's config)",
+        ),
+        (
+            True,
+            "yes",
+            "source",
+            "cleanup.offsets.on.delete in the connector's config must be true or false, got 'yes'; offsets left in "
+            "place",
+        ),
+        (True, None, "unknown", "connector type unknown (the deleted event carries no config): cannot tell offsets "
+         "from a group"),
+    ],
+)  # fmt: skip
+def test_plan_offsets_step(default: bool, config_value: str | None, kind: str, offsets_reason: str | None) -> None:
+    config = dict(SOURCE_CONFIG)
+    if config_value is not None:
+        config["cleanup.offsets.on.delete"] = config_value
+    plan = plan_steps(deletion(kind=kind, config=config), [], default)
+    assert steps(plan) == [(STEP_ACTIVE_TOPICS, None), (STEP_OFFSETS, offsets_reason)]
+
+
+def test_plan_hooks_in_order_and_active_topics_always() -> None:
+    plan = plan_steps(deletion(), ["b.mod:hook", "a"], False)
+    assert [p.step for p in plan] == [STEP_ACTIVE_TOPICS, STEP_OFFSETS, "hook:b.mod:hook", "hook:a"]
+    assert plan[0].skip_reason is None
+
+
+def test_offsets_cleanup_enabled_rejects_non_booleans() -> None:
+    assert offsets_cleanup_enabled(None, True) is True
+    assert offsets_cleanup_enabled({"cleanup.offsets.on.delete": "False"}, True) is False
+    with pytest.raises(ConfigError, match="must be true or false"):
+        offsets_cleanup_enabled({"cleanup.offsets.on.delete": "1"}, False)
+
+
+@pytest.mark.parametrize(
+    ("config", "group"),
+    [
+        ({}, "connect-c"),
+        ({"consumer.override.group.id": "my-group"}, "my-group"),
+        ({"consumer.override.group.id": ""}, "connect-c"),
+    ],
+)
+def test_sink_group_id(config: dict[str, str], group: str) -> None:
+    assert sink_group_id("c", config) == group
+
+
+@pytest.mark.parametrize(
+    ("config", "topics"),
+    [
+        ({}, ["connect-offsets"]),
+        ({"offsets.storage.topic": "own"}, ["connect-offsets", "own"]),
+        ({"offsets.storage.topic": "connect-offsets"}, ["connect-offsets"]),
+    ],
+)
+def test_source_offsets_topics(config: dict[str, str], topics: list[str]) -> None:
+    assert source_offsets_topics("connect-offsets", config) == topics
+
+
+@pytest.mark.parametrize(
+    ("row", "live"),
+    [
+        (None, []),
+        ({"connector_state": None, "tasks": []}, []),
+        ({"connector_state": "UNASSIGNED", "tasks": [{"id": 0, "state": "UNASSIGNED"}]}, []),
+        ({"connector_state": "RUNNING", "tasks": [{"id": 0, "state": "FAILED"}]}, ["connector RUNNING"]),
+        ({"connector_state": "STOPPED", "tasks": [{"id": 1, "state": "PAUSED"}]}, ["task 1 PAUSED"]),
+    ],
+)
+def test_live_statuses(row: dict[str, Any] | None, live: list[str]) -> None:
+    assert live_statuses(row) == live
+
+
+# --- backoff and outcomes -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("attempts", "expected"),
+    [(0, 0), (1, 1_000), (2, 2_000), (3, 4_000), (9, 256_000), (10, 300_000), (200, 300_000)],
+)
+def test_backoff_doubles_up_to_the_max(attempts: int, expected: int) -> None:
+    assert backoff_ms(attempts, 1_000, 300_000) == expected
+
+
+def test_outcome_transitions() -> None:
+    pending = planned_outcome(PlannedStep("hook:h"), 100)
+    assert (pending.status, pending.next_attempt_at, is_due(pending, 100)) == (PENDING, 100, True)
+    failed = next_outcome(pending, StepResult.failed("ValueError: boom"), 200, 1_000, 10_000)
+    assert (failed.status, failed.attempts, failed.error, failed.next_attempt_at) == (
+        FAILED,
+        1,
+        "ValueError: boom",
+        1_200,
+    )
+    assert not is_due(failed, 1_199) and is_due(failed, 1_200)
+    again = next_outcome(failed, StepResult.failed("ValueError: boom"), 1_200, 1_000, 10_000)
+    assert (again.attempts, again.next_attempt_at) == (2, 3_200)
+    waiting = next_outcome(again, StepResult.waiting("tasks running"), 3_200, 1_000, 10_000)
+    assert (waiting.status, waiting.attempts, waiting.detail, waiting.next_attempt_at) == (
+        PENDING,
+        2,
+        "tasks running",
+        4_200,
+    )
+    done = next_outcome(waiting, StepResult.succeeded("ok"), 4_200, 1_000, 10_000)
+    assert (done.status, done.attempts, done.error, done.next_attempt_at, done.final) == (
+        SUCCEEDED,
+        3,
+        None,
+        None,
+        True,
+    )
+    assert not is_due(done, 10**12)
+    skipped = planned_outcome(PlannedStep(STEP_OFFSETS, "disabled"), 5)
+    assert (skipped.status, skipped.detail, is_due(skipped, 10**12)) == (SKIPPED, "disabled", False)
+
+
+@dataclass
+class Clock:
+    now: int = 1_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def test_a_failing_step_never_blocks_the_others_and_each_outcome_is_recorded_right_away() -> None:
+    clock = Clock()
+    recorded: list[StepOutcome] = []
+    journal: list[str] = []
+
+    def record(outcome: StepOutcome) -> None:
+        journal.append(f"recorded {outcome.step}")
+        recorded.append(outcome)
+
+    def fails() -> StepResult:
+        journal.append("ran hook:bad")
+        raise RuntimeError("external system down")
+
+    def ok(step: str):
+        def run() -> StepResult:
+            journal.append(f"ran {step}")
+            return StepResult.succeeded(step)
+
+        return run
+
+    outcomes = {
+        step: planned_outcome(PlannedStep(step), clock.now)
+        for step in (STEP_ACTIVE_TOPICS, "hook:bad", "hook:good", "hook:gone")
+    }
+    actions = {STEP_ACTIVE_TOPICS: ok(STEP_ACTIVE_TOPICS), "hook:bad": fails, "hook:good": ok("hook:good")}
+    new = run_due_steps(outcomes, actions, record, clock, 1_000, 60_000)
+    assert journal == [
+        "ran active_topics",
+        "recorded active_topics",
+        "ran hook:bad",
+        "recorded hook:bad",
+        "ran hook:good",
+        "recorded hook:good",
+        "recorded hook:gone",
+    ]
+    assert new == recorded
+    assert [(o.step, o.status, o.attempts) for o in new] == [
+        (STEP_ACTIVE_TOPICS, SUCCEEDED, 1),
+        ("hook:bad", FAILED, 1),
+        ("hook:good", SUCCEEDED, 1),
+        ("hook:gone", SKIPPED, 0),
+    ]
+    assert new[1].error == "RuntimeError: external system down"
+    assert new[3].detail == "hook:gone is no longer registered (cleanup.hooks or entry points)"
+    # Next pass, before the backoff: nothing runs. After it: only the failed hook, which now succeeds.
+    state = {o.step: o for o in new}
+    assert run_due_steps(state, actions, record, clock, 1_000, 60_000) == []
+    clock.now += 1_000
+    actions["hook:bad"] = ok("hook:bad")
+    [retried] = run_due_steps(state, actions, record, clock, 1_000, 60_000)
+    assert (retried.step, retried.status, retried.attempts, retried.error) == ("hook:bad", SUCCEEDED, 2, None)
+    assert journal[-2:] == ["ran hook:bad", "recorded hook:bad"]
+
+
+def test_hook_action_passes_name_string_config_and_is_deleted() -> None:
+    seen: list[tuple[str, Mapping[str, str], bool]] = []
+
+    def hook(connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
+        seen.append((connector, config, is_deleted))
+
+    result = hook_action(hook, deletion(config={"a": "x", "n": 3, "z": None}))()
+    assert result == StepResult.succeeded("hook returned")
+    assert seen == [("c", {"a": "x", "n": "3", "z": "null"}, True)]
+    assert hook_config(None) == {}
+
+
+# --- hook loading ---------------------------------------------------------------------------------------------------
+
+
+def module_hook(connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
+    """A hook named by path in the tests."""
+
+
+class ClassHook:
+    def __call__(self, connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
+        pass
+
+
+class BrokenClassHook:
+    def __init__(self) -> None:
+        raise RuntimeError("no credentials")
+
+
+NOT_CALLABLE = "just a string"
+
+
+@dataclass
+class FakeEntryPoint:
+    name: str
+    target: object
+
+    def load(self) -> object:
+        if isinstance(self.target, Exception):
+            raise self.target
+        return self.target
+
+
+def test_load_hooks_by_path_class_and_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [FakeEntryPoint("from-ep", module_hook)])
+    hooks = load_deletion_hooks(f"{__name__}:module_hook, {__name__}:ClassHook")
+    assert list(hooks) == ["from-ep", f"{__name__}:module_hook", f"{__name__}:ClassHook"]
+    assert hooks[f"{__name__}:module_hook"] is module_hook
+    assert isinstance(hooks[f"{__name__}:ClassHook"], ClassHook)
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [])
+    assert load_deletion_hooks("") == {}
+    assert list(load_deletion_hooks("connect_state.demo_hooks:log_deletion")) == [
+        "connect_state.demo_hooks:log_deletion"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("no_such_module_xyz:hook", "cannot import module 'no_such_module_xyz'"),
+        (f"{__name__}:missing", "has no attribute 'missing'"),
+        ("nocolon", "expected 'module:attribute'"),
+        (f"{__name__}:NOT_CALLABLE", "is a str, not a callable"),
+        (f"{__name__}:BrokenClassHook", "cannot instantiate BrokenClassHook: no credentials"),
+    ],
+)
+def test_load_hooks_failures(monkeypatch: pytest.MonkeyPatch, setting: str, message: str) -> None:
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [])
+    with pytest.raises(PluginError, match=message):
+        load_deletion_hooks(setting)
+
+
+def test_load_hooks_failing_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [FakeEntryPoint("bad", ImportError("missing dep"))])
+    with pytest.raises(PluginError, match=r"entry point 'bad' .* cannot be loaded: missing dep"):
+        load_deletion_hooks("")
+
+
+def test_job_refuses_to_start_with_a_bad_hook(tmp_path, caplog: pytest.LogCaptureFixture) -> None:
+    from jobs import cleanup as job
+
+    code = job.main(["--once", "--set", "cleanup.hooks=no_such_module_xyz:hook", "--set", f"delta.root={tmp_path}"])
+    assert code == 2
+    assert "cannot import module 'no_such_module_xyz'" in caplog.text
+
+
+# --- misc -----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("10 seconds", 10.0), ("1 minute", 60.0), ("500 milliseconds", 0.5), ("250", 0.25), ("2 h", 7200.0)],
+)
+def test_interval_seconds(text: str, seconds: float) -> None:
+    assert interval_seconds(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "ten seconds", "10 fortnights", "1 2 3"])
+def test_interval_seconds_rejects(text: str) -> None:
+    with pytest.raises(ConfigError, match=r"trigger\.interval"):
+        interval_seconds(text)
