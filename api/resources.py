@@ -1,22 +1,24 @@
-"""The API's resources (settings, table reader, Kafka writer), one set per app, reached through ``flask.g``.
+"""The API's resources (settings, table reader, Kafka writer, consumer-group admin), one set per app, via ``flask.g``.
 
-As in the Flask tutorial's ``get_db()``: a view calls :func:`get_settings`, :func:`get_tables` or
-:func:`get_writer`; the first call in a request puts the resource on ``g``. The Kafka writer behind
+As in the Flask tutorial's ``get_db()``: a view calls :func:`get_settings`, :func:`get_tables`, :func:`get_writer`
+or :func:`get_admin`; the first call in a request puts the resource on ``g``. The Kafka writer behind
 :func:`get_writer` is one per app (one producer per process), created on first use and closed by
-:meth:`AppResources.close` (the server calls it on shutdown; an ``atexit`` hook is the fallback).
+:meth:`AppResources.close` (the server calls it on shutdown; an ``atexit`` hook is the fallback). The consumer-group
+admin behind :func:`get_admin` (sink connectors' offsets) has the same lifecycle; :func:`create_admin` makes it.
 """
 
 from __future__ import annotations
 
 import atexit
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from flask import Flask, current_app, g
 
 from api.tables import TableReader
 from connect_state.config import Settings
+from connect_state.kafka_admin import ConsumerGroupAdmin, GroupPartition
 from connect_state.kafka_writer import InternalTopicWriter
 
 EXTENSION = "connect_state"
@@ -38,10 +40,25 @@ class RecordWriter(Protocol):
     def close(self) -> None: ...
 
 
-class AppResources:
-    """The settings, table reader and (lazily created) Kafka writer of one app.
+class GroupAdmin(Protocol):
+    """What the views need from a consumer-group admin (see :class:`connect_state.kafka_admin.ConsumerGroupAdmin`)."""
 
-    A writer passed in by the caller belongs to the caller and is not closed here; one created here is.
+    def list_group_offsets(self, group_id: str) -> dict[GroupPartition, int]: ...
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[GroupPartition, int]) -> None: ...
+
+    def delete_group_offsets(self, group_id: str, partitions: Iterable[GroupPartition]) -> None: ...
+
+    def delete_group(self, group_id: str) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+class AppResources:
+    """The settings, table reader and (lazily created) Kafka writer and consumer-group admin of one app.
+
+    A writer passed in by the caller belongs to the caller and is not closed here; one created here is. The admin is
+    always created here (by :func:`create_admin`) and closed by :meth:`close`.
     """
 
     def __init__(
@@ -54,6 +71,7 @@ class AppResources:
         self.tables = tables
         self._writer = writer
         self._owns_writer = False
+        self._admin: GroupAdmin | None = None
         self._lock = threading.Lock()
 
     def writer(self) -> RecordWriter:
@@ -65,21 +83,38 @@ class AppResources:
                 atexit.register(self.close)
             return self._writer
 
+    def admin(self) -> GroupAdmin:
+        """The app's consumer-group admin, created on first use."""
+        with self._lock:
+            if self._admin is None:
+                self._admin = create_admin(self.settings)
+                atexit.register(self.close)  # close() is idempotent; unregister() drops every registration
+            return self._admin
+
     def close(self) -> None:
-        """Close the writer if this object created it (idempotent); a later request creates a new one."""
+        """Close the writer if this object created it, and the admin (idempotent); a later request creates new ones."""
         with self._lock:
             writer, owned = self._writer, self._owns_writer
+            admin, self._admin = self._admin, None
             if owned:
                 self._writer = None
                 self._owns_writer = False
-        if owned and writer is not None:
+        if (owned and writer is not None) or admin is not None:
             atexit.unregister(self.close)
+        if owned and writer is not None:
             writer.close()
+        if admin is not None:
+            admin.close()
 
 
 def create_writer(settings: Settings) -> RecordWriter:
     """The writer an app creates for itself: an :class:`~connect_state.kafka_writer.InternalTopicWriter`."""
     return InternalTopicWriter(settings)
+
+
+def create_admin(settings: Settings) -> GroupAdmin:
+    """The consumer-group admin an app creates for itself: a :class:`~connect_state.kafka_admin.ConsumerGroupAdmin`."""
+    return ConsumerGroupAdmin(settings)
 
 
 def init_app(
@@ -122,7 +157,14 @@ def get_writer() -> RecordWriter:
     return g.writer
 
 
+def get_admin() -> GroupAdmin:
+    """The app's consumer-group admin (shared by all requests of the process; created on first use)."""
+    if "admin" not in g:
+        g.admin = app_resources().admin()
+    return g.admin
+
+
 def _release(_exc: BaseException | None = None) -> None:
-    """Drop the request's references; the shared writer stays open for the next request."""
-    for name in ("settings", "tables", "writer"):
+    """Drop the request's references; the shared writer and admin stay open for the next request."""
+    for name in ("settings", "tables", "writer", "admin"):
         g.pop(name, None)

@@ -42,14 +42,21 @@ from connect_state.formats.javalang import INT32_MAX, INT32_MIN, INT64_MAX, INT6
 from connect_state.formats.javalang import java_parse_long as java_parse_long  # re-export
 
 __all__ = [
+    "CONSUMER_GROUP_OVERRIDE",
+    "FILE_STREAM_SINK_CLASS",
+    "FILE_STREAM_SOURCE_CLASS",
     "KAFKA_OFFSET_KEY",
     "KAFKA_PARTITION_KEY",
     "KAFKA_TOPIC_KEY",
+    "OFFSETS_TOPIC_CONFIG",
     "BadOffsetsRequest",
     "OffsetKey",
     "OffsetPair",
     "SinkOffset",
+    "connector_consumer_group",
+    "connector_offsets_topic",
     "java_parse_long",
+    "map_identity",
     "normalize_source_offsets",
     "offset_key_bytes",
     "offsets_success_message",
@@ -60,9 +67,11 @@ __all__ = [
     "parse_sink_offsets_request",
     "parse_source_offsets_request",
     "serialize_offset_value",
+    "sink_connector_alter_offsets",
     "sink_consumer_group",
     "sink_offset",
     "sink_partition",
+    "source_connector_alter_offsets",
     "validate_offset_map",
 ]
 
@@ -398,6 +407,12 @@ def _java_equality_key(value: object) -> object:
     return ("list", tuple(_java_equality_key(item) for item in value))
 
 
+def map_identity(value: dict[str, object] | None) -> object:
+    """A hashable key equal for two partition (or offset) maps exactly when Java's ``Map.equals`` says so: what
+    Connect's ``HashSet`` of ``connectorPartitions`` and the ``HashMap`` of ``ConnectorOffsets.toMap`` dedupe by."""
+    return _java_equality_key(value)
+
+
 def parse_offsets_request(body: object) -> list[OffsetPair]:
     """Read a ``PATCH /connectors/<name>/offsets`` body as Connect does before any connector-specific check.
 
@@ -595,3 +610,93 @@ def offsets_success_message(verb: Literal["altered", "reset"], connector_managed
         f"connector manages offsets externally, they will need to be manually {verb} in the system that the connector "
         "uses."
     )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Connectors' own alterOffsets (SourceConnector / SinkConnector), for the connectors Connect ships
+# ---------------------------------------------------------------------------------------------------------------------
+
+#: ``consumer.override.group.id``: a sink connector's consumer group when set (``Worker.baseConsumerConfigs``).
+CONSUMER_GROUP_OVERRIDE = "consumer.override.group.id"
+#: ``offsets.storage.topic`` (``SourceConnectorConfig.OFFSETS_TOPIC_CONFIG``): a source connector's own offsets topic.
+OFFSETS_TOPIC_CONFIG = "offsets.storage.topic"
+
+FILE_STREAM_SOURCE_CLASS = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+FILE_STREAM_SINK_CLASS = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+_FILE_CONFIG = "file"
+_POSITION_FIELD = "position"
+_FILENAME_FIELD = "filename"
+
+
+def _plugin_names(class_name: str) -> frozenset[str]:
+    """A connector class and its aliases (``PluginUtils``: the simple name, and without the ``Connector`` suffix)."""
+    simple = class_name.rsplit(".", 1)[-1]
+    return frozenset({class_name, simple, simple.removesuffix("Connector")})
+
+
+_FILE_STREAM_SOURCE_NAMES = _plugin_names(FILE_STREAM_SOURCE_CLASS)
+_FILE_STREAM_SINK_NAMES = _plugin_names(FILE_STREAM_SINK_CLASS)
+
+
+def connector_consumer_group(connector: str, config: Mapping[str, object] | None) -> str:
+    """A sink connector's consumer group: ``consumer.override.group.id`` when the config sets it (Connect's default
+    client-override policy ``All`` allows it), else :func:`sink_consumer_group`."""
+    override = (config or {}).get(CONSUMER_GROUP_OVERRIDE)
+    return override if isinstance(override, str) else sink_consumer_group(connector)
+
+
+def connector_offsets_topic(config: Mapping[str, object] | None) -> str | None:
+    """The source connector's own offsets topic (``offsets.storage.topic``; a blank value is none), or None."""
+    topic = (config or {}).get(OFFSETS_TOPIC_CONFIG)
+    return topic.strip() if isinstance(topic, str) and topic.strip() else None
+
+
+def _file_stream_source_alter_offsets(config: Mapping[str, object], pairs: list[OffsetPair]) -> bool:
+    """``FileStreamSourceConnector.alterOffsets``: its checks, in its order, as 500s (``ConnectException``)."""
+    filename = config.get(_FILE_CONFIG)  # ConfigDef trims string values
+    if not isinstance(filename, str) or filename.strip(_JAVA_TRIMMED) == "":
+        raise BadOffsetsRequest(
+            f"Offsets cannot be modified if the '{_FILE_CONFIG}' configuration is unspecified. This is because stdin "
+            "is used for input and offsets are not tracked.",
+            500,
+        )
+    for partition, offset in pairs:
+        if offset is None:
+            continue  # tombstones are allowed for anything, so that garbage can be cleaned up
+        if _POSITION_FIELD not in offset:
+            raise BadOffsetsRequest(f"Offset objects should either be null or contain the key '{_POSITION_FIELD}'", 500)
+        position = offset[_POSITION_FIELD]
+        if not isinstance(position, int) or isinstance(position, bool):  # normalised: every integer is a Long
+            raise BadOffsetsRequest(
+                f"The value for the '{_POSITION_FIELD}' key in the offset is expected to be a Long value", 500
+            )
+        if position < 0:
+            raise BadOffsetsRequest(
+                f"The value for the '{_POSITION_FIELD}' key in the offset should be a non-negative value", 500
+            )
+        if partition is None:
+            raise BadOffsetsRequest("Partition objects cannot be null", 500)
+        if _FILENAME_FIELD not in partition:
+            raise BadOffsetsRequest(f"Partition objects should contain the key '{_FILENAME_FIELD}'", 500)
+    return True
+
+
+def source_connector_alter_offsets(
+    connector_class: str | None, config: Mapping[str, object], pairs: list[OffsetPair]
+) -> bool:
+    """``SourceConnector.alterOffsets(config, normalizedOffsets)`` for the classes we know.
+
+    ``FileStreamSourceConnector`` checks the pairs (:class:`BadOffsetsRequest` 500 with its message) and returns true
+    (short success message); any other class gets the default, false (Connect's long success message). A connector
+    that overrides ``alterOffsets`` to refuse some offsets cannot be imitated without its code. The pairs are checked
+    in request order; Connect iterates its ``HashMap`` (a documented difference when several entries are bad).
+    """
+    if connector_class in _FILE_STREAM_SOURCE_NAMES:
+        return _file_stream_source_alter_offsets(config, pairs)
+    return False
+
+
+def sink_connector_alter_offsets(connector_class: str | None) -> bool:
+    """``SinkConnector.alterOffsets``: ``FileStreamSinkConnector`` accepts anything and returns true; the default is
+    false."""
+    return connector_class in _FILE_STREAM_SINK_NAMES

@@ -1,0 +1,437 @@
+"""KIP-875 connector offsets, with Connect's checks, order and messages (spec §4.2-4.4, §5.3, §5.4).
+
+* ``GET /connectors/<name>/offsets`` -> 200 ``{"offsets":[{"partition":{...},"offset":{...}|null}, ...]}``; 404
+  ``"Connector <name> not found"`` unless the config snapshot (``connectors`` table) has the connector
+  (``AbstractHerder.connectorOffsets``). No stopped-state requirement.
+
+  - Source connectors (``Worker.sourceConnectorOffsets``), from the ``source_offsets`` table: the union (Java
+    ``Map.equals``) of the connector's *listed* partitions (Connect's ``connectorPartitions``) in the worker's
+    offsets topic (``offset.storage.topic``) and in the connector's own ``offsets.storage.topic`` when it names
+    another topic. Each is looked up by the key bytes Connect re-serialises, ``[name, partition]`` in Java
+    ``HashMap`` order (:func:`~connect_state.formats.offsets.offset_key_bytes`); a partition written in another key
+    order is therefore answered ``"offset":null``, as Connect does (spec §4.3). With a connector-specific topic the
+    value comes from that topic only: Kafka 4.3.1's ``ConnectorOffsetBackingStore.get`` overlays the connector store's
+    answer, which holds ``null`` for a key it lacks, on the worker store's (checked in the 4.3.1 bytecode). A value
+    Connect cannot read (``"CRITICAL: Failed to deserialize offset data"``) leaves the partition out.
+  - Sink connectors (``Worker.sinkConnectorOffsets``, ``SinkUtils.consumerGroupOffsetsToConnectorOffsets``), from the
+    ``sink_offsets`` table: the committed offsets of the group ``consumer.override.group.id`` or ``connect-<name>``,
+    as ``{"partition":{"kafka_partition":p,"kafka_topic":t},"offset":{"kafka_offset":o}}``.
+
+  Connect's list order is unspecified (hash sets); ours is sorted (source: by key bytes; sink: by topic, partition).
+  Bodies are written with Jackson's number and string formatting (:func:`connect_state.formats.jsonconv.dumps`).
+
+* ``PATCH /connectors/<name>/offsets`` (alter) and ``DELETE /connectors/<name>/offsets`` (reset) -> 200
+  ``{"message": ...}``, checks in Connect's order (spec §5.4):
+
+  1. the body (PATCH): what Jackson cannot bind to ``ConnectorOffsets`` (and a ``null`` entry) is a **400** here
+     with Jackson's message, where Connect answers 500 (a deliberate, documented difference); invalid JSON likewise;
+     then a missing, null or empty ``offsets`` is 400 ``"Partitions / offsets need to be provided for an alter
+     offsets request"`` (before the connector's existence, as in ``ConnectorsResource``);
+  2. 404 ``"Connector <name> not found"``;
+  3. 400 :func:`not_stopped_message` unless the target state is STOPPED and the committed task count is 0
+     (``DistributedHerder.modifyConnectorOffsetsChecks``; PAUSED is refused too);
+  4. sink: ``SinkUtils.parseSinkConnectorOffsets`` (400s); source: ``OffsetUtils.validateFormat`` (500s, Connect's
+     ``DataException``), then the connector's ``alterOffsets`` (FileStream source checks: 500s);
+  5. the writes: sink offsets through the consumer-group admin (:func:`~api.resources.get_admin`: non-null offsets
+     altered, null offsets deleted; reset deletes the group, a missing group counting as success); source offsets as
+     records of the offsets topic (:func:`~api.resources.get_writer`: Connect's key bytes, Java partitioning,
+     ``acks=all``, flushed before answering; a null offset is a tombstone; reset tombstones every listed partition
+     and succeeds with none). With a connector-specific offsets topic, as ``ConnectorOffsetBackingStore.set``:
+     tombstones to the worker's topic first, then everything to the connector's topic, then the non-null offsets to
+     the worker's topic (a failure of that last write is only logged);
+  6. :func:`~connect_state.formats.offsets.offsets_success_message`: the short form when the connector's
+     ``alterOffsets`` returns true (the FileStream connectors), the long "framework-managed" form otherwise.
+
+  Failures answer Connect's 500 messages (:func:`sink_alter_zombie_message` when sink tasks are still in the group,
+  :func:`source_modify_timeout_message` when the write is not acknowledged within ``api.kafka.write.timeout.ms``...).
+  Connect runs these on its leader after reading the config topic to its end; we judge from the ``connectors``
+  table, which is as fresh as the connector-state job's last run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+from kafka import errors as kafka_errors
+
+from api.connectors import connector_row, is_configured
+from api.errors import ConnectRestException
+from api.resources import TableSource, get_admin, get_settings, get_tables, get_writer
+from connect_state.errors import KafkaWriteError, RecordFormatError
+from connect_state.formats import jsonconv
+from connect_state.formats.offsets import (
+    BadOffsetsRequest,
+    OffsetPair,
+    SinkOffset,
+    connector_consumer_group,
+    connector_offsets_topic,
+    map_identity,
+    normalize_source_offsets,
+    offset_key_bytes,
+    offsets_success_message,
+    parse_offset_key,
+    parse_offset_value,
+    parse_offsets_request,
+    parse_sink_offsets,
+    serialize_offset_value,
+    sink_connector_alter_offsets,
+    sink_offset,
+    sink_partition,
+    source_connector_alter_offsets,
+)
+from connect_state.kafka_admin import ConsumerGroupAdminError, GroupNotEmptyError
+from connect_state.tables import SINK_OFFSETS, SOURCE_OFFSETS
+
+log = logging.getLogger(__name__)
+
+bp = Blueprint("offsets", __name__, url_prefix="/connectors")
+
+SOURCE = "source"
+SINK = "sink"
+STOPPED = "STOPPED"
+
+_ZOMBIE_TAIL = (
+    "could be successfully completed. If the connector is in a stopped state, this operation can be safely retried. "
+    "If it doesn't eventually succeed, the Connect cluster may need to be restarted to get rid of the zombie sink "
+    "tasks."
+)
+
+# --- Connect's messages ---------------------------------------------------------------------------------------------
+
+
+def connector_not_found_message(name: str) -> str:
+    """404 of GET / PATCH / DELETE offsets (``NotFoundException("Connector " + connName + " not found")``)."""
+    return f"Connector {name} not found"
+
+
+def not_stopped_message(name: str) -> str:
+    """400 of PATCH / DELETE offsets for a connector that is not STOPPED with 0 tasks (``BadRequestException``)."""
+    return (
+        "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the "
+        f"specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
+    )
+
+
+def sink_alter_zombie_message(name: str) -> str:
+    """500 of a sink PATCH whose group still has members (``UnknownMemberIdException``,
+    ``GroupSubscribedToTopicException``; ``Worker.alterSinkConnectorOffsets``)."""
+    return (
+        f"Failed to alter consumer group offsets for connector {name} either because its tasks haven't stopped "
+        f"completely yet or the connector was resumed before the request to alter its offsets {_ZOMBIE_TAIL}"
+    )
+
+
+def sink_alter_failed_message(name: str) -> str:
+    """500 of a sink PATCH for any other admin error (timeouts included)."""
+    return f"Failed to alter consumer group offsets for connector {name}"
+
+
+def sink_list_failed_message(name: str) -> str:
+    """500 of a sink DELETE whose group offsets cannot be listed (``Worker.modifySinkConnectorOffsets``)."""
+    return f"Failed to list offsets prior to resetting offsets for sink connector {name}"
+
+
+def sink_reset_zombie_message(name: str) -> str:
+    """500 of a sink DELETE whose group still has members (``GroupNotEmptyException``;
+    ``Worker.resetSinkConnectorOffsets``)."""
+    return (
+        f"Failed to reset consumer group offsets for connector {name} either because its tasks haven't stopped "
+        f"completely yet or the connector was resumed before the request to reset its offsets {_ZOMBIE_TAIL}"
+    )
+
+
+def sink_reset_failed_message(name: str) -> str:
+    """500 of a sink DELETE for any other admin error (timeouts included)."""
+    return f"Failed to reset consumer group offsets for sink connector {name}"
+
+
+def source_modify_timeout_message(name: str) -> str:
+    """500 of a source PATCH / DELETE whose offsets were not flushed in time
+    (``Worker.modifySourceConnectorOffsets``)."""
+    return f"Timed out while attempting to modify offsets for source connector {name}"
+
+
+def source_modify_failed_message(name: str) -> str:
+    """500 of a source PATCH / DELETE whose offsets write failed."""
+    return f"Failed to modify offsets for source connector {name}"
+
+
+def unknown_type_message(name: str, connector_class: str | None) -> str:
+    """Ours: 500 when the connector's type is unknown (Connect fails to load the plugin class and answers 500)."""
+    return f"Cannot tell whether connector {name} is a source or a sink connector (class {connector_class})"
+
+
+# --- reading --------------------------------------------------------------------------------------------------------
+
+
+def _configured_row(name: str) -> dict[str, Any]:
+    row = connector_row(name)
+    if row is None or not is_configured(row):
+        raise ConnectRestException(404, connector_not_found_message(name))
+    return row
+
+
+def _config(row: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        config = json.loads(row["config"])
+    except (TypeError, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def _connector_type(name: str, row: Mapping[str, Any]) -> str:
+    kind = row.get("type")
+    if kind not in (SOURCE, SINK):
+        raise ConnectRestException(500, unknown_type_message(name, row.get("connector_class")))
+    return kind
+
+
+def source_offsets_topics(worker_topic: str, config: Mapping[str, Any]) -> tuple[str, str | None]:
+    """``(topic the values are read from, the other topic whose partitions are listed too or None)``.
+
+    Without a connector-specific topic, or with one equal to the worker's, only the worker's topic
+    (``ConnectorOffsetBackingStore.withOnlyWorkerStore`` / ``withOnlyConnectorStore`` on the same topic); otherwise
+    the connector's topic first and the worker's (``withConnectorAndWorkerStores``).
+    """
+    own = connector_offsets_topic(config)
+    if own is None or own == worker_topic:
+        return worker_topic, None
+    return own, worker_topic
+
+
+def listed_partitions(name: str, rows: list[Mapping[str, Any]]) -> list[dict[str, object]]:
+    """The connector's ``connectorPartitions``: the partition maps of its listed rows, deduplicated by Java
+    ``Map.equals``, sorted by their key bytes."""
+    found: dict[object, dict[str, object]] = {}
+    for row in rows:
+        if not row.get("listed") or row.get("key") is None:
+            continue
+        try:
+            key = parse_offset_key(bytes(row["key"]))
+        except RecordFormatError:
+            continue
+        if key.connector != name or key.partition is None:
+            continue
+        found.setdefault(map_identity(key.partition), key.partition)
+    return sorted(found.values(), key=lambda partition: offset_key_bytes(name, partition))
+
+
+def source_connector_offsets(
+    name: str, rows: list[Mapping[str, Any]], worker_topic: str, config: Mapping[str, Any]
+) -> list[dict[str, object]]:
+    """``Worker.sourceConnectorOffsets`` over ``source_offsets`` rows of the connector (any topic)."""
+    value_topic, other_topic = source_offsets_topics(worker_topic, config)
+    topics = {value_topic} | ({other_topic} if other_topic else set())
+    in_topics = [row for row in rows if row.get("offsets_topic") in topics]
+    values = {
+        bytes(row["key"]): (bytes(row["value"]) if row.get("value") is not None else None)
+        for row in in_topics
+        if row.get("offsets_topic") == value_topic and row.get("key") is not None
+    }
+    entries: list[dict[str, object]] = []
+    for partition in listed_partitions(name, in_topics):
+        raw = values.get(offset_key_bytes(name, partition))
+        try:
+            offset = parse_offset_value(raw)
+        except RecordFormatError as err:
+            log.error("CRITICAL: Failed to deserialize offset data of connector %s (%s): %s", name, partition, err)
+            continue
+        entries.append(
+            {
+                "partition": jsonconv.java_hashmap_ordered(partition),
+                "offset": None if offset is None else jsonconv.java_hashmap_ordered(offset),
+            }
+        )
+    return entries
+
+
+def sink_connector_offsets(rows: list[Mapping[str, Any]]) -> list[dict[str, object]]:
+    """``SinkUtils.consumerGroupOffsetsToConnectorOffsets`` over the group's ``sink_offsets`` rows."""
+    committed = sorted(
+        (row["topic"], row["partition"], row["offset"])
+        for row in rows
+        if row.get("topic") is not None and row.get("partition") is not None and row.get("offset") is not None
+    )
+    return [{"partition": sink_partition(t, p), "offset": sink_offset(o)} for t, p, o in committed]
+
+
+def _json(body: object, status: int = 200) -> Response:
+    return Response(jsonconv.dumps(body), status=status, mimetype="application/json")
+
+
+def _source_rows(tables: TableSource, name: str) -> list[dict[str, Any]]:
+    return tables.rows(
+        SOURCE_OFFSETS, filters=[("connector", "=", name)], columns=["offsets_topic", "key", "value", "listed"]
+    )
+
+
+@bp.get("/<connector>/offsets")
+def get_connector_offsets(connector: str) -> Response:
+    """``GET /connectors/<name>/offsets`` (``ConnectorsResource.getOffsets``)."""
+    row = _configured_row(connector)
+    config = _config(row)
+    tables = get_tables()
+    if _connector_type(connector, row) == SINK:
+        group = connector_consumer_group(connector, config)
+        rows = tables.rows(SINK_OFFSETS, filters=[("group_id", "=", group)], columns=["topic", "partition", "offset"])
+        return _json({"offsets": sink_connector_offsets(rows)})
+    worker_topic = get_settings().offset_storage_topic
+    offsets = source_connector_offsets(connector, _source_rows(tables, connector), worker_topic, config)
+    return _json({"offsets": offsets})
+
+
+# --- modifying ------------------------------------------------------------------------------------------------------
+
+
+def _request_body() -> object:
+    """The PATCH body as Python's ``json.loads`` reads it (what ``formats.offsets`` expects); an empty body is None.
+
+    Ours: invalid JSON is a 400 (Connect: Jackson's 500). NaN and the infinities are refused, as Jackson does.
+    """
+    data = request.get_data(cache=False)
+    if not data.strip():
+        return None
+
+    def refuse_constant(name: str) -> object:
+        raise ValueError(f"non-standard token '{name}'")
+
+    try:
+        return json.loads(data, parse_constant=refuse_constant)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ConnectRestException(400, f"Request body is not valid JSON: {err}") from None
+
+
+def _stopped_connector(name: str) -> dict[str, Any]:
+    """404 unless configured; 400 unless STOPPED with no committed tasks."""
+    row = _configured_row(name)
+    if row.get("target_state") != STOPPED or (row.get("task_count") or 0) != 0:
+        raise ConnectRestException(400, not_stopped_message(name))
+    return row
+
+
+def _is_timeout(err: KafkaWriteError) -> bool:
+    cause = err.__cause__
+    return isinstance(cause, kafka_errors.KafkaTimeoutError) or "timed out" in str(err).lower()
+
+
+def _write_source_offsets(name: str, config: Mapping[str, Any], pairs: list[OffsetPair]) -> None:
+    """``OffsetStorageWriter`` + ``ConnectorOffsetBackingStore.set`` for normalised pairs (spec §4.4)."""
+    settings = get_settings()
+    writer = get_writer()
+    timeout_ms = settings.api_kafka_write_timeout_ms
+    records = [(offset_key_bytes(name, partition), serialize_offset_value(offset)) for partition, offset in pairs]
+    value_topic, worker_topic = source_offsets_topics(settings.offset_storage_topic, config)
+    try:
+        if worker_topic is None:
+            writer.send(value_topic, records, timeout_ms)
+            return
+        tombstones = [(key, value) for key, value in records if value is None]
+        if tombstones:
+            writer.send(worker_topic, tombstones, timeout_ms)
+        writer.send(value_topic, records, timeout_ms)
+    except KafkaWriteError as err:
+        log.error("Failed to modify offsets for source connector %s: %s", name, err)
+        message = source_modify_timeout_message if _is_timeout(err) else source_modify_failed_message
+        raise ConnectRestException(500, message(name)) from err
+    regular = [(key, value) for key, value in records if value is not None]
+    if regular:
+        try:
+            writer.send(worker_topic, regular, timeout_ms)
+        except KafkaWriteError as err:
+            log.warning("Failed to write offsets of connector %s to secondary backing store: %s", name, err)
+
+
+def _modify_source_offsets(name: str, row: Mapping[str, Any], pairs: list[OffsetPair]) -> bool:
+    """Normalise, ``alterOffsets``, write; returns what ``alterOffsets`` returned."""
+    config = _config(row)
+    try:
+        normalized = normalize_source_offsets(pairs)
+        managed = source_connector_alter_offsets(row.get("connector_class"), config, normalized)
+    except BadOffsetsRequest as err:
+        raise ConnectRestException(err.status, err.message) from None
+    if normalized:
+        _write_source_offsets(name, config, normalized)
+    else:
+        log.info("No offsets found for source connector %s", name)
+    return managed
+
+
+def _alter_sink_offsets(name: str, row: Mapping[str, Any], offsets: list[SinkOffset]) -> bool:
+    """``Worker.alterSinkConnectorOffsets``: alter the non-null offsets, delete the null ones."""
+    group = connector_consumer_group(name, _config(row))
+    managed = sink_connector_alter_offsets(row.get("connector_class"))
+    to_alter = {(o.topic, o.partition): o.offset for o in offsets if o.offset is not None}
+    to_delete = [(o.topic, o.partition) for o in offsets if o.offset is None]
+    admin = get_admin()
+    try:
+        admin.alter_group_offsets(group, to_alter)
+        admin.delete_group_offsets(group, to_delete)
+    except GroupNotEmptyError as err:
+        log.error("%s", sink_alter_zombie_message(name), exc_info=err)
+        raise ConnectRestException(500, sink_alter_zombie_message(name)) from err
+    except ConsumerGroupAdminError as err:
+        log.error("Failed to alter consumer group offsets for connector %s: %s", name, err)
+        raise ConnectRestException(500, sink_alter_failed_message(name)) from err
+    return managed
+
+
+def _reset_sink_offsets(name: str, row: Mapping[str, Any]) -> bool:
+    """``Worker.modifySinkConnectorOffsets`` (reset) and ``resetSinkConnectorOffsets``: delete the group."""
+    group = connector_consumer_group(name, _config(row))
+    admin = get_admin()
+    try:
+        admin.list_group_offsets(group)
+    except ConsumerGroupAdminError as err:
+        log.error("Failed to list offsets prior to resetting offsets for sink connector %s: %s", name, err)
+        raise ConnectRestException(500, sink_list_failed_message(name)) from err
+    managed = sink_connector_alter_offsets(row.get("connector_class"))
+    try:
+        if not admin.delete_group(group):
+            log.debug("Consumer group %s of connector %s did not exist: nothing to reset", group, name)
+    except GroupNotEmptyError as err:
+        log.error("%s", sink_reset_zombie_message(name), exc_info=err)
+        raise ConnectRestException(500, sink_reset_zombie_message(name)) from err
+    except ConsumerGroupAdminError as err:
+        log.error("Failed to reset consumer group offsets for sink connector %s: %s", name, err)
+        raise ConnectRestException(500, sink_reset_failed_message(name)) from err
+    return managed
+
+
+@bp.patch("/<connector>/offsets")
+def alter_connector_offsets(connector: str) -> Response:
+    """``PATCH /connectors/<name>/offsets`` (``ConnectorsResource.alterConnectorOffsets``)."""
+    try:
+        pairs = parse_offsets_request(_request_body())
+    except BadOffsetsRequest as err:
+        raise ConnectRestException(400, err.message) from None  # Connect: 500 for Jackson's errors
+    row = _stopped_connector(connector)
+    if _connector_type(connector, row) == SINK:
+        try:
+            offsets = parse_sink_offsets(pairs)
+        except BadOffsetsRequest as err:
+            raise ConnectRestException(err.status, err.message) from None
+        managed = _alter_sink_offsets(connector, row, offsets)
+    else:
+        managed = _modify_source_offsets(connector, row, pairs)
+    return jsonify({"message": offsets_success_message("altered", managed)})
+
+
+@bp.delete("/<connector>/offsets")
+def reset_connector_offsets(connector: str) -> Response:
+    """``DELETE /connectors/<name>/offsets`` (``ConnectorsResource.resetConnectorOffsets``)."""
+    row = _stopped_connector(connector)
+    if _connector_type(connector, row) == SINK:
+        managed = _reset_sink_offsets(connector, row)
+    else:
+        config = _config(row)
+        worker_topic = get_settings().offset_storage_topic
+        value_topic, other_topic = source_offsets_topics(worker_topic, config)
+        topics = {value_topic, other_topic} - {None}
+        rows = [r for r in _source_rows(get_tables(), connector) if r.get("offsets_topic") in topics]
+        pairs: list[OffsetPair] = [(partition, None) for partition in listed_partitions(connector, rows)]
+        managed = _modify_source_offsets(connector, row, pairs)
+    return jsonify({"message": offsets_success_message("reset", managed)})

@@ -1,0 +1,256 @@
+"""Consumer-group administration for sink connectors, as Connect's ``Worker`` does it with the Java ``Admin`` client.
+
+A sink connector's offsets are the committed offsets of its consumer group (``connect-<name>`` or
+``consumer.override.group.id``; spec §4.1). Connect changes them with four admin calls (``Worker``
+``modifySinkConnectorOffsets``, ``alterSinkConnectorOffsets``, ``resetSinkConnectorOffsets``; spec §5.4):
+
+* ``listConsumerGroupOffsets`` -> :meth:`ConsumerGroupAdmin.list_group_offsets`;
+* ``alterConsumerGroupOffsets`` -> :meth:`ConsumerGroupAdmin.alter_group_offsets`;
+* ``deleteConsumerGroupOffsets`` -> :meth:`ConsumerGroupAdmin.delete_group_offsets`;
+* ``deleteConsumerGroups`` -> :meth:`ConsumerGroupAdmin.delete_group` (also used by the KIP-883 cleanup job).
+
+Errors are mapped the way Connect tells them apart:
+
+* the group still has members (sink tasks that have not stopped: "zombie sink tasks"): the broker answers
+  ``UNKNOWN_MEMBER_ID`` to an offset commit from outside the group, ``GROUP_SUBSCRIBED_TO_TOPIC`` to an offset delete
+  and ``NON_EMPTY_GROUP`` to a group delete -> :class:`GroupNotEmptyError`;
+* the group does not exist (``GROUP_ID_NOT_FOUND``): ``delete_group`` returns False (Connect's reset is idempotent),
+  ``list_group_offsets`` returns no offsets;
+* no answer within ``api.kafka.write.timeout.ms`` -> :class:`ConsumerGroupAdminTimeout`; any other error ->
+  :class:`ConsumerGroupAdminError`. Retriable errors (coordinator moving or loading) are retried until the deadline,
+  as the Java admin client does.
+
+One kafka-python ``KafkaAdminClient`` per instance, created on first use, thread-safe (calls are serialized), closed by
+:meth:`ConsumerGroupAdmin.close`. Nothing here knows about Flask or Spark.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from kafka import KafkaAdminClient, TopicPartition
+from kafka import errors as kafka_errors
+from kafka.structs import OffsetAndMetadata
+
+from connect_state.config import Settings
+from connect_state.errors import ConnectStateError
+from connect_state.kafka_writer import kafka_python_config
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CLIENT_ID = "connect-state-group-admin"
+_RETRY_BACKOFF_S = 0.2
+
+GroupPartition = tuple[str, int]
+"""``(topic, partition)`` of a consumer group's committed offset."""
+
+# Broker errors meaning "the group has members": only members may commit (UNKNOWN_MEMBER_ID for a commit from the
+# admin's empty member id), offsets of subscribed topics cannot be deleted, a group with members cannot be deleted.
+_MEMBERS_ERRORS: tuple[type[BaseException], ...] = (
+    kafka_errors.UnknownMemberIdError,
+    kafka_errors.GroupSubscribedToTopicError,
+    kafka_errors.NonEmptyGroupError,
+)
+
+
+class ConsumerGroupAdminError(ConnectStateError):
+    """An admin call on a consumer group failed (the message names the call, the group and the broker's error)."""
+
+
+class ConsumerGroupAdminTimeout(ConsumerGroupAdminError):
+    """An admin call on a consumer group got no answer in time."""
+
+
+class GroupNotEmptyError(ConsumerGroupAdminError):
+    """The consumer group still has members (for a sink connector: tasks that have not stopped yet)."""
+
+
+class _AdminClient(KafkaAdminClient):
+    """``KafkaAdminClient`` that stops its IO thread when it cannot bootstrap (kafka-python 3.0.x leaks it)."""
+
+    def __init__(self, **configs: Any) -> None:
+        try:
+            super().__init__(**configs)
+        except BaseException:
+            for name, stop in (("_client", "close"), ("_net", "stop")):
+                part = getattr(self, name, None)
+                if part is not None:
+                    with contextlib.suppress(Exception):
+                        getattr(part, stop)()
+            raise
+
+
+def _describe(err: BaseException) -> str:
+    text = str(err)
+    name = type(err).__name__
+    return text if text.startswith(name) else f"{name}: {text}" if text else name
+
+
+def _error_class(value: object) -> type[BaseException] | None:
+    """A kafka-python error class from a per-partition result (a class) or a ``delete_groups`` result (a name)."""
+    if isinstance(value, type) and issubclass(value, BaseException):
+        return None if value is kafka_errors.NoError else value
+    if isinstance(value, str):
+        if value == "OK":
+            return None
+        found = getattr(kafka_errors, value, None)
+        return found if isinstance(found, type) and issubclass(found, BaseException) else ConsumerGroupAdminError
+    return None
+
+
+class ConsumerGroupAdmin:
+    """Lists, alters and deletes consumer-group offsets and groups on the cluster of ``settings``.
+
+    ``timeout_ms`` (default ``api.kafka.write.timeout.ms``) bounds every call, retries included.
+    """
+
+    def __init__(self, settings: Settings, *, timeout_ms: int | None = None, client_id: str = CLIENT_ID) -> None:
+        self.settings = settings
+        self.bootstrap_servers = settings.bootstrap_servers
+        self.timeout_ms = settings.api_kafka_write_timeout_ms if timeout_ms is None else timeout_ms
+        self.client_id = client_id
+        self._lock = threading.Lock()
+        self._call_lock = threading.Lock()
+        self._admin: KafkaAdminClient | None = None
+        self._closed = False
+
+    def admin_config(self) -> dict[str, Any]:
+        """The keyword arguments of the kafka-python admin client: connection and security properties."""
+        config: dict[str, Any] = {
+            "client_id": self.client_id,
+            "bootstrap_timeout_ms": self.timeout_ms,
+            "request_timeout_ms": self.timeout_ms,
+        }
+        config.update(kafka_python_config(self.settings.kafka_client_config(), KafkaAdminClient.DEFAULT_CONFIG))
+        return config
+
+    def _client(self) -> KafkaAdminClient:
+        with self._lock:
+            if self._closed:
+                raise ConsumerGroupAdminError("the consumer-group admin client is closed")
+            if self._admin is None:
+                try:
+                    self._admin = _AdminClient(**self.admin_config())
+                except kafka_errors.KafkaTimeoutError as err:
+                    raise ConsumerGroupAdminTimeout(
+                        f"cannot reach Kafka at {self.bootstrap_servers}: {_describe(err)}"
+                    ) from err
+                except kafka_errors.KafkaError as err:
+                    raise ConsumerGroupAdminError(
+                        f"cannot reach Kafka at {self.bootstrap_servers}: {_describe(err)}"
+                    ) from err
+            return self._admin
+
+    def _call(self, what: str, group_id: str, call: Callable[[KafkaAdminClient], T]) -> T:
+        """Run ``call`` on the admin client, retrying retriable errors until the deadline; map the rest."""
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        admin = self._client()
+        while True:
+            try:
+                with self._call_lock:
+                    return call(admin)
+            except _MEMBERS_ERRORS as err:
+                raise GroupNotEmptyError(
+                    f"{what} failed: consumer group {group_id!r} has active members ({_describe(err)})"
+                ) from err
+            except kafka_errors.KafkaError as err:
+                retriable = getattr(err, "retriable", False)
+                if retriable and time.monotonic() + _RETRY_BACKOFF_S < deadline:
+                    log.debug("%s for group %s: retrying after %s", what, group_id, _describe(err))
+                    time.sleep(_RETRY_BACKOFF_S)
+                    continue
+                if isinstance(err, kafka_errors.KafkaTimeoutError) or retriable:
+                    raise ConsumerGroupAdminTimeout(
+                        f"{what} for consumer group {group_id!r} timed out after {self.timeout_ms} ms: {_describe(err)}"
+                    ) from err
+                raise ConsumerGroupAdminError(
+                    f"{what} for consumer group {group_id!r} failed: {_describe(err)}"
+                ) from err
+
+    @staticmethod
+    def _raise_partition_errors(what: str, group_id: str, results: Mapping[Any, object]) -> None:
+        """Raise the first per-partition error of an alter/delete-offsets answer (Java's ``all()`` future does)."""
+        for tp, value in results.items():
+            error = _error_class(value)
+            if error is not None:
+                raise error(f"{what} for consumer group {group_id!r}, partition {tp.topic}-{tp.partition}")
+
+    # --- the calls ---------------------------------------------------------------------------------------------
+
+    def list_group_offsets(self, group_id: str) -> dict[GroupPartition, int]:
+        """``listConsumerGroupOffsets``: the group's committed offsets; none for a group that does not exist."""
+
+        def call(admin: KafkaAdminClient) -> dict[GroupPartition, int]:
+            try:
+                offsets = admin.list_group_offsets({group_id: None}).get(group_id, {})
+            except kafka_errors.GroupIdNotFoundError:
+                return {}
+            return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items() if meta.offset >= 0}
+
+        return self._call("list offsets", group_id, call)
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[GroupPartition, int]) -> None:
+        """``alterConsumerGroupOffsets``: commit ``offsets`` for the group (which must have no members)."""
+        if not offsets:
+            return
+        request = {TopicPartition(t, p): OffsetAndMetadata(o, "", None) for (t, p), o in offsets.items()}
+
+        def call(admin: KafkaAdminClient) -> None:
+            self._raise_partition_errors("alter offsets", group_id, admin.alter_group_offsets(group_id, request))
+
+        self._call("alter offsets", group_id, call)
+
+    def delete_group_offsets(self, group_id: str, partitions: Iterable[GroupPartition]) -> None:
+        """``deleteConsumerGroupOffsets``: forget the group's committed offsets of ``partitions``."""
+        request = [TopicPartition(t, p) for t, p in partitions]
+        if not request:
+            return
+
+        def call(admin: KafkaAdminClient) -> None:
+            self._raise_partition_errors("delete offsets", group_id, admin.delete_group_offsets(group_id, request))
+
+        self._call("delete offsets", group_id, call)
+
+    def delete_group(self, group_id: str) -> bool:
+        """``deleteConsumerGroups`` for one group: True when deleted, False when it did not exist.
+
+        Raises :class:`GroupNotEmptyError` when the group has members, :class:`ConsumerGroupAdminTimeout` or
+        :class:`ConsumerGroupAdminError` otherwise.
+        """
+
+        def call(admin: KafkaAdminClient) -> bool:
+            result = admin.delete_groups([group_id]).get(group_id, "OK")
+            error = _error_class(result)
+            if error is None:
+                return True
+            if error is kafka_errors.GroupIdNotFoundError:
+                return False
+            raise error(f"delete group {group_id!r}: {result}")
+
+        return self._call("delete group", group_id, call)
+
+    def close(self) -> None:
+        """Close the admin client (idempotent); later calls raise :class:`ConsumerGroupAdminError`."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            admin, self._admin = self._admin, None
+        if admin is not None:
+            try:
+                admin.close()
+            except Exception:
+                log.warning("error closing the Kafka admin client", exc_info=True)
+
+    def __enter__(self) -> ConsumerGroupAdmin:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

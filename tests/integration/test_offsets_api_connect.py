@@ -1,0 +1,355 @@
+"""KIP-875 offsets through our API against the real Connect worker (spec §5.4, §7.2, §7.3).
+
+Our ``PATCH``/``DELETE /connectors/<name>/offsets`` are refused exactly as Connect refuses them while a connector runs
+or is paused; once the connector is stopped through our ``PUT /stop``, the offsets we write (offsets-topic records for
+a FileStream source, consumer-group offsets for a FileStream sink) are the ones Connect shows in its own
+``GET /offsets`` and resumes from. The ``connectors`` table comes from catch-up runs of the connector-state job.
+
+The ``GET /offsets`` comparisons need the offsets job (``jobs/offsets.py``); they are skipped while it does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.admin import NewTopic
+
+from connect_state.config import Settings
+from connect_state.connect_rest import ConnectRestClient
+from connect_state.filestream import append_lines, file_sink_config, file_source_config
+from connect_state.formats.offsets import offsets_success_message
+from connect_state.kafka_writer import InternalTopicWriter
+from jobs import connector_states
+from tests.fixtures.spark import await_query
+from tests.integration.helpers import api_client, job_settings, unique
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+WAIT_S = 90.0
+ALTERED = offsets_success_message("altered", True)
+RESET = offsets_success_message("reset", True)
+RETRYABLE = "If the connector is in a stopped state, this operation can be safely retried"
+
+
+# --- helpers --------------------------------------------------------------------------------------------------------
+
+
+def run_connector_states(spark, settings: Settings) -> None:
+    await_query(connector_states.start(spark, settings, available_now=True))
+
+
+def state_of(connect: ConnectRestClient, name: str) -> tuple[str | None, list[str]]:
+    status = connect.connector_status(name) or {}
+    return status.get("connector", {}).get("state"), [task.get("state") for task in status.get("tasks", [])]
+
+
+def wait_state(connect: ConnectRestClient, name: str, state: str, tasks: int) -> None:
+    expected = (state, [state] * tasks)
+    connect.wait_for(lambda: state_of(connect, name) == expected, WAIT_S, description=f"{name} {expected}")
+
+
+def ours(api: FlaskClient, method: str, name: str, body: Any = None) -> tuple[int, Any]:
+    response = api.open(f"/connectors/{name}/offsets", method=method, json=body)
+    return response.status_code, response.get_json()
+
+
+def theirs(connect: ConnectRestClient, method: str, name: str, body: Any = None) -> tuple[int, Any]:
+    return connect.request(method, connect.connector_path(name, "offsets"), body)
+
+
+def ours_retrying(api: FlaskClient, method: str, name: str, body: Any = None) -> tuple[int, Any]:
+    """Like Connect's OffsetsApiIntegrationTest (KAFKA-15826): retry, for a bounded time, while the answer is the
+    retriable zombie-task 500 (the stopped task may not have left the consumer group yet)."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        status, payload = ours(api, method, name, body)
+        retriable = status == 500 and RETRYABLE in (payload or {}).get("message", "")
+        if not retriable or time.monotonic() > deadline:
+            return status, payload
+        time.sleep(1.0)
+
+
+def connect_offsets(connect: ConnectRestClient, name: str) -> list[dict[str, Any]]:
+    status, body = theirs(connect, "GET", name)
+    assert status == 200, body
+    return body["offsets"]
+
+
+def lines_of(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def wait_lines(connect: ConnectRestClient, path: Path, expected: Counter[str]) -> None:
+    connect.wait_for(lambda: Counter(lines_of(path)) == expected, WAIT_S, description=f"{path.name} = {expected}")
+
+
+def assert_refused_like_connect(api: FlaskClient, connect: ConnectRestClient, name: str, body: Any) -> None:
+    """PATCH and DELETE on a connector that is not stopped: our answer is Connect's (400 + its message)."""
+    for method, payload in (("PATCH", body), ("DELETE", None)):
+        mine, connects = ours(api, method, name, payload), theirs(connect, method, name, payload)
+        assert mine == connects
+        assert mine[0] == 400 and "STOPPED" in mine[1]["message"]
+
+
+def stop_through_our_api(spark, api: FlaskClient, connect: ConnectRestClient, settings: Settings, name: str) -> None:
+    response = api.put(f"/connectors/{name}/stop")
+    assert response.status_code == 204
+    wait_state(connect, name, "STOPPED", 0)
+    run_connector_states(spark, settings)
+
+
+def sorted_offsets(entries: list[dict[str, Any]]) -> list[str]:
+    return sorted(json.dumps(entry, sort_keys=True) for entry in entries)
+
+
+# --- source ---------------------------------------------------------------------------------------------------------
+
+
+def test_source_offsets_altered_through_our_api(spark, connect, stack_settings, tmp_path):
+    settings = job_settings(stack_settings, tmp_path)
+    api = api_client(settings)
+    source, sink, topic = unique("off-source"), unique("off-source-sink"), unique("off-source-topic")
+    source_file, out_file = tmp_path / "in.txt", tmp_path / "out.txt"
+    append_lines(source_file, ["a", "b", "c", "d"])
+    connect.create_connector(source, file_source_config(source, source_file, topic))
+    connect.create_connector(sink, file_sink_config(sink, out_file, [topic]))
+    wait_state(connect, source, "RUNNING", 1)
+    wait_lines(connect, out_file, Counter("abcd"))
+    partition = {"filename": str(source_file)}
+    connect.wait_for(
+        lambda: connect_offsets(connect, source) == [{"partition": partition, "offset": {"position": 8}}],
+        WAIT_S,
+        description="source offset committed",
+    )
+    run_connector_states(spark, settings)
+
+    # Running, then paused: refused with Connect's own answer.
+    body = {"offsets": [{"partition": partition, "offset": {"position": 4}}]}
+    assert_refused_like_connect(api, connect, source, body)
+    assert connect.put(connect.connector_path(source, "pause"))[0] == 202
+    wait_state(connect, source, "PAUSED", 1)
+    run_connector_states(spark, settings)
+    assert_refused_like_connect(api, connect, source, body)
+
+    # Stopped through our API: our PATCH moves the FileStream source back to byte 4 (after "a\nb\n").
+    stop_through_our_api(spark, api, connect, settings, source)
+    assert ours(api, "PATCH", source, body) == (200, {"message": ALTERED})
+    # A multi-key partition (FileStreamSource.alterOffsets only needs 'filename'): written in HashMap order, so
+    # Connect's own GET finds its offset (not null).
+    extra = {"offsets": [{"partition": {"zone": "z", "filename": "/elsewhere"}, "offset": {"position": 0}}]}
+    assert ours(api, "PATCH", source, extra) == (200, {"message": ALTERED})
+    expected = [
+        {"partition": {"filename": "/elsewhere", "zone": "z"}, "offset": {"position": 0}},
+        {"partition": partition, "offset": {"position": 4}},
+    ]
+    assert sorted_offsets(connect_offsets(connect, source)) == sorted_offsets(expected)
+    # Connect's own PATCH accepts the connector we stopped.
+    assert theirs(connect, "PATCH", source, extra) == (200, {"message": ALTERED})
+
+    # Resumed through Connect: the source re-reads from our position, so "c" and "d" arrive a second time.
+    assert connect.put(connect.connector_path(source, "resume"))[0] == 202
+    wait_lines(connect, out_file, Counter("abcdcd"))
+    connect.wait_for(
+        lambda: {"partition": partition, "offset": {"position": 8}} in connect_offsets(connect, source),
+        WAIT_S,
+        description="source offset back at 8",
+    )
+    for name in (source, sink):
+        connect.delete_connector(name)
+
+
+# --- sink -----------------------------------------------------------------------------------------------------------
+
+
+def create_topic(settings: Settings, topic: str, partitions: int) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        admin.close()
+
+
+def produce(settings: Settings, topic: str, partitions: int, per_partition: int) -> Counter[str]:
+    """``per_partition`` records ``p<partition>-<i>`` in each partition; returns the lines a sink writes for them."""
+    producer = KafkaProducer(bootstrap_servers=settings.bootstrap_servers, acks="all")
+    try:
+        for partition in range(partitions):
+            for i in range(per_partition):
+                producer.send(topic, value=f"p{partition}-{i}".encode(), partition=partition)
+        producer.flush(30)
+    finally:
+        producer.close()
+    return Counter(f"p{p}-{i}" for p in range(partitions) for i in range(per_partition))
+
+
+def sink_entry(topic: str, partition: int, offset: int) -> dict[str, Any]:
+    return {"partition": {"kafka_partition": partition, "kafka_topic": topic}, "offset": {"kafka_offset": offset}}
+
+
+def test_sink_offsets_altered_and_reset_through_our_api(spark, connect, stack_settings, tmp_path):
+    settings = job_settings(stack_settings, tmp_path)
+    api = api_client(settings)
+    sink, topic = unique("off-sink"), unique("off-sink-topic")
+    out_file = tmp_path / "sink.txt"
+    create_topic(settings, topic, 3)
+    expected = produce(settings, topic, 3, 10)
+    connect.create_connector(sink, file_sink_config(sink, out_file, [topic]))
+    wait_state(connect, sink, "RUNNING", 1)
+    wait_lines(connect, out_file, expected)
+    full = [sink_entry(topic, p, 10) for p in range(3)]
+    connect.wait_for(
+        lambda: sorted_offsets(connect_offsets(connect, sink)) == sorted_offsets(full), WAIT_S, description="committed"
+    )
+    run_connector_states(spark, settings)
+
+    body = {
+        "offsets": [
+            {"partition": {"kafka_topic": topic, "kafka_partition": 0}, "offset": {"kafka_offset": 5}},
+            {"partition": {"kafka_topic": topic, "kafka_partition": 1}, "offset": None},
+        ]
+    }
+    assert_refused_like_connect(api, connect, sink, body)
+
+    # Stopped through our API: partition 0 back to 5, partition 1's offset deleted (re-read from the start).
+    stop_through_our_api(spark, api, connect, settings, sink)
+    assert ours_retrying(api, "PATCH", sink, body) == (200, {"message": ALTERED})
+    assert sorted_offsets(connect_offsets(connect, sink)) == sorted_offsets(
+        [sink_entry(topic, 0, 5), sink_entry(topic, 2, 10)]
+    )
+    assert connect.put(connect.connector_path(sink, "resume"))[0] == 202
+    expected += Counter(f"p0-{i}" for i in range(5, 10)) + Counter(f"p1-{i}" for i in range(10))
+    wait_lines(connect, out_file, expected)
+
+    # Reset through our API, twice (idempotent: the group is gone the second time); Connect then shows no offsets.
+    stop_through_our_api(spark, api, connect, settings, sink)
+    assert ours_retrying(api, "DELETE", sink) == (200, {"message": RESET})
+    assert ours(api, "DELETE", sink) == (200, {"message": RESET})
+    assert connect_offsets(connect, sink) == []
+    # Connect's own PATCH accepts the connector we stopped and reset.
+    assert theirs(connect, "PATCH", sink, {"offsets": [body["offsets"][0]]}) == (200, {"message": ALTERED})
+    assert connect_offsets(connect, sink) == [sink_entry(topic, 0, 5)]
+    connect.delete_connector(sink)
+
+
+# --- GET /offsets equals Connect's (needs the offsets job) ----------------------------------------------------------
+
+
+def test_get_offsets_match_connect(spark, connect, stack_settings, tmp_path):
+    offsets_job = pytest.importorskip("jobs.offsets")
+    settings = job_settings(stack_settings, tmp_path)
+    api = api_client(settings)
+    source, sink = unique("get-source"), unique("get-sink")
+    source_topic, sink_topic = unique("get-source-topic"), unique("get-sink-topic")
+    source_file = tmp_path / "in.txt"
+    append_lines(source_file, ["one", "two"])
+    create_topic(settings, sink_topic, 3)
+    produce(settings, sink_topic, 3, 4)
+    connect.create_connector(source, file_source_config(source, source_file, source_topic))
+    connect.create_connector(sink, file_sink_config(sink, tmp_path / "out.txt", [sink_topic]))
+
+    def run_jobs() -> None:
+        run_connector_states(spark, settings)
+        await_query(offsets_job.start_source(spark, settings, available_now=True))
+        await_query(offsets_job.start_sink(spark, settings, available_now=True))
+
+    def agree(name: str, settled: Callable[[list[dict[str, Any]]], bool]) -> None:
+        """Once Connect's offsets are settled, ours equal Connect's (a commit may land between the two reads: retry)."""
+        connect.wait_for(lambda: settled(connect_offsets(connect, name)), WAIT_S, description=f"{name} offsets")
+        for _ in range(3):
+            run_jobs()
+            mine = ours(api, "GET", name)
+            connects = theirs(connect, "GET", name)
+            if mine[0] == connects[0] and sorted_offsets(mine[1]["offsets"]) == sorted_offsets(connects[1]["offsets"]):
+                break
+        assert mine[0] == connects[0] == 200
+        assert sorted_offsets(mine[1]["offsets"]) == sorted_offsets(connects[1]["offsets"])
+
+    def source_at(position: int) -> Callable[[list[dict[str, Any]]], bool]:
+        return lambda entries: (
+            {"partition": {"filename": str(source_file)}, "offset": {"position": position}} in entries
+        )
+
+    def sink_at(offset: int) -> Callable[[list[dict[str, Any]]], bool]:
+        return lambda entries: (
+            sorted_offsets(entries) == sorted_offsets([sink_entry(sink_topic, p, offset) for p in range(3)])
+        )
+
+    agree(source, source_at(8))  # running
+    agree(sink, sink_at(4))
+    for name in (source, sink):
+        assert connect.put(connect.connector_path(name, "pause"))[0] == 202
+    agree(source, source_at(8))  # paused
+    agree(sink, sink_at(4))
+
+    # Stopped; then a multi-key partition written in non-HashMap order by a plain producer: null in both answers.
+    for name in (source, sink):
+        stop_through_our_api(spark, api, connect, settings, name)
+    odd_key = f'["{source}",{{"zone":"z","filename":"/odd"}}]'.encode()  # HashMap order is filename, zone
+    with InternalTopicWriter(settings) as writer:
+        writer.send(settings.offset_storage_topic, [(odd_key, b'{"position":1}')])
+    null_entry = {"partition": {"filename": "/odd", "zone": "z"}, "offset": None}
+    agree(source, lambda entries: null_entry in entries)
+    agree(sink, sink_at(4))
+
+    # Reset the source through our API (twice, idempotent); the multi-key record written out of order survives in
+    # the topic but its partition is unlisted once the HashMap-ordered tombstone lands: both answers agree.
+    assert ours(api, "DELETE", source) == (200, {"message": RESET})
+    run_jobs()
+    assert ours(api, "DELETE", source) == (200, {"message": RESET})
+    agree(source, lambda entries: all(entry["partition"].get("filename") != str(source_file) for entry in entries))
+    assert ours(api, "GET", "no-such-connector") == theirs(connect, "GET", "no-such-connector")
+    for name in (source, sink):
+        connect.delete_connector(name)
+
+
+# --- the consumer-group admin against the real broker ---------------------------------------------------------------
+
+
+def test_consumer_group_admin_against_the_broker(kafka_broker, stack_settings):
+    """What the sink endpoints and the KIP-883 cleanup rely on: members make every change fail with
+    GroupNotEmptyError; an empty group is altered, listed and deleted; deleting it again says it did not exist."""
+    from kafka import KafkaConsumer
+
+    from connect_state.kafka_admin import ConsumerGroupAdmin, GroupNotEmptyError
+
+    topic, group = unique("admin-topic"), unique("admin-group")
+    create_topic(stack_settings, topic, 2)
+    produce(stack_settings, topic, 2, 3)
+    with ConsumerGroupAdmin(stack_settings) as admin:
+        assert admin.list_group_offsets(group) == {}
+        assert admin.delete_group(group) is False
+        consumer = KafkaConsumer(
+            topic,
+            group_id=group,
+            bootstrap_servers=stack_settings.bootstrap_servers,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
+        try:
+            deadline = time.monotonic() + WAIT_S
+            while not consumer.assignment() and time.monotonic() < deadline:
+                consumer.poll(timeout_ms=500)
+            assert consumer.assignment(), "the consumer never joined its group"
+            consumer.commit()
+            with pytest.raises(GroupNotEmptyError):
+                admin.alter_group_offsets(group, {(topic, 0): 1})
+            with pytest.raises(GroupNotEmptyError):
+                admin.delete_group_offsets(group, [(topic, 0)])
+            with pytest.raises(GroupNotEmptyError):
+                admin.delete_group(group)
+        finally:
+            consumer.close()
+        admin.alter_group_offsets(group, {(topic, 0): 1, (topic, 1): 2})
+        assert admin.list_group_offsets(group) == {(topic, 0): 1, (topic, 1): 2}
+        admin.delete_group_offsets(group, [(topic, 1)])
+        assert admin.list_group_offsets(group) == {(topic, 0): 1}
+        assert admin.delete_group(group) is True
+        assert admin.list_group_offsets(group) == {}
+        assert admin.delete_group(group) is False

@@ -1,0 +1,754 @@
+"""KIP-875 offsets endpoints (api/offsets.py) with Flask's test client, fake tables, a recording writer, a fake admin.
+
+Connect's checks in Connect's order (spec §5.4), its messages (spec §7.2 tables), the GET shapes for source and sink
+connectors (spec §4.2-4.4, §5.3), the records written for source connectors and the admin calls made for sinks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+from kafka import errors as kafka_errors
+
+import api.resources
+from api import create_app
+from api.offsets import (
+    connector_not_found_message,
+    not_stopped_message,
+    sink_alter_failed_message,
+    sink_alter_zombie_message,
+    sink_list_failed_message,
+    sink_reset_failed_message,
+    sink_reset_zombie_message,
+    source_modify_failed_message,
+    source_modify_timeout_message,
+)
+from connect_state.config import Settings, load_settings
+from connect_state.errors import KafkaWriteError, TableNotFoundError
+from connect_state.formats.offsets import (
+    FILE_STREAM_SINK_CLASS,
+    FILE_STREAM_SOURCE_CLASS,
+    offset_key_bytes,
+    offsets_success_message,
+)
+from connect_state.kafka_admin import ConsumerGroupAdminError, ConsumerGroupAdminTimeout, GroupNotEmptyError
+from connect_state.tables import CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS, TableSpec
+
+WORKER_TOPIC = "connect-offsets"
+EMPTY = "Partitions / offsets need to be provided for an alter offsets request"
+ALTERED_SHORT = "The offsets for this connector have been altered successfully"
+RESET_SHORT = "The offsets for this connector have been reset successfully"
+ALTERED_LONG = offsets_success_message("altered", False)
+RESET_LONG = offsets_success_message("reset", False)
+
+# --- fakes ----------------------------------------------------------------------------------------------------------
+
+
+class FakeTables:
+    """A TableSource over in-memory rows; a table absent from ``tables`` does not exist (TableNotFoundError)."""
+
+    def __init__(self, tables: Mapping[str, list[dict[str, Any]]]) -> None:
+        self.tables = {name: list(rows) for name, rows in tables.items()}
+
+    def rows(
+        self,
+        spec: TableSpec,
+        filters: Sequence[tuple[str, str, Any]] | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        if spec.name not in self.tables:
+            raise TableNotFoundError(f"Delta table {spec.name} not found")
+        selected = []
+        for row in self.tables[spec.name]:
+            full = {name: row.get(name) for name in spec.column_names}
+            if all(op == "=" and full[column] == value for column, op, value in filters or ()):
+                selected.append({name: full[name] for name in (columns or spec.column_names)})
+        return selected
+
+
+class RecordingWriter:
+    """Records every send; ``fail`` (an exception, or a function of the topic returning one) makes sends fail."""
+
+    def __init__(self, fail: Exception | Callable[[str], Exception | None] | None = None) -> None:
+        self.sends: list[tuple[str, list[tuple[bytes, bytes | None]]]] = []
+        self.fail = fail
+
+    def send(self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None) -> list:
+        error = self.fail(topic) if callable(self.fail) else self.fail
+        if error is not None:
+            raise error
+        self.sends.append((topic, list(records)))
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+class FakeAdmin:
+    """A consumer-group admin that records calls; ``errors`` maps a method name to the exception it raises."""
+
+    def __init__(self, errors: Mapping[str, Exception] | None = None, groups: Iterable[str] = ()) -> None:
+        self.calls: list[tuple[str, str, object]] = []
+        self.errors = dict(errors or {})
+        self.groups = set(groups)
+
+    def _record(self, method: str, group_id: str, argument: object) -> None:
+        self.calls.append((method, group_id, argument))
+        if method in self.errors:
+            raise self.errors[method]
+
+    def list_group_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
+        self._record("list_group_offsets", group_id, None)
+        return {("t", 0): 5} if group_id in self.groups else {}
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        if offsets:
+            self._record("alter_group_offsets", group_id, dict(offsets))
+
+    def delete_group_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
+        partitions = sorted(partitions)
+        if partitions:
+            self._record("delete_group_offsets", group_id, partitions)
+
+    def delete_group(self, group_id: str) -> bool:
+        self._record("delete_group", group_id, None)
+        existed = group_id in self.groups
+        self.groups.discard(group_id)
+        return existed
+
+    def close(self) -> None:
+        pass
+
+
+# --- rows -----------------------------------------------------------------------------------------------------------
+
+
+def connector(name: str, kind: str = "source", target_state: str = "STOPPED", task_count: int = 0, **fields: Any):
+    """A ``connectors`` row: a configured FileStream connector (source by default), STOPPED with 0 tasks."""
+    config = fields.pop("config", None)
+    if config is None:
+        config = {"connector.class": FILE_STREAM_SOURCE_CLASS if kind == "source" else FILE_STREAM_SINK_CLASS}
+        config.update(
+            {"file": "/tmp/in.txt", "topic": "t"} if kind == "source" else {"file": "/tmp/out", "topics": "t"}
+        )
+    row = {
+        "name": name,
+        "type": kind,
+        "connector_class": config.get("connector.class"),
+        "config": json.dumps({"name": name, **config}),
+        "target_state": target_state,
+        "task_count": task_count,
+        "deleted": False,
+    }
+    row.update(fields)
+    return row
+
+
+def source_row(name: str, partition_json: str, value: bytes | None, topic: str = WORKER_TOPIC, listed: bool = True):
+    """A ``source_offsets`` row whose key is ``[name, <partition_json>]`` byte for byte (any key order)."""
+    key = f'["{name}",{partition_json}]'.encode()
+    return {
+        "connector": name,
+        "offsets_topic": topic,
+        "partition": partition_json,
+        "key": key,
+        "offset": value.decode() if value is not None else None,
+        "value": value,
+        "listed": listed,
+    }
+
+
+def sink_row(group: str, topic: str, partition: int, offset: int) -> dict[str, Any]:
+    return {"group_id": group, "topic": topic, "partition": partition, "offset": offset}
+
+
+CONNECTORS_ROWS = [
+    connector("src"),
+    connector("src-running", target_state="STARTED", task_count=1),
+    connector("src-paused", target_state="PAUSED", task_count=1),
+    connector("src-stopping", target_state="STOPPED", task_count=1),
+    connector("src-deleted", deleted=True, config=None),
+    connector("src-nofile", config={"connector.class": FILE_STREAM_SOURCE_CLASS, "topic": "t"}),
+    connector("src-blankfile", config={"connector.class": FILE_STREAM_SOURCE_CLASS, "file": "  ", "topic": "t"}),
+    connector("src-other", config={"connector.class": "com.example.MySourceConnector"}),
+    connector("src-own", config={"connector.class": "FileStreamSource", "file": "/x", "offsets.storage.topic": "own"}),
+    connector("snk", kind="sink"),
+    connector("snk-running", kind="sink", target_state="STARTED", task_count=1),
+    connector("snk-other", kind="sink", config={"connector.class": "com.example.MySinkConnector", "topics": "t"}),
+    connector(
+        "snk-group",
+        kind="sink",
+        config={"connector.class": FILE_STREAM_SINK_CLASS, "topics": "t", "consumer.override.group.id": "custom"},
+    ),
+]
+SOURCE_ROWS = [
+    source_row("src", '{"filename":"/tmp/in.txt"}', b'{"position":42}'),
+    # Written with its keys in document order, not HashMap order: Connect's lookup misses it (spec §4.3).
+    source_row("src", '{"b":"2","a":"1"}', b'{"position":7}'),
+    source_row("src", '{"a":"3","b":"4"}', b'{"position":8}'),  # HashMap order of {"a","b"} is a, b
+    source_row("src", '{"filename":"/gone"}', b'{"position":1}', listed=False),
+    source_row("src", '{"filename":"/bad"}', b'{"position":{"nested":1}}'),  # Connect cannot read it: left out
+    source_row("src-own", '{"filename":"/both"}', b'{"position":1}', topic=WORKER_TOPIC),
+    source_row("src-own", '{"filename":"/both"}', b'{"position":2}', topic="own"),
+    source_row("src-own", '{"filename":"/worker-only"}', b'{"position":3}', topic=WORKER_TOPIC),
+    source_row("src-own", '{"filename":"/elsewhere"}', b'{"position":4}', topic="another-topic"),
+]
+SINK_ROWS = [
+    sink_row("connect-snk", "t", 2, 30),
+    sink_row("connect-snk", "t", 0, 10),
+    sink_row("connect-snk", "a", 1, 5),
+    sink_row("custom", "t", 0, 99),
+    sink_row("connect-snk-group", "t", 0, 1),
+]
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return load_settings(overrides={"offset.storage.topic": WORKER_TOPIC}, environ={})
+
+
+@pytest.fixture
+def admin(monkeypatch: pytest.MonkeyPatch) -> FakeAdmin:
+    fake = FakeAdmin(groups={"connect-snk", "custom"})
+    monkeypatch.setattr(api.resources, "create_admin", lambda _settings: fake)
+    return fake
+
+
+@pytest.fixture
+def writer() -> RecordingWriter:
+    return RecordingWriter()
+
+
+def make_client(settings: Settings, writer: RecordingWriter, tables: FakeTables | None = None) -> FlaskClient:
+    tables = tables or FakeTables(
+        {CONNECTORS.name: CONNECTORS_ROWS, SOURCE_OFFSETS.name: SOURCE_ROWS, SINK_OFFSETS.name: SINK_ROWS}
+    )
+    return create_app(settings, table_reader=tables, writer=writer).test_client()
+
+
+@pytest.fixture
+def client(settings: Settings, writer: RecordingWriter, admin: FakeAdmin) -> FlaskClient:
+    return make_client(settings, writer)
+
+
+def patch(client: FlaskClient, name: str, body: object) -> tuple[int, Any]:
+    data = body if isinstance(body, str | bytes) else json.dumps(body)
+    response = client.patch(f"/connectors/{name}/offsets", data=data, content_type="application/json")
+    return response.status_code, response.get_json()
+
+
+def error(status: int, message: str) -> dict[str, Any]:
+    return {"error_code": status, "message": message}
+
+
+# --- body problems (spec §7.2 tables): Connect's message, our 400 where Connect answers 500 -------------------------
+
+SOURCE_INVALID_BODIES = [
+    # (body, Connect's status, fragment of Connect's message)
+    ("[]", 500, "Cannot deserialize value"),
+    ("{}", 400, EMPTY),
+    ('{"key": []}', 500, "Unrecognized field"),
+    ('{"offsets": []}', 400, EMPTY),
+    ('{"offsets": {}}', 500, "Cannot deserialize value"),
+    ('{"offsets": [123]}', 500, "Cannot construct instance"),
+    ('{"offsets": [{"key": "val"}]}', 500, "Unrecognized field"),
+    ('{"offsets": [{"partition": []}]}', 500, "Cannot deserialize value"),
+    ('{"offsets": [null]}', 500, 'because "offset" is null'),
+    ('{"offsets": null}', 400, EMPTY),
+    ("null", 400, EMPTY),
+    ("", 400, EMPTY),
+]
+
+
+@pytest.mark.parametrize(("body", "connect_status", "fragment"), SOURCE_INVALID_BODIES)
+def test_invalid_bodies_source(client, writer, body, connect_status, fragment):
+    status, answer = patch(client, "src", body)
+    assert status == 400  # Connect: connect_status (Jackson's errors are 500s there; ours are 400s on purpose)
+    assert answer["error_code"] == 400
+    assert fragment in answer["message"]
+    assert writer.sends == []
+
+
+SINK_INVALID_BODIES = [
+    ({}, EMPTY),
+    ({"offsets": []}, EMPTY),
+    ({"offsets": [{}]}, "The partition for a sink connector offset cannot be null or missing"),
+    ({"offsets": [{"partition": None, "offset": None}]}, "The partition for a sink connector offset cannot be null"),
+    (
+        {"offsets": [{"partition": {}, "offset": None}]},
+        "The partition for a sink connector offset must contain the keys 'kafka_topic' and 'kafka_partition'",
+    ),
+    (
+        {"offsets": [{"partition": {"kafka_topic": "t", "kafka_partition": "not a number"}, "offset": None}]},
+        "Partition values for sink connectors need to be integers",
+    ),
+    (
+        {"offsets": [{"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {}}]},
+        "The offset for a sink connector should either be null or contain the key 'kafka_offset'",
+    ),
+    (
+        {"offsets": [{"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": "x"}}]},
+        "Offset values for sink connectors need to be integers",
+    ),
+    (
+        {"offsets": [{"partition": {"kafka_topic": None, "kafka_partition": 0}, "offset": None}]},
+        "Kafka topic names must be valid strings and may not be null",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "fragment"), SINK_INVALID_BODIES)
+def test_invalid_bodies_sink(client, admin, body, fragment):
+    status, answer = patch(client, "snk", body)
+    assert (status, answer["error_code"]) == (400, 400)
+    assert fragment in answer["message"]
+    assert admin.calls == []
+
+
+def test_invalid_json_is_a_400_saying_so(client):
+    status, answer = patch(client, "src", '{"offsets": [')
+    assert status == 400
+    assert answer["message"].startswith("Request body is not valid JSON")
+    status, answer = patch(client, "src", '{"offsets": [{"partition": {"a": NaN}, "offset": null}]}')
+    assert status == 400
+    assert "NaN" in answer["message"]
+
+
+# --- check order ----------------------------------------------------------------------------------------------------
+
+VALID_SOURCE_BODY = {"offsets": [{"partition": {"filename": "/tmp/in.txt"}, "offset": {"position": 5}}]}
+VALID_SINK_BODY = {
+    "offsets": [{"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": 5}}]
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "expected"),
+    [
+        # The empty-body 400 comes before the existence check, body-binding errors too.
+        ("nope", {}, error(400, EMPTY)),
+        ("nope", {"offsets": []}, error(400, EMPTY)),
+        ("nope", '{"offsets": {}}', None),
+        # Then 404 (a deleted connector is unknown), before the STOPPED check.
+        ("nope", {"offsets": [{"partition": {}, "offset": {}}]}, error(404, connector_not_found_message("nope"))),
+        ("src-deleted", VALID_SOURCE_BODY, error(404, connector_not_found_message("src-deleted"))),
+        # Then the STOPPED check, before any connector-type check.
+        ("src-running", VALID_SOURCE_BODY, error(400, not_stopped_message("src-running"))),
+        ("src-paused", VALID_SOURCE_BODY, error(400, not_stopped_message("src-paused"))),
+        ("src-stopping", VALID_SOURCE_BODY, error(400, not_stopped_message("src-stopping"))),
+        (
+            "src-running",
+            {"offsets": [{"partition": {"a": [1]}, "offset": None}]},
+            error(400, not_stopped_message("src-running")),
+        ),
+        ("snk-running", {"offsets": [{}]}, error(400, not_stopped_message("snk-running"))),
+    ],
+)
+def test_patch_check_order(client, writer, admin, name, body, expected):
+    status, answer = patch(client, name, body)
+    if expected is None:
+        assert status == 400 and "Cannot deserialize value" in answer["message"]
+    else:
+        assert (status, answer) == (expected["error_code"], expected)
+    assert writer.sends == [] and admin.calls == []
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("nope", error(404, connector_not_found_message("nope"))),
+        ("src-deleted", error(404, connector_not_found_message("src-deleted"))),
+        ("src-running", error(400, not_stopped_message("src-running"))),
+        ("src-paused", error(400, not_stopped_message("src-paused"))),
+        ("snk-running", error(400, not_stopped_message("snk-running"))),
+    ],
+)
+def test_delete_check_order(client, writer, admin, name, expected):
+    response = client.delete(f"/connectors/{name}/offsets")
+    assert (response.status_code, response.get_json()) == (expected["error_code"], expected)
+    assert writer.sends == [] and admin.calls == []
+
+
+def test_not_stopped_message_is_connects():
+    assert not_stopped_message("c") == (
+        "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the "
+        "specified connector by issuing a 'PUT' request to the '/connectors/c/stop' endpoint"
+    )
+
+
+# --- GET ------------------------------------------------------------------------------------------------------------
+
+
+def test_get_source_offsets(client):
+    response = client.get("/connectors/src/offsets")
+    assert response.status_code == 200
+    assert response.get_json() == {
+        "offsets": [
+            {"partition": {"a": "1", "b": "2"}, "offset": None},  # written as {"b","a"}: Connect's lookup misses
+            {"partition": {"a": "3", "b": "4"}, "offset": {"position": 8}},
+            {"partition": {"filename": "/tmp/in.txt"}, "offset": {"position": 42}},
+        ]
+    }
+    # Partition before offset, partition keys in HashMap order, compact Jackson bytes.
+    assert response.get_data().startswith(b'{"offsets":[{"partition":{"a":"1","b":"2"},"offset":null},')
+
+
+def test_get_source_offsets_with_a_connector_specific_topic(client):
+    """Partitions from both topics; values from the connector's topic only (4.3.1's ConnectorOffsetBackingStore)."""
+    response = client.get("/connectors/src-own/offsets")
+    assert response.get_json() == {
+        "offsets": [
+            {"partition": {"filename": "/both"}, "offset": {"position": 2}},
+            {"partition": {"filename": "/worker-only"}, "offset": None},
+        ]
+    }
+
+
+def test_get_sink_offsets(client):
+    response = client.get("/connectors/snk/offsets")
+    assert response.status_code == 200
+    assert response.get_data() == (
+        b'{"offsets":['
+        b'{"partition":{"kafka_partition":1,"kafka_topic":"a"},"offset":{"kafka_offset":5}},'
+        b'{"partition":{"kafka_partition":0,"kafka_topic":"t"},"offset":{"kafka_offset":10}},'
+        b'{"partition":{"kafka_partition":2,"kafka_topic":"t"},"offset":{"kafka_offset":30}}]}'
+    )
+
+
+def test_get_sink_offsets_of_an_overridden_group(client):
+    response = client.get("/connectors/snk-group/offsets")
+    assert response.get_json() == {
+        "offsets": [{"partition": {"kafka_partition": 0, "kafka_topic": "t"}, "offset": {"kafka_offset": 99}}]
+    }
+
+
+def test_get_works_while_running_and_without_offsets(client):
+    assert client.get("/connectors/src-running/offsets").get_json() == {"offsets": []}
+    assert client.get("/connectors/snk-running/offsets").get_json() == {"offsets": []}
+
+
+@pytest.mark.parametrize("name", ["nope", "src-deleted"])
+def test_get_unknown_connector(client, name):
+    response = client.get(f"/connectors/{name}/offsets")
+    assert (response.status_code, response.get_json()) == (404, error(404, f"Connector {name} not found"))
+
+
+def test_get_without_the_offsets_table_is_a_503(settings, writer, admin):
+    client = make_client(settings, writer, FakeTables({CONNECTORS.name: CONNECTORS_ROWS}))
+    assert client.get("/connectors/src/offsets").status_code == 503
+    assert client.get("/connectors/snk/offsets").status_code == 503
+
+
+# --- source PATCH / DELETE ------------------------------------------------------------------------------------------
+
+
+def test_patch_source_writes_connects_records(client, writer):
+    body = {
+        "offsets": [
+            {"partition": {"line": 1, "filename": "/f"}, "offset": {"position": 5}},
+            {"partition": {"filename": "/tmp/in.txt"}, "offset": None},
+            {"partition": {"filename": "/tmp/other"}, "offset": {"position": 0}},
+        ]
+    }
+    status, answer = patch(client, "src", body)
+    assert (status, answer) == (200, {"message": ALTERED_SHORT})
+    assert writer.sends == [
+        (
+            WORKER_TOPIC,
+            [
+                (b'["src",{"filename":"/f","line":1}]', b'{"position":5}'),  # HashMap order, as Connect writes
+                (b'["src",{"filename":"/tmp/in.txt"}]', None),
+                (b'["src",{"filename":"/tmp/other"}]', b'{"position":0}'),
+            ],
+        )
+    ]
+
+
+def test_patch_source_of_another_class_gets_the_long_message(client, writer):
+    body = {"offsets": [{"partition": {"any": 1}, "offset": {"whatever": [1]}}]}
+    status, answer = patch(client, "src-other", body)
+    assert (status, answer) == (
+        500,
+        error(500, "Offsets may only contain primitive types as values, but field whatever contains ARRAY"),
+    )
+    status, answer = patch(client, "src-other", {"offsets": [{"partition": {"any": 1}, "offset": {"n": 1.5}}]})
+    assert (status, answer) == (200, {"message": ALTERED_LONG})
+    assert writer.sends == [(WORKER_TOPIC, [(b'["src-other",{"any":1}]', b'{"n":1.5}')])]
+
+
+def test_patch_source_with_a_connector_specific_topic(client, writer):
+    body = {
+        "offsets": [
+            {"partition": {"filename": "/a"}, "offset": {"position": 1}},
+            {"partition": {"filename": "/b"}, "offset": None},
+        ]
+    }
+    status, answer = patch(client, "src-own", body)
+    assert (status, answer) == (200, {"message": ALTERED_SHORT})
+    a, b = b'["src-own",{"filename":"/a"}]', b'["src-own",{"filename":"/b"}]'
+    assert writer.sends == [
+        (WORKER_TOPIC, [(b, None)]),  # tombstones to the worker's topic first
+        ("own", [(a, b'{"position":1}'), (b, None)]),  # everything to the connector's topic
+        (WORKER_TOPIC, [(a, b'{"position":1}')]),  # then the regular offsets to the worker's topic
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "entry", "message"),
+    [
+        (
+            "src-nofile",
+            {"partition": {"filename": "/a"}, "offset": None},
+            "Offsets cannot be modified if the 'file' configuration is unspecified. This is because stdin is used "
+            "for input and offsets are not tracked.",
+        ),
+        (
+            "src-blankfile",
+            {"partition": {"filename": "/a"}, "offset": None},
+            "Offsets cannot be modified if the 'file' configuration is unspecified. This is because stdin is used "
+            "for input and offsets are not tracked.",
+        ),
+        (
+            "src",
+            {"partition": {"filename": "/a"}, "offset": {}},
+            "Offset objects should either be null or contain the key 'position'",
+        ),
+        (
+            "src",
+            {"partition": {"filename": "/a"}, "offset": {"position": "5"}},
+            "The value for the 'position' key in the offset is expected to be a Long value",
+        ),
+        (
+            "src",
+            {"partition": {"filename": "/a"}, "offset": {"position": 5.0}},
+            "The value for the 'position' key in the offset is expected to be a Long value",
+        ),
+        (
+            "src",
+            {"partition": {"filename": "/a"}, "offset": {"position": -1}},
+            "The value for the 'position' key in the offset should be a non-negative value",
+        ),
+        ("src", {"offset": {"position": 1}}, "Partition objects cannot be null"),
+        (
+            "src",
+            {"partition": {"file": "/a"}, "offset": {"position": 1}},
+            "Partition objects should contain the key 'filename'",
+        ),
+        (
+            "src",
+            {"partition": {"filename": {"x": 1}}, "offset": None},
+            "Offsets may only contain primitive types as values, but field filename contains MAP",
+        ),
+    ],
+)
+def test_patch_source_connector_checks_are_500s(client, writer, name, entry, message):
+    status, answer = patch(client, name, {"offsets": [entry]})
+    assert (status, answer) == (500, error(500, message))
+    assert writer.sends == []
+
+
+def test_patch_source_tolerates_a_tombstone_for_anything(client, writer):
+    status, answer = patch(client, "src", {"offsets": [{"offset": None}]})
+    assert (status, answer) == (200, {"message": ALTERED_SHORT})
+    assert writer.sends == [(WORKER_TOPIC, [(b'["src",null]', None)])]
+
+
+@pytest.mark.parametrize(
+    ("failure", "message"),
+    [
+        (KafkaWriteError("timed out after 30000 ms waiting for Kafka"), source_modify_timeout_message("src")),
+        (KafkaWriteError("write to topic 'connect-offsets' failed: boom"), source_modify_failed_message("src")),
+    ],
+)
+def test_source_write_failures(settings, admin, failure, message):
+    client = make_client(settings, RecordingWriter(fail=failure))
+    assert patch(client, "src", VALID_SOURCE_BODY) == (500, error(500, message))
+    response = client.delete("/connectors/src/offsets")
+    assert (response.status_code, response.get_json()) == (500, error(500, message))
+
+
+def test_secondary_write_failure_is_only_logged(settings, admin):
+    writer = RecordingWriter(fail=lambda topic: KafkaWriteError("boom") if topic == WORKER_TOPIC else None)
+    client = make_client(settings, writer)
+    status, answer = patch(client, "src-own", VALID_SOURCE_BODY)
+    assert (status, answer) == (200, {"message": ALTERED_SHORT})
+    assert [topic for topic, _ in writer.sends] == ["own"]
+
+
+def test_delete_source_tombstones_every_listed_partition(client, writer):
+    first = client.delete("/connectors/src/offsets")
+    assert (first.status_code, first.get_json()) == (200, {"message": RESET_SHORT})
+    assert writer.sends == [
+        (
+            WORKER_TOPIC,
+            [
+                # the HashMap-ordered key, as Connect writes it: the {"b","a"} record itself survives (spec §4.3)
+                (offset_key_bytes("src", {"a": "1", "b": "2"}), None),
+                (b'["src",{"a":"3","b":"4"}]', None),
+                (b'["src",{"filename":"/bad"}]', None),
+                (b'["src",{"filename":"/tmp/in.txt"}]', None),
+            ],
+        )
+    ]
+
+
+def test_delete_source_with_a_connector_specific_topic(client, writer):
+    response = client.delete("/connectors/src-own/offsets")
+    assert response.get_json() == {"message": RESET_SHORT}
+    keys = [b'["src-own",{"filename":"/both"}]', b'["src-own",{"filename":"/worker-only"}]']
+    assert writer.sends == [(WORKER_TOPIC, [(k, None) for k in keys]), ("own", [(k, None) for k in keys])]
+
+
+def test_delete_source_without_partitions_succeeds_without_writing(client, writer):
+    for _ in range(2):
+        response = client.delete("/connectors/src-other/offsets")
+        assert (response.status_code, response.get_json()) == (200, {"message": RESET_LONG})
+    assert writer.sends == []
+    response = client.delete("/connectors/src-nofile/offsets")  # FileStreamSource.alterOffsets still checks 'file'
+    assert response.status_code == 500
+    assert response.get_json()["message"].startswith("Offsets cannot be modified if the 'file' configuration")
+
+
+# --- sink PATCH / DELETE --------------------------------------------------------------------------------------------
+
+
+def test_patch_sink_alters_and_deletes(client, admin):
+    body = {
+        "offsets": [
+            {"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": None},
+            {"partition": {"kafka_topic": "t", "kafka_partition": "1"}, "offset": {"kafka_offset": 5}},
+            {"partition": {"kafka_topic": "t", "kafka_partition": 2}, "offset": {"kafka_offset": "5"}},
+        ]
+    }
+    status, answer = patch(client, "snk", body)
+    assert (status, answer) == (200, {"message": ALTERED_SHORT})
+    assert admin.calls == [
+        ("alter_group_offsets", "connect-snk", {("t", 1): 5, ("t", 2): 5}),
+        ("delete_group_offsets", "connect-snk", [("t", 0)]),
+    ]
+
+
+def test_patch_sink_of_another_class_and_group_override(client, admin):
+    assert patch(client, "snk-other", VALID_SINK_BODY) == (200, {"message": ALTERED_LONG})
+    assert patch(client, "snk-group", VALID_SINK_BODY) == (200, {"message": ALTERED_SHORT})
+    assert [call[1] for call in admin.calls] == ["connect-snk-other", "custom"]
+
+
+@pytest.mark.parametrize(
+    ("method", "failure", "message"),
+    [
+        ("alter_group_offsets", GroupNotEmptyError("members"), sink_alter_zombie_message("snk")),
+        ("alter_group_offsets", ConsumerGroupAdminTimeout("slow"), sink_alter_failed_message("snk")),
+        ("alter_group_offsets", ConsumerGroupAdminError("boom"), sink_alter_failed_message("snk")),
+    ],
+)
+def test_patch_sink_failures(client, admin, method, failure, message):
+    admin.errors[method] = failure
+    assert patch(client, "snk", VALID_SINK_BODY) == (500, error(500, message))
+
+
+def test_patch_sink_zombie_on_delete_offsets(client, admin):
+    admin.errors["delete_group_offsets"] = GroupNotEmptyError("subscribed")
+    body = {"offsets": [{"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": None}]}
+    assert patch(client, "snk", body) == (500, error(500, sink_alter_zombie_message("snk")))
+
+
+def test_zombie_messages_are_connects():
+    assert "zombie sink task" in sink_alter_zombie_message("s")
+    assert sink_reset_zombie_message("s").startswith("Failed to reset consumer group offsets for connector s either")
+    assert sink_alter_zombie_message("s").endswith(
+        "If the connector is in a stopped state, this operation can be safely retried. If it doesn't eventually "
+        "succeed, the Connect cluster may need to be restarted to get rid of the zombie sink tasks."
+    )
+
+
+def test_delete_sink_deletes_the_group_idempotently(client, admin):
+    for _ in range(2):
+        response = client.delete("/connectors/snk/offsets")
+        assert (response.status_code, response.get_json()) == (200, {"message": RESET_SHORT})
+    assert admin.calls == [
+        ("list_group_offsets", "connect-snk", None),
+        ("delete_group", "connect-snk", None),
+        ("list_group_offsets", "connect-snk", None),
+        ("delete_group", "connect-snk", None),
+    ]
+    assert client.delete("/connectors/snk-other/offsets").get_json() == {"message": RESET_LONG}
+
+
+@pytest.mark.parametrize(
+    ("method", "failure", "message"),
+    [
+        ("list_group_offsets", ConsumerGroupAdminTimeout("slow"), sink_list_failed_message("snk")),
+        ("delete_group", GroupNotEmptyError("members"), sink_reset_zombie_message("snk")),
+        ("delete_group", ConsumerGroupAdminError("boom"), sink_reset_failed_message("snk")),
+    ],
+)
+def test_delete_sink_failures(client, admin, method, failure, message):
+    admin.errors[method] = failure
+    response = client.delete("/connectors/snk/offsets")
+    assert (response.status_code, response.get_json()) == (500, error(500, message))
+
+
+# --- the real ConsumerGroupAdmin's error mapping, with a stubbed kafka-python client --------------------------------
+
+
+class StubKafkaAdmin:
+    def __init__(self, **answers: Any) -> None:
+        self.answers = answers
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        answer = self.answers[name]
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if isinstance(answer, BaseException):
+                raise answer
+            return answer(*args) if callable(answer) else answer
+
+        return call
+
+    def close(self) -> None:
+        pass
+
+
+def group_admin(settings: Settings, **answers: Any):
+    from connect_state.kafka_admin import ConsumerGroupAdmin
+
+    admin = ConsumerGroupAdmin(settings, timeout_ms=300)
+    admin._admin = StubKafkaAdmin(**answers)  # type: ignore[assignment]
+    return admin
+
+
+def test_group_admin_delete_group(settings):
+    assert group_admin(settings, delete_groups={"g": "OK"}).delete_group("g") is True
+    assert group_admin(settings, delete_groups={"g": "GroupIdNotFoundError"}).delete_group("g") is False
+    with pytest.raises(GroupNotEmptyError):
+        group_admin(settings, delete_groups={"g": "NonEmptyGroupError"}).delete_group("g")
+    with pytest.raises(ConsumerGroupAdminError):
+        group_admin(settings, delete_groups={"g": "GroupAuthorizationFailedError"}).delete_group("g")
+    with pytest.raises(ConsumerGroupAdminTimeout):  # retriable until the deadline
+        group_admin(settings, delete_groups=kafka_errors.CoordinatorNotAvailableError()).delete_group("g")
+
+
+def test_group_admin_offsets(settings):
+    from kafka import TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    listed = {"g": {TopicPartition("t", 0): OffsetAndMetadata(5, "", None)}}
+    assert group_admin(settings, list_group_offsets=listed).list_group_offsets("g") == {("t", 0): 5}
+    assert group_admin(settings, list_group_offsets=kafka_errors.GroupIdNotFoundError()).list_group_offsets("g") == {}
+    members = {TopicPartition("t", 0): kafka_errors.UnknownMemberIdError}
+    with pytest.raises(GroupNotEmptyError):
+        group_admin(settings, alter_group_offsets=members).alter_group_offsets("g", {("t", 0): 1})
+    subscribed = {TopicPartition("t", 0): kafka_errors.GroupSubscribedToTopicError}
+    with pytest.raises(GroupNotEmptyError):
+        group_admin(settings, delete_group_offsets=subscribed).delete_group_offsets("g", [("t", 0)])
+    ok = {TopicPartition("t", 0): kafka_errors.NoError}
+    group_admin(settings, alter_group_offsets=ok).alter_group_offsets("g", {("t", 0): 1})
+    with pytest.raises(ConsumerGroupAdminError):
+        group_admin(settings, delete_group_offsets=kafka_errors.GroupIdNotFoundError()).delete_group_offsets(
+            "g", [("t", 0)]
+        )
