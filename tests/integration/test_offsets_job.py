@@ -1,0 +1,303 @@
+"""KIP-875 offsets job against the real broker and Connect worker: our tables answer what Connect's
+``GET /connectors/<name>/offsets`` answers, for source connectors (worker and connector-specific offsets topics) and
+sink connectors (``__consumer_offsets``); malformed records are quarantined; a rebuild equals the incremental tables.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+from pyspark.sql import SparkSession
+
+from connect_state.config import Settings
+from connect_state.filestream import append_lines, file_sink_config, file_source_config
+from connect_state.formats.consumer_offsets import parse_consumer_offsets_record
+from connect_state.formats.jsonconv import java_string_hashcode
+from connect_state.formats.offsets import offset_key_bytes, sink_consumer_group
+from connect_state.partitioner import partition_for_key
+from connect_state.spark.delta_io import ensure_table
+from connect_state.tables import CONNECTORS, REJECTED_RECORDS, SINK_OFFSETS, SOURCE_OFFSETS
+from jobs import connector_states, offsets
+from tests.fixtures.spark import await_query
+from tests.integration.helpers import job_settings, unique
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+WAIT_S = 90.0
+OFFSETS_PARTITIONS = 25  # offset.storage.partitions default
+
+
+def canonical(entries: list[dict]) -> list[tuple[str, str]]:
+    """``{"partition":..,"offset":..}`` entries, order-insensitive."""
+    return sorted(
+        (json.dumps(e["partition"], sort_keys=True), json.dumps(e["offset"], sort_keys=True)) for e in entries
+    )
+
+
+def connect_offsets(connect, name: str) -> list[dict]:
+    status, body = connect.get(connect.connector_path(name, "offsets"))
+    assert status == 200, body
+    return body["offsets"]
+
+
+def table(spark: SparkSession, settings: Settings, name: str):
+    return spark.read.format("delta").load(str(settings.delta_root / name))
+
+
+def our_source_offsets(spark: SparkSession, settings: Settings, name: str, connector_topic: str | None) -> list[dict]:
+    """``GET /offsets`` of a source connector from ``source_offsets``, the way Connect computes it.
+
+    ``ConnectorOffsetBackingStore``: the partitions are the union of the listed maps of the worker's topic and the
+    connector's topic; the lookup (``HashMap`` of the worker store's answer, ``putAll`` of the connector store's,
+    nulls included) comes from the connector's topic when it has one. A row whose value is unreadable (offset NULL)
+    is left out; a missed lookup is ``"offset": null``.
+    """
+    topics = [settings.offset_storage_topic] + ([connector_topic] if connector_topic else [])
+    rows = table(spark, settings, SOURCE_OFFSETS.name).where(f"connector = '{name}'").collect()
+    rows = [r for r in rows if r.offsets_topic in topics]
+    lookup_topic = connector_topic or settings.offset_storage_topic
+    by_key = {bytes(r.key): r for r in rows if r.offsets_topic == lookup_topic}
+    partitions = {r.partition for r in rows if r.listed}
+    answer = []
+    for partition in partitions:
+        hit = by_key.get(offset_key_bytes(name, json.loads(partition)))
+        if hit is not None and hit.offset is None:
+            continue
+        answer.append({"partition": json.loads(partition), "offset": json.loads(hit.offset) if hit else None})
+    return answer
+
+
+def run_source(spark: SparkSession, settings: Settings) -> None:
+    await_query(offsets.start_source(spark, settings, available_now=True), 240)
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None]], partitions: int) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    try:
+        futures = [producer.send(topic, key=k, value=v, partition=partition_for_key(k, partitions)) for k, v in records]
+        producer.flush(30)
+        for future in futures:
+            future.get(timeout=30)
+    finally:
+        producer.close()
+
+
+def current_rows(spark: SparkSession, settings: Settings, name: str) -> list:
+    return sorted(table(spark, settings, name).drop("updated_at").collect())
+
+
+def test_source_offsets_match_connect(spark, connect, stack_settings, tmp_path):
+    settings = job_settings(stack_settings, tmp_path)
+    bootstrap = settings.bootstrap_servers
+    source, source_file = unique("offsets-source"), tmp_path / "in.txt"
+    append_lines(source_file, ["one", "two", "three"])
+    connect.create_connector(source, file_source_config(source, source_file, unique("offsets-lines")))
+    expected_position = source_file.stat().st_size
+    connect.wait_for(
+        lambda: any(e["offset"] == {"position": expected_position} for e in connect_offsets(connect, source)),
+        WAIT_S,
+        description=f"{source} offsets flushed",
+    )
+    # Records a worker ignores with a WARN, written where Connect's own records are.
+    malformed = [(b'["only-one-element"]', b'{"position":1}'), (b"not json", b'{"position":2}'), (b"[1,{}]", b"{}")]
+    produce(bootstrap, settings.offset_storage_topic, malformed, OFFSETS_PARTITIONS)
+
+    run_source(spark, settings)
+
+    assert canonical(our_source_offsets(spark, settings, source, None)) == canonical(connect_offsets(connect, source))
+    rejected = table(spark, settings, REJECTED_RECORDS.name).where(f"topic = '{settings.offset_storage_topic}'")
+    assert {(bytes(r.key), bytes(r.value)) for r in rejected.collect()} == set(malformed)
+    assert all(r.reason.startswith("Ignoring offset partition key") for r in rejected.collect())
+
+    # A second source connector with its own offsets topic: the connectors table names it, the next run of the
+    # checkpointed query subscribes to it as well and reads it from the start.
+    own, own_topic, own_file = unique("offsets-own"), unique("own-offsets"), tmp_path / "own.txt"
+    append_lines(own_file, ["a", "b"])
+    config = file_source_config(own, own_file, unique("offsets-lines"), **{"offsets.storage.topic": own_topic})
+    connect.create_connector(own, config)
+    own_position = own_file.stat().st_size
+    connect.wait_for(
+        lambda: any(e["offset"] == {"position": own_position} for e in connect_offsets(connect, own)),
+        WAIT_S,
+        description=f"{own} offsets flushed",
+    )
+    await_query(connector_states.start(spark, settings, available_now=True), 240)
+    assert offsets.source_topics(spark, settings) == sorted({settings.offset_storage_topic, own_topic})
+
+    run_source(spark, settings)
+
+    theirs = connect_offsets(connect, own)
+    assert canonical(our_source_offsets(spark, settings, own, own_topic)) == canonical(theirs)
+    own_rows = table(spark, settings, SOURCE_OFFSETS.name).where(f"offsets_topic = '{own_topic}'").collect()
+    assert {r.connector for r in own_rows} == {own} and all(r.listed for r in own_rows)
+    assert canonical(our_source_offsets(spark, settings, source, None)) == canonical(connect_offsets(connect, source))
+
+    # Rebuilt from the start of every topic (no checkpoint), the current table is the same.
+    before = current_rows(spark, settings, SOURCE_OFFSETS.name)
+    n_rejected = table(spark, settings, REJECTED_RECORDS.name).count()
+    shutil.rmtree(settings.checkpoint_path(offsets.SOURCE_JOB))
+    run_source(spark, settings)
+    assert current_rows(spark, settings, SOURCE_OFFSETS.name) == before
+    assert table(spark, settings, REJECTED_RECORDS.name).count() == n_rejected
+    connect.delete_connector(source)
+    connect.delete_connector(own)
+
+
+def create_topic(bootstrap: str, partitions: int) -> str:
+    name = unique("sink-input")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1)])
+    finally:
+        admin.close()
+    return name
+
+
+def consumer_offsets_records(bootstrap: str, group: str) -> list:
+    """The raw ``__consumer_offsets`` records of ``group`` (its partition: ``abs(hashCode) % 50``)."""
+    partition = TopicPartition("__consumer_offsets", abs(java_string_hashcode(group)) % 50)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        consumer.assign([partition])
+        consumer.seek_to_beginning(partition)
+        end = consumer.end_offsets([partition])[partition]
+        records, deadline = [], time.monotonic() + 60
+        while consumer.position(partition) < end:
+            assert time.monotonic() < deadline, "reading __consumer_offsets took over 60 s"
+            for batch in consumer.poll(timeout_ms=1000).values():
+                records.extend(batch)
+        return records
+    finally:
+        consumer.close()
+
+
+def our_sink_offsets(spark: SparkSession, settings: Settings, group: str) -> list[dict]:
+    rows = table(spark, settings, SINK_OFFSETS.name).where(f"group_id = '{group}'").collect()
+    return [
+        {"partition": {"kafka_partition": r.partition, "kafka_topic": r.topic}, "offset": {"kafka_offset": r.offset}}
+        for r in rows
+    ]
+
+
+def test_sink_offsets_match_connect(spark, connect, stack_settings, tmp_path):
+    settings = job_settings(stack_settings, tmp_path)
+    bootstrap = settings.bootstrap_servers
+    topic = create_topic(bootstrap, 3)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    for i in range(12):
+        producer.send(topic, value=f"line-{i}".encode(), partition=i % 3)
+    producer.flush(30)
+    producer.close()
+    sink = unique("offsets-sink")
+    connect.create_connector(sink, file_sink_config(sink, tmp_path / "out.txt", [topic]))
+    expected = [
+        {"partition": {"kafka_partition": p, "kafka_topic": topic}, "offset": {"kafka_offset": 4}} for p in range(3)
+    ]
+    connect.wait_for(
+        lambda: canonical(connect_offsets(connect, sink)) == canonical(expected),
+        WAIT_S,
+        description=f"{sink} committed all 12 records",
+    )
+
+    await_query(offsets.start_sink(spark, settings, available_now=True), 240)
+
+    group = sink_consumer_group(sink)
+    assert canonical(our_sink_offsets(spark, settings, group)) == canonical(connect_offsets(connect, sink))
+    # The broker's own bytes: every offset commit of the group parses, and the last ones are our rows.
+    latest = {}
+    for record in consumer_offsets_records(bootstrap, group):
+        parsed = parse_consumer_offsets_record(record.key, record.value)
+        if parsed.is_offset_commit and parsed.key.group == group:
+            latest[(parsed.key.topic, parsed.key.partition)] = parsed.value.offset if parsed.value else None
+    assert latest == {(topic, p): 4 for p in range(3)}
+
+    # Connect resets a stopped sink's offsets by deleting the group's offsets: tombstones, and our rows go.
+    assert connect.put(connect.connector_path(sink, "stop"))[0] == 204
+    connect.wait_for(
+        lambda: (
+            (connect.connector_status(sink) or {}).get("connector", {}).get("state") == "STOPPED"
+            and connect.connector_status(sink).get("tasks") == []
+        ),
+        WAIT_S,
+        description=f"{sink} stopped",
+    )
+    status, body = connect.request("DELETE", connect.connector_path(sink, "offsets"))
+    assert status == 200, body
+    assert connect_offsets(connect, sink) == []
+
+    await_query(offsets.start_sink(spark, settings, available_now=True), 240)
+
+    assert our_sink_offsets(spark, settings, group) == []
+    history = table(spark, settings, "sink_offsets_history").where(f"group_id = '{group}'")
+    assert {r.change for r in history.collect()} == {"set", "removed"}
+    connect.delete_connector(sink)
+
+
+def test_continuous_source_query_notices_a_new_offsets_topic(spark, kafka_broker, stack_settings, tmp_path):
+    """A running source query sees, after its next micro-batch, an ``offsets.storage.topic`` it does not read."""
+    bootstrap = stack_settings.bootstrap_servers
+    worker_topic = unique("offsets-topic")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(worker_topic, 2, 1, topic_configs={"cleanup.policy": "compact"})])
+    finally:
+        admin.close()
+    settings = job_settings(
+        stack_settings, tmp_path, **{"offset.storage.topic": worker_topic, "trigger.interval": "1 second"}
+    )
+    query = offsets.start_source(spark, settings)
+
+    def wait_until(condition, what: str) -> None:
+        deadline = time.monotonic() + 120
+        while not condition():
+            assert query.isActive, f"query ended: {query.exception()}"
+            assert time.monotonic() < deadline, f"{what} did not happen within 120 s"
+            time.sleep(0.5)
+
+    def ghosts() -> int:
+        return table(spark, settings, SOURCE_OFFSETS.name).where("connector LIKE 'ghost%'").count()
+
+    try:
+        produce(bootstrap, worker_topic, [(b'["ghost-1",{"f":"x"}]', b'{"p":1}')], 2)
+        wait_until(lambda: ghosts() == 1, "the first record's row")
+        assert offsets.source_topics_changed(query) == frozenset()
+        ensure_table(spark, settings.delta_root, CONNECTORS)
+        configs = [("late", json.dumps({"offsets.storage.topic": " late-offsets "})), ("plain", "{}")]
+        spark.createDataFrame(configs, "name STRING, config STRING").write.format("delta").mode("append").save(
+            str(settings.delta_root / CONNECTORS.name)
+        )
+        produce(bootstrap, worker_topic, [(b'["ghost-2",{"f":"x"}]', b'{"p":1}')], 2)
+        wait_until(lambda: offsets.source_topics_changed(query), "noticing the new topic")
+        assert offsets.source_topics_changed(query) == {"late-offsets"}
+        assert ghosts() == 2
+    finally:
+        offsets.stop_between_batches(query)
+    assert offsets.source_topics(spark, settings) == sorted({worker_topic, "late-offsets"})
+
+
+def test_both_queries_catch_up_together(spark, kafka_broker, stack_settings, tmp_path):
+    """What ``connect-state-offsets --available-now`` runs: both queries side by side, each to its own checkpoint."""
+    from kafka.structs import OffsetAndMetadata
+
+    settings = job_settings(stack_settings, tmp_path)
+    bootstrap = settings.bootstrap_servers
+    topic, group = create_topic(bootstrap, 1), unique("plain-group")
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    try:
+        consumer.commit({TopicPartition(topic, 0): OffsetAndMetadata(7, "meta", -1)})
+    finally:
+        consumer.close()
+    produce(bootstrap, settings.offset_storage_topic, [(b'["bad"]', b"{}")], OFFSETS_PARTITIONS)
+
+    assert offsets.run_offsets_queries(spark, settings, available_now=True) == 0
+
+    (row,) = table(spark, settings, SINK_OFFSETS.name).where(f"group_id = '{group}'").collect()
+    assert (row.topic, row.partition, row.offset, row.metadata) == (topic, 0, 7, "meta")
+    rejected = table(spark, settings, REJECTED_RECORDS.name).where(f"topic = '{settings.offset_storage_topic}'")
+    assert b'["bad"]' in {bytes(r.key) for r in rejected.collect()}
+    for job in (offsets.SOURCE_JOB, offsets.SINK_JOB):
+        assert (settings.checkpoint_path(job) / "commits").is_dir()
