@@ -26,7 +26,7 @@ def create_app(
     :class:`~connect_state.kafka_writer.InternalTopicWriter` on the first write and closes it in
     :func:`close_app` (or at exit); a ``writer`` passed in stays the caller's to close.
     """
-    from api import connectors, topics
+    from api import connectors, deletions, heartbeats, offsets, topics
 
     settings = settings if settings is not None else load_settings()
     app = Flask(__name__)
@@ -37,6 +37,9 @@ def create_app(
     register_error_handlers(app)
     app.register_blueprint(topics.bp)
     app.register_blueprint(connectors.bp)
+    app.register_blueprint(heartbeats.bp)
+    app.register_blueprint(deletions.bp)
+    app.register_blueprint(offsets.bp)
     return app
 
 

@@ -1,0 +1,462 @@
+"""KIP-910 idle detection: per connector, its state and the last offsets of its source partitions; which are due.
+
+Pure Python, no Spark: the heartbeats job calls :func:`step` once per connector and micro-batch from
+``applyInPandasWithState`` (data or a processing-time timeout), and the catch-up sweep calls :func:`is_due` on the
+rows of ``source_partition_activity``; tests call both with an injected ``now`` (epoch ms).
+
+**State** (:class:`HeartbeatState`): the connector's :class:`~connect_state.folds.connector_states.ConnectorState`
+folded from its config-topic and status-topic records by the connector-state fold, plus one
+:class:`PartitionActivity` per source partition that has an offset in the offsets topic: the partition and its last
+offset, when the offset last *moved* (the Kafka timestamp of the record that changed its value: a record repeating
+the same value does not move it), and when the last heartbeat was due. Offsets-topic records are applied as
+``KafkaOffsetBackingStore`` applies them, keyed by the exact bytes Connect looks partitions up with
+(:func:`~connect_state.formats.offsets.offset_key_bytes`): a value sets the offset, a tombstone removes the partition
+(as ``OffsetUtils.processPartitionKey`` does for ``connectorPartitions``). A value Connect cannot deserialize also
+removes it here (``OffsetStorageReaderImpl`` gives the task no offset for it). Records at or below the offset already
+applied for their offsets-topic partition are replays and are skipped.
+
+**Eligibility** (:func:`heartbeat_policy`), the first failing check is the ``reason``: the connector has a config
+(not deleted), is a source connector, its ``heartbeat.interval.ms`` (its own config, else connect-state's) is a valid
+integer > 0 (0 turns heartbeats off, as in the KIP), it has no connector-specific ``offsets.storage.topic`` (whose
+offsets would shadow ours), its effective target state is STARTED and its connector status is RUNNING.
+
+**Due** (:func:`due_at`): a partition is due at ``max(last_moved_at, last_heartbeat_at) + interval``: its offset has
+not moved, and no heartbeat was sent, for one interval. After a heartbeat the timer restarts, as the KIP's
+``currentTimeMs + heartbeatIntervalMs``. The job arms the group's processing-time timeout for the earliest due time
+of the connector's partitions (:attr:`StepResult.timeout_at`), only while the connector is eligible.
+
+Kafka timestamps are the worker's clock, ``now`` is ours: idle ages are clamped at 0 when the clocks disagree.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from connect_state.errors import RecordFormatError
+from connect_state.folds.connector_states import (
+    SOURCE,
+    ConnectorRecord,
+    ConnectorState,
+    fold_connector,
+    state_from_json,
+    state_to_json,
+)
+from connect_state.formats.offsets import (
+    offset_key_bytes,
+    parse_offset_key,
+    parse_offset_value,
+    serialize_offset_value,
+)
+
+__all__ = [
+    "INTERVAL_CONFIG",
+    "OFFSETS_TOPIC_CONFIG",
+    "TOPIC_CONFIG",
+    "DuePartition",
+    "HeartbeatDefaults",
+    "HeartbeatPolicy",
+    "HeartbeatState",
+    "OffsetRecord",
+    "PartitionActivity",
+    "StepResult",
+    "activity_rows",
+    "apply_offset_record",
+    "due_at",
+    "due_partitions",
+    "heartbeat_policy",
+    "heartbeat_state_from_json",
+    "heartbeat_state_to_json",
+    "idle_ms",
+    "is_due",
+    "parse_offset_record",
+    "step",
+]
+
+INTERVAL_CONFIG = "heartbeat.interval.ms"
+TOPIC_CONFIG = "heartbeat.records.topic"
+#: ``SourceConnectorConfig.OFFSETS_TOPIC_CONFIG``: a connector-specific offsets topic.
+OFFSETS_TOPIC_CONFIG = "offsets.storage.topic"
+STARTED = "STARTED"
+RUNNING = "RUNNING"
+_INT32_MAX = 2**31 - 1
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Policy: interval, topic, eligibility
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HeartbeatDefaults:
+    """connect-state's ``heartbeat.interval.ms`` and ``heartbeat.records.topic`` (a connector's config overrides)."""
+
+    interval_ms: int
+    records_topic: str
+
+
+@dataclass(frozen=True)
+class HeartbeatPolicy:
+    """What applies to a connector now: the effective interval (0 = off) and topic, and why it is not eligible."""
+
+    interval_ms: int
+    records_topic: str
+    reason: str | None
+
+    @property
+    def eligible(self) -> bool:
+        return self.reason is None
+
+
+def _override(config: Mapping[str, object] | None, key: str) -> object | None:
+    value = config.get(key) if config is not None else None
+    if isinstance(value, str) and not value.strip():
+        return None  # "If the value of this config is empty or is not specified" the global value applies
+    return value
+
+
+def _interval(config: Mapping[str, object] | None, defaults: HeartbeatDefaults) -> tuple[int, str | None]:
+    """The effective interval and, for a bad override, why it is refused (the KIP's type: int, >= 0 here)."""
+    value = _override(config, INTERVAL_CONFIG)
+    if value is None:
+        return defaults.interval_ms, None
+    try:
+        interval = int(value.strip()) if isinstance(value, str) else value if type(value) is int else None
+    except ValueError:
+        interval = None
+    if interval is None or not 0 <= interval <= _INT32_MAX:
+        return 0, f"invalid {INTERVAL_CONFIG} {value!r} in the connector config (expected an int >= 0)"
+    return interval, None
+
+
+def heartbeat_policy(connector: ConnectorState, defaults: HeartbeatDefaults) -> HeartbeatPolicy:
+    """The connector's effective interval and topic, and the first reason it gets no heartbeats (None: eligible)."""
+    config = connector.config
+    interval, bad_interval = _interval(config, defaults)
+    topic_override = _override(config, TOPIC_CONFIG)
+    topic = str(topic_override).strip() if topic_override is not None else defaults.records_topic
+    status = connector.connector_status
+    if config is None:
+        reason: str | None = "deleted" if connector.deleted else "no config"
+    elif connector.connector_type() != SOURCE:
+        reason = f"not a source connector ({connector.connector_type()})"
+    elif bad_interval is not None:
+        reason = bad_interval
+    elif interval == 0:
+        reason = f"heartbeats disabled ({INTERVAL_CONFIG}=0)"
+    elif _override(config, OFFSETS_TOPIC_CONFIG) is not None:
+        reason = f"connector-specific {OFFSETS_TOPIC_CONFIG} is not supported"
+    elif connector.effective_target_state != STARTED:
+        reason = f"target state {connector.effective_target_state}"
+    elif status is None:
+        reason = "no connector status"
+    elif status.state != RUNNING:
+        reason = f"connector status {status.state}"
+    else:
+        reason = None
+    return HeartbeatPolicy(interval, topic, reason)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Due computation (shared by the stateful fold and the catch-up sweep)
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def due_at(last_moved_at: int, last_heartbeat_at: int | None, interval_ms: int) -> int | None:
+    """When a partition is due: one interval after its offset last moved or its last heartbeat, whichever is later;
+    None when heartbeats are off (``interval_ms`` <= 0)."""
+    if interval_ms <= 0:
+        return None
+    last = last_moved_at if last_heartbeat_at is None else max(last_moved_at, last_heartbeat_at)
+    return last + interval_ms
+
+
+def is_due(last_moved_at: int, last_heartbeat_at: int | None, interval_ms: int, eligible: bool, now: int) -> bool:
+    """Whether a heartbeat is due at ``now`` (epoch ms) for a partition of an eligible connector."""
+    when = due_at(last_moved_at, last_heartbeat_at, interval_ms)
+    return eligible and when is not None and now >= when
+
+
+def idle_ms(last_moved_at: int, now: int) -> int:
+    """How long the offset has not moved (0 when the worker's clock is ahead of ours)."""
+    return max(now - last_moved_at, 0)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Offsets-topic records and partition state
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OffsetRecord:
+    """One offsets-topic record of a connector's source partition; ``offset`` None for a tombstone (or a value
+    Connect cannot read, see the module docstring)."""
+
+    connector: str
+    partition: dict[str, object] = field(hash=False)
+    offset: dict[str, object] | None = field(hash=False)
+    kafka_partition: int
+    kafka_offset: int
+    kafka_timestamp: int
+
+    @property
+    def key(self) -> bytes:
+        return offset_key_bytes(self.connector, self.partition)
+
+
+def parse_offset_record(
+    key: bytes | None, value: bytes | None, kafka_partition: int, kafka_offset: int, kafka_timestamp: int
+) -> OffsetRecord | None:
+    """An offsets-topic record as :class:`OffsetRecord`; None for ``[connector, null]`` (ignored silently by
+    Connect). Raises ``RecordFormatError`` for a key ``OffsetUtils.processPartitionKey`` ignores."""
+    parsed = parse_offset_key(key)
+    if parsed.partition is None:
+        return None
+    try:
+        offset = parse_offset_value(value)
+    except RecordFormatError:
+        offset = None
+    return OffsetRecord(parsed.connector, parsed.partition, offset, kafka_partition, kafka_offset, kafka_timestamp)
+
+
+@dataclass
+class PartitionActivity:
+    """A source partition's last offset, when it last moved and when its last heartbeat was due (epoch ms)."""
+
+    partition: dict[str, object]
+    offset: dict[str, object]
+    last_moved_at: int
+    last_heartbeat_at: int | None = None
+    kafka_partition: int | None = None
+    kafka_offset: int | None = None
+
+
+@dataclass
+class HeartbeatState:
+    """One connector's state in the heartbeats job. ``partitions`` is keyed by Connect's offsets-topic key bytes;
+    ``offsets_applied`` maps an offsets-topic partition to the last offset applied from it (replay guard)."""
+
+    connector: ConnectorState
+    partitions: dict[bytes, PartitionActivity] = field(default_factory=dict)
+    offsets_applied: dict[int, int] = field(default_factory=dict)
+
+    @classmethod
+    def new(cls, name: str) -> HeartbeatState:
+        return cls(ConnectorState(name))
+
+    @property
+    def name(self) -> str:
+        return self.connector.name
+
+
+def _same_offset(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
+    return serialize_offset_value(a) == serialize_offset_value(b)
+
+
+def apply_offset_record(state: HeartbeatState, record: OffsetRecord) -> bytes | None:
+    """Apply one offsets-topic record in place; return the key of a partition it removed, else None."""
+    if record.connector != state.name:
+        raise ValueError(f"an offset of connector {record.connector!r} folded into the state of {state.name!r}")
+    last = state.offsets_applied.get(record.kafka_partition)
+    if last is not None and record.kafka_offset <= last:
+        return None
+    state.offsets_applied[record.kafka_partition] = record.kafka_offset
+    key = record.key
+    current = state.partitions.get(key)
+    if record.offset is None:
+        return key if state.partitions.pop(key, None) is not None else None
+    if current is None:
+        state.partitions[key] = PartitionActivity(
+            dict(record.partition), dict(record.offset), record.kafka_timestamp, None,
+            record.kafka_partition, record.kafka_offset,
+        )  # fmt: skip
+        return None
+    if not _same_offset(current.offset, record.offset):
+        current.offset = dict(record.offset)
+        current.last_moved_at = record.kafka_timestamp
+    current.kafka_partition, current.kafka_offset = record.kafka_partition, record.kafka_offset
+    return None
+
+
+def _copy(state: HeartbeatState) -> HeartbeatState:
+    return HeartbeatState(
+        state.connector,
+        {key: replace(activity) for key, activity in state.partitions.items()},
+        dict(state.offsets_applied),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# One call of the stateful function
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DuePartition:
+    """A heartbeat to send now: everything the provider and the writer need."""
+
+    connector: str
+    connector_class: str | None
+    config: dict[str, object] = field(hash=False)
+    partition: dict[str, object] = field(hash=False)
+    key: bytes
+    offset: dict[str, object] = field(hash=False)
+    last_moved_at: int
+    idle_ms: int
+    interval_ms: int
+    records_topic: str
+    due_at: int
+    #: The offsets-topic record the offset was last read from (to check it has not moved since, before sending).
+    kafka_partition: int | None = None
+    kafka_offset: int | None = None
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """The new state, the heartbeats due now, the keys of partitions removed in this step, the connector's policy,
+    and when the group's timeout should fire next (epoch ms; None: no timeout)."""
+
+    state: HeartbeatState
+    due: list[DuePartition]
+    removed: list[bytes]
+    policy: HeartbeatPolicy
+    timeout_at: int | None
+
+
+def due_partitions(state: HeartbeatState, policy: HeartbeatPolicy, now: int) -> list[DuePartition]:
+    """The partitions due at ``now`` (none unless the connector is eligible), in key order."""
+    if not policy.eligible:
+        return []
+    due = []
+    for key, activity in sorted(state.partitions.items()):
+        when = due_at(activity.last_moved_at, activity.last_heartbeat_at, policy.interval_ms)
+        if when is not None and now >= when:
+            due.append(
+                DuePartition(
+                    state.name,
+                    state.connector.connector_class,
+                    dict(state.connector.config or {}),
+                    dict(activity.partition),
+                    key,
+                    dict(activity.offset),
+                    activity.last_moved_at,
+                    idle_ms(activity.last_moved_at, now),
+                    policy.interval_ms,
+                    policy.records_topic,
+                    when,
+                    activity.kafka_partition,
+                    activity.kafka_offset,
+                )
+            )
+    return due
+
+
+def _next_timeout(state: HeartbeatState, policy: HeartbeatPolicy) -> int | None:
+    if not policy.eligible:
+        return None
+    times = [
+        due_at(activity.last_moved_at, activity.last_heartbeat_at, policy.interval_ms)
+        for activity in state.partitions.values()
+    ]
+    pending = [t for t in times if t is not None]
+    return min(pending) if pending else None
+
+
+def step(
+    state: HeartbeatState,
+    connector_records: Iterable[ConnectorRecord],
+    offset_records: Iterable[OffsetRecord],
+    defaults: HeartbeatDefaults,
+    now: int,
+) -> StepResult:
+    """Fold the records (any order), find what is due at ``now``, mark those heartbeats sent at ``now``, and compute
+    the next timeout. ``state`` is not changed."""
+    new_state = _copy(state)
+    new_state.connector, _events = fold_connector(state.connector, connector_records)
+    removed = []
+    for record in sorted(offset_records, key=lambda r: (r.kafka_partition, r.kafka_offset)):
+        gone = apply_offset_record(new_state, record)
+        if gone is not None:
+            removed.append(gone)
+    policy = heartbeat_policy(new_state.connector, defaults)
+    due = due_partitions(new_state, policy, now)
+    for heartbeat in due:
+        new_state.partitions[heartbeat.key].last_heartbeat_at = now
+    removed = [key for key in dict.fromkeys(removed) if key not in new_state.partitions]
+    return StepResult(new_state, due, removed, policy, _next_timeout(new_state, policy))
+
+
+def activity_rows(state: HeartbeatState, policy: HeartbeatPolicy, now: int) -> list[dict[str, object]]:
+    """One ``source_partition_activity`` row per partition (timestamps as epoch ms, JSON as text)."""
+    config = (
+        json.dumps(state.connector.config, sort_keys=True, separators=(",", ":")) if state.connector.config else None
+    )
+    rows = []
+    for key, activity in sorted(state.partitions.items()):
+        rows.append(
+            {
+                "connector": state.name,
+                "partition": json.dumps(activity.partition, separators=(",", ":")),
+                "key": key,
+                "offset": json.dumps(activity.offset, separators=(",", ":")),
+                "connector_class": state.connector.connector_class,
+                "config": config,
+                "last_moved_at": activity.last_moved_at,
+                "last_heartbeat_at": activity.last_heartbeat_at,
+                "idle_ms": idle_ms(activity.last_moved_at, now),
+                "heartbeat_interval_ms": policy.interval_ms,
+                "heartbeat_topic": policy.records_topic,
+                "eligible": policy.eligible,
+                "reason": policy.reason,
+                "kafka_partition": activity.kafka_partition,
+                "kafka_offset": activity.kafka_offset,
+            }
+        )
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# State row (applyInPandasWithState keeps one string column)
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def heartbeat_state_to_json(state: HeartbeatState) -> str:
+    """The state as ASCII JSON (key bytes in base64)."""
+    partitions = [
+        {
+            "key": base64.b64encode(key).decode("ascii"),
+            "partition": activity.partition,
+            "offset": activity.offset,
+            "last_moved_at": activity.last_moved_at,
+            "last_heartbeat_at": activity.last_heartbeat_at,
+            "kafka_partition": activity.kafka_partition,
+            "kafka_offset": activity.kafka_offset,
+        }
+        for key, activity in sorted(state.partitions.items())
+    ]
+    fields = {
+        "connector": state_to_json(state.connector),
+        "partitions": partitions,
+        "offsets_applied": {str(p): o for p, o in sorted(state.offsets_applied.items())},
+    }
+    return json.dumps(fields, separators=(",", ":"))
+
+
+def heartbeat_state_from_json(text: str) -> HeartbeatState:
+    """Inverse of :func:`heartbeat_state_to_json`."""
+    fields = json.loads(text)
+    partitions = {
+        base64.b64decode(item["key"]): PartitionActivity(
+            item["partition"],
+            item["offset"],
+            item["last_moved_at"],
+            item["last_heartbeat_at"],
+            item["kafka_partition"],
+            item["kafka_offset"],
+        )
+        for item in fields["partitions"]
+    }
+    offsets_applied = {int(p): o for p, o in fields["offsets_applied"].items()}
+    return HeartbeatState(state_from_json(fields["connector"]), partitions, offsets_applied)

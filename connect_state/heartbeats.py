@@ -1,0 +1,229 @@
+"""KIP-910 heartbeats for idle source partitions: the provider interface and the heartbeat record format.
+
+KIP-910 proposed ``SourceTask.produceHeartbeatRecords()``: when a task's heartbeat timer expires (its offsets have not
+moved for ``heartbeat.interval.ms``), the framework (``AbstractWorkerSourceTask#execute``, before ``poll()``) asks the
+task for records, sends them to ``heartbeat.records.topic`` and commits their source offsets like those of any
+produced record. The default method returns an empty list. The KIP was never merged, so connect-state provides it
+from outside the workers: ``connect-state-heartbeats`` (jobs/heartbeats.py) finds idle source partitions in the
+offsets topic and calls a :class:`HeartbeatProvider` registered for the connector's class.
+
+**Providers.** A provider implements :meth:`HeartbeatProvider.produce_heartbeat_records` ``(connector, config,
+partition, last_offset) -> list[HeartbeatRecord]``; the base class returns ``[]`` exactly as the KIP's default
+method. Register one per connector class (the full ``connector.class``; its aliases, the simple name with or without
+``Connector``, match too):
+
+* in ``conf/``: ``heartbeat.providers=org.example.MySourceConnector=my_pkg.heartbeats:provider`` (comma-separated
+  ``<class>=<module:attribute>`` pairs), or
+* as a Python entry point of group ``connect_state.heartbeat_providers`` whose name is the connector class.
+
+The attribute may be a provider instance, a class with a no-argument constructor, or a plain function with the
+method's signature (:func:`as_provider`). A connector class without a provider gets the default (no records): the
+heartbeat still counts (the timer is reset and the ``heartbeats`` table says ``no_records``), as in the KIP.
+
+**When.** A partition is due when its connector is eligible (a source connector whose effective target state is
+STARTED and whose connector status is RUNNING, with ``heartbeat.interval.ms`` > 0) and neither its offset has moved
+nor a heartbeat was sent for the interval (:mod:`connect_state.folds.heartbeats`). ``heartbeat.interval.ms`` and
+``heartbeat.records.topic`` in the connector's own config override the connect-state settings of the same names.
+
+**Heartbeat record format** (what lands in the heartbeat topic):
+
+* **topic**: the connector's ``heartbeat.records.topic`` (default ``connect-heartbeats``), created if missing with the
+  broker's default partition count and replication factor;
+* **key** and **value**: what the provider returned, serialised by :func:`serialize_payload`: ``bytes`` as is, a
+  ``str`` as UTF-8, ``None`` as a null key or value, anything else as compact JSON (``json.dumps`` with
+  ``separators=(",", ":")``, non-ASCII written as is: the ``JsonConverter`` with ``schemas.enable=false``);
+* **partition**: a record with a key goes where Java's producer puts it (murmur2 of the key bytes); a null key leaves
+  the choice to the producer;
+* **headers**, in this order: ``connect.heartbeat.connector`` (the connector name, UTF-8),
+  ``connect.heartbeat.source.partition`` (the source partition as Connect's offsets-topic key writes it: JSON, keys
+  in Java ``HashMap`` order), then the provider's own headers (``str`` values as UTF-8; the two names above are
+  reserved).
+
+Example, the demo provider for the FileStream source (:mod:`connect_state.demo_heartbeats`)::
+
+    key     b'/var/demo/input.txt'
+    value   b'{"connector":"demo-source","filename":"/var/demo/input.txt","position":1234}'
+    headers connect.heartbeat.connector=b'demo-source',
+            connect.heartbeat.source.partition=b'{"filename":"/var/demo/input.txt"}'
+
+**Offsets.** A record whose ``source_offset`` is not None commits that offset once the record is acknowledged, as the
+framework does for a produced ``SourceRecord``: to the worker's offsets topic, under Connect's exact key bytes
+``[connector, partition]`` (:func:`~connect_state.formats.offsets.offset_key_bytes`) with the value
+``OffsetStorageWriter`` writes (:func:`~connect_state.formats.offsets.serialize_offset_value`), in the partition
+Java's producer picks. ``source_partition`` names another partition of the same connector (default: the idle one).
+Offsets must pass ``OffsetUtils.validateFormat`` (a map of primitive values). When several records of one heartbeat
+carry offsets for the same partition, the last one is committed (``OffsetStorageWriter`` keeps the latest).
+
+Pure standard library plus :mod:`connect_state.formats`: providers import only this module.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from connect_state.errors import RecordFormatError
+from connect_state.formats.offsets import serialize_offset_value, validate_offset_map
+
+__all__ = [
+    "CONNECTOR_HEADER",
+    "DEFAULT_PROVIDER",
+    "PARTITION_HEADER",
+    "RESERVED_HEADERS",
+    "HeartbeatProvider",
+    "HeartbeatRecord",
+    "HeartbeatRecordError",
+    "as_provider",
+    "connector_class_aliases",
+    "provider_for",
+    "record_headers",
+    "serialize_payload",
+]
+
+CONNECTOR_HEADER = "connect.heartbeat.connector"
+PARTITION_HEADER = "connect.heartbeat.source.partition"
+RESERVED_HEADERS = frozenset({CONNECTOR_HEADER, PARTITION_HEADER})
+
+Header = tuple[str, bytes | str | None]
+
+
+class HeartbeatRecordError(ValueError):
+    """A provider returned something that is not a valid heartbeat record (recorded as a failed heartbeat)."""
+
+
+@dataclass(frozen=True)
+class HeartbeatRecord:
+    """One record a provider asks to send to the heartbeat topic (the KIP's ``SourceRecord``).
+
+    ``key`` / ``value``: bytes, str, None or JSON-able values (see :func:`serialize_payload`). ``headers``: extra
+    ``(name, value)`` pairs. ``source_offset``: the offset to commit for ``source_partition`` (default: the idle
+    partition) once the record is acknowledged; None commits nothing.
+    """
+
+    key: Any = None
+    value: Any = None
+    headers: Sequence[Header] = ()
+    source_offset: Mapping[str, object] | None = field(default=None, hash=False)
+    source_partition: Mapping[str, object] | None = field(default=None, hash=False)
+
+    def validate(self) -> None:
+        """Raise :class:`HeartbeatRecordError` when the record cannot be sent or its offset could not be stored."""
+        for header in self.headers:
+            if not (isinstance(header, tuple) and len(header) == 2 and isinstance(header[0], str)):
+                raise HeartbeatRecordError(f"a header must be a (name, value) pair with a str name, got {header!r}")
+            if header[0] in RESERVED_HEADERS:
+                raise HeartbeatRecordError(f"header {header[0]!r} is reserved for the framework")
+            if header[1] is not None and not isinstance(header[1], bytes | str):
+                raise HeartbeatRecordError(f"header {header[0]!r}: value must be bytes, str or None")
+        try:
+            serialize_payload(self.key)
+            serialize_payload(self.value)
+        except (TypeError, ValueError) as err:
+            raise HeartbeatRecordError(f"key or value is not serialisable: {err}") from err
+        for what, value in (("source offset", self.source_offset), ("source partition", self.source_partition)):
+            if value is None:
+                continue
+            try:
+                validate_offset_map(value, "Offsets" if what == "source offset" else "Partitions")
+            except (RecordFormatError, TypeError) as err:
+                raise HeartbeatRecordError(f"{what}: {err}") from err
+
+
+def serialize_payload(payload: object) -> bytes | None:
+    """A heartbeat key or value as bytes: bytes as is, str as UTF-8, None as None, else compact JSON."""
+    if payload is None:
+        return None
+    if isinstance(payload, bytes | bytearray):
+        return bytes(payload)
+    if isinstance(payload, str):
+        return payload.encode("utf-8")
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def record_headers(
+    connector: str, partition: Mapping[str, object], record: HeartbeatRecord
+) -> list[tuple[str, bytes | None]]:
+    """The headers sent with ``record``: the connector, the source partition (as the offsets key writes it), then the
+    provider's own."""
+    partition_json = serialize_offset_value(partition)  # the map as the offsets key writes it: HashMap order
+    headers: list[tuple[str, bytes | None]] = [
+        (CONNECTOR_HEADER, connector.encode("utf-8")),
+        (PARTITION_HEADER, partition_json),
+    ]
+    for name, value in record.headers:
+        headers.append((name, value.encode("utf-8") if isinstance(value, str) else value))
+    return headers
+
+
+class HeartbeatProvider:
+    """Produces heartbeat records for the idle source partitions of one connector class (KIP-910).
+
+    Subclass and override :meth:`produce_heartbeat_records`. Called on the job's driver, once per idle partition and
+    interval; it should be quick and must not block for long (it holds up the job's micro-batch).
+    """
+
+    def produce_heartbeat_records(
+        self,
+        connector: str,
+        config: Mapping[str, object],
+        partition: Mapping[str, object],
+        last_offset: Mapping[str, object] | None,
+    ) -> list[HeartbeatRecord]:
+        """Records to send because ``partition`` of ``connector`` has been idle for the heartbeat interval.
+
+        ``config`` is the connector's config as the config topic holds it, ``last_offset`` the partition's last
+        committed offset. The default returns no records, as the KIP's default ``produceHeartbeatRecords``.
+        """
+        return []
+
+
+DEFAULT_PROVIDER = HeartbeatProvider()
+
+
+class _FunctionProvider(HeartbeatProvider):
+    def __init__(self, function: Callable[..., list[HeartbeatRecord]]) -> None:
+        self.function = function
+
+    def produce_heartbeat_records(
+        self,
+        connector: str,
+        config: Mapping[str, object],
+        partition: Mapping[str, object],
+        last_offset: Mapping[str, object] | None,
+    ) -> list[HeartbeatRecord]:
+        return self.function(connector, config, partition, last_offset)
+
+
+def as_provider(plugin: object) -> HeartbeatProvider:
+    """A loaded plugin as a provider: an object with ``produce_heartbeat_records``, a class to instantiate, or a
+    function with the method's signature."""
+    if isinstance(plugin, type):
+        plugin = plugin()
+    if callable(getattr(plugin, "produce_heartbeat_records", None)):
+        return plugin  # type: ignore[return-value]
+    if callable(plugin):
+        return _FunctionProvider(plugin)  # type: ignore[arg-type]
+    raise TypeError(f"{plugin!r} is not a heartbeat provider (no produce_heartbeat_records method, not callable)")
+
+
+def connector_class_aliases(class_name: str) -> tuple[str, ...]:
+    """``PluginUtils`` aliases: the class name, its simple name, and the simple name without ``Connector``."""
+    simple = class_name.rsplit(".", 1)[-1]
+    pruned = simple[: -len("Connector")] if simple.endswith("Connector") and simple != "Connector" else simple
+    return class_name, simple, pruned
+
+
+def provider_for(providers: Mapping[str, HeartbeatProvider], connector_class: str | None) -> HeartbeatProvider:
+    """The provider registered for ``connector_class`` (exactly, or through an alias of either side), else the
+    default provider (no records)."""
+    if connector_class is None:
+        return DEFAULT_PROVIDER
+    if connector_class in providers:
+        return providers[connector_class]
+    wanted = set(connector_class_aliases(connector_class))
+    for registered, provider in providers.items():
+        if connector_class in connector_class_aliases(registered) or registered in wanted:
+            return provider
+    return DEFAULT_PROVIDER
