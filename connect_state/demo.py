@@ -1,8 +1,14 @@
 """``make run``: the whole thing on the embedded default, until Ctrl-C.
 
 Starts the local broker and Connect worker, creates the demo FileStream connectors (a source writing a file into a
-topic, a sink writing that topic into another file), keeps appending lines to the source file, starts the jobs and
-the API as child processes, prints where everything is, and on Ctrl-C / SIGTERM stops it all in reverse order.
+topic, a sink writing that topic into another file, and a quiet source whose file never grows, for heartbeats and
+cleanup), keeps appending lines to the first source's file, starts the jobs and the API as child processes, prints
+where everything is, and on Ctrl-C / SIGTERM stops it all in reverse order.
+
+The demo turns on both operator features (:data:`DEMO_SETTINGS`, given to every child before the user's ``--set``
+flags, which win): the quiet source's config asks for KIP-910 heartbeats every 30 s (``heartbeat.interval.ms``) and
+for KIP-883 offset cleanup on deletion (``cleanup.offsets.on.delete``); the FileStream heartbeat provider and a
+logging deletion hook are registered.
 """
 
 from __future__ import annotations
@@ -24,9 +30,18 @@ from connect_state.local_stack import LocalStack
 
 DEMO_SOURCE = "demo-source"
 DEMO_SINK = "demo-sink"
+DEMO_QUIET_SOURCE = "demo-quiet-source"
 DEMO_TOPIC = "demo-lines"
+DEMO_QUIET_TOPIC = "demo-quiet-lines"
 FEED_INTERVAL_S = 5.0
-JOB_MODULES = ("jobs.active_topics", "jobs.connector_states")
+JOB_MODULES = ("jobs.active_topics", "jobs.connector_states", "jobs.offsets", "jobs.cleanup", "jobs.heartbeats")
+DEMO_SETTINGS = {
+    "heartbeat.providers": "org.apache.kafka.connect.file.FileStreamSourceConnector="
+    "connect_state.demo_heartbeats:provider",
+    "cleanup.hooks": "connect_state.demo_hooks:log_deletion",
+}
+# Per-connector overrides in the quiet source's own config (connect-state reads them from the config topic).
+QUIET_SOURCE_EXTRAS = {"heartbeat.interval.ms": "30000", "cleanup.offsets.on.delete": "true"}
 API_MODULE = "api.server"
 
 
@@ -44,8 +59,13 @@ def create_demo_connectors(connect: ConnectRestClient, demo_dir: Path) -> None:
     source_file.touch()
     connect.create_connector(DEMO_SOURCE, file_source_config(DEMO_SOURCE, source_file, DEMO_TOPIC))
     connect.create_connector(DEMO_SINK, file_sink_config(DEMO_SINK, demo_dir / "output.txt", [DEMO_TOPIC]))
-    connect.wait_until_running(DEMO_SOURCE)
-    connect.wait_until_running(DEMO_SINK)
+    quiet_file = demo_dir / "quiet.txt"
+    if not quiet_file.exists():
+        append_lines(quiet_file, ["a quiet file: its source gets heartbeats instead of data"])
+    quiet_config = {**file_source_config(DEMO_QUIET_SOURCE, quiet_file, DEMO_QUIET_TOPIC), **QUIET_SOURCE_EXTRAS}
+    connect.create_connector(DEMO_QUIET_SOURCE, quiet_config)
+    for name in (DEMO_SOURCE, DEMO_SINK, DEMO_QUIET_SOURCE):
+        connect.wait_until_running(name)
 
 
 def feed(source_file: Path, stop: threading.Event) -> None:
@@ -82,7 +102,7 @@ def banner(settings: Settings, stack: LocalStack, logs: Path) -> str:
             "",
             "connect-state demo is up:",
             f"  Kafka broker    {stack.bootstrap_servers}",
-            f"  Connect worker  {stack.connect_url}   (connectors: {DEMO_SOURCE}, {DEMO_SINK})",
+            f"  Connect worker  {stack.connect_url}   (connectors: {DEMO_SOURCE}, {DEMO_SINK}, {DEMO_QUIET_SOURCE})",
             f"  connect-state   {api}",
             f"  Delta tables    {settings.delta_root}",
             f"  logs            {logs}/ and {settings.local_data_dir}/",
@@ -91,6 +111,11 @@ def banner(settings: Settings, stack: LocalStack, logs: Path) -> str:
             f"  curl -s {api}/connectors/{DEMO_SINK}/topics",
             f"  curl -s {stack.connect_url}/connectors/{DEMO_SINK}/topics   # Connect's own answer",
             f"  curl -s -X PUT {api}/connectors/{DEMO_SINK}/topics/reset -w '%{{http_code}}\\n'",
+            f"  curl -s {api}/connectors/{DEMO_SOURCE}/offsets     # same as {stack.connect_url}/connectors/...",
+            f"  curl -s {api}/connectors/{DEMO_SINK}/offsets",
+            f"  curl -s {api}/connectors/{DEMO_QUIET_SOURCE}/heartbeats   # idle age, heartbeats (every 30 s)",
+            f"  curl -s -X DELETE {api}/connectors/{DEMO_QUIET_SOURCE} -w '%{{http_code}}\\n'   # then:",
+            f"  curl -s {api}/connectors/{DEMO_QUIET_SOURCE}/deletions    # cleanup steps and the demo hook",
             "",
             "Press Ctrl-C to stop everything.",
         ]
@@ -102,8 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     add_config_arguments(parser)
     args = parser.parse_args(argv)
     settings = settings_from_args(args)
+    demo_overrides = [f"{key}={value}" for key, value in DEMO_SETTINGS.items()]
     passthrough = (["--conf-file", args.conf_file] if args.conf_file else []) + [
-        item for override in args.overrides for item in ("--set", override)
+        item for override in (*demo_overrides, *args.overrides) for item in ("--set", override)
     ]
     var = settings.local_data_dir.parent
     logs, demo_dir = var / "logs", var / "demo"
