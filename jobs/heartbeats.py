@@ -32,7 +32,6 @@ Records a worker would discard are skipped here; the connector-states and offset
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import time
@@ -46,7 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
-from connect_state.config import Settings, add_config_arguments, settings_from_args
+from connect_state.config import Settings
 from connect_state.errors import RecordFormatError
 from connect_state.folds.connector_states import ConnectorRecord
 from connect_state.folds.heartbeats import (
@@ -73,7 +72,13 @@ from connect_state.heartbeats import HeartbeatProvider, as_provider
 from connect_state.kafka_writer import InternalTopicWriter
 from connect_state.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
 from connect_state.spark.delta_io import append_once, delta_transaction, ensure_table
-from connect_state.spark.foldjob import FoldWriter, classify_records, pandas_frame, start_fold_query
+from connect_state.spark.foldjob import (
+    FoldWriter,
+    classify_records,
+    pandas_frame,
+    parse_job_arguments,
+    start_fold_query,
+)
 from connect_state.spark.kafka_source import read_internal_topic
 from connect_state.spark.session import build_session
 from connect_state.spark.streaming import run_query
@@ -510,15 +515,9 @@ def run_catch_up(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="connect-state-heartbeats", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--available-now", action="store_true", help="catch up with the topics, sweep idle partitions, then stop"
+    args, settings = parse_job_arguments(
+        JOB_NAME, __doc__.split("\n\n")[0], argv, "catch up with the topics, sweep idle partitions, then stop"
     )
-    parser.add_argument("--max-offsets-per-trigger", type=int, help="bound the records read per micro-batch")
-    add_config_arguments(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    settings = settings_from_args(args)
     load_providers(settings)  # fail early on a bad heartbeat.providers
     spark = build_session(f"connect-state-{JOB_NAME}", settings.spark_master)
     if args.available_now:

@@ -34,7 +34,6 @@ the stream captures the setting at start, and the session's previous value is re
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import signal
@@ -50,7 +49,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
-from connect_state.config import Settings, add_config_arguments, settings_from_args
+from connect_state.config import Settings
 from connect_state.errors import RecordFormatError
 from connect_state.folds import sink_offsets as sink_fold
 from connect_state.folds import source_offsets as source_fold
@@ -63,6 +62,7 @@ from connect_state.spark.foldjob import (
     FoldWriter,
     classify_records,
     pandas_frame,
+    parse_job_arguments,
     start_fold_query,
 )
 from connect_state.spark.kafka_source import read_internal_topic
@@ -659,15 +659,7 @@ def run_offsets_queries(
 
 def main(argv: list[str] | None = None) -> int:
     """The console script ``connect-state-offsets``."""
-    parser = argparse.ArgumentParser(prog="connect-state-offsets", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--available-now", action="store_true", help="catch up with the topics, then stop (for scheduled runs)"
-    )
-    parser.add_argument("--max-offsets-per-trigger", type=int, help="bound the records read per micro-batch")
-    add_config_arguments(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    settings = settings_from_args(args)
+    args, settings = parse_job_arguments("offsets", __doc__.split("\n\n")[0], argv)
     spark = build_session("connect-state-offsets", settings.spark_master)
     return run_offsets_queries(spark, settings, args.available_now, args.max_offsets_per_trigger)
 

@@ -28,13 +28,12 @@ from __future__ import annotations
 import base64
 import heapq
 import json
-import math
-import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
+from connect_state.formats.javalang import java_equality_key
 from connect_state.formats.offsets import parse_offset_key, parse_offset_value
 
 SET = "set"
@@ -43,25 +42,6 @@ REMOVED = "removed"
 UPSERT = "upsert"
 DELETE = "delete"
 LISTED = "listed"
-
-
-def java_equality_key(value: object) -> object:
-    """A hashable stand-in for ``equals``/``hashCode`` of a value ``JsonConverter`` read: maps compare unordered,
-    lists in order; ``1`` (Long), ``1.0`` (Double) and ``true`` differ; doubles compare by bits (``0.0 != -0.0``).
-    """
-    if value is None or isinstance(value, str):
-        return ("v", value)
-    if isinstance(value, bool):
-        return ("bool", value)
-    if isinstance(value, int):
-        return ("int", value)
-    if isinstance(value, float):
-        return ("double", b"nan" if math.isnan(value) else struct.pack(">d", value))
-    if isinstance(value, Mapping):
-        return ("map", frozenset((name, java_equality_key(item)) for name, item in value.items()))
-    if isinstance(value, (list, tuple)):
-        return ("list", tuple(java_equality_key(item) for item in value))
-    raise TypeError(f"not a value JsonConverter reads: {type(value).__name__}")
 
 
 def partition_identity(partition: Mapping[str, object]) -> str:

@@ -6,7 +6,10 @@ Pure standard library.
 
 from __future__ import annotations
 
+import math
+import struct
 import unicodedata
+from collections.abc import Mapping
 
 __all__ = [
     "INT32_MAX",
@@ -135,3 +138,22 @@ def java_split_dash(text: str) -> list[str]:
     while parts and parts[-1] == "":
         parts.pop()
     return parts
+
+
+def java_equality_key(value: object) -> object:
+    """A hashable stand-in for ``equals``/``hashCode`` of a value ``JsonConverter`` read: maps compare unordered,
+    lists in order; ``1`` (Long), ``1.0`` (Double) and ``true`` differ; doubles compare by bits (``0.0 != -0.0``).
+    """
+    if value is None or isinstance(value, str):
+        return ("v", value)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int):
+        return ("int", value)
+    if isinstance(value, float):
+        return ("double", b"nan" if math.isnan(value) else struct.pack(">d", value))
+    if isinstance(value, Mapping):
+        return ("map", frozenset((name, java_equality_key(item)) for name, item in value.items()))
+    if isinstance(value, (list, tuple)):
+        return ("list", tuple(java_equality_key(item) for item in value))
+    raise TypeError(f"not a value JsonConverter reads: {type(value).__name__}")

@@ -30,15 +30,21 @@ Pure standard library.
 
 from __future__ import annotations
 
-import math
-import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
-from connect_state.formats.javalang import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, java_class_name, java_parse_int
+from connect_state.formats.javalang import (
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    java_class_name,
+    java_equality_key,
+    java_parse_int,
+)
 from connect_state.formats.javalang import java_parse_long as java_parse_long  # re-export
 
 __all__ = [
@@ -389,28 +395,10 @@ def _read_bean(
     return value
 
 
-def _java_equality_key(value: object) -> object:
-    """A hashable stand-in for Java's ``equals`` on values Jackson read: ``1``, ``1.0`` and ``true`` all differ, and
-    so do ``0.0`` and ``-0.0`` (``Double.equals`` compares bits). Map keys are unordered, list items ordered.
-    """
-    if value is None or isinstance(value, str):
-        return ("v", value)
-    if isinstance(value, bool):
-        return ("bool", value)
-    if isinstance(value, int):
-        return ("int", value)
-    if isinstance(value, float):
-        return ("double", struct.pack(">d", value) if not math.isnan(value) else b"nan")
-    if isinstance(value, dict):
-        return ("map", frozenset((name, _java_equality_key(item)) for name, item in value.items()))
-    assert isinstance(value, list)
-    return ("list", tuple(_java_equality_key(item) for item in value))
-
-
 def map_identity(value: dict[str, object] | None) -> object:
     """A hashable key equal for two partition (or offset) maps exactly when Java's ``Map.equals`` says so: what
     Connect's ``HashSet`` of ``connectorPartitions`` and the ``HashMap`` of ``ConnectorOffsets.toMap`` dedupe by."""
-    return _java_equality_key(value)
+    return java_equality_key(value)
 
 
 def parse_offsets_request(body: object) -> list[OffsetPair]:
@@ -443,7 +431,7 @@ def parse_offsets_request(body: object) -> list[OffsetPair]:
         assert isinstance(entry, dict)
         partition, offset = entry.get("partition"), entry.get("offset")
         assert (partition is None or isinstance(partition, dict)) and (offset is None or isinstance(offset, dict))
-        identity = _java_equality_key(partition)
+        identity = java_equality_key(partition)
         pairs[identity] = (pairs[identity][0] if identity in pairs else partition, offset)
     return list(pairs.values())
 

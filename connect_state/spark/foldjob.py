@@ -174,6 +174,23 @@ def start_fold_query(
     return stream.trigger(**trigger).start()
 
 
+def parse_job_arguments(
+    job_name: str,
+    description: str,
+    argv: list[str] | None = None,
+    available_now_help: str = "catch up with the topics, then stop (for scheduled runs)",
+) -> tuple[argparse.Namespace, Settings]:
+    """The flags every streaming job takes (``--available-now``, ``--max-offsets-per-trigger``, ``--conf-file``,
+    ``--set``), parsed; logging set up; the settings loaded."""
+    parser = argparse.ArgumentParser(prog=f"connect-state-{job_name.replace('_', '-')}", description=description)
+    parser.add_argument("--available-now", action="store_true", help=available_now_help)
+    parser.add_argument("--max-offsets-per-trigger", type=int, help="bound the records read per micro-batch")
+    add_config_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return args, settings_from_args(args)
+
+
 def job_main(
     job_name: str,
     description: str,
@@ -181,14 +198,6 @@ def job_main(
     argv: list[str] | None = None,
 ) -> int:
     """The console script of a fold job: ``--available-now``, ``--max-offsets-per-trigger`` and the config flags."""
-    parser = argparse.ArgumentParser(prog=f"connect-state-{job_name.replace('_', '-')}", description=description)
-    parser.add_argument(
-        "--available-now", action="store_true", help="catch up with the topics, then stop (for scheduled runs)"
-    )
-    parser.add_argument("--max-offsets-per-trigger", type=int, help="bound the records read per micro-batch")
-    add_config_arguments(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    settings = settings_from_args(args)
+    args, settings = parse_job_arguments(job_name, description, argv)
     spark = build_session(f"connect-state-{job_name}", settings.spark_master)
     return run_query(start(spark, settings, args.available_now, args.max_offsets_per_trigger))
