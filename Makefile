@@ -74,6 +74,7 @@ format: venv
 
 bench: setup
 	$(PY) bench/active_topics.py
+	$(PY) bench/offsets.py
 
 clean:
 	rm -rf var spark-warehouse

@@ -23,31 +23,17 @@ free loopback ports with its data in the work directory, and stopped at the end,
 from __future__ import annotations
 
 import argparse
-import contextlib
-import logging
-import os
-import platform
 import random
-import shutil
-import signal
 import statistics
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
-from typing import Any
 
-import pyspark
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
 from pyspark.sql import SparkSession
-from pyspark.sql.utils import StreamingQueryException
 
-from connect_state.config import Settings, add_config_arguments, settings_from_args
+from connect_state.config import Settings, add_config_arguments
 from connect_state.formats.status import (
     Status,
     TopicStatus,
@@ -57,39 +43,33 @@ from connect_state.formats.status import (
     task_status_key,
     topic_status_key,
 )
-from connect_state.kafka_writer import kafka_python_config
-from connect_state.local_stack import KafkaBroker, free_ports, prepare_data_dir
-from connect_state.partitioner import partition_for_key
 from connect_state.spark.foldjob import classify_records
 from connect_state.spark.kafka_source import read_topic_batch
-from connect_state.spark.session import build_session
 from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS
 from jobs import active_topics as job
+
+if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (
+    BenchError,
+    JobRun,
+    bench_main,
+    bench_session,
+    load_average,
+    machine_lines,
+    prepare_topic,
+    progress_lines,
+    rate,
+    time_raw_read,
+)
+from bench.common import run_job as common_run_job
 
 PARTITIONS = 5
 """Connect's default partition count for ``connect-status``."""
 BASE_TIMESTAMP_MS = 1_700_000_000_000
 TASKS_PER_CONNECTOR = 4
-KAFKA_TIMEOUT_S = 60.0
-BROKER_START_TIMEOUT_S = 120.0
-
-# The tests' SparkSession settings (tests/fixtures/spark.py TEST_CONF) without the C1-only JIT and serial GC flags:
-# the benchmark runs the JVM as production does.
-BENCH_SPARK_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
-    "spark.driver.memory": "2g",
-    "spark.databricks.delta.snapshotPartitions": "2",
-}
-
-Record = tuple[bytes, bytes | None]
-
-log = logging.getLogger("bench.active_topics")
-
-
-class BenchError(Exception):
-    """The benchmark could not measure, or the job's result is wrong."""
+START_WHAT = "creating the tables, emptying active_topics, starting the query"
 
 
 # --- the workload ---------------------------------------------------------------------------------------------------
@@ -99,7 +79,7 @@ class BenchError(Exception):
 class Workload:
     """The records to write, and what the job must produce from them (computed with the fold's rules)."""
 
-    records: list[Record] = field(default_factory=list)
+    records: list[tuple[bytes, bytes | None]] = field(default_factory=list)
     topic_statuses: int = 0
     tombstones: int = 0
     other_statuses: int = 0
@@ -156,156 +136,12 @@ def generate_workload(
     return work
 
 
-# --- Kafka: topic, fill, end offsets ---------------------------------------------------------------------------------
+# --- Kafka and Spark ------------------------------------------------------------------------------------------------
 
 
-def client_config(settings: Settings, defaults: dict[str, Any]) -> dict[str, Any]:
-    """``bootstrap.servers`` and ``kafka.client.properties`` as kafka-python keyword arguments."""
-    return kafka_python_config(settings.kafka_client_config(), defaults, warn=False)
-
-
-def create_topic(settings: Settings, name: str, replication_factor: int) -> None:
-    """A compacted topic like ``connect-status`` (5 partitions); compaction is held off for the run's duration so
-    that every record written is read back."""
-    admin = KafkaAdminClient(**client_config(settings, KafkaAdminClient.DEFAULT_CONFIG))
-    try:
-        configs = {"cleanup.policy": "compact", "min.compaction.lag.ms": str(24 * 3600 * 1000)}
-        admin.create_topics([NewTopic(name, PARTITIONS, replication_factor, topic_configs=configs)], timeout_ms=30_000)
-        deadline = time.monotonic() + KAFKA_TIMEOUT_S
-        while not _topic_ready(admin, name):
-            if time.monotonic() > deadline:
-                raise BenchError(f"topic {name} has no leader for all {PARTITIONS} partitions after {KAFKA_TIMEOUT_S}s")
-            time.sleep(0.2)
-    finally:
-        admin.close()
-
-
-def _topic_ready(admin: KafkaAdminClient, name: str) -> bool:
-    """True when the topic's metadata lists every partition with a leader."""
-    try:
-        (description,) = admin.describe_topics([name])
-    except Exception as err:  # retriable metadata errors while the topic is being created
-        log.debug("describe_topics(%s): %s", name, err)
-        return False
-    partitions = description.get("partitions") or []
-    return (
-        description.get("error_code") == 0
-        and len(partitions) == PARTITIONS
-        and all(p.get("error_code") == 0 and p.get("leader_id", -1) >= 0 for p in partitions)
-    )
-
-
-def delete_topics(settings: Settings, names: Sequence[str]) -> None:
-    """Remove the benchmark's topics from a broker we did not start (best effort)."""
-    admin = KafkaAdminClient(**client_config(settings, KafkaAdminClient.DEFAULT_CONFIG))
-    try:
-        admin.delete_topics(list(names), timeout_ms=30_000)
-    except Exception as err:
-        print(f"note: could not delete topics {', '.join(names)}: {err}", file=sys.stderr)
-    finally:
-        admin.close()
-
-
-def fill_topic(settings: Settings, topic: str, records: Sequence[Record]) -> float:
-    """Write ``records`` in order, each to the Java producer's partition for its key; return the seconds taken.
-
-    Large batches, no compression, ``acks=1``; no retries and no idempotence, so nothing can be reordered: a record
-    that fails fails the benchmark.
-    """
-    config = client_config(settings, KafkaProducer.DEFAULT_CONFIG)
-    config.update(
-        acks=1,
-        enable_idempotence=False,
-        retries=0,
-        linger_ms=50,
-        batch_size=512 * 1024,
-        compression_type=None,
-        allow_auto_create_topics=False,
-    )
-    partitions: dict[bytes, int] = {}
-    started = time.perf_counter()
-    producer = KafkaProducer(**config)
-    try:
-        futures = []
-        for key, value in records:
-            partition = partitions.get(key)
-            if partition is None:
-                partition = partitions[key] = partition_for_key(key, PARTITIONS)
-            futures.append(producer.send(topic, key=key, value=value, partition=partition))
-        producer.flush(timeout=KAFKA_TIMEOUT_S)
-        failed = [f for f in futures if not f.is_done or f.failed()]
-        if failed:
-            first = failed[0].exception if failed[0].is_done else "not acknowledged in time"
-            raise BenchError(f"{len(failed)} of {len(futures)} records were not written to {topic}: {first}")
-    finally:
-        producer.close(timeout=KAFKA_TIMEOUT_S)
-    return time.perf_counter() - started
-
-
-def end_offsets_total(settings: Settings, topic: str) -> int:
-    """The sum of the topic's end offsets (records written, as the topic is new)."""
-    consumer = KafkaConsumer(**client_config(settings, KafkaConsumer.DEFAULT_CONFIG), enable_auto_commit=False)
-    try:
-        offsets = consumer.end_offsets([TopicPartition(topic, p) for p in range(PARTITIONS)])
-        return sum(offsets.values())
-    finally:
-        consumer.close()
-
-
-def prepare_topic(settings: Settings, name: str, work: Workload, replication_factor: int) -> float:
-    """Create and fill the topic, check it holds every record; return the fill time in seconds."""
-    create_topic(settings, name, replication_factor)
-    seconds = fill_topic(settings, name, work.records)
-    total = end_offsets_total(settings, name)
-    if total != len(work.records):
-        raise BenchError(f"topic {name} ends at {total} records in total, expected {len(work.records)}")
-    return seconds
-
-
-@contextlib.contextmanager
-def kafka_cluster(settings: Settings, bootstrap_servers: str | None, work_dir: Path) -> Iterator[Settings]:
-    """The given cluster, or a temporary broker on free loopback ports (always stopped on the way out)."""
-    if bootstrap_servers:
-        yield settings.with_overrides(**{"bootstrap.servers": bootstrap_servers})
-        return
-    broker_port, controller_port = free_ports(2)
-    data_dir = work_dir / "local"
-    prepare_data_dir(data_dir)
-    broker = KafkaBroker(
-        settings,
-        port=broker_port,
-        controller_port=controller_port,
-        data_dir=data_dir / "broker",
-        start_timeout=BROKER_START_TIMEOUT_S,
-    )
-    print(f"starting a temporary broker on {broker.bootstrap_servers} (data in {data_dir})", flush=True)
-    try:
-        broker.start()
-        yield settings.with_overrides(**{"bootstrap.servers": broker.bootstrap_servers})
-    finally:
-        broker.stop()
-
-
-# --- Spark: session, the two measurements ----------------------------------------------------------------------------
-
-
-def bench_session(work_dir: Path, master: str) -> SparkSession:
-    """The one SparkSession of the run: the tests' settings with the production JIT, scratch space in ``work_dir``."""
-    conf = {
-        **BENCH_SPARK_CONF,
-        "spark.sql.warehouse.dir": str(work_dir / "spark-warehouse"),
-        "spark.local.dir": str(work_dir / "spark-local"),
-    }
-    spark = build_session("connect-state-bench-active-topics", master, conf)
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
-def time_raw_read(spark: SparkSession, settings: Settings, topic: str) -> tuple[int, float]:
-    """(a): a raw batch read of the whole topic to a count; returns (records, seconds)."""
-    started = time.perf_counter()
-    count = read_topic_batch(spark, settings, topic).count()
-    return count, time.perf_counter() - started
+def prepare_workload_topic(settings: Settings, name: str, work: Workload, replication_factor: int) -> float:
+    """Create and fill a 5-partition topic with the workload; return the fill time in seconds."""
+    return prepare_topic(settings, name, work.records, PARTITIONS, replication_factor)
 
 
 def time_parse(spark: SparkSession, settings: Settings, topic: str) -> tuple[int, float]:
@@ -315,86 +151,26 @@ def time_parse(spark: SparkSession, settings: Settings, topic: str) -> tuple[int
     return count, time.perf_counter() - started
 
 
-@dataclass
-class WriterTimes:
-    """Seconds spent in the job's ``foreachBatch`` writer, by part (summed over micro-batches)."""
-
-    total: float = 0.0
-    parts: dict[str, float] = field(default_factory=dict)
-    batches: int = 0
-
-    def upstream(self) -> float:
-        """``foreachBatch`` time outside the Delta writes: persist + counts, i.e. Kafka read, parse and fold."""
-        return self.total - sum(self.parts.values())
-
-
-@contextlib.contextmanager
-def instrumented_writer() -> Iterator[WriterTimes]:
-    """Time ``ActiveTopicsWriter``'s call and its Delta writes by wrapping the methods (restored on exit).
-
-    ``foreachBatch`` calls the writer in this Python process, so the wrappers see every batch; they add a clock
-    read per call and change nothing else.
-    """
-    times = WriterTimes()
-    cls = job.ActiveTopicsWriter
-    originals = {
-        name: getattr(cls, name) for name in ("__call__", "_write_history", "_merge_current", "write_rejected")
-    }
-
-    def timed(name: str, method: Callable[..., None]) -> Callable[..., None]:
-        def wrapper(*args: Any, **kwargs: Any) -> None:
-            started = time.perf_counter()
-            try:
-                method(*args, **kwargs)
-            finally:
-                elapsed = time.perf_counter() - started
-                if name == "__call__":
-                    times.total += elapsed
-                    times.batches += 1
-                else:
-                    times.parts[name] = times.parts.get(name, 0.0) + elapsed
-
-        return wrapper
-
-    try:
-        for name, method in originals.items():
-            setattr(cls, name, timed(name, method))
-        yield times
-    finally:
-        for name, method in originals.items():
-            setattr(cls, name, method)
-
-
-@dataclass
-class JobRun:
-    """One timed run of the job."""
-
-    seconds: float
-    start_seconds: float
-    """Time spent in ``start()``: creating the three tables, emptying ``active_topics``, starting the query."""
-    writer: WriterTimes
-    progress: list[dict[str, Any]]
+WRITER_PARTS = (
+    (job.ActiveTopicsWriter, "_write_history"),
+    (job.ActiveTopicsWriter, "_merge_current"),
+    (job.ActiveTopicsWriter, "write_rejected"),
+)
+PART_LABELS = (
+    ("_write_history", "history append"),
+    ("_merge_current", "active_topics MERGE"),
+    ("write_rejected", "rejected MERGE"),
+)
 
 
 def run_job(spark: SparkSession, settings: Settings, timeout_s: float) -> JobRun:
     """(b): the active-topics job with ``Trigger.AvailableNow`` from empty state, timed from ``start()`` to its end."""
-    with instrumented_writer() as writer:
-        started = time.perf_counter()
-        query = job.start(spark, settings, available_now=True)
-        start_seconds = time.perf_counter() - started
-        try:
-            finished = query.awaitTermination(timeout_s)
-        except StreamingQueryException as err:
-            raise BenchError(f"the job failed: {err}") from None
-        finally:
-            if query.isActive:
-                query.stop()
-        seconds = time.perf_counter() - started
-    if not finished:
-        raise BenchError(f"the job did not finish within {timeout_s:g}s (stopped); raise --job-timeout?")
-    if query.exception() is not None:
-        raise BenchError(f"the job failed: {query.exception()}")
-    return JobRun(seconds, start_seconds, writer, list(query.recentProgress))
+    return common_run_job(
+        lambda: job.start(spark, settings, available_now=True),
+        timeout_s,
+        (job.ActiveTopicsWriter, "__call__"),
+        WRITER_PARTS,
+    )
 
 
 def check_tables(spark: SparkSession, settings: Settings, work: Workload) -> str:
@@ -427,68 +203,6 @@ def job_settings(cluster: Settings, work_dir: Path, topic: str, label: str) -> S
             "checkpoint.root": str(work_dir / label / "checkpoints"),
         }
     )
-
-
-# --- reporting -------------------------------------------------------------------------------------------------------
-
-
-def rate(records: int, seconds: float) -> str:
-    return f"{records:,} records in {seconds:.2f} s = {records / seconds:,.0f} records/s"
-
-
-def load_average() -> str:
-    """The 1, 5 and 15 minute load averages: other work on the machine skews the figures."""
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "?"
-
-
-def machine_lines(spark: SparkSession, master: str) -> list[str]:
-    """nproc, memory, OS, Python, pyspark, the Spark JVM's Java version."""
-    memory = ""
-    with contextlib.suppress(OSError, ValueError):
-        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-        memory = f", {pages * page_size / 2**30:.1f} GiB RAM"
-    jvm = spark.sparkContext._jvm
-    java = f"{jvm.System.getProperty('java.version')} ({jvm.System.getProperty('java.vm.name')})" if jvm else "?"
-    return [
-        f"machine: {os.cpu_count()} cores (nproc {len(os.sched_getaffinity(0))}){memory}, "
-        f"{platform.system()} {platform.release()} {platform.machine()}",
-        f"software: Python {platform.python_version()}, pyspark {pyspark.__version__}, Java {java}, master {master}",
-    ]
-
-
-def progress_lines(run: JobRun) -> list[str]:
-    """Where the job's time went: the writer's parts and Spark's durationMs, summed over the micro-batches."""
-    parts = run.writer.parts
-    lines = [
-        f"    foreachBatch {run.writer.total:.2f} s in {run.writer.batches} batch(es): "
-        f"persist+counts (Kafka read, parse, fold) {run.writer.upstream():.2f} s, "
-        f"history append {parts.get('_write_history', 0.0):.2f} s, "
-        f"active_topics MERGE {parts.get('_merge_current', 0.0):.2f} s, "
-        f"rejected MERGE {parts.get('write_rejected', 0.0):.2f} s; "
-        f"outside foreachBatch {run.seconds - run.writer.total:.2f} s, of which start() {run.start_seconds:.2f} s "
-        "(creating the tables, emptying active_topics, starting the query)"
-    ]
-    durations: dict[str, int] = {}
-    input_rows = 0
-    for progress in run.progress:
-        input_rows += progress.get("numInputRows", 0)
-        for name, ms in (progress.get("durationMs") or {}).items():
-            durations[name] = durations.get(name, 0) + ms
-    ordered = ", ".join(f"{name} {ms / 1000:.2f}" for name, ms in sorted(durations.items(), key=lambda kv: -kv[1]))
-    lines.append(
-        f"    Spark progress: {len(run.progress)} batch(es), {input_rows:,} input rows; durationMs (s): {ordered}"
-    )
-    for progress in run.progress[-1:]:
-        for op in progress.get("stateOperators") or []:
-            lines.append(
-                f"    state operator {op.get('operatorName')}: {op.get('numRowsTotal')} rows, "
-                f"{op.get('memoryUsedBytes', 0) / 2**20:.1f} MiB, updates {op.get('allUpdatesTimeMs')} ms, "
-                f"commit {op.get('commitTimeMs')} ms"
-            )
-    return lines
 
 
 # --- the run ---------------------------------------------------------------------------------------------------------
@@ -547,7 +261,7 @@ def warm_up(
     work = make_workload(args, args.warmup_records, args.seed + 1)
     topic = f"bench-status-warmup-{uuid.uuid4().hex[:8]}"
     topics.append(topic)
-    prepare_topic(cluster, topic, work, args.replication_factor)
+    prepare_workload_topic(cluster, topic, work, args.replication_factor)
     _, raw_seconds = time_raw_read(spark, cluster, topic)
     settings = job_settings(cluster, work_dir, topic, "warmup")
     run = run_job(spark, settings, args.job_timeout)
@@ -568,10 +282,10 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
     )
     topic = f"bench-status-{uuid.uuid4().hex[:8]}"
     topics.append(topic)
-    fill_seconds = prepare_topic(cluster, topic, work, args.replication_factor)
+    fill_seconds = prepare_workload_topic(cluster, topic, work, args.replication_factor)
     print(f"fill ({PARTITIONS} partitions, kafka-python, acks=1; informational): {rate(n, fill_seconds)}", flush=True)
 
-    spark = bench_session(work_dir, args.master)
+    spark = bench_session(work_dir, args.master, "connect-state-bench-active-topics")
     try:
         for line in machine_lines(spark, args.master):
             print(line, flush=True)
@@ -608,45 +322,21 @@ def run_rounds(
         run = run_job(spark, settings, args.job_timeout)
         job_times.append(run.seconds)
         print(f"(b) job, run {round_no}: {rate(n, run.seconds)}", flush=True)
-        for line in progress_lines(run):
+        for line in progress_lines(run, PART_LABELS, START_WHAT):
             print(line, flush=True)
         print(f"check: OK ({check_tables(spark, settings, work)})", flush=True)
     return raw_times, job_times
 
 
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    # kafka-python warns when its IO loop is held up by the fill's tight send loop: expected here, and noise.
-    logging.getLogger("kafka").setLevel(logging.ERROR)
-    signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM cleans up like Ctrl-C
-    work_dir = Path(tempfile.mkdtemp(prefix="connect-state-bench-", dir=args.work_dir)).resolve()
-    topics: list[str] = []
-    try:
-        validate(args)
-        base = settings_from_args(args)
-        with kafka_cluster(base, args.bootstrap_servers, work_dir) as cluster:
-            try:
-                measure(args, cluster, work_dir, topics)
-            finally:
-                if args.bootstrap_servers and topics:
-                    delete_topics(cluster, topics)
-        return 0
-    except BenchError as err:
-        print(f"bench/active_topics.py: {err}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    finally:
-        if args.keep_dir:
-            print(f"kept {work_dir}", file=sys.stderr)
-        else:
-            shutil.rmtree(work_dir, ignore_errors=True)
+    return bench_main(
+        "bench/active_topics.py",
+        args,
+        lambda cluster, work_dir, topics: measure(args, cluster, work_dir, topics),
+        validate=lambda: validate(args),
+        keep=args.keep_dir,
+    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import uuid
 from pathlib import Path
 
 from flask.testing import FlaskClient
+from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import SparkSession
 
 from api import create_app
@@ -40,3 +41,13 @@ def our_topics(client: FlaskClient, name: str) -> set[str]:
     response = client.get(f"/connectors/{name}/topics")
     assert response.status_code == 200, response.get_data(as_text=True)
     return set(response.get_json()[name]["topics"])
+
+
+def create_topic(settings: Settings, topic: str, partitions: int, *, compacted: bool = False) -> None:
+    """Create ``topic`` with ``partitions`` partitions (replication 1) on the session's broker."""
+    configs = {"cleanup.policy": "compact"} if compacted else {}
+    admin = KafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs)])
+    finally:
+        admin.close()

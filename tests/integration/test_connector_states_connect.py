@@ -8,7 +8,7 @@ import pytest
 from connect_state.filestream import append_lines, file_sink_config, file_source_config
 from jobs import connector_states
 from tests.fixtures.spark import await_query
-from tests.integration.helpers import api_client, job_settings, unique
+from tests.integration.helpers import api_client, create_topic, job_settings, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 WAIT_S = 60.0
@@ -26,6 +26,7 @@ def test_status_and_lifecycle_match_connect(spark, connect, stack_settings, tmp_
     source, sink, topic = unique("state-source"), unique("state-sink"), unique("state-topic")
     source_file = tmp_path / "in.txt"
     append_lines(source_file, ["one", "two"])
+    create_topic(settings, topic, 3)  # the sink reads several partitions
     connect.create_connector(source, file_source_config(source, source_file, topic))
     connect.create_connector(sink, file_sink_config(sink, tmp_path / "out.txt", [topic]))
 

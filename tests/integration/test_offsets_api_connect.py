@@ -19,8 +19,7 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
-from kafka import KafkaAdminClient, KafkaProducer
-from kafka.admin import NewTopic
+from kafka import KafkaProducer
 
 from connect_state.config import Settings
 from connect_state.connect_rest import ConnectRestClient
@@ -29,7 +28,7 @@ from connect_state.formats.offsets import offsets_success_message
 from connect_state.kafka_writer import InternalTopicWriter
 from jobs import connector_states
 from tests.fixtures.spark import await_query
-from tests.integration.helpers import api_client, job_settings, unique
+from tests.integration.helpers import api_client, create_topic, job_settings, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 WAIT_S = 90.0
@@ -166,14 +165,6 @@ def test_source_offsets_altered_through_our_api(spark, connect, stack_settings, 
 
 
 # --- sink -----------------------------------------------------------------------------------------------------------
-
-
-def create_topic(settings: Settings, topic: str, partitions: int) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
-    try:
-        admin.create_topics([NewTopic(topic, partitions, 1)])
-    finally:
-        admin.close()
 
 
 def produce(settings: Settings, topic: str, partitions: int, per_partition: int) -> Counter[str]:

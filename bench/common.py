@@ -1,0 +1,435 @@
+"""What the benchmarks share: the temporary broker, a fresh compacted topic filled with keyed records, the one
+SparkSession of a run, the timed raw read and job run, and the report lines (rates, load average, machine).
+
+Every benchmark compares a job with a raw Spark Kafka read of the same topic **in one run** (never against fixed
+numbers), prints what it does as it goes, and ends with a line of ratios. Records go to the partition the Java
+producer would pick for their key (``connect_state.partitioner``), as Connect's own writes do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import platform
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pyspark
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.utils import StreamingQueryException
+
+from connect_state.config import Settings, settings_from_args
+from connect_state.errors import ConnectStateError
+from connect_state.kafka_writer import kafka_python_config
+from connect_state.local_stack import KafkaBroker, free_ports, prepare_data_dir
+from connect_state.partitioner import partition_for_key
+from connect_state.spark.kafka_source import read_topic_batch
+from connect_state.spark.session import build_session
+
+KAFKA_TIMEOUT_S = 60.0
+BROKER_START_TIMEOUT_S = 120.0
+
+# The tests' SparkSession settings (tests/fixtures/spark.py TEST_CONF) without the C1-only JIT and serial GC flags:
+# the benchmarks run the JVM as production does.
+BENCH_SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.driver.memory": "2g",
+    "spark.databricks.delta.snapshotPartitions": "2",
+}
+
+Record = tuple[bytes, bytes | None]
+
+log = logging.getLogger("bench")
+
+
+class BenchError(Exception):
+    """The benchmark could not measure, or the job's result is wrong."""
+
+
+# --- Kafka: topic, fill, end offsets ---------------------------------------------------------------------------------
+
+
+def client_config(settings: Settings, defaults: dict[str, Any]) -> dict[str, Any]:
+    """``bootstrap.servers`` and ``kafka.client.properties`` as kafka-python keyword arguments."""
+    return kafka_python_config(settings.kafka_client_config(), defaults, warn=False)
+
+
+def create_topic(settings: Settings, name: str, partitions: int, replication_factor: int) -> None:
+    """A compacted topic like Connect's internal topics; compaction is held off for the run's duration so that
+    every record written is read back."""
+    admin = KafkaAdminClient(**client_config(settings, KafkaAdminClient.DEFAULT_CONFIG))
+    try:
+        configs = {"cleanup.policy": "compact", "min.compaction.lag.ms": str(24 * 3600 * 1000)}
+        admin.create_topics([NewTopic(name, partitions, replication_factor, topic_configs=configs)], timeout_ms=30_000)
+        deadline = time.monotonic() + KAFKA_TIMEOUT_S
+        while not _topic_ready(admin, name, partitions):
+            if time.monotonic() > deadline:
+                raise BenchError(f"topic {name} has no leader for all {partitions} partitions after {KAFKA_TIMEOUT_S}s")
+            time.sleep(0.2)
+    finally:
+        admin.close()
+    _wait_until_led(settings, name, partitions, deadline)
+
+
+def _wait_until_led(settings: Settings, name: str, partitions: int, deadline: float) -> None:
+    """Wait until every partition answers ListOffsets: the metadata names a leader a little before that broker
+    serves the partition, and the fill (no retries, so that nothing is reordered) would fail with
+    NotLeaderForPartition meanwhile (seen with 25 partitions on a busy machine)."""
+    consumer = KafkaConsumer(
+        **client_config(settings, KafkaConsumer.DEFAULT_CONFIG), enable_auto_commit=False, request_timeout_ms=10_000
+    )
+    try:
+        while True:
+            try:
+                consumer.end_offsets([TopicPartition(name, p) for p in range(partitions)])
+                return
+            except Exception as err:  # kafka-python raises its own errors (timeouts, not-leader) as they come
+                if time.monotonic() > deadline:
+                    raise BenchError(f"topic {name} does not answer ListOffsets on every partition: {err}") from None
+                time.sleep(0.2)
+    finally:
+        consumer.close()
+
+
+def _topic_ready(admin: KafkaAdminClient, name: str, partitions: int) -> bool:
+    """True when the topic's metadata lists every partition with a leader."""
+    try:
+        (description,) = admin.describe_topics([name])
+    except Exception as err:  # retriable metadata errors while the topic is being created
+        log.debug("describe_topics(%s): %s", name, err)
+        return False
+    found = description.get("partitions") or []
+    return (
+        description.get("error_code") == 0
+        and len(found) == partitions
+        and all(p.get("error_code") == 0 and p.get("leader_id", -1) >= 0 for p in found)
+    )
+
+
+def delete_topics(settings: Settings, names: Sequence[str]) -> None:
+    """Remove the benchmark's topics from a broker we did not start (best effort)."""
+    admin = KafkaAdminClient(**client_config(settings, KafkaAdminClient.DEFAULT_CONFIG))
+    try:
+        admin.delete_topics(list(names), timeout_ms=30_000)
+    except Exception as err:
+        print(f"note: could not delete topics {', '.join(names)}: {err}", file=sys.stderr)
+    finally:
+        admin.close()
+
+
+def fill_topic(settings: Settings, topic: str, records: Sequence[Record], partitions: int) -> float:
+    """Write ``records`` in order, each to the Java producer's partition for its key; return the seconds taken.
+
+    Large batches, no compression, ``acks=1``; no retries and no idempotence, so nothing can be reordered: a record
+    that fails fails the benchmark.
+    """
+    config = client_config(settings, KafkaProducer.DEFAULT_CONFIG)
+    config.update(
+        acks=1,
+        enable_idempotence=False,
+        retries=0,
+        linger_ms=50,
+        batch_size=512 * 1024,
+        compression_type=None,
+        allow_auto_create_topics=False,
+    )
+    chosen: dict[bytes, int] = {}
+    started = time.perf_counter()
+    producer = KafkaProducer(**config)
+    try:
+        futures = []
+        for key, value in records:
+            partition = chosen.get(key)
+            if partition is None:
+                partition = chosen[key] = partition_for_key(key, partitions)
+            futures.append(producer.send(topic, key=key, value=value, partition=partition))
+        producer.flush(timeout=KAFKA_TIMEOUT_S)
+        failed = [f for f in futures if not f.is_done or f.failed()]
+        if failed:
+            first = failed[0].exception if failed[0].is_done else "not acknowledged in time"
+            raise BenchError(f"{len(failed)} of {len(futures)} records were not written to {topic}: {first}")
+    finally:
+        producer.close(timeout=KAFKA_TIMEOUT_S)
+    return time.perf_counter() - started
+
+
+def end_offsets_total(settings: Settings, topic: str, partitions: int) -> int:
+    """The sum of the topic's end offsets (records written, as the topic is new)."""
+    consumer = KafkaConsumer(**client_config(settings, KafkaConsumer.DEFAULT_CONFIG), enable_auto_commit=False)
+    try:
+        offsets = consumer.end_offsets([TopicPartition(topic, p) for p in range(partitions)])
+        return sum(offsets.values())
+    finally:
+        consumer.close()
+
+
+def prepare_topic(
+    settings: Settings, name: str, records: Sequence[Record], partitions: int, replication_factor: int
+) -> float:
+    """Create and fill the topic, check it holds every record; return the fill time in seconds."""
+    create_topic(settings, name, partitions, replication_factor)
+    seconds = fill_topic(settings, name, records, partitions)
+    total = end_offsets_total(settings, name, partitions)
+    if total != len(records):
+        raise BenchError(f"topic {name} ends at {total} records in total, expected {len(records)}")
+    return seconds
+
+
+@contextlib.contextmanager
+def kafka_cluster(settings: Settings, bootstrap_servers: str | None, work_dir: Path) -> Iterator[Settings]:
+    """The given cluster, or a temporary broker on free loopback ports (always stopped on the way out)."""
+    if bootstrap_servers:
+        yield settings.with_overrides(**{"bootstrap.servers": bootstrap_servers})
+        return
+    broker_port, controller_port = free_ports(2)
+    data_dir = work_dir / "local"
+    prepare_data_dir(data_dir)
+    broker = KafkaBroker(
+        settings,
+        port=broker_port,
+        controller_port=controller_port,
+        data_dir=data_dir / "broker",
+        start_timeout=BROKER_START_TIMEOUT_S,
+    )
+    print(f"starting a temporary broker on {broker.bootstrap_servers} (data in {data_dir})", flush=True)
+    try:
+        broker.start()
+        yield settings.with_overrides(**{"bootstrap.servers": broker.bootstrap_servers})
+    finally:
+        broker.stop()
+
+
+# --- Spark: session, the two measurements ----------------------------------------------------------------------------
+
+
+def bench_session(work_dir: Path, master: str, app_name: str) -> SparkSession:
+    """The one SparkSession of the run: the tests' settings with the production JIT, scratch space in ``work_dir``."""
+    conf = {
+        **BENCH_SPARK_CONF,
+        "spark.sql.warehouse.dir": str(work_dir / "spark-warehouse"),
+        "spark.local.dir": str(work_dir / "spark-local"),
+    }
+    spark = build_session(app_name, master, conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def time_raw_read(spark: SparkSession, settings: Settings, topic: str) -> tuple[int, float]:
+    """(a): a raw batch read of the whole topic to a count; returns (records, seconds)."""
+    started = time.perf_counter()
+    count = read_topic_batch(spark, settings, topic).count()
+    return count, time.perf_counter() - started
+
+
+@dataclass
+class WriterTimes:
+    """Seconds spent in a job's ``foreachBatch`` writer, by part (summed over micro-batches)."""
+
+    total: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)
+    batches: int = 0
+
+    def upstream(self) -> float:
+        """``foreachBatch`` time outside the Delta writes: persist + counts, i.e. Kafka read, parse and fold."""
+        return self.total - sum(self.parts.values())
+
+
+Patchable = tuple[Any, str]
+"""A class or module and the name of one of its callables."""
+
+
+@contextlib.contextmanager
+def instrumented_writer(total: Patchable, parts: Sequence[Patchable]) -> Iterator[WriterTimes]:
+    """Time the writer's call (``total``) and its Delta writes (``parts``, keyed by name) by wrapping the callables;
+    every owner is restored on exit (an inherited method is removed again rather than copied down).
+
+    ``foreachBatch`` calls the writer in this Python process, so the wrappers see every batch; they add a clock
+    read per call and change nothing else.
+    """
+    times = WriterTimes()
+    targets = [(owner, name, name == total[1] and owner is total[0]) for owner, name in (total, *parts)]
+    saved = [(owner, name, getattr(owner, name), name in vars(owner)) for owner, name, _ in targets]
+
+    def timed(name: str, is_total: bool, function: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                elapsed = time.perf_counter() - started
+                if is_total:
+                    times.total += elapsed
+                    times.batches += 1
+                else:
+                    times.parts[name] = times.parts.get(name, 0.0) + elapsed
+
+        return wrapper
+
+    try:
+        for (owner, name, is_total), (_, _, original, _) in zip(targets, saved, strict=True):
+            setattr(owner, name, timed(name, is_total, original))
+        yield times
+    finally:
+        for owner, name, original, own in saved:
+            if own:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
+
+
+@dataclass
+class JobRun:
+    """One timed run of a job."""
+
+    seconds: float
+    start_seconds: float
+    """Time spent in ``start()``: creating the tables, emptying the current tables, starting the query."""
+    writer: WriterTimes
+    progress: list[dict[str, Any]]
+
+
+def run_job(
+    start: Callable[[], StreamingQuery], timeout_s: float, total: Patchable, parts: Sequence[Patchable]
+) -> JobRun:
+    """(b): ``start()`` a job with ``Trigger.AvailableNow``, timed from ``start()`` until the query stops."""
+    with instrumented_writer(total, parts) as writer:
+        started = time.perf_counter()
+        query = start()
+        start_seconds = time.perf_counter() - started
+        try:
+            finished = query.awaitTermination(timeout_s)
+        except StreamingQueryException as err:
+            raise BenchError(f"the job failed: {err}") from None
+        finally:
+            if query.isActive:
+                query.stop()
+        seconds = time.perf_counter() - started
+    if not finished:
+        raise BenchError(f"the job did not finish within {timeout_s:g}s (stopped); raise --job-timeout?")
+    if query.exception() is not None:
+        raise BenchError(f"the job failed: {query.exception()}")
+    return JobRun(seconds, start_seconds, writer, list(query.recentProgress))
+
+
+# --- reporting -------------------------------------------------------------------------------------------------------
+
+
+def rate(records: int, seconds: float) -> str:
+    return f"{records:,} records in {seconds:.2f} s = {records / seconds:,.0f} records/s"
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages: other work on the machine skews the figures."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def machine_lines(spark: SparkSession, master: str) -> list[str]:
+    """nproc, memory, OS, Python, pyspark, the Spark JVM's Java version."""
+    memory = ""
+    with contextlib.suppress(OSError, ValueError):
+        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        memory = f", {pages * page_size / 2**30:.1f} GiB RAM"
+    jvm = spark.sparkContext._jvm
+    java = f"{jvm.System.getProperty('java.version')} ({jvm.System.getProperty('java.vm.name')})" if jvm else "?"
+    return [
+        f"machine: {os.cpu_count()} cores (nproc {len(os.sched_getaffinity(0))}){memory}, "
+        f"{platform.system()} {platform.release()} {platform.machine()}",
+        f"software: Python {platform.python_version()}, pyspark {pyspark.__version__}, Java {java}, master {master}",
+    ]
+
+
+def progress_lines(run: JobRun, part_labels: Sequence[tuple[str, str]], start_what: str) -> list[str]:
+    """Where the job's time went: the writer's parts (``(part name, label)``, in order) and Spark's durationMs,
+    summed over the micro-batches, and the state operators of the last one."""
+    parts = run.writer.parts
+    timed_parts = "".join(f", {label} {parts.get(name, 0.0):.2f} s" for name, label in part_labels)
+    lines = [
+        f"    foreachBatch {run.writer.total:.2f} s in {run.writer.batches} batch(es): "
+        f"persist+counts (Kafka read, parse, fold) {run.writer.upstream():.2f} s{timed_parts}; "
+        f"outside foreachBatch {run.seconds - run.writer.total:.2f} s, of which start() {run.start_seconds:.2f} s "
+        f"({start_what})"
+    ]
+    durations: dict[str, int] = {}
+    input_rows = 0
+    for progress in run.progress:
+        input_rows += progress.get("numInputRows", 0)
+        for name, ms in (progress.get("durationMs") or {}).items():
+            durations[name] = durations.get(name, 0) + ms
+    ordered = ", ".join(f"{name} {ms / 1000:.2f}" for name, ms in sorted(durations.items(), key=lambda kv: -kv[1]))
+    lines.append(
+        f"    Spark progress: {len(run.progress)} batch(es), {input_rows:,} input rows; durationMs (s): {ordered}"
+    )
+    for progress in run.progress[-1:]:
+        for op in progress.get("stateOperators") or []:
+            lines.append(
+                f"    state operator {op.get('operatorName')}: {op.get('numRowsTotal')} rows, "
+                f"{op.get('memoryUsedBytes', 0) / 2**20:.1f} MiB, updates {op.get('allUpdatesTimeMs')} ms, "
+                f"commit {op.get('commitTimeMs')} ms"
+            )
+    return lines
+
+
+# --- the run ---------------------------------------------------------------------------------------------------------
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def bench_main(
+    prog: str,
+    args: Any,
+    measure: Callable[[Settings, Path, list[str]], None],
+    validate: Callable[[], None] = lambda: None,
+    keep: bool = False,
+) -> int:
+    """Run ``measure(cluster settings, work dir, topics to delete)`` in a new temporary work directory, on
+    ``args.bootstrap_servers`` or a temporary broker; clean up on the way out, also on Ctrl-C and SIGTERM.
+
+    ``args`` carries the config flags (``--conf-file``, ``--set``) and ``bootstrap_servers``; ``keep`` keeps the
+    work directory. Returns the exit code: 0, 1 (BenchError or a failing component), 130 (interrupted).
+    """
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # kafka-python warns when its IO loop is held up by the fill's tight send loop: expected here, and noise.
+    logging.getLogger("kafka").setLevel(logging.ERROR)
+    signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM cleans up like Ctrl-C
+    work_dir = Path(tempfile.mkdtemp(prefix="connect-state-bench-", dir=getattr(args, "work_dir", None))).resolve()
+    topics: list[str] = []
+    try:
+        validate()
+        base = settings_from_args(args)
+        with kafka_cluster(base, args.bootstrap_servers, work_dir) as cluster:
+            try:
+                measure(cluster, work_dir, topics)
+            finally:
+                if args.bootstrap_servers and topics:
+                    delete_topics(cluster, topics)
+        return 0
+    except (BenchError, ConnectStateError) as err:
+        print(f"{prog}: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if keep:
+            print(f"kept {work_dir}", file=sys.stderr)
+        else:
+            shutil.rmtree(work_dir, ignore_errors=True)
