@@ -30,6 +30,7 @@ import heapq
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
@@ -109,9 +110,10 @@ class OffsetRecord:
             kafka_timestamp,
         )
 
-    @property
+    @cached_property
     def identity(self) -> str | None:
-        """The partition map's equality identity; ``None`` for a JSON-null partition (never in the set)."""
+        """The partition map's equality identity; ``None`` for a JSON-null partition (never in the set). Cached: the
+        fold asks for it several times per record."""
         return None if self.partition is None else partition_identity(self.partition)
 
     @property
