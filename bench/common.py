@@ -8,6 +8,7 @@ producer would pick for their key (``connect_state.partitioner``), as Connect's 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import os
@@ -61,6 +62,15 @@ class BenchError(Exception):
 
 
 # --- Kafka: topic, fill, end offsets ---------------------------------------------------------------------------------
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every benchmark shares: which Kafka cluster, Spark master, time limit and work directory."""
+    parser.add_argument("--bootstrap-servers", help="use this Kafka cluster instead of a temporary local broker")
+    parser.add_argument("--replication-factor", type=int, default=1, help="of the bench topics (default 1)")
+    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    parser.add_argument("--job-timeout", type=float, default=1800.0, help="longest wait for one job run, s (1800)")
+    parser.add_argument("--work-dir", type=Path, help="parent of the run's temporary directory (default: system temp)")
 
 
 def client_config(settings: Settings, defaults: dict[str, Any]) -> dict[str, Any]:

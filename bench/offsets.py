@@ -69,6 +69,7 @@ if __package__ in (None, ""):  # run as a script (bench/ is not installed): make
 from bench.common import (
     BenchError,
     JobRun,
+    add_cluster_arguments,
     bench_main,
     bench_session,
     load_average,
@@ -552,11 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup-requests", type=int, default=50, help="untimed GETs per server first (default 50)")
     parser.add_argument("--warmup-records", type=int, default=2_000, help="records of the warm-up topic, 0: no warm-up")
     parser.add_argument("--create-threads", type=int, default=4, help="connector creations in flight (default 4)")
-    parser.add_argument("--bootstrap-servers", help="use this Kafka cluster instead of a temporary local broker")
-    parser.add_argument("--replication-factor", type=int, default=1, help="of the bench topics (default 1)")
-    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
-    parser.add_argument("--job-timeout", type=float, default=1800.0, help="longest wait for one job run, s (1800)")
-    parser.add_argument("--work-dir", type=Path, help="parent of the run's temporary directory (default: system temp)")
+    add_cluster_arguments(parser)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (broker data, tables, logs)")
     add_config_arguments(parser)
     return parser
