@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from connect_state.errors import KafkaWriteError, TableNotFoundError
 from connect_state.local_stack import free_port
 from connect_state.partitioner import partition_for_key
 from connect_state.tables import ACTIVE_TOPICS, ALL_TABLES
+from tests.unit.fakes import RecordingWriter
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STATUS_PARTITIONS = 5
@@ -42,35 +43,6 @@ RESET_DISABLED = {"error_code": 403, "message": "Topic tracking reset is disable
 
 
 # --- helpers and fixtures -------------------------------------------------------------------------------------------
-
-
-class RecordingWriter:
-    """An in-memory stand-in for InternalTopicWriter: records every send, places keys like the Java producer."""
-
-    def __init__(self, fail: Exception | None = None) -> None:
-        self.sends: list[tuple[str, list[tuple[bytes, bytes | None]], int | None]] = []
-        self.fail = fail
-        self.closed = False
-
-    def send(
-        self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None
-    ) -> list[tuple[int, int]]:
-        if self.fail is not None:
-            raise self.fail
-        self.sends.append((topic, list(records), timeout_ms))
-        return [(partition_for_key(key, STATUS_PARTITIONS), offset) for offset, (key, _) in enumerate(records)]
-
-    def close(self) -> None:
-        self.closed = True
-
-    @property
-    def keys(self) -> list[bytes]:
-        return [key for _, records, _ in self.sends for key, _ in records]
-
-    @property
-    def placements(self) -> list[tuple[bytes, int]]:
-        """``(key, partition)`` of every record sent, as the Java producer would place it on the status topic."""
-        return [(key, partition_for_key(key, STATUS_PARTITIONS)) for key in self.keys]
 
 
 def write_active_topics(delta_root: Path, pairs: Iterable[tuple[str, str]], mode: str = "append") -> None:

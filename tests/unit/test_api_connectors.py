@@ -25,27 +25,9 @@ from connect_state.errors import KafkaWriteError
 from connect_state.folds.connector_states import status_response_from_row
 from connect_state.formats.config import pause_records, resume_records, stop_records
 from connect_state.tables import CONNECTORS
+from tests.unit.fakes import RecordingWriter
 
 # --- helpers and fixtures -------------------------------------------------------------------------------------------
-
-
-class RecordingWriter:
-    """An in-memory stand-in for InternalTopicWriter that records every send."""
-
-    def __init__(self, fail: Exception | None = None) -> None:
-        self.sends: list[tuple[str, list[tuple[bytes, bytes | None]], int | None]] = []
-        self.fail = fail
-
-    def send(
-        self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None
-    ) -> list[tuple[int, int]]:
-        if self.fail is not None:
-            raise self.fail
-        self.sends.append((topic, list(records), timeout_ms))
-        return [(0, offset) for offset in range(len(records))]
-
-    def close(self) -> None:
-        pass
 
 
 def task(

@@ -23,27 +23,9 @@ from api.tables import arrow_schema
 from connect_state.config import Settings, load_settings
 from connect_state.errors import KafkaWriteError
 from connect_state.tables import CONNECTOR_DELETIONS, CONNECTORS, TableSpec
+from tests.unit.fakes import RecordingWriter
 
 UTC = dt.UTC
-
-
-class RecordingWriter:
-    """An in-memory stand-in for InternalTopicWriter that records every send."""
-
-    def __init__(self, fail: Exception | None = None) -> None:
-        self.sends: list[tuple[str, list[tuple[bytes, bytes | None]], int | None]] = []
-        self.fail = fail
-
-    def send(
-        self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None
-    ) -> list[tuple[int, int]]:
-        if self.fail is not None:
-            raise self.fail
-        self.sends.append((topic, list(records), timeout_ms))
-        return [(0, offset) for offset in range(len(records))]
-
-    def close(self) -> None:
-        pass
 
 
 def connector(name: str, **fields: Any) -> dict[str, Any]:
