@@ -166,6 +166,36 @@ def test_rows_see_new_commits(settings: Settings, topics_table: Path) -> None:
     assert len(reader.rows(ACTIVE_TOPICS)) == 4
 
 
+def test_snapshot_is_reused_until_the_table_version_moves(settings: Settings, topics_table: Path) -> None:
+    reader = TableReader(settings.delta_root)
+    first = reader.snapshot(ACTIVE_TOPICS)
+    assert reader.snapshot(ACTIVE_TOPICS) is first
+    write_active_topics(settings.delta_root, [("other", "t")], mode="overwrite")
+    assert [row["connector"] for row in reader.rows(ACTIVE_TOPICS)] == ["other"]
+    assert reader.snapshot(ACTIVE_TOPICS) is not first
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        ([("connector", "=", "baz-sink")], ["bar-topic", "foo-topic"]),
+        ([("connector", "!=", "baz-sink")], ["foo-topic"]),
+        ([("connector", "in", ["baz-sink", "foo-source"])], ["bar-topic", "foo-topic", "foo-topic"]),
+        ([("connector", "not in", ["baz-sink"])], ["foo-topic"]),
+        ([("connector", "=", "baz-sink"), ("topic", ">", "c")], ["foo-topic"]),
+        ([("connector", "=", "nobody")], []),
+    ],
+)
+def test_rows_filter_operators(settings: Settings, topics_table: Path, filters: list, expected: list[str]) -> None:
+    rows = TableReader(settings.delta_root).rows(ACTIVE_TOPICS, filters, ["topic"])
+    assert sorted(row["topic"] for row in rows) == expected
+
+
+def test_unsupported_filter_operator_is_refused(settings: Settings, topics_table: Path) -> None:
+    with pytest.raises(ValueError, match="unsupported filter operator 'like'"):
+        TableReader(settings.delta_root).rows(ACTIVE_TOPICS, [("connector", "like", "foo%")])
+
+
 def test_missing_table_names_table_and_job(tmp_path: Path) -> None:
     with pytest.raises(TableNotFoundError) as info:
         TableReader(tmp_path / "nowhere").rows(ACTIVE_TOPICS)
