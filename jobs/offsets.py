@@ -39,7 +39,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -136,32 +136,6 @@ def source_topics(spark: SparkSession, settings: Settings) -> list[str]:
     topics |= connector_offsets_topics(spark, settings)
     topics |= checkpoint_topics(settings.checkpoint_path(SOURCE_JOB))
     return sorted(topics)
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Writers shared by both queries
-# ---------------------------------------------------------------------------------------------------------------------
-
-
-def _retry_concurrent(action: Callable[[], None], what: str, attempts: int = 5) -> None:
-    """Run a Delta write again when a concurrent writer of the same table won (both queries quarantine records into
-    ``rejected_records``). The write is idempotent (transaction id), so a retry never doubles rows.
-    """
-    for attempt in range(1, attempts + 1):
-        try:
-            action()
-            return
-        except Exception as err:  # Delta's conflicts arrive as Py4J-converted exceptions of several classes
-            conflict = "Concurrent" in type(err).__name__ or "Concurrent" in str(err)[:200]
-            if not conflict or attempt == attempts:
-                raise
-            log.info("%s: concurrent Delta write, retrying (%d/%d)", what, attempt, attempts)
-            time.sleep(0.2 * attempt)
-
-
-class _OffsetsWriter(FoldWriter):
-    def write_rejected(self, rejected: DataFrame, batch_id: int) -> None:
-        _retry_concurrent(lambda: super(_OffsetsWriter, self).write_rejected(rejected, batch_id), "rejected_records")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -275,7 +249,7 @@ def source_fold_stream(kafka_rows: DataFrame) -> DataFrame:
     )
 
 
-class SourceOffsetsWriter(_OffsetsWriter):
+class SourceOffsetsWriter(FoldWriter):
     """``foreachBatch`` sink: history appended, current rows merged; then a look for newly configured topics."""
 
     job_name = SOURCE_JOB
@@ -498,7 +472,7 @@ def sink_fold_stream(kafka_rows: DataFrame) -> DataFrame:
     )
 
 
-class SinkOffsetsWriter(_OffsetsWriter):
+class SinkOffsetsWriter(FoldWriter):
     """``foreachBatch`` sink: history appended, committed offsets merged into ``sink_offsets``."""
 
     job_name = SINK_JOB

@@ -7,7 +7,9 @@ of one batch neither loses nor doubles rows (../shared/spec/spark-delta-stack.md
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -16,6 +18,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from connect_state.tables import TableSpec
+
+log = logging.getLogger("connect_state.delta_io")
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
@@ -65,3 +69,20 @@ def insert_new_once(df: DataFrame, path: str, key: tuple[str, ...], app_id: str,
     table = DeltaTable.forPath(df.sparkSession, path)
     with delta_transaction(df.sparkSession, app_id, version):
         table.alias("t").merge(df.alias("s"), condition).whenNotMatchedInsertAll().execute()
+
+
+def retry_on_conflict(action: Callable[[], None], what: str, attempts: int = 5) -> None:
+    """Run an idempotent Delta write again when a concurrent writer of the same table won (Delta's optimistic
+    concurrency: e.g. two jobs quarantining records into ``rejected_records`` at once). The writes of this module
+    carry a transaction id, so a retry never doubles rows.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            action()
+            return
+        except Exception as err:  # Delta's conflicts arrive as Py4J-converted exceptions of several classes
+            conflict = "Concurrent" in type(err).__name__ or "Concurrent" in str(err)[:200]
+            if not conflict or attempt == attempts:
+                raise
+            log.info("%s: concurrent Delta write, retrying (%d/%d)", what, attempt, attempts)
+            time.sleep(0.2 * attempt)

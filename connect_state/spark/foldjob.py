@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from connect_state.config import Settings, add_config_arguments, settings_from_args
-from connect_state.spark.delta_io import ensure_table, insert_new_once
+from connect_state.spark.delta_io import ensure_table, insert_new_once, retry_on_conflict
 from connect_state.spark.session import build_session
 from connect_state.spark.streaming import checkpoint_query_id, run_query
 from connect_state.tables import REJECTED_RECORDS, TableSpec
@@ -139,7 +139,13 @@ class FoldWriter:
             "reason",
             F.current_timestamp().alias("seen_at"),
         )
-        insert_new_once(rows, self.rejected_path, REJECTED_RECORDS.key, self.app_id(REJECTED_RECORDS), batch_id)
+        # Every job quarantines into the same table, so a concurrent job's commit may win: retry (idempotent).
+        retry_on_conflict(
+            lambda: insert_new_once(
+                rows, self.rejected_path, REJECTED_RECORDS.key, self.app_id(REJECTED_RECORDS), batch_id
+            ),
+            REJECTED_RECORDS.name,
+        )
 
 
 def start_fold_query(
