@@ -54,14 +54,14 @@ if __package__ in (None, ""):  # run as a script (bench/ is not installed): make
 from bench.common import (
     BenchError,
     JobRun,
+    JobUnderTest,
     add_cluster_arguments,
     bench_main,
     bench_session,
-    load_average,
     machine_lines,
     prepare_topic,
-    progress_lines,
     rate,
+    run_rounds,
     time_raw_read,
 )
 from bench.common import run_job as common_run_job
@@ -288,7 +288,21 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
             print(line, flush=True)
         if args.warmup_records:
             warm_up(spark, cluster, args, work_dir, topics)
-        raw_times, job_times = run_rounds(spark, cluster, args, work_dir, topic, work)
+        raw_times, job_times, _ = run_rounds(
+            spark,
+            cluster,
+            topic,
+            len(work.records),
+            args.repeat,
+            args.job_timeout,
+            JobUnderTest(
+                settings_for=lambda label: job_settings(cluster, work_dir, topic, label),
+                run=run_job,
+                check=lambda spark_, settings_: check_tables(spark_, settings_, work),
+                part_labels=PART_LABELS,
+                start_what=START_WHAT,
+            ),
+        )
         if args.breakdown:
             parsed, parse_seconds = time_parse(spark, cluster, topic)
             print(f"breakdown: raw read + Python parse (mapInPandas, {parsed:,} rows out): {rate(n, parse_seconds)}")
@@ -299,30 +313,6 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
     print(f"(a) raw Kafka read to a count, median of {len(raw_times)}: {rate(n, raw)}")
     print(f"(b) active-topics job, AvailableNow from empty state, median of {len(job_times)}: {rate(n, job_seconds)}")
     print(f"ratio b/a (job time / raw read time): {job_seconds / raw:.2f}", flush=True)
-
-
-def run_rounds(
-    spark: SparkSession, cluster: Settings, args: argparse.Namespace, work_dir: Path, topic: str, work: Workload
-) -> tuple[list[float], list[float]]:
-    """``--repeat`` rounds of (a) then (b), each job run from empty state and checked; return both time lists."""
-    n = len(work.records)
-    raw_times: list[float] = []
-    job_times: list[float] = []
-    for round_no in range(1, args.repeat + 1):
-        print(f"round {round_no}: load average {load_average()} (includes this run's own work)", flush=True)
-        count, seconds = time_raw_read(spark, cluster, topic)
-        if count != n:
-            raise BenchError(f"the raw read counted {count:,} records, expected {n:,}")
-        raw_times.append(seconds)
-        print(f"(a) raw read, run {round_no}: {rate(n, seconds)}", flush=True)
-        settings = job_settings(cluster, work_dir, topic, f"job-{round_no}")
-        run = run_job(spark, settings, args.job_timeout)
-        job_times.append(run.seconds)
-        print(f"(b) job, run {round_no}: {rate(n, run.seconds)}", flush=True)
-        for line in progress_lines(run, PART_LABELS, START_WHAT):
-            print(line, flush=True)
-        print(f"check: OK ({check_tables(spark, settings, work)})", flush=True)
-    return raw_times, job_times
 
 
 def main(argv: list[str] | None = None) -> int:

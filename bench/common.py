@@ -443,3 +443,39 @@ def bench_main(
             print(f"kept {work_dir}", file=sys.stderr)
         else:
             shutil.rmtree(work_dir, ignore_errors=True)
+
+
+@dataclass
+class JobUnderTest:
+    """What a benchmark measures against the raw read: how to make a run's settings, run the job, check its tables."""
+
+    settings_for: Callable[[str], Settings]
+    run: Callable[[SparkSession, Settings, float], JobRun]
+    check: Callable[[SparkSession, Settings], str]
+    part_labels: Any
+    start_what: str
+
+
+def run_rounds(
+    spark: SparkSession, cluster: Settings, topic: str, n: int, repeat: int, job_timeout: float, job: JobUnderTest
+) -> tuple[list[float], list[float], Settings]:
+    """``repeat`` rounds of (a) a raw read of ``topic`` then (b) the job from empty state, each checked; return both
+    time lists and the settings of the last job run (whose tables a later step may serve)."""
+    raw_times: list[float] = []
+    job_times: list[float] = []
+    settings = cluster
+    for round_no in range(1, repeat + 1):
+        print(f"round {round_no}: load average {load_average()} (includes this run's own work)", flush=True)
+        count, seconds = time_raw_read(spark, cluster, topic)
+        if count != n:
+            raise BenchError(f"the raw read counted {count:,} records, expected {n:,}")
+        raw_times.append(seconds)
+        print(f"(a) raw read, run {round_no}: {rate(n, seconds)}", flush=True)
+        settings = job.settings_for(f"job-{round_no}")
+        run = job.run(spark, settings, job_timeout)
+        job_times.append(run.seconds)
+        print(f"(b) job, run {round_no}: {rate(n, run.seconds)}", flush=True)
+        for line in progress_lines(run, job.part_labels, job.start_what):
+            print(line, flush=True)
+        print(f"check: OK ({job.check(spark, settings)})", flush=True)
+    return raw_times, job_times, settings

@@ -69,15 +69,16 @@ if __package__ in (None, ""):  # run as a script (bench/ is not installed): make
 from bench.common import (
     BenchError,
     JobRun,
+    JobUnderTest,
     add_cluster_arguments,
     bench_main,
     bench_session,
     load_average,
     machine_lines,
     prepare_topic,
-    progress_lines,
     rate,
     run_job,
+    run_rounds,
     time_raw_read,
 )
 
@@ -594,32 +595,6 @@ def warm_up(
     print(f"warm-up ({len(work.records):,} records): raw read {raw_seconds:.2f} s, job {run.seconds:.2f} s", flush=True)
 
 
-def run_rounds(
-    spark: SparkSession, cluster: Settings, args: argparse.Namespace, work_dir: Path, topic: str, work: Workload
-) -> tuple[list[float], list[float], Settings]:
-    """``--repeat`` rounds of (a) then (b), each job run from empty state and checked; return both time lists and
-    the settings of the last job run (whose tables the API serves)."""
-    n = len(work.records)
-    raw_times: list[float] = []
-    job_times: list[float] = []
-    settings = cluster
-    for round_no in range(1, args.repeat + 1):
-        print(f"round {round_no}: load average {load_average()} (includes this run's own work)", flush=True)
-        count, seconds = time_raw_read(spark, cluster, topic)
-        if count != n:
-            raise BenchError(f"the raw read counted {count:,} records, expected {n:,}")
-        raw_times.append(seconds)
-        print(f"(a) raw read, run {round_no}: {rate(n, seconds)}", flush=True)
-        settings = job_settings(cluster, work_dir, topic, f"job-{round_no}")
-        run = run_offsets_job(spark, settings, args.job_timeout)
-        job_times.append(run.seconds)
-        print(f"(b) job, run {round_no}: {rate(n, run.seconds)}", flush=True)
-        for line in progress_lines(run, PART_LABELS, START_WHAT):
-            print(line, flush=True)
-        print(f"check: OK ({check_tables(spark, settings, work)})", flush=True)
-    return raw_times, job_times, settings
-
-
 def rest_phase(
     spark: SparkSession,
     args: argparse.Namespace,
@@ -682,7 +657,21 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
             print(line, flush=True)
         if args.warmup_records:
             warm_up(spark, cluster, args, work_dir, topics)
-        raw_times, job_times, last_run = run_rounds(spark, cluster, args, work_dir, topic, work)
+        raw_times, job_times, last_run = run_rounds(
+            spark,
+            cluster,
+            topic,
+            len(work.records),
+            args.repeat,
+            args.job_timeout,
+            JobUnderTest(
+                settings_for=lambda label: job_settings(cluster, work_dir, topic, label),
+                run=run_offsets_job,
+                check=lambda spark_, settings_: check_tables(spark_, settings_, work),
+                part_labels=PART_LABELS,
+                start_what=START_WHAT,
+            ),
+        )
         api, connect_url = rest_phase(spark, args, stack, cluster, work_dir, last_run, work, topics)
         spark.stop()  # the API reads the tables with deltalake; no JVM of ours competes with the servers
         api.start(API_START_TIMEOUT_S)
