@@ -34,7 +34,8 @@ DEMO_QUIET_SOURCE = "demo-quiet-source"
 DEMO_TOPIC = "demo-lines"
 DEMO_QUIET_TOPIC = "demo-quiet-lines"
 FEED_INTERVAL_S = 5.0
-JOB_MODULES = ("jobs.active_topics", "jobs.connector_states", "jobs.offsets", "jobs.cleanup", "jobs.heartbeats")
+# One driver runs every job (jobs/all.py): five drivers would keep a small machine busy.
+JOB_MODULES = ("jobs.all",)
 DEMO_SETTINGS = {
     "heartbeat.providers": "org.apache.kafka.connect.file.FileStreamSourceConnector="
     "connect_state.demo_heartbeats:provider",

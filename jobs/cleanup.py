@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -72,6 +71,7 @@ from connect_state.plugins import PluginError
 from connect_state.spark.delta_io import ensure_table
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.session import build_session
+from connect_state.spark.streaming import restore_signals, stop_on_signals
 from connect_state.tables import ACTIVE_TOPICS, CONNECTOR_DELETIONS, CONNECTOR_EVENTS, CONNECTORS, SOURCE_OFFSETS
 
 JOB_NAME = "cleanup"
@@ -468,29 +468,37 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     log.info("deletion hooks: %s", ", ".join(hooks) or "none")
     spark = build_session(f"connect-state-{JOB_NAME}", settings.spark_master)
+    return run_cleanup(spark, settings, hooks, interval, once=args.once)
+
+
+def run_cleanup(
+    spark: SparkSession,
+    settings: Settings,
+    hooks: Mapping[str, DeletionHook],
+    interval_s: float,
+    *,
+    once: bool = False,
+    stop: threading.Event | None = None,
+) -> int:
+    """Cleanup passes every ``interval_s`` until SIGINT/SIGTERM (or ``stop`` is set: then the caller handles signals),
+    or a single pass with ``once``. Returns 0, or 1 when the single pass failed."""
     job = CleanupJob(spark, settings, hooks)
-    stop = threading.Event()
-
-    def request_stop(signum: int, _frame: object) -> None:
-        log.info("signal %d: stopping after the current pass", signum)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop_requested = stop if stop is not None else threading.Event()
+    previous = stop_on_signals(stop_requested, "after the current cleanup pass") if stop is None else {}
     try:
-        while not stop.is_set():
+        while not stop_requested.is_set():
             try:
                 log.info("pass: %s", job.run_pass())
             except Exception:
                 log.exception("cleanup pass failed")
-                if args.once:
+                if once:
                     return 1
-            if args.once:
+            if once:
                 return 0
-            stop.wait(interval)
+            stop_requested.wait(interval_s)
         return 0
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        restore_signals(previous)
         job.close()
 
 

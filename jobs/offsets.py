@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -67,6 +66,7 @@ from connect_state.spark.foldjob import (
 )
 from connect_state.spark.kafka_source import read_internal_topic
 from connect_state.spark.session import build_session
+from connect_state.spark.streaming import restore_signals, stop_on_signals
 from connect_state.tables import (
     CONNECTORS,
     SINK_OFFSETS,
@@ -579,20 +579,17 @@ def run_offsets_queries(
     max_offsets_per_trigger: int | None = None,
     poll_seconds: float = 5.0,
     topic_check_seconds: float = 60.0,
+    stop: threading.Event | None = None,
 ) -> int:
-    """Run both queries until they end (catch-up runs) or until SIGINT/SIGTERM; a continuous source query is
-    restarted when a new connector offsets topic is configured (seen after a micro-batch, or by reading the
-    ``connectors`` table every ``topic_check_seconds``). Returns 0, or 1 if a query failed.
+    """Run both queries until they end (catch-up runs) or until SIGINT/SIGTERM (or ``stop`` is set: then the caller
+    handles signals); a continuous source query is restarted when a new connector offsets topic is configured (seen
+    after a micro-batch, or by reading the ``connectors`` table every ``topic_check_seconds``). Returns 0, or 1 if a
+    query failed.
     """
     starts = {SOURCE_JOB: start_source, SINK_JOB: start_sink}
     queries = {name: start(spark, settings, available_now, max_offsets_per_trigger) for name, start in starts.items()}
-    stop_requested = threading.Event()
-
-    def request_stop(signum: int, _frame: object) -> None:
-        log.info("signal %d: stopping the offsets queries", signum)
-        stop_requested.set()
-
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop_requested = stop if stop is not None else threading.Event()
+    previous = stop_on_signals(stop_requested, "the offsets queries") if stop is None else {}
     last_batch = {name: -1 for name in queries}
     next_topic_check = time.monotonic() + topic_check_seconds
     try:
@@ -627,8 +624,7 @@ def run_offsets_queries(
                 failed = True
         return 1 if failed else 0
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        restore_signals(previous)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -194,6 +194,8 @@ def parse_job_arguments(
     add_config_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for chatty in ("py4j", "kafka"):  # per-command and per-connection INFO lines of the client libraries
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     return args, settings_from_args(args)
 
 
