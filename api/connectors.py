@@ -32,7 +32,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from api.errors import ConnectRestException
+from api.errors import ConnectRestException, connector_not_found_message, no_content
 from api.resources import get_settings, get_tables, get_writer
 from connect_state.folds.connector_states import status_not_found_message, status_response_from_row
 from connect_state.formats.config import ConfigWrite, delete_records, pause_records, resume_records, stop_records
@@ -46,11 +46,6 @@ def unknown_connector_message(name: str) -> str:
     return f"Unknown connector {name}"
 
 
-def not_found_message(name: str) -> str:
-    """The 404 message of ``DELETE /connectors/<name>`` (``"Connector " + connName + " not found"``)."""
-    return f"Connector {name} not found"
-
-
 def connector_row(name: str) -> dict[str, Any] | None:
     """The connector's row of the ``connectors`` table (deleted ones included), or None when there is none."""
     rows = get_tables().rows(CONNECTORS, filters=[("name", "=", name)])
@@ -60,12 +55,6 @@ def connector_row(name: str) -> dict[str, Any] | None:
 def is_configured(row: dict[str, Any] | None) -> bool:
     """Whether the config snapshot has the connector: a row that has a config and is not deleted."""
     return row is not None and row.get("config") is not None and not row.get("deleted")
-
-
-def _no_content(status: int) -> Response:
-    response = Response(status=status)
-    del response.headers["Content-Type"]  # Connect's 202/204 carry no entity and no content type
-    return response
 
 
 @bp.get("")
@@ -81,10 +70,7 @@ def get_connector_status(connector: str) -> Response:
     row = connector_row(connector)
     if row is None or row.get("connector_state") is None:
         raise ConnectRestException(404, status_not_found_message(connector))
-    body = status_response_from_row({**row, "tasks": row.get("tasks") or []})
-    if body is None:  # pragma: no cover - connector_state was checked above
-        raise ConnectRestException(404, status_not_found_message(connector))
-    return jsonify(body)
+    return jsonify(status_response_from_row({**row, "tasks": row.get("tasks") or []}))
 
 
 def _write_config_records(
@@ -105,14 +91,14 @@ def stop_connector(connector: str) -> Response:
     """``DistributedHerder.stopConnector``: ``commit-<name>`` ``{"tasks":0}`` then ``target-state-<name>`` STOPPED;
     204 (a ``void`` resource method)."""
     _write_config_records(connector, stop_records)
-    return _no_content(204)
+    return no_content(204)
 
 
 @bp.put("/<connector>/pause")
 def pause_connector(connector: str) -> Response:
     """``AbstractHerder.pauseConnector``: ``target-state-<name>`` PAUSED; 202."""
     _write_config_records(connector, pause_records)
-    return _no_content(202)
+    return no_content(202)
 
 
 @bp.put("/<connector>/resume")
@@ -120,12 +106,12 @@ def resume_connector(connector: str) -> Response:
     """``AbstractHerder.resumeConnector``: ``target-state-<name>`` STARTED; 202 (the leader then regenerates the tasks
     of a STOPPED connector)."""
     _write_config_records(connector, resume_records)
-    return _no_content(202)
+    return no_content(202)
 
 
 @bp.delete("/<connector>")
 def delete_connector(connector: str) -> Response:
     """``DistributedHerder.deleteConnectorConfig``: tombstones for ``connector-<name>`` then ``target-state-<name>``;
     204."""
-    _write_config_records(connector, delete_records, not_found_message)
-    return _no_content(204)
+    _write_config_records(connector, delete_records, connector_not_found_message)
+    return no_content(204)

@@ -77,3 +77,16 @@ def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(TableNotFoundError, handle_table_not_found)
     app.register_error_handler(KafkaWriteError, handle_kafka_write_error)
     app.register_error_handler(Exception, handle_unexpected)
+
+
+def no_content(status: int) -> Response:
+    """An empty answer without a content type, as Connect's 202/204 carry no entity."""
+    response = Response(status=status)
+    del response.headers["Content-Type"]
+    return response
+
+
+def connector_not_found_message(name: str) -> str:
+    """The 404 of ``DELETE /connectors/<name>`` and of the offsets endpoints
+    (``NotFoundException("Connector " + connName + " not found")``)."""
+    return f"Connector {name} not found"

@@ -59,7 +59,7 @@ from flask import Blueprint, Response, jsonify, request
 from kafka import errors as kafka_errors
 
 from api.connectors import connector_row, is_configured
-from api.errors import ConnectRestException
+from api.errors import ConnectRestException, connector_not_found_message
 from api.resources import TableSource, get_admin, get_settings, get_tables, get_writer
 from connect_state.errors import KafkaWriteError, RecordFormatError
 from connect_state.formats import jsonconv
@@ -101,11 +101,6 @@ _ZOMBIE_TAIL = (
 )
 
 # --- Connect's messages ---------------------------------------------------------------------------------------------
-
-
-def connector_not_found_message(name: str) -> str:
-    """404 of GET / PATCH / DELETE offsets (``NotFoundException("Connector " + connName + " not found")``)."""
-    return f"Connector {name} not found"
 
 
 def not_stopped_message(name: str) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from api.errors import ConnectRestException
+from api.errors import ConnectRestException, no_content
 from api.resources import get_settings, get_tables, get_writer
 from connect_state.formats.status import topic_status_tombstone_keys
 from connect_state.tables import ACTIVE_TOPICS
@@ -56,6 +56,4 @@ def reset_active_topics(connector: str) -> Response:
         keys = topic_status_tombstone_keys(connector, topics)
         records = [(key.encode("utf-8"), None) for key in keys]
         get_writer().send(settings.status_storage_topic, records, settings.api_kafka_write_timeout_ms)
-    response = Response(status=202)
-    del response.headers["Content-Type"]  # Connect's 202 carries no entity and no content type
-    return response
+    return no_content(202)

@@ -61,7 +61,7 @@ from typing import Protocol
 
 from connect_state.errors import ConfigError
 from connect_state.folds.connector_states import CREATED, DELETED, SINK, SOURCE, UNKNOWN, config_connector_type
-from connect_state.formats.offsets import sink_consumer_group
+from connect_state.formats.offsets import connector_consumer_group, connector_offsets_topic, sink_consumer_group
 from connect_state.plugins import DELETION_HOOKS_GROUP, PluginError, load_named_plugins, split_paths
 
 STEP_ACTIVE_TOPICS = "active_topics"
@@ -73,15 +73,10 @@ PENDING = "pending"
 SUCCEEDED = "succeeded"
 FAILED = "failed"
 SKIPPED = "skipped"
-STATUSES = (PENDING, SUCCEEDED, FAILED, SKIPPED)
 FINAL_STATUSES = (SUCCEEDED, SKIPPED)
 
 #: connect-state setting, and the connector config key that overrides it for one connector.
 CLEANUP_OFFSETS_CONFIG = "cleanup.offsets.on.delete"
-#: ``ConnectorConfig.CONNECTOR_CLIENT_CONSUMER_OVERRIDES_PREFIX + "group.id"``: a sink's own consumer group.
-CONSUMER_GROUP_OVERRIDE_CONFIG = "consumer.override.group.id"
-#: ``SourceConnectorConfig.OFFSETS_TOPIC_CONFIG``: a source connector's own offsets topic (KIP-618).
-OFFSETS_TOPIC_CONFIG = "offsets.storage.topic"
 #: States of a connector or task that may still write offsets or topic statuses (``AbstractStatus.State``).
 LIVE_STATES = ("RUNNING", "PAUSED", "RESTARTING")
 
@@ -282,19 +277,18 @@ def offsets_cleanup_enabled(config: Mapping[str, object] | None, default: bool) 
 
 
 def sink_group_id(connector: str, config: Mapping[str, object] | None) -> str:
-    """The consumer group of a sink connector (``SinkUtils.consumerGroupId`` unless the config overrides it)."""
-    override = (config or {}).get(CONSUMER_GROUP_OVERRIDE_CONFIG)
-    return override if isinstance(override, str) and override else sink_consumer_group(connector)
+    """The consumer group of a sink connector, by the offsets API's rule
+    (:func:`~connect_state.formats.offsets.connector_consumer_group`), except that an empty override (a group no
+    consumer can join) deletes ``connect-<name>`` rather than nothing."""
+    return connector_consumer_group(connector, config) or sink_consumer_group(connector)
 
 
 def source_offsets_topics(default_topic: str, config: Mapping[str, object] | None) -> list[str]:
-    """Where a source connector's offsets live: the worker's offsets topic and, when the config names one, its own
-    (``ConnectorOffsetBackingStore`` writes resets to both)."""
-    own = (config or {}).get(OFFSETS_TOPIC_CONFIG)
-    topics = [default_topic]
-    if isinstance(own, str) and own.strip() and own.strip() != default_topic:
-        topics.append(own.strip())
-    return topics
+    """Where a source connector's offsets live: the worker's offsets topic and, when the config names another one, its
+    own (:func:`~connect_state.formats.offsets.connector_offsets_topic`; ``ConnectorOffsetBackingStore`` writes
+    resets to both)."""
+    own = connector_offsets_topic(config)
+    return [default_topic] + ([own] if own is not None and own != default_topic else [])
 
 
 # ---------------------------------------------------------------------------------------------------------------------

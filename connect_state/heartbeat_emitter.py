@@ -52,7 +52,7 @@ from connect_state.heartbeats import (
     record_headers,
     serialize_payload,
 )
-from connect_state.kafka_writer import InternalTopicWriter, RecordPosition, kafka_python_config
+from connect_state.kafka_writer import InternalTopicWriter, RecordPosition, describe_error, kafka_python_config
 from connect_state.partitioner import partition_for_key
 
 log = logging.getLogger(__name__)
@@ -105,15 +105,6 @@ class EmittedHeartbeat:
         return dict(self.__dict__)
 
 
-def _describe(err: BaseException) -> str:
-    text = str(err)
-    return (
-        f"{type(err).__name__}: {text}"
-        if text and not text.startswith(type(err).__name__)
-        else text or type(err).__name__
-    )
-
-
 class HeartbeatTopicWriter(InternalTopicWriter):
     """An :class:`InternalTopicWriter` that also creates heartbeat topics and sends records with headers and null
     keys (keyed records still go where Java's producer puts them)."""
@@ -134,7 +125,7 @@ class HeartbeatTopicWriter(InternalTopicWriter):
             except kafka_errors.TopicAlreadyExistsError:
                 pass
             except kafka_errors.KafkaError as err:
-                raise KafkaWriteError(f"cannot create heartbeat topic {topic!r}: {_describe(err)}") from err
+                raise KafkaWriteError(f"cannot create heartbeat topic {topic!r}: {describe_error(err)}") from err
         self._ensured.add(topic)
 
     def send_messages(self, topic: str, messages: Sequence[HeartbeatMessage]) -> list[RecordPosition]:
@@ -161,7 +152,7 @@ class HeartbeatTopicWriter(InternalTopicWriter):
                 metadata = future.get(timeout=max(deadline - time.monotonic(), 0))
                 positions.append(RecordPosition(metadata.topic, metadata.partition, metadata.offset))
         except kafka_errors.KafkaError as err:
-            raise KafkaWriteError(f"write to heartbeat topic {topic!r} failed: {_describe(err)}") from err
+            raise KafkaWriteError(f"write to heartbeat topic {topic!r} failed: {describe_error(err)}") from err
         return positions
 
 
@@ -278,7 +269,7 @@ class HeartbeatEmitter:
             try:
                 found, value = self.offset_reader.latest_offset(due.key, due.kafka_partition, due.kafka_offset)
             except (KafkaWriteError, kafka_errors.KafkaError) as err:
-                return [result(FAILED, f"cannot check the latest offset: {_describe(err)}")]
+                return [result(FAILED, f"cannot check the latest offset: {describe_error(err)}")]
             if _offset_moved(due, found, value):
                 # The task committed since the fold's view: the partition is not idle, and a provider committing the
                 # offset it was given would move it back.

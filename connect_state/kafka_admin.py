@@ -39,7 +39,7 @@ from kafka.structs import OffsetAndMetadata
 
 from connect_state.config import Settings
 from connect_state.errors import ConnectStateError
-from connect_state.kafka_writer import kafka_python_config
+from connect_state.kafka_writer import describe_error, kafka_python_config
 
 log = logging.getLogger(__name__)
 
@@ -85,12 +85,6 @@ class _AdminClient(KafkaAdminClient):
                     with contextlib.suppress(Exception):
                         getattr(part, stop)()
             raise
-
-
-def _describe(err: BaseException) -> str:
-    text = str(err)
-    name = type(err).__name__
-    return text if text.startswith(name) else f"{name}: {text}" if text else name
 
 
 def _error_class(value: object) -> type[BaseException] | None:
@@ -140,11 +134,11 @@ class ConsumerGroupAdmin:
                     self._admin = _AdminClient(**self.admin_config())
                 except kafka_errors.KafkaTimeoutError as err:
                     raise ConsumerGroupAdminTimeout(
-                        f"cannot reach Kafka at {self.bootstrap_servers}: {_describe(err)}"
+                        f"cannot reach Kafka at {self.bootstrap_servers}: {describe_error(err)}"
                     ) from err
                 except kafka_errors.KafkaError as err:
                     raise ConsumerGroupAdminError(
-                        f"cannot reach Kafka at {self.bootstrap_servers}: {_describe(err)}"
+                        f"cannot reach Kafka at {self.bootstrap_servers}: {describe_error(err)}"
                     ) from err
             return self._admin
 
@@ -158,20 +152,21 @@ class ConsumerGroupAdmin:
                     return call(admin)
             except _MEMBERS_ERRORS as err:
                 raise GroupNotEmptyError(
-                    f"{what} failed: consumer group {group_id!r} has active members ({_describe(err)})"
+                    f"{what} failed: consumer group {group_id!r} has active members ({describe_error(err)})"
                 ) from err
             except kafka_errors.KafkaError as err:
                 retriable = getattr(err, "retriable", False)
                 if retriable and time.monotonic() + _RETRY_BACKOFF_S < deadline:
-                    log.debug("%s for group %s: retrying after %s", what, group_id, _describe(err))
+                    log.debug("%s for group %s: retrying after %s", what, group_id, describe_error(err))
                     time.sleep(_RETRY_BACKOFF_S)
                     continue
                 if isinstance(err, kafka_errors.KafkaTimeoutError) or retriable:
+                    reason = describe_error(err)
                     raise ConsumerGroupAdminTimeout(
-                        f"{what} for consumer group {group_id!r} timed out after {self.timeout_ms} ms: {_describe(err)}"
+                        f"{what} for consumer group {group_id!r} timed out after {self.timeout_ms} ms: {reason}"
                     ) from err
                 raise ConsumerGroupAdminError(
-                    f"{what} for consumer group {group_id!r} failed: {_describe(err)}"
+                    f"{what} for consumer group {group_id!r} failed: {describe_error(err)}"
                 ) from err
 
     @staticmethod

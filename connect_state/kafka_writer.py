@@ -260,7 +260,8 @@ class InternalTopicWriter:
                 try:
                     self._admin = _MetadataClient(**self.admin_config())
                 except kafka_errors.KafkaError as err:
-                    raise KafkaWriteError(f"cannot reach Kafka at {self.bootstrap_servers}: {_describe(err)}") from err
+                    reason = describe_error(err)
+                    raise KafkaWriteError(f"cannot reach Kafka at {self.bootstrap_servers}: {reason}") from err
                 self._register_atexit()
             return self._admin
 
@@ -271,7 +272,8 @@ class InternalTopicWriter:
                 try:
                     self._producer = KafkaProducer(**self.producer_config())
                 except kafka_errors.KafkaError as err:
-                    raise KafkaWriteError(f"cannot reach Kafka at {self.bootstrap_servers}: {_describe(err)}") from err
+                    reason = describe_error(err)
+                    raise KafkaWriteError(f"cannot reach Kafka at {self.bootstrap_servers}: {reason}") from err
                 self._register_atexit()
             return self._producer
 
@@ -313,9 +315,10 @@ class InternalTopicWriter:
             described = admin.describe_topics([topic])
         except kafka_errors.KafkaError as err:
             if err.retriable:
-                raise _RetriableMetadataError(_describe(err)) from err
+                raise _RetriableMetadataError(describe_error(err)) from err
+            reason = describe_error(err)
             raise KafkaWriteError(
-                f"cannot read the metadata of topic {topic!r} from Kafka at {self.bootstrap_servers}: {_describe(err)}"
+                f"cannot read the metadata of topic {topic!r} from Kafka at {self.bootstrap_servers}: {reason}"
             ) from err
         info = next((t for t in described if t.get("name") == topic), None)
         if info is None:
@@ -362,10 +365,10 @@ class InternalTopicWriter:
         except kafka_errors.KafkaTimeoutError as err:
             raise KafkaWriteError(
                 f"timed out sending to topic {topic!r} on Kafka at {self.bootstrap_servers} "
-                f"({len(futures)} of {len(records)} records handed to the producer): {_describe(err)}"
+                f"({len(futures)} of {len(records)} records handed to the producer): {describe_error(err)}"
             ) from err
         except kafka_errors.KafkaError as err:
-            raise KafkaWriteError(f"write to topic {topic!r} failed: {_describe(err)}") from err
+            raise KafkaWriteError(f"write to topic {topic!r} failed: {describe_error(err)}") from err
         # A flush also waits for other threads' records, which may be the slow ones: our own futures decide below.
         with contextlib.suppress(kafka_errors.KafkaTimeoutError):
             producer.flush(timeout=max(deadline - time.monotonic(), 0))
@@ -381,7 +384,7 @@ class InternalTopicWriter:
             except kafka_errors.KafkaError as err:
                 raise KafkaWriteError(
                     f"write to topic {topic!r} failed ({index} of {len(records)} records acknowledged): "
-                    f"{_describe(err)}"
+                    f"{describe_error(err)}"
                 ) from err
             positions.append(RecordPosition(metadata.topic, metadata.partition, metadata.offset))
         return positions
@@ -415,7 +418,7 @@ class InternalTopicWriter:
         self.close()
 
 
-def _describe(err: BaseException) -> str:
+def describe_error(err: BaseException) -> str:
     """An exception as ``Type: message`` (kafka-python messages alone are often just the class name)."""
     text = str(err)
     name = type(err).__name__

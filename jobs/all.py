@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from pyspark.sql import SparkSession
 
-from connect_state.cleanup import interval_seconds, load_deletion_hooks
+from connect_state.cleanup import DeletionHook, interval_seconds, load_deletion_hooks
 from connect_state.config import Settings
 from connect_state.errors import ConnectStateError
 from connect_state.spark.foldjob import parse_job_arguments
@@ -37,9 +37,10 @@ log = logging.getLogger("connect_state.jobs.all")
 JOB_NAME = "jobs"
 
 
-def run_catch_up(spark: SparkSession, settings: Settings, max_offsets: int | None) -> int:
+def run_catch_up(
+    spark: SparkSession, settings: Settings, hooks: Mapping[str, DeletionHook], max_offsets: int | None
+) -> int:
     """One catch-up run of every job, in dependency order; stops at the first failure."""
-    hooks = load_deletion_hooks(settings.cleanup_hooks)
     steps: list[tuple[str, Callable[[], int]]] = [
         ("active topics", lambda: run_query(active_topics.start(spark, settings, True, max_offsets))),
         ("connector states", lambda: run_query(connector_states.start(spark, settings, True, max_offsets))),
@@ -56,9 +57,10 @@ def run_catch_up(spark: SparkSession, settings: Settings, max_offsets: int | Non
     return 0
 
 
-def run_continuous(spark: SparkSession, settings: Settings, max_offsets: int | None) -> int:
+def run_continuous(
+    spark: SparkSession, settings: Settings, hooks: Mapping[str, DeletionHook], max_offsets: int | None
+) -> int:
     """All jobs side by side until a signal or a failure; 1 when one of them failed."""
-    hooks = load_deletion_hooks(settings.cleanup_hooks)
     interval = interval_seconds(settings.trigger_interval)
     stop = threading.Event()
     previous = stop_on_signals(stop, "every job")
@@ -108,14 +110,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         heartbeats.load_providers(settings)  # fail early on a bad heartbeat.providers or cleanup.hooks
-        load_deletion_hooks(settings.cleanup_hooks)
+        hooks = load_deletion_hooks(settings.cleanup_hooks)
     except ConnectStateError as err:
         log.error("%s", err)
         return 2
     spark = build_session("connect-state-jobs", settings.spark_master)
     if args.available_now:
-        return run_catch_up(spark, settings, args.max_offsets_per_trigger)
-    return run_continuous(spark, settings, args.max_offsets_per_trigger)
+        return run_catch_up(spark, settings, hooks, args.max_offsets_per_trigger)
+    return run_continuous(spark, settings, hooks, args.max_offsets_per_trigger)
 
 
 if __name__ == "__main__":

@@ -91,7 +91,8 @@ def classify(key: bytes | None, value: bytes | None, kafka: dict, config_topic: 
     return [{"record_kind": kind, "connector": connector, "raw_key": key, "raw_value": value, **kafka}]
 
 
-def _connector_record(row) -> ConnectorRecord:
+def connector_record(row) -> ConnectorRecord:
+    """The fold's record for a row :func:`classify` passed on (config, status or unreadable commit)."""
     coordinates = (int(row.kafka_partition), int(row.kafka_offset), int(row.kafka_timestamp))
     if row.record_kind == UNREADABLE_COMMIT:
         return ConnectorRecord.unreadable_commit(row.connector, *coordinates)
@@ -114,7 +115,7 @@ def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) ->
         yield pandas_frame(batch.to_dict("records"), OUTPUT_SCHEMA)
         return
     current = state_from_json(state.get[0]) if state.exists else ConnectorState(connector)
-    records = [_connector_record(row) for row in batch.itertuples(index=False)]
+    records = [connector_record(row) for row in batch.itertuples(index=False)]
     new_state, events = fold_connector(current, records)
     state.update((state_to_json(new_state),))
     rows = [

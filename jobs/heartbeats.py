@@ -60,8 +60,6 @@ from connect_state.folds.heartbeats import (
     parse_offset_record,
     step,
 )
-from connect_state.formats.config import parse_config_record
-from connect_state.formats.status import parse_status_record
 from connect_state.heartbeat_emitter import (
     EmittedHeartbeat,
     HeartbeatEmitter,
@@ -87,7 +85,7 @@ from jobs import connector_states
 
 JOB_NAME = "heartbeats"
 NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
-CONFIG, STATUS, UNREADABLE_COMMIT, OFFSET = "config", "status", "unreadable_commit", "offset"
+OFFSET = "offset"  # beside the connector-state job's config, status and unreadable_commit record kinds
 ACTIVITY, REMOVED, DUE = "activity", "removed", "due"
 
 PARSED_SCHEMA = (
@@ -137,14 +135,8 @@ def _records(batch: pd.DataFrame) -> tuple[list[ConnectorRecord], list[OffsetRec
             record = parse_offset_record(row.raw_key, row.raw_value, *coordinates)
             if record is not None:
                 offset_records.append(record)
-        elif row.record_kind == UNREADABLE_COMMIT:
-            connector_records.append(ConnectorRecord.unreadable_commit(row.connector, *coordinates))
-        elif row.record_kind == CONFIG:
-            parsed = parse_config_record(row.raw_key, row.raw_value)
-            connector_records.append(ConnectorRecord.from_config(parsed, *coordinates))
-        else:
-            parsed_status = parse_status_record(row.raw_key, row.raw_value)
-            connector_records.append(ConnectorRecord.from_status(parsed_status, *coordinates))
+        else:  # config, status, unreadable commit: as the connector-state job folds them
+            connector_records.append(connector_states.connector_record(row))
     return connector_records, offset_records
 
 

@@ -26,7 +26,7 @@ def test_catch_up_of_every_job_answers_like_connect(spark, connect, stack_settin
     )
     connect.wait_for(lambda: connect.active_topics(name) == {topic}, WAIT_S, description=f"{name} active topics")
 
-    assert all_jobs.run_catch_up(spark, settings, None) == 0
+    assert all_jobs.run_catch_up(spark, settings, {}, None) == 0
 
     api = api_client(settings)
     for path in ("status", "offsets", "topics"):
