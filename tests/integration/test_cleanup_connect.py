@@ -12,7 +12,6 @@ cleaned by the cleanup job, and Connect honours the result when a connector with
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from connect_state.cleanup import FAILED, SKIPPED, SUCCEEDED
 from connect_state.config import Settings
 from connect_state.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.tables import CONNECTOR_DELETIONS
-from jobs import connector_states
+from jobs import connector_states, offsets
 from jobs.cleanup import CleanupJob
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import api_client, job_settings, unique
@@ -75,12 +74,9 @@ def cleanup_settings(stack_settings: Settings, tmp_path: Path) -> Settings:
 
 
 def catch_up(spark, settings: Settings) -> None:
-    """The connector-state job (and the source-offsets job when it exists) caught up with the topics."""
+    """The connector-state and source-offsets jobs caught up with the topics."""
     await_query(connector_states.start(spark, settings, available_now=True))
-    if importlib.util.find_spec("jobs.offsets") is not None:
-        from jobs import offsets
-
-        await_query(offsets.start_source(spark, settings, available_now=True))
+    await_query(offsets.start_source(spark, settings, available_now=True))
 
 
 def steps_of(spark, settings: Settings, name: str) -> dict[str, dict[str, Any]]:
@@ -253,14 +249,16 @@ def test_sink_deleted_through_our_api_loses_its_consumer_group(spark, connect, s
     # The group may still have a member for a moment (GroupNotEmptyError): a failure, retried by the next pass.
     catch_up(spark, settings)
     job = CleanupJob(spark, settings, {})
+
+    def offsets_step_done() -> bool:
+        job.run_pass()
+        return steps_of(spark, settings, sink).get("offsets", {}).get("status") == SUCCEEDED
+
     try:
-        for _ in range(10):
-            job.run_pass()
-            steps = steps_of(spark, settings, sink)
-            if steps["offsets"]["status"] == SUCCEEDED:
-                break
+        connect.wait_for(offsets_step_done, WAIT_S, description=f"{sink} offsets step succeeded")
     finally:
         job.close()
+    steps = steps_of(spark, settings, sink)
     assert steps["offsets"]["status"] == SUCCEEDED, steps["offsets"]
     assert steps["offsets"]["detail"] == f"consumer group connect-{sink} deleted"
     assert steps["offsets"]["connector_type"] == "sink"

@@ -4,8 +4,7 @@ Our ``PATCH``/``DELETE /connectors/<name>/offsets`` are refused exactly as Conne
 or is paused; once the connector is stopped through our ``PUT /stop``, the offsets we write (offsets-topic records for
 a FileStream source, consumer-group offsets for a FileStream sink) are the ones Connect shows in its own
 ``GET /offsets`` and resumes from. The ``connectors`` table comes from catch-up runs of the connector-state job.
-
-The ``GET /offsets`` comparisons need the offsets job (``jobs/offsets.py``); they are skipped while it does not exist.
+The ``GET /offsets`` comparisons also run the offsets job (``jobs/offsets.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from connect_state.connect_rest import ConnectRestClient
 from connect_state.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.formats.offsets import offsets_success_message
 from connect_state.kafka_writer import InternalTopicWriter
-from jobs import connector_states
+from jobs import connector_states, offsets
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import api_client, create_topic, job_settings, unique
 
@@ -229,11 +228,10 @@ def test_sink_offsets_altered_and_reset_through_our_api(spark, connect, stack_se
     connect.delete_connector(sink)
 
 
-# --- GET /offsets equals Connect's (needs the offsets job) ----------------------------------------------------------
+# --- GET /offsets equals Connect's -----------------------------------------------------------------------------------
 
 
 def test_get_offsets_match_connect(spark, connect, stack_settings, tmp_path):
-    offsets_job = pytest.importorskip("jobs.offsets")
     settings = job_settings(stack_settings, tmp_path)
     api = api_client(settings)
     source, sink = unique("get-source"), unique("get-sink")
@@ -247,8 +245,8 @@ def test_get_offsets_match_connect(spark, connect, stack_settings, tmp_path):
 
     def run_jobs() -> None:
         run_connector_states(spark, settings)
-        await_query(offsets_job.start_source(spark, settings, available_now=True))
-        await_query(offsets_job.start_sink(spark, settings, available_now=True))
+        await_query(offsets.start_source(spark, settings, available_now=True))
+        await_query(offsets.start_sink(spark, settings, available_now=True))
 
     def agree(name: str, settled: Callable[[list[dict[str, Any]]], bool]) -> None:
         """Once Connect's offsets are settled, ours equal Connect's (a commit may land between the two reads: retry)."""

@@ -11,20 +11,19 @@ import time
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import SparkSession
 
 from connect_state.config import Settings
 from connect_state.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.formats.consumer_offsets import parse_consumer_offsets_record
 from connect_state.formats.jsonconv import java_string_hashcode
-from connect_state.formats.offsets import offset_key_bytes, sink_consumer_group
+from connect_state.formats.offsets import sink_consumer_group
 from connect_state.partitioner import partition_for_key
 from connect_state.spark.delta_io import ensure_table
 from connect_state.tables import CONNECTORS, REJECTED_RECORDS, SINK_OFFSETS, SOURCE_OFFSETS
 from jobs import connector_states, offsets
 from tests.fixtures.spark import await_query
-from tests.integration.helpers import job_settings, unique
+from tests.integration.helpers import api_client, create_topic, job_settings, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 WAIT_S = 90.0
@@ -48,27 +47,16 @@ def table(spark: SparkSession, settings: Settings, name: str):
     return spark.read.format("delta").load(str(settings.delta_root / name))
 
 
-def our_source_offsets(spark: SparkSession, settings: Settings, name: str, connector_topic: str | None) -> list[dict]:
-    """``GET /offsets`` of a source connector from ``source_offsets``, the way Connect computes it.
+def our_offsets(settings: Settings, name: str) -> list[dict]:
+    """Our API's ``GET /connectors/<name>/offsets``, answered from the tables the jobs wrote."""
+    response = api_client(settings).get(f"/connectors/{name}/offsets")
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.get_json()["offsets"]
 
-    ``ConnectorOffsetBackingStore``: the partitions are the union of the listed maps of the worker's topic and the
-    connector's topic; the lookup (``HashMap`` of the worker store's answer, ``putAll`` of the connector store's,
-    nulls included) comes from the connector's topic when it has one. A row whose value is unreadable (offset NULL)
-    is left out; a missed lookup is ``"offset": null``.
-    """
-    topics = [settings.offset_storage_topic] + ([connector_topic] if connector_topic else [])
-    rows = table(spark, settings, SOURCE_OFFSETS.name).where(f"connector = '{name}'").collect()
-    rows = [r for r in rows if r.offsets_topic in topics]
-    lookup_topic = connector_topic or settings.offset_storage_topic
-    by_key = {bytes(r.key): r for r in rows if r.offsets_topic == lookup_topic}
-    partitions = {r.partition for r in rows if r.listed}
-    answer = []
-    for partition in partitions:
-        hit = by_key.get(offset_key_bytes(name, json.loads(partition)))
-        if hit is not None and hit.offset is None:
-            continue
-        answer.append({"partition": json.loads(partition), "offset": json.loads(hit.offset) if hit else None})
-    return answer
+
+def run_connector_states(spark: SparkSession, settings: Settings) -> None:
+    """The ``connectors`` table our API needs to know each connector's type and offsets topic."""
+    await_query(connector_states.start(spark, settings, available_now=True), 240)
 
 
 def run_source(spark: SparkSession, settings: Settings) -> None:
@@ -103,15 +91,28 @@ def test_source_offsets_match_connect(spark, connect, stack_settings, tmp_path):
         description=f"{source} offsets flushed",
     )
     # Records a worker ignores with a WARN, written where Connect's own records are.
-    malformed = [(b'["only-one-element"]', b'{"position":1}'), (b"not json", b'{"position":2}'), (b"[1,{}]", b"{}")]
+    # (Unique keys: other tests of the session write to the same topic.)
+    tag = unique("bad")
+    malformed = [
+        (f'["{tag}"]'.encode(), b'{"position":1}'),
+        (f"not json {tag}".encode(), b'{"position":2}'),
+        (f'[1,{{"{tag}":1}}]'.encode(), b"{}"),
+    ]
     produce(bootstrap, settings.offset_storage_topic, malformed, OFFSETS_PARTITIONS)
 
+    run_connector_states(spark, settings)
     run_source(spark, settings)
 
-    assert canonical(our_source_offsets(spark, settings, source, None)) == canonical(connect_offsets(connect, source))
-    rejected = table(spark, settings, REJECTED_RECORDS.name).where(f"topic = '{settings.offset_storage_topic}'")
-    assert {(bytes(r.key), bytes(r.value)) for r in rejected.collect()} == set(malformed)
-    assert all(r.reason.startswith("Ignoring offset partition key") for r in rejected.collect())
+    assert canonical(our_offsets(settings, source)) == canonical(connect_offsets(connect, source))
+    rejected = [
+        r
+        for r in table(spark, settings, REJECTED_RECORDS.name)
+        .where(f"topic = '{settings.offset_storage_topic}'")
+        .collect()
+        if (bytes(r.key), bytes(r.value)) in set(malformed)
+    ]
+    assert {(bytes(r.key), bytes(r.value)) for r in rejected} == set(malformed)
+    assert all(r.reason.startswith("Ignoring offset partition key") for r in rejected)
 
     # A second source connector with its own offsets topic: the connectors table names it, the next run of the
     # checkpointed query subscribes to it as well and reads it from the start.
@@ -125,16 +126,16 @@ def test_source_offsets_match_connect(spark, connect, stack_settings, tmp_path):
         WAIT_S,
         description=f"{own} offsets flushed",
     )
-    await_query(connector_states.start(spark, settings, available_now=True), 240)
+    run_connector_states(spark, settings)
     assert offsets.source_topics(spark, settings) == sorted({settings.offset_storage_topic, own_topic})
 
     run_source(spark, settings)
 
     theirs = connect_offsets(connect, own)
-    assert canonical(our_source_offsets(spark, settings, own, own_topic)) == canonical(theirs)
+    assert canonical(our_offsets(settings, own)) == canonical(theirs)
     own_rows = table(spark, settings, SOURCE_OFFSETS.name).where(f"offsets_topic = '{own_topic}'").collect()
     assert {r.connector for r in own_rows} == {own} and all(r.listed for r in own_rows)
-    assert canonical(our_source_offsets(spark, settings, source, None)) == canonical(connect_offsets(connect, source))
+    assert canonical(our_offsets(settings, source)) == canonical(connect_offsets(connect, source))
 
     # Rebuilt from the start of every topic (no checkpoint), the current table is the same.
     before = current_rows(spark, settings, SOURCE_OFFSETS.name)
@@ -147,13 +148,9 @@ def test_source_offsets_match_connect(spark, connect, stack_settings, tmp_path):
     connect.delete_connector(own)
 
 
-def create_topic(bootstrap: str, partitions: int) -> str:
+def new_topic(settings: Settings, partitions: int) -> str:
     name = unique("sink-input")
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics([NewTopic(name, partitions, 1)])
-    finally:
-        admin.close()
+    create_topic(settings, name, partitions)
     return name
 
 
@@ -175,18 +172,10 @@ def consumer_offsets_records(bootstrap: str, group: str) -> list:
         consumer.close()
 
 
-def our_sink_offsets(spark: SparkSession, settings: Settings, group: str) -> list[dict]:
-    rows = table(spark, settings, SINK_OFFSETS.name).where(f"group_id = '{group}'").collect()
-    return [
-        {"partition": {"kafka_partition": r.partition, "kafka_topic": r.topic}, "offset": {"kafka_offset": r.offset}}
-        for r in rows
-    ]
-
-
 def test_sink_offsets_match_connect(spark, connect, stack_settings, tmp_path):
     settings = job_settings(stack_settings, tmp_path)
     bootstrap = settings.bootstrap_servers
-    topic = create_topic(bootstrap, 3)
+    topic = new_topic(settings, 3)
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
     for i in range(12):
         producer.send(topic, value=f"line-{i}".encode(), partition=i % 3)
@@ -203,10 +192,11 @@ def test_sink_offsets_match_connect(spark, connect, stack_settings, tmp_path):
         description=f"{sink} committed all 12 records",
     )
 
+    run_connector_states(spark, settings)
     await_query(offsets.start_sink(spark, settings, available_now=True), 240)
 
     group = sink_consumer_group(sink)
-    assert canonical(our_sink_offsets(spark, settings, group)) == canonical(connect_offsets(connect, sink))
+    assert canonical(our_offsets(settings, sink)) == canonical(connect_offsets(connect, sink))
     # The broker's own bytes: every offset commit of the group parses, and the last ones are our rows.
     latest = {}
     for record in consumer_offsets_records(bootstrap, group):
@@ -231,7 +221,7 @@ def test_sink_offsets_match_connect(spark, connect, stack_settings, tmp_path):
 
     await_query(offsets.start_sink(spark, settings, available_now=True), 240)
 
-    assert our_sink_offsets(spark, settings, group) == []
+    assert our_offsets(settings, sink) == []
     history = table(spark, settings, "sink_offsets_history").where(f"group_id = '{group}'")
     assert {r.change for r in history.collect()} == {"set", "removed"}
     connect.delete_connector(sink)
@@ -241,11 +231,7 @@ def test_continuous_source_query_notices_a_new_offsets_topic(spark, kafka_broker
     """A running source query sees, after its next micro-batch, an ``offsets.storage.topic`` it does not read."""
     bootstrap = stack_settings.bootstrap_servers
     worker_topic = unique("offsets-topic")
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics([NewTopic(worker_topic, 2, 1, topic_configs={"cleanup.policy": "compact"})])
-    finally:
-        admin.close()
+    create_topic(stack_settings, worker_topic, 2, compacted=True)
     settings = job_settings(
         stack_settings, tmp_path, **{"offset.storage.topic": worker_topic, "trigger.interval": "1 second"}
     )
@@ -285,7 +271,7 @@ def test_both_queries_catch_up_together(spark, kafka_broker, stack_settings, tmp
 
     settings = job_settings(stack_settings, tmp_path)
     bootstrap = settings.bootstrap_servers
-    topic, group = create_topic(bootstrap, 1), unique("plain-group")
+    topic, group = new_topic(settings, 1), unique("plain-group")
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
     try:
         consumer.commit({TopicPartition(topic, 0): OffsetAndMetadata(7, "meta", -1)})
