@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from flask import Flask
 
-from api.errors import register_error_handlers
-from api.resources import AppResources, RecordWriter, TableSource, app_resources, init_app
-from connect_state.config import Settings, load_settings
+from connect_state.api.errors import register_error_handlers
+from connect_state.api.resources import AppResources, RecordWriter, TableSource, app_resources, init_app
+from connect_state.settings import Settings, load_settings
 
 
 def create_app(
@@ -21,12 +21,12 @@ def create_app(
 ) -> Flask:
     """The Flask app (application factory).
 
-    ``settings`` default to :func:`connect_state.config.load_settings`; ``table_reader`` to a
-    :class:`api.tables.TableReader` on ``delta.root``. Without ``writer`` the app creates one
+    ``settings`` default to :func:`connect_state.settings.load_settings`; ``table_reader`` to a
+    :class:`connect_state.api.tables.TableReader` on ``delta.root``. Without ``writer`` the app creates one
     :class:`~connect_state.kafka_writer.InternalTopicWriter` on the first write and closes it in
     :func:`close_app` (or at exit); a ``writer`` passed in stays the caller's to close.
     """
-    from api import connectors, deletions, heartbeats, offsets, topics
+    from connect_state.api import connectors, deletions, heartbeats, offsets, topics
 
     settings = settings if settings is not None else load_settings()
     app = Flask(__name__)

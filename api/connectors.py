@@ -32,8 +32,8 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from api.errors import ConnectRestException, connector_not_found_message, no_content
-from api.resources import get_settings, get_tables, get_writer
+from connect_state.api.errors import ConnectRestException, connector_not_found_message, no_content
+from connect_state.api.resources import get_settings, get_tables, get_writer
 from connect_state.folds.connector_states import status_not_found_message, status_response_from_row
 from connect_state.formats.config import ConfigWrite, delete_records, pause_records, resume_records, stop_records
 from connect_state.tables import CONNECTORS

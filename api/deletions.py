@@ -25,7 +25,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from api.resources import get_tables
+from connect_state.api.resources import get_tables
 from connect_state.cleanup import FAILED, PENDING, SHARED_STEPS
 from connect_state.tables import CONNECTOR_DELETIONS
 

@@ -31,8 +31,8 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from api.errors import ConnectRestException
-from api.resources import get_tables
+from connect_state.api.errors import ConnectRestException
+from connect_state.api.resources import get_tables
 from connect_state.folds.heartbeats import due_at, idle_ms
 from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY
 

@@ -16,16 +16,16 @@ from typing import Any, Protocol
 
 from flask import Flask, current_app, g
 
-from api.tables import TableReader
-from connect_state.config import Settings
+from connect_state.api.tables import TableReader
 from connect_state.kafka_admin import ConsumerGroupAdmin, GroupPartition
 from connect_state.kafka_writer import InternalTopicWriter
+from connect_state.settings import Settings
 
 EXTENSION = "connect_state"
 
 
 class TableSource(Protocol):
-    """What the views need from a table reader (see :class:`api.tables.TableReader`)."""
+    """What the views need from a table reader (see :class:`connect_state.api.tables.TableReader`)."""
 
     def rows(
         self, spec: Any, filters: Sequence[tuple[str, str, Any]] | None = None, columns: Sequence[str] | None = None

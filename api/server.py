@@ -20,9 +20,9 @@ from typing import Any
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 
-from api import close_app, create_app
-from connect_state.config import Settings, add_config_arguments, settings_from_args
+from connect_state.api import close_app, create_app
 from connect_state.errors import ConnectStateError
+from connect_state.settings import Settings, add_config_arguments, settings_from_args
 
 log = logging.getLogger("connect_state.api")
 

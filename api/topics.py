@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from api.errors import ConnectRestException, no_content
-from api.resources import get_settings, get_tables, get_writer
+from connect_state.api.errors import ConnectRestException, no_content
+from connect_state.api.resources import get_settings, get_tables, get_writer
 from connect_state.formats.status import topic_status_tombstone_keys
 from connect_state.tables import ACTIVE_TOPICS
 

@@ -13,7 +13,7 @@ Each prints records/s; the last line is the ratio of the job's time to the raw r
 tables are checked against the fold computed in Python while generating the records (``check: OK``, or exit 1).
 Performance is compared only within one run, never against fixed numbers.
 
-Without ``--bootstrap-servers`` a temporary KRaft broker (``connect_state.local_stack.KafkaBroker``) is started on
+Without ``--bootstrap-servers`` a temporary KRaft broker (``connect_state.dev.local_stack.KafkaBroker``) is started on
 free loopback ports with its data in the work directory, and stopped at the end, also on error or Ctrl-C::
 
     .venv/bin/python bench/active_topics.py                       # 200,000 records, temporary broker
@@ -33,7 +33,6 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from connect_state.config import Settings, add_config_arguments
 from connect_state.formats.status import (
     Status,
     TopicStatus,
@@ -43,10 +42,11 @@ from connect_state.formats.status import (
     task_status_key,
     topic_status_key,
 )
+from connect_state.jobs import active_topics as job
+from connect_state.settings import Settings, add_config_arguments
 from connect_state.spark.foldjob import classify_records
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS
-from jobs import active_topics as job
 
 if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

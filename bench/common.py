@@ -31,11 +31,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.utils import StreamingQueryException
 
-from connect_state.config import Settings, settings_from_args
+from connect_state.dev.local_stack import KafkaBroker, free_ports, prepare_data_dir
 from connect_state.errors import ConnectStateError
 from connect_state.kafka_writer import kafka_python_config
-from connect_state.local_stack import KafkaBroker, free_ports, prepare_data_dir
 from connect_state.partitioner import partition_for_key
+from connect_state.settings import Settings, settings_from_args
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.session import build_session
 

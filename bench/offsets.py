@@ -13,7 +13,7 @@ pick for its key. Then, in one SparkSession (``local[2]``, the production JIT), 
   checkpoint), timed from ``start()`` until the query stops; ``source_offsets``, ``source_offsets_history`` and
   ``rejected_records`` are then checked against the fold computed in Python while generating (``check: OK``).
 
-Then the REST comparison: a real Connect worker (``connect_state.local_stack.ConnectWorker``) is started with the
+Then the REST comparison: a real Connect worker (``connect_state.dev.local_stack.ConnectWorker``) is started with the
 benchmark topic as its ``offset.storage.topic``, and every connector is created through its ``POST /connectors`` with
 ``"initial_state":"STOPPED"`` (Connect 3.7+) as a FileStream source, so Connect lists the produced partitions and no
 task ever writes an offset. ``jobs.connector_states`` (AvailableNow) folds the worker's config and status topics into
@@ -54,14 +54,14 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from connect_state.config import Settings, add_config_arguments
-from connect_state.connect_rest import ConnectRestClient, ConnectRestError
+from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
+from connect_state.dev.local_stack import ConnectWorker, free_port
 from connect_state.filestream import file_source_config
 from connect_state.formats.offsets import offset_key_bytes, serialize_offset_value
-from connect_state.local_stack import ConnectWorker, free_port
+from connect_state.jobs import connector_states as states_job
+from connect_state.jobs import offsets as offsets_job
+from connect_state.settings import Settings, add_config_arguments
 from connect_state.tables import CONNECTORS, REJECTED_RECORDS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY
-from jobs import connector_states as states_job
-from jobs import offsets as offsets_job
 
 if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -374,7 +374,7 @@ class ApiProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_file = log_file
         script = Path(sys.executable).parent / "connect-state-api"
-        command = [str(script)] if script.exists() else [sys.executable, "-m", "api.server"]
+        command = [str(script)] if script.exists() else [sys.executable, "-m", "connect_state.api.server"]
         if args.conf_file:
             command += ["--conf-file", args.conf_file]
         for item in args.overrides:

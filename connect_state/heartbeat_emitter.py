@@ -35,7 +35,6 @@ from typing import Any, Protocol
 from kafka import KafkaConsumer, TopicPartition
 from kafka import errors as kafka_errors
 
-from connect_state.config import Settings
 from connect_state.errors import KafkaWriteError, RecordFormatError
 from connect_state.folds.heartbeats import DuePartition
 from connect_state.formats.offsets import (
@@ -54,6 +53,7 @@ from connect_state.heartbeats import (
 )
 from connect_state.kafka_writer import InternalTopicWriter, RecordPosition, describe_error, kafka_python_config
 from connect_state.partitioner import partition_for_key
+from connect_state.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ nor a heartbeat was sent for the interval (:mod:`connect_state.folds.heartbeats`
   in Java ``HashMap`` order), then the provider's own headers (``str`` values as UTF-8; the two names above are
   reserved).
 
-Example, the demo provider for the FileStream source (:mod:`connect_state.demo_heartbeats`)::
+Example, the demo provider for the FileStream source (:mod:`connect_state.dev.demo_heartbeats`)::
 
     key     b'/var/demo/input.txt'
     value   b'{"connector":"demo-source","filename":"/var/demo/input.txt","position":1234}'

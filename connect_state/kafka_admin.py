@@ -37,9 +37,9 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka import errors as kafka_errors
 from kafka.structs import OffsetAndMetadata
 
-from connect_state.config import Settings
 from connect_state.errors import ConnectStateError
 from connect_state.kafka_writer import describe_error, kafka_python_config
+from connect_state.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -44,9 +44,9 @@ from typing import Any
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka import errors as kafka_errors
 
-from connect_state.config import Settings
 from connect_state.errors import ConfigError, KafkaWriteError
 from connect_state.partitioner import partition_for_key
+from connect_state.settings import Settings
 
 log = logging.getLogger(__name__)
 

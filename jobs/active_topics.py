@@ -23,7 +23,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
-from connect_state.config import Settings
 from connect_state.errors import RecordFormatError
 from connect_state.folds.active_topics import (
     REMOVED,
@@ -34,6 +33,7 @@ from connect_state.folds.active_topics import (
     state_to_json,
 )
 from connect_state.formats.status import TopicStatus, TopicStatusKey, parse_status_record
+from connect_state.settings import Settings
 from connect_state.spark.delta_io import append_once, delta_transaction
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,

@@ -25,12 +25,12 @@ from collections.abc import Callable, Mapping
 from pyspark.sql import SparkSession
 
 from connect_state.cleanup import DeletionHook, interval_seconds, load_deletion_hooks
-from connect_state.config import Settings
 from connect_state.errors import ConnectStateError
+from connect_state.jobs import active_topics, cleanup, connector_states, heartbeats, offsets
+from connect_state.settings import Settings
 from connect_state.spark.foldjob import parse_job_arguments
 from connect_state.spark.session import build_session
 from connect_state.spark.streaming import restore_signals, run_query, stop_on_signals
-from jobs import active_topics, cleanup, connector_states, heartbeats, offsets
 
 log = logging.getLogger("connect_state.jobs.all")
 

@@ -60,7 +60,6 @@ from connect_state.cleanup import (
     sink_group_id,
     source_offsets_topics,
 )
-from connect_state.config import Settings, add_config_arguments, settings_from_args
 from connect_state.errors import ConnectStateError, KafkaWriteError, RecordFormatError
 from connect_state.folds.connector_states import CREATED, DELETED, SINK
 from connect_state.formats.config import CONNECTOR_PREFIX, parse_config_record
@@ -68,6 +67,7 @@ from connect_state.formats.offsets import parse_offset_key
 from connect_state.formats.status import TOPIC_STATUS_SEPARATOR, TopicStatusKey, parse_status_key, topic_status_key
 from connect_state.kafka_writer import InternalTopicWriter
 from connect_state.plugins import PluginError
+from connect_state.settings import Settings, add_config_arguments, settings_from_args
 from connect_state.spark.delta_io import ensure_table
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.session import build_session

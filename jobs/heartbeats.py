@@ -45,7 +45,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
-from connect_state.config import Settings
 from connect_state.errors import RecordFormatError
 from connect_state.folds.connector_states import ConnectorRecord
 from connect_state.folds.heartbeats import (
@@ -67,8 +66,10 @@ from connect_state.heartbeat_emitter import (
     OffsetsTopicReader,
 )
 from connect_state.heartbeats import HeartbeatProvider, as_provider
+from connect_state.jobs import connector_states
 from connect_state.kafka_writer import InternalTopicWriter
 from connect_state.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
+from connect_state.settings import Settings
 from connect_state.spark.delta_io import append_once, delta_transaction, ensure_table
 from connect_state.spark.foldjob import (
     FoldWriter,
@@ -81,7 +82,6 @@ from connect_state.spark.kafka_source import read_internal_topic
 from connect_state.spark.session import build_session
 from connect_state.spark.streaming import run_query
 from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY
-from jobs import connector_states
 
 JOB_NAME = "heartbeats"
 NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"

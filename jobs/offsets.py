@@ -48,12 +48,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
-from connect_state.config import Settings
 from connect_state.errors import RecordFormatError
 from connect_state.folds import sink_offsets as sink_fold
 from connect_state.folds import source_offsets as source_fold
 from connect_state.formats.consumer_offsets import OffsetCommitKey, OffsetCommitValue, parse_consumer_offsets_record
 from connect_state.formats.offsets import parse_offset_key
+from connect_state.settings import Settings
 from connect_state.spark.delta_io import append_once, delta_transaction
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from connect_state.config import Settings, add_config_arguments, settings_from_args
+from connect_state.settings import Settings, add_config_arguments, settings_from_args
 from connect_state.spark.delta_io import ensure_table, insert_new_once, retry_on_conflict
 from connect_state.spark.session import build_session
 from connect_state.spark.streaming import checkpoint_query_id, run_query

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
-from connect_state.config import Settings
+from connect_state.settings import Settings
 
 
 def kafka_options(settings: Settings) -> dict[str, str]:

@@ -9,9 +9,9 @@ from flask.testing import FlaskClient
 from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import SparkSession
 
-from api import create_app
-from connect_state.config import Settings
-from jobs import active_topics
+from connect_state.api import create_app
+from connect_state.jobs import active_topics
+from connect_state.settings import Settings
 from tests.fixtures.spark import await_query
 
 

@@ -22,10 +22,10 @@ from connect_state.formats.status import (
     serialize_topic_status,
     topic_status_key,
 )
+from connect_state.jobs import active_topics as job
 from connect_state.partitioner import partition_for_key
 from connect_state.spark.delta_io import ensure_table
 from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS
-from jobs import active_topics as job
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import job_settings, run_active_topics, unique
 

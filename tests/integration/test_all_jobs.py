@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from connect_state.filestream import append_lines, file_source_config
-from jobs import all as all_jobs
+from connect_state.jobs import all as all_jobs
 from tests.integration.helpers import api_client, job_settings, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -20,11 +20,11 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 
 from connect_state.cleanup import FAILED, SKIPPED, SUCCEEDED
-from connect_state.config import Settings
 from connect_state.filestream import append_lines, file_sink_config, file_source_config
+from connect_state.jobs import connector_states, offsets
+from connect_state.jobs.cleanup import CleanupJob
+from connect_state.settings import Settings
 from connect_state.tables import CONNECTOR_DELETIONS
-from jobs import connector_states, offsets
-from jobs.cleanup import CleanupJob
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import api_client, job_settings, unique
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from connect_state.filestream import append_lines, file_sink_config, file_source_config
-from jobs import connector_states
+from connect_state.jobs import connector_states
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import api_client, create_topic, job_settings, unique
 

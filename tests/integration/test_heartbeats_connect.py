@@ -23,12 +23,12 @@ from typing import Any, TypeVar
 import pytest
 from kafka import KafkaConsumer
 
-from connect_state.config import Settings
-from connect_state.demo_heartbeats import provider as demo_provider
+from connect_state.dev.demo_heartbeats import provider as demo_provider
 from connect_state.filestream import FILE_SOURCE_CLASS, append_lines, file_source_config
 from connect_state.heartbeats import CONNECTOR_HEADER, PARTITION_HEADER, HeartbeatProvider, HeartbeatRecord
+from connect_state.jobs import heartbeats
 from connect_state.partitioner import partition_for_key
-from jobs import heartbeats
+from connect_state.settings import Settings
 from tests.integration.helpers import api_client, job_settings, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -20,12 +20,12 @@ from deltalake import write_deltalake
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
 
-from connect_state.config import Settings
 from connect_state.errors import KafkaWriteError
 from connect_state.filestream import append_lines, file_source_config
 from connect_state.formats.status import topic_status_key
 from connect_state.kafka_writer import InternalTopicWriter, RecordPosition
 from connect_state.partitioner import partition_for_key
+from connect_state.settings import Settings
 
 # --- with the real broker -------------------------------------------------------------------------------------------
 
@@ -212,8 +212,8 @@ def test_api_reset_through_the_real_writer_resets_connect(
     stack_settings: Settings, connect: Any, tracked_source: tuple[str, str], tmp_path: Path
 ) -> None:
     """``PUT /connectors/<name>/topics/reset`` on our API (own writer) has the effect of Connect's own reset."""
-    from api import close_app, create_app
-    from api.tables import arrow_schema
+    from connect_state.api import close_app, create_app
+    from connect_state.api.tables import arrow_schema
     from connect_state.tables import ACTIVE_TOPICS
 
     name, topic = tracked_source

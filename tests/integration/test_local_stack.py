@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from connect_state.config import Settings
-from connect_state.connect_rest import ConnectRestClient, ConnectRestError
+from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
+from connect_state.dev.local_stack import ConnectWorker, KafkaBroker, LocalStack, free_ports
 from connect_state.errors import LocalStackError
-from connect_state.local_stack import ConnectWorker, KafkaBroker, LocalStack, free_ports
+from connect_state.settings import Settings
 
 pytestmark = pytest.mark.integration
 

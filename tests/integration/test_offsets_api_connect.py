@@ -20,12 +20,12 @@ import pytest
 from flask.testing import FlaskClient
 from kafka import KafkaProducer
 
-from connect_state.config import Settings
-from connect_state.connect_rest import ConnectRestClient
+from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.formats.offsets import offsets_success_message
+from connect_state.jobs import connector_states, offsets
 from connect_state.kafka_writer import InternalTopicWriter
-from jobs import connector_states, offsets
+from connect_state.settings import Settings
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import api_client, create_topic, job_settings, unique
 

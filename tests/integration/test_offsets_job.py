@@ -13,15 +13,15 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from pyspark.sql import SparkSession
 
-from connect_state.config import Settings
 from connect_state.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.formats.consumer_offsets import parse_consumer_offsets_record
 from connect_state.formats.jsonconv import java_string_hashcode
 from connect_state.formats.offsets import sink_consumer_group
+from connect_state.jobs import connector_states, offsets
 from connect_state.partitioner import partition_for_key
+from connect_state.settings import Settings
 from connect_state.spark.delta_io import ensure_table
 from connect_state.tables import CONNECTORS, REJECTED_RECORDS, SINK_OFFSETS, SOURCE_OFFSETS
-from jobs import connector_states, offsets
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import api_client, create_topic, job_settings, unique
 

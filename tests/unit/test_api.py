@@ -23,16 +23,16 @@ from deltalake import write_deltalake
 from flask import Flask
 from flask.testing import FlaskClient
 
-import api.resources
-from api import close_app, create_app
-from api.errors import ConnectRestException
-from api.resources import get_settings, get_tables, get_writer
-from api.server import bind_address, gunicorn_options
-from api.tables import TableReader, arrow_schema, arrow_type
-from connect_state.config import Settings, load_settings
+import connect_state.api.resources as api_resources
+from connect_state.api import close_app, create_app
+from connect_state.api.errors import ConnectRestException
+from connect_state.api.resources import get_settings, get_tables, get_writer
+from connect_state.api.server import bind_address, gunicorn_options
+from connect_state.api.tables import TableReader, arrow_schema, arrow_type
+from connect_state.dev.local_stack import free_port
 from connect_state.errors import KafkaWriteError, TableNotFoundError
-from connect_state.local_stack import free_port
 from connect_state.partitioner import partition_for_key
+from connect_state.settings import Settings, load_settings
 from connect_state.tables import ACTIVE_TOPICS, ALL_TABLES
 from tests.unit.fakes import RecordingWriter
 
@@ -429,7 +429,7 @@ def test_writer_is_created_lazily_once_and_closed(
         created.append(RecordingWriter())
         return created[-1]
 
-    monkeypatch.setattr(api.resources, "create_writer", factory)
+    monkeypatch.setattr(api_resources, "create_writer", factory)
     app = create_app(settings)
     client = app.test_client()
 
@@ -514,7 +514,7 @@ def test_server_serves_and_stops_cleanly(
     command = [
         sys.executable,
         "-m",
-        "api.server",
+        "connect_state.api.server",
         *mode,
         "--set",
         f"delta.root={settings.delta_root}",

@@ -18,12 +18,12 @@ import pytest
 from deltalake import write_deltalake
 from flask.testing import FlaskClient
 
-from api import create_app
-from api.tables import TableReader, arrow_schema
-from connect_state.config import Settings, load_settings
+from connect_state.api import create_app
+from connect_state.api.tables import TableReader, arrow_schema
 from connect_state.errors import KafkaWriteError
 from connect_state.folds.connector_states import status_response_from_row
 from connect_state.formats.config import pause_records, resume_records, stop_records
+from connect_state.settings import Settings, load_settings
 from connect_state.tables import CONNECTORS
 from tests.unit.fakes import RecordingWriter
 

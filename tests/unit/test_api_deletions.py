@@ -18,10 +18,10 @@ import pytest
 from deltalake import write_deltalake
 from flask.testing import FlaskClient
 
-from api import create_app
-from api.tables import arrow_schema
-from connect_state.config import Settings, load_settings
+from connect_state.api import create_app
+from connect_state.api.tables import arrow_schema
 from connect_state.errors import KafkaWriteError
+from connect_state.settings import Settings, load_settings
 from connect_state.tables import CONNECTOR_DELETIONS, CONNECTORS, TableSpec
 from tests.unit.fakes import RecordingWriter
 

@@ -14,9 +14,9 @@ import pytest
 from flask.testing import FlaskClient
 from kafka import errors as kafka_errors
 
-import api.resources
-from api import create_app
-from api.offsets import (
+import connect_state.api.resources as api_resources
+from connect_state.api import create_app
+from connect_state.api.offsets import (
     connector_not_found_message,
     not_stopped_message,
     sink_alter_failed_message,
@@ -27,7 +27,6 @@ from api.offsets import (
     source_modify_failed_message,
     source_modify_timeout_message,
 )
-from connect_state.config import Settings, load_settings
 from connect_state.errors import KafkaWriteError, TableNotFoundError
 from connect_state.formats.offsets import (
     FILE_STREAM_SINK_CLASS,
@@ -36,6 +35,7 @@ from connect_state.formats.offsets import (
     offsets_success_message,
 )
 from connect_state.kafka_admin import ConsumerGroupAdminError, ConsumerGroupAdminTimeout, GroupNotEmptyError
+from connect_state.settings import Settings, load_settings
 from connect_state.tables import CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS, TableSpec
 
 WORKER_TOPIC = "connect-offsets"
@@ -214,7 +214,7 @@ def settings() -> Settings:
 @pytest.fixture
 def admin(monkeypatch: pytest.MonkeyPatch) -> FakeAdmin:
     fake = FakeAdmin(groups={"connect-snk", "custom"})
-    monkeypatch.setattr(api.resources, "create_admin", lambda _settings: fake)
+    monkeypatch.setattr(api_resources, "create_admin", lambda _settings: fake)
     return fake
 
 

@@ -381,8 +381,8 @@ def test_load_hooks_by_path_class_and_entry_point(monkeypatch: pytest.MonkeyPatc
     assert isinstance(hooks[f"{__name__}:ClassHook"], ClassHook)
     monkeypatch.setattr(plugins, "entry_points", lambda group: [])
     assert load_deletion_hooks("") == {}
-    assert list(load_deletion_hooks("connect_state.demo_hooks:log_deletion")) == [
-        "connect_state.demo_hooks:log_deletion"
+    assert list(load_deletion_hooks("connect_state.dev.demo_hooks:log_deletion")) == [
+        "connect_state.dev.demo_hooks:log_deletion"
     ]
 
 
@@ -409,7 +409,7 @@ def test_load_hooks_failing_entry_point(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_job_refuses_to_start_with_a_bad_hook(tmp_path, caplog: pytest.LogCaptureFixture) -> None:
-    from jobs import cleanup as job
+    from connect_state.jobs import cleanup as job
 
     code = job.main(["--once", "--set", "cleanup.hooks=no_such_module_xyz:hook", "--set", f"delta.root={tmp_path}"])
     assert code == 2

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from api import create_app
-from api.tables import arrow_schema
-from connect_state.config import load_settings
+from connect_state.api import create_app
+from connect_state.api.tables import arrow_schema
+from connect_state.settings import load_settings
 from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY, TableSpec
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)

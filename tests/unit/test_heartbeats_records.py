@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from connect_state.demo_heartbeats import FileStreamHeartbeatProvider
-from connect_state.demo_heartbeats import provider as demo_provider
+from connect_state.dev.demo_heartbeats import FileStreamHeartbeatProvider
+from connect_state.dev.demo_heartbeats import provider as demo_provider
 from connect_state.errors import KafkaWriteError
 from connect_state.filestream import FILE_SOURCE_CLASS
 from connect_state.folds.heartbeats import DuePartition
@@ -123,7 +123,7 @@ def test_provider_for_matches_connect_aliases(registered, connector_class, found
 
 def test_providers_load_from_settings_paths():
     plugins = load_keyed_plugins(
-        {FILE_SOURCE_CLASS: "connect_state.demo_heartbeats:provider"}, HEARTBEAT_PROVIDERS_GROUP
+        {FILE_SOURCE_CLASS: "connect_state.dev.demo_heartbeats:provider"}, HEARTBEAT_PROVIDERS_GROUP
     )
     assert plugins[FILE_SOURCE_CLASS] is demo_provider
 

@@ -17,11 +17,11 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka import errors as kafka_errors
 
 import connect_state.kafka_writer as kafka_writer
-from connect_state.config import Settings, load_settings
 from connect_state.errors import ConfigError, KafkaWriteError
 from connect_state.formats.status import topic_status_key
 from connect_state.kafka_writer import InternalTopicWriter, RecordPosition, kafka_python_config
 from connect_state.partitioner import partition_for_key
+from connect_state.settings import Settings, load_settings
 
 # --- without Kafka: fakes for kafka-python's clients -----------------------------------------------------------------
 
@@ -271,7 +271,7 @@ def test_closed_writer_refuses_to_send(settings: Settings, fake_kafka: None) -> 
 
 
 def test_unreachable_cluster_is_a_clear_error_without_leaking_threads(settings: Settings) -> None:
-    from connect_state.local_stack import free_port
+    from connect_state.dev.local_stack import free_port
 
     address = f"127.0.0.1:{free_port()}"
     unreachable = settings.with_overrides(**{"bootstrap.servers": address, "api.kafka.write.timeout.ms": "1000"})

@@ -21,7 +21,7 @@ from connect_state.formats.consumer_offsets import (
     serialize_offset_commit_key,
     serialize_offset_commit_value,
 )
-from jobs.offsets import classify_sink
+from connect_state.jobs.offsets import classify_sink
 
 GROUP = "connect-file-sink"
 

@@ -1,6 +1,6 @@
 """A KIP-883 deletion hook for the demo (``make run``): it logs what it would release.
 
-Register it with ``cleanup.hooks=connect_state.demo_hooks:log_deletion``. A real hook has the same signature
+Register it with ``cleanup.hooks=connect_state.dev.demo_hooks:log_deletion``. A real hook has the same signature
 (:class:`connect_state.cleanup.DeletionHook`) and releases what the deleted connector provisioned outside Kafka (an
 audit table, database triggers, a queue); it must be idempotent, since a failed call is retried.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-log = logging.getLogger("connect_state.demo_hooks")
+log = logging.getLogger("connect_state.dev.demo_hooks")
 
 
 def log_deletion(connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:

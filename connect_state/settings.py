@@ -1,7 +1,9 @@
 """Configuration: one documented default file (conf/connect-state.properties), overridable by environment and flags.
 
 Precedence, highest first: ``--set key=value`` flags, ``CONNECT_STATE_<KEY>`` environment variables, the
-properties file (``--conf-file``, ``CONNECT_STATE_CONF_FILE``, or the repository's ``conf/connect-state.properties``).
+properties file (``--conf-file``, ``CONNECT_STATE_CONF_FILE``, or the defaults shipped inside the package: the
+repository's ``conf/connect-state.properties``, installed as ``connect_state.conf``, so an installed wheel, a zipped
+``--py-files`` wheel included, finds them without a source checkout).
 
 Only the standard library is used here: jobs, the API and the local stack all read their settings through it.
 """
@@ -12,13 +14,20 @@ import argparse
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from connect_state.errors import ConfigError
 
 ENV_PREFIX = "CONNECT_STATE_"
 CONF_FILE_ENV = "CONNECT_STATE_CONF_FILE"
-DEFAULT_CONF_FILE = Path(__file__).resolve().parent.parent / "conf" / "connect-state.properties"
+DEFAULT_CONF_NAME = "connect-state.properties"
+
+
+def default_conf_file() -> Traversable:
+    """The defaults shipped inside the package (``connect_state.conf``; ``conf/`` in the source tree)."""
+    return files("connect_state.conf").joinpath(DEFAULT_CONF_NAME)
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -147,7 +156,8 @@ def load_settings(
 ) -> Settings:
     """Load the properties file, then apply environment variables, then ``key=value`` overrides."""
     env = os.environ if environ is None else environ
-    path = Path(conf_file or env.get(CONF_FILE_ENV) or DEFAULT_CONF_FILE)
+    named = conf_file or env.get(CONF_FILE_ENV)
+    path: Path | Traversable = Path(named) if named else default_conf_file()
     if not path.is_file():
         raise ConfigError(f"configuration file {path} not found; pass --conf-file or set {CONF_FILE_ENV}")
     props = parse_properties(path.read_text(encoding="utf-8"))
@@ -171,7 +181,9 @@ def _split_override(item: str) -> tuple[str, str]:
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags every console script shares."""
-    parser.add_argument("--conf-file", help=f"properties file (default: ${CONF_FILE_ENV} or {DEFAULT_CONF_FILE})")
+    parser.add_argument(
+        "--conf-file", help=f"properties file (default: ${CONF_FILE_ENV}, else the defaults shipped with the package)"
+    )
     parser.add_argument(
         "--set",
         dest="overrides",

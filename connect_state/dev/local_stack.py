@@ -37,9 +37,9 @@ from types import FrameType, TracebackType
 from typing import IO, ClassVar, TypeVar
 from xml.sax.saxutils import quoteattr
 
-from connect_state.config import Settings, add_config_arguments, settings_from_args
-from connect_state.connect_rest import ConnectRestClient, ConnectRestError
+from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
 from connect_state.errors import ConnectStateError, LocalStackError
+from connect_state.settings import Settings, add_config_arguments, settings_from_args
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_KAFKA_LIB = REPO_ROOT / "jvm" / "kafka" / "lib"
@@ -127,7 +127,7 @@ def write_log4j2_config(path: Path, log_file: Path, level: str = "INFO") -> None
     pattern_attr = quoteattr(f"{log_file}.%i")
     path.write_text(
         f"""<?xml version="1.0" encoding="UTF-8"?>
-<!-- Written by connect_state.local_stack on every start. -->
+<!-- Written by connect_state.dev.local_stack on every start. -->
 <Configuration status="warn">
   <Appenders>
     <RollingFile name="file" fileName={file_attr} filePattern={pattern_attr}>

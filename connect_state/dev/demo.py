@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from connect_state.config import Settings, add_config_arguments, settings_from_args
-from connect_state.connect_rest import ConnectRestClient
+from connect_state.dev.connect_rest import ConnectRestClient
+from connect_state.dev.local_stack import LocalStack
 from connect_state.errors import ConnectStateError
 from connect_state.filestream import append_lines, file_sink_config, file_source_config
-from connect_state.local_stack import LocalStack
+from connect_state.settings import Settings, add_config_arguments, settings_from_args
 
 DEMO_SOURCE = "demo-source"
 DEMO_SINK = "demo-sink"
@@ -35,15 +35,15 @@ DEMO_TOPIC = "demo-lines"
 DEMO_QUIET_TOPIC = "demo-quiet-lines"
 FEED_INTERVAL_S = 5.0
 # One driver runs every job (jobs/all.py): five drivers would keep a small machine busy.
-JOB_MODULES = ("jobs.all",)
+JOB_MODULES = ("connect_state.jobs.all",)
 DEMO_SETTINGS = {
     "heartbeat.providers": "org.apache.kafka.connect.file.FileStreamSourceConnector="
-    "connect_state.demo_heartbeats:provider",
-    "cleanup.hooks": "connect_state.demo_hooks:log_deletion",
+    "connect_state.dev.demo_heartbeats:provider",
+    "cleanup.hooks": "connect_state.dev.demo_hooks:log_deletion",
 }
 # Per-connector overrides in the quiet source's own config (connect-state reads them from the config topic).
 QUIET_SOURCE_EXTRAS = {"heartbeat.interval.ms": "30000", "cleanup.offsets.on.delete": "true"}
-API_MODULE = "api.server"
+API_MODULE = "connect_state.api.server"
 
 
 class _Stop(Exception):

@@ -9,7 +9,7 @@ committed offset fresh while the source is quiet)::
     value   b'{"connector":"demo-source","filename":"/path/input.txt","position":1234}'
 
 Register it with ``heartbeat.providers=org.apache.kafka.connect.file.FileStreamSourceConnector=``
-``connect_state.demo_heartbeats:provider``.
+``connect_state.dev.demo_heartbeats:provider``.
 """
 
 from __future__ import annotations
