@@ -32,9 +32,9 @@
      (``DistributedHerder.modifyConnectorOffsetsChecks``; PAUSED is refused too);
   4. sink: ``SinkUtils.parseSinkConnectorOffsets`` (400s); source: ``OffsetUtils.validateFormat`` (500s, Connect's
      ``DataException``), then the connector's ``alterOffsets`` (FileStream source checks: 500s);
-  5. the writes: sink offsets through the consumer-group admin (:func:`~connect_state.api.resources.get_admin`: non-null offsets
+  5. the writes: sink offsets through the consumer-group admin (:func:`~.resources.get_admin`: non-null offsets
      altered, null offsets deleted; reset deletes the group, a missing group counting as success); source offsets as
-     records of the offsets topic (:func:`~connect_state.api.resources.get_writer`: Connect's key bytes, Java partitioning,
+     records of the offsets topic (:func:`~.resources.get_writer`: Connect's key bytes, Java partitioning,
      ``acks=all``, flushed before answering; a null offset is a tombstone; reset tombstones every listed partition
      and succeeds with none). With a connector-specific offsets topic, as ``ConnectorOffsetBackingStore.set``:
      tombstones to the worker's topic first, then everything to the connector's topic, then the non-null offsets to
