@@ -37,7 +37,7 @@ $(CONSTRAINTS): conf/versions.env
 venv: $(VENV)/.installed
 $(VENV)/.installed: setup.cfg pyproject.toml $(CONSTRAINTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip wheel
+	$(PIP) install -q --upgrade pip wheel "setuptools>=68"
 	$(PIP) install -q -c $(CONSTRAINTS) -e '.[test,lint]'
 	@touch $@
 

@@ -1,7 +1,8 @@
 """connect-state's REST API: Connect's endpoints answered from our Delta tables, writes sent to Kafka.
 
-The request path never starts a JVM: tables are read with ``deltalake`` (:mod:`api.tables`), records are written with
-kafka-python (:mod:`connect_state.kafka_writer`). Serve it with ``connect-state-api`` (:mod:`api.server`).
+The request path never starts a JVM: tables are read with ``deltalake`` (:mod:`connect_state.api.tables`), records
+are written with kafka-python (:mod:`connect_state.kafka`). Serve it with ``connect-state-api``
+(:mod:`connect_state.api.server`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def create_app(
 
     ``settings`` default to :func:`connect_state.settings.load_settings`; ``table_reader`` to a
     :class:`connect_state.api.tables.TableReader` on ``delta.root``. Without ``writer`` the app creates one
-    :class:`~connect_state.kafka_writer.InternalTopicWriter` on the first write and closes it in
+    :class:`~connect_state.kafka.InternalTopicWriter` on the first write and closes it in
     :func:`close_app` (or at exit); a ``writer`` passed in stays the caller's to close.
     """
     from connect_state.api import connectors, deletions, heartbeats, offsets, topics

@@ -3,7 +3,7 @@
 * ``GET /connectors`` -> 200, the names of the connectors that have a config and are not deleted
   (``ClusterConfigState.connectors()``: the config snapshot). Connect's order is unspecified; ours is sorted.
 * ``GET /connectors/<name>/status`` -> 200 ``ConnectorStateInfo``
-  (:func:`~connect_state.folds.connector_states.status_response_from_row`). Like ``AbstractHerder.connectorStatus`` it
+  (:func:`~connect_state.connect.rest.connector_state_info`). Like ``AbstractHerder.connectorStatus`` it
   comes purely from the status store, with no config check: 404 ``"No status found for connector <name>"`` when there
   is no connector status. A deleted connector whose status records were not tombstoned yet still answers them, as
   Connect does until its leader tombstones the statuses.
@@ -32,18 +32,18 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from connect_state.api.errors import ConnectRestException, connector_not_found_message, no_content
+from connect_state.api.errors import ConnectRestException, no_content
 from connect_state.api.resources import get_settings, get_tables, get_writer
-from connect_state.folds.connector_states import status_not_found_message, status_response_from_row
+from connect_state.connect.rest import (
+    connector_not_found_message,
+    connector_state_info,
+    status_not_found_message,
+    unknown_connector_message,
+)
 from connect_state.formats.config import ConfigWrite, delete_records, pause_records, resume_records, stop_records
 from connect_state.tables import CONNECTORS
 
 bp = Blueprint("connectors", __name__, url_prefix="/connectors")
-
-
-def unknown_connector_message(name: str) -> str:
-    """The 404 message of stop, pause and resume (``NotFoundException("Unknown connector " + connName)``)."""
-    return f"Unknown connector {name}"
 
 
 def connector_row(name: str) -> dict[str, Any] | None:
@@ -70,7 +70,7 @@ def get_connector_status(connector: str) -> Response:
     row = connector_row(connector)
     if row is None or row.get("connector_state") is None:
         raise ConnectRestException(404, status_not_found_message(connector))
-    return jsonify(status_response_from_row({**row, "tasks": row.get("tasks") or []}))
+    return jsonify(connector_state_info({**row, "tasks": row.get("tasks") or []}))
 
 
 def _write_config_records(

@@ -1,7 +1,7 @@
-"""Kafka Connect's REST error model (spec §5.1), so clients of Connect can read our errors unchanged.
+"""Kafka Connect's REST error model (spec §5.1), so clients of Connect can read our errors unchanged: the Flask side.
 
 Every error is JSON ``{"error_code": <int>, "message": <str or null>}`` with ``Content-Type: application/json``,
-as ``ConnectExceptionMapper`` writes it:
+as ``ConnectExceptionMapper`` writes it (the body and Connect's messages are in :mod:`connect_state.connect.rest`):
 
 * :class:`ConnectRestException` (named after Connect's own exception class) -> its status;
 * an unknown route -> 404 ``"HTTP 404 Not Found"``, a wrong method -> 405 ``"HTTP 405 Method Not Allowed"`` (any
@@ -16,6 +16,7 @@ from __future__ import annotations
 from flask import Flask, Response, current_app, jsonify
 from werkzeug.exceptions import HTTPException
 
+from connect_state.connect.rest import error_message, http_error_message
 from connect_state.errors import KafkaWriteError, TableNotFoundError
 
 
@@ -30,7 +31,7 @@ class ConnectRestException(Exception):
 
 def error_response(status: int, message: str | None) -> Response:
     """Connect's ``ErrorMessage`` entity: ``{"error_code": status, "message": message}``."""
-    response = jsonify({"error_code": status, "message": message})
+    response = jsonify(error_message(status, message))
     response.status_code = status
     return response
 
@@ -48,7 +49,7 @@ def handle_connect_rest_error(err: ConnectRestException) -> Response:
 def handle_http_exception(err: HTTPException) -> Response:
     """Routing and protocol errors, with Jersey's messages (``"HTTP 404 Not Found"``)."""
     status = err.code or 500
-    response = error_response(status, f"HTTP {status} {err.name}")
+    response = error_response(status, http_error_message(status, err.name))
     allow = [value for key, value in err.get_headers() if key.lower() == "allow"]
     if allow:
         response.headers["Allow"] = allow[0]
@@ -84,9 +85,3 @@ def no_content(status: int) -> Response:
     response = Response(status=status)
     del response.headers["Content-Type"]
     return response
-
-
-def connector_not_found_message(name: str) -> str:
-    """The 404 of ``DELETE /connectors/<name>`` and of the offsets endpoints
-    (``NotFoundException("Connector " + connName + " not found")``)."""
-    return f"Connector {name} not found"

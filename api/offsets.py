@@ -11,8 +11,10 @@
     ``HashMap`` order (:func:`~connect_state.formats.offsets.offset_key_bytes`); a partition written in another key
     order is therefore answered ``"offset":null``, as Connect does (spec §4.3). With a connector-specific topic the
     value comes from that topic only: Kafka 4.3.1's ``ConnectorOffsetBackingStore.get`` overlays the connector store's
-    answer, which holds ``null`` for a key it lacks, on the worker store's (checked in the 4.3.1 bytecode). A value
-    Connect cannot read (``"CRITICAL: Failed to deserialize offset data"``) leaves the partition out.
+    answer, which holds ``null`` for a key it lacks, on the worker store's (checked in the 4.3.1 bytecode). Which
+    topics those are is :func:`~connect_state.connect.offset_stores.connector_offset_stores`' answer (an own topic
+    equal to the worker's is the worker's topic alone). A value Connect cannot read (``"CRITICAL: Failed to
+    deserialize offset data"``) leaves the partition out.
   - Sink connectors (``Worker.sinkConnectorOffsets``, ``SinkUtils.consumerGroupOffsetsToConnectorOffsets``), from the
     ``sink_offsets`` table: the committed offsets of the group ``consumer.override.group.id`` or ``connect-<name>``,
     as ``{"partition":{"kafka_partition":p,"kafka_topic":t},"offset":{"kafka_offset":o}}``.
@@ -28,22 +30,25 @@
      then a missing, null or empty ``offsets`` is 400 ``"Partitions / offsets need to be provided for an alter
      offsets request"`` (before the connector's existence, as in ``ConnectorsResource``);
   2. 404 ``"Connector <name> not found"``;
-  3. 400 :func:`not_stopped_message` unless the target state is STOPPED and the committed task count is 0
-     (``DistributedHerder.modifyConnectorOffsetsChecks``; PAUSED is refused too);
+  3. 400 :func:`~connect_state.connect.rest.not_stopped_message` unless the target state is STOPPED and the
+     committed task count is 0 (``DistributedHerder.modifyConnectorOffsetsChecks``; PAUSED is refused too);
   4. sink: ``SinkUtils.parseSinkConnectorOffsets`` (400s); source: ``OffsetUtils.validateFormat`` (500s, Connect's
      ``DataException``), then the connector's ``alterOffsets`` (FileStream source checks: 500s);
   5. the writes: sink offsets through the consumer-group admin (:func:`~.resources.get_admin`: non-null offsets
      altered, null offsets deleted; reset deletes the group, a missing group counting as success); source offsets as
      records of the offsets topic (:func:`~.resources.get_writer`: Connect's key bytes, Java partitioning,
      ``acks=all``, flushed before answering; a null offset is a tombstone; reset tombstones every listed partition
-     and succeeds with none). With a connector-specific offsets topic, as ``ConnectorOffsetBackingStore.set``:
-     tombstones to the worker's topic first, then everything to the connector's topic, then the non-null offsets to
-     the worker's topic (a failure of that last write is only logged);
-  6. :func:`~connect_state.formats.offsets.offsets_success_message`: the short form when the connector's
-     ``alterOffsets`` returns true (the FileStream connectors), the long "framework-managed" form otherwise.
+     and succeeds with none). With a connector-specific offsets topic, as ``ConnectorOffsetBackingStore.set``
+     (:meth:`~connect_state.connect.offset_stores.ConnectorOffsetStores.writes`): tombstones to the worker's topic
+     first, then everything to the connector's topic, then the non-null offsets to the worker's topic (a failure of
+     that last write is only logged);
+  6. :func:`~connect_state.connect.rest.offsets_success_message`: the short form when the connector's
+     ``alterOffsets`` returns true (the FileStream connectors, :mod:`connect_state.connect.filestream`), the long
+     "framework-managed" form otherwise.
 
-  Failures answer Connect's 500 messages (:func:`sink_alter_zombie_message` when sink tasks are still in the group,
-  :func:`source_modify_timeout_message` when the write is not acknowledged within ``api.kafka.write.timeout.ms``...).
+  Failures answer Connect's 500 messages (:mod:`connect_state.connect.rest`: ``sink_alter_zombie_message`` when sink
+  tasks are still in the group, ``source_modify_timeout_message`` when the write is not acknowledged within
+  ``api.kafka.write.timeout.ms``...).
   Connect runs these on its leader after reading the config topic to its end; we judge from the ``connectors``
   table, which is as fresh as the connector-state job's last run.
 """
@@ -56,103 +61,51 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
-from kafka import errors as kafka_errors
 
 from connect_state.api.connectors import connector_row, is_configured
-from connect_state.api.errors import ConnectRestException, connector_not_found_message
+from connect_state.api.errors import ConnectRestException
 from connect_state.api.resources import TableSource, get_admin, get_settings, get_tables, get_writer
-from connect_state.errors import KafkaWriteError, RecordFormatError
+from connect_state.connect.filestream import sink_connector_alter_offsets, source_connector_alter_offsets
+from connect_state.connect.offset_stores import ConnectorOffsetStores, connector_consumer_group, connector_offset_stores
+from connect_state.connect.rest import (
+    connector_not_found_message,
+    connector_offsets,
+    not_stopped_message,
+    offsets_success_message,
+    sink_alter_failed_message,
+    sink_alter_zombie_message,
+    sink_list_failed_message,
+    sink_reset_failed_message,
+    sink_reset_zombie_message,
+    source_modify_failed_message,
+    source_modify_timeout_message,
+)
+from connect_state.connect.vocabulary import ConnectorType, TargetState
+from connect_state.errors import KafkaWriteError, KafkaWriteTimeout, RecordFormatError
 from connect_state.formats import jsonconv
 from connect_state.formats.offsets import (
     BadOffsetsRequest,
     OffsetPair,
     SinkOffset,
-    connector_consumer_group,
-    connector_offsets_topic,
     map_identity,
     normalize_source_offsets,
     offset_key_bytes,
-    offsets_success_message,
     parse_offset_key,
     parse_offset_value,
     parse_offsets_request,
     parse_sink_offsets,
     serialize_offset_value,
-    sink_connector_alter_offsets,
     sink_offset,
     sink_partition,
-    source_connector_alter_offsets,
 )
-from connect_state.kafka_admin import ConsumerGroupAdminError, GroupNotEmptyError
+from connect_state.kafka import ConsumerGroupAdminError, GroupNotEmptyError
 from connect_state.tables import SINK_OFFSETS, SOURCE_OFFSETS
 
 log = logging.getLogger(__name__)
 
 bp = Blueprint("offsets", __name__, url_prefix="/connectors")
 
-SOURCE = "source"
-SINK = "sink"
-STOPPED = "STOPPED"
-
-_ZOMBIE_TAIL = (
-    "could be successfully completed. If the connector is in a stopped state, this operation can be safely retried. "
-    "If it doesn't eventually succeed, the Connect cluster may need to be restarted to get rid of the zombie sink "
-    "tasks."
-)
-
-# --- Connect's messages ---------------------------------------------------------------------------------------------
-
-
-def not_stopped_message(name: str) -> str:
-    """400 of PATCH / DELETE offsets for a connector that is not STOPPED with 0 tasks (``BadRequestException``)."""
-    return (
-        "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the "
-        f"specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
-    )
-
-
-def sink_alter_zombie_message(name: str) -> str:
-    """500 of a sink PATCH whose group still has members (``UnknownMemberIdException``,
-    ``GroupSubscribedToTopicException``; ``Worker.alterSinkConnectorOffsets``)."""
-    return (
-        f"Failed to alter consumer group offsets for connector {name} either because its tasks haven't stopped "
-        f"completely yet or the connector was resumed before the request to alter its offsets {_ZOMBIE_TAIL}"
-    )
-
-
-def sink_alter_failed_message(name: str) -> str:
-    """500 of a sink PATCH for any other admin error (timeouts included)."""
-    return f"Failed to alter consumer group offsets for connector {name}"
-
-
-def sink_list_failed_message(name: str) -> str:
-    """500 of a sink DELETE whose group offsets cannot be listed (``Worker.modifySinkConnectorOffsets``)."""
-    return f"Failed to list offsets prior to resetting offsets for sink connector {name}"
-
-
-def sink_reset_zombie_message(name: str) -> str:
-    """500 of a sink DELETE whose group still has members (``GroupNotEmptyException``;
-    ``Worker.resetSinkConnectorOffsets``)."""
-    return (
-        f"Failed to reset consumer group offsets for connector {name} either because its tasks haven't stopped "
-        f"completely yet or the connector was resumed before the request to reset its offsets {_ZOMBIE_TAIL}"
-    )
-
-
-def sink_reset_failed_message(name: str) -> str:
-    """500 of a sink DELETE for any other admin error (timeouts included)."""
-    return f"Failed to reset consumer group offsets for sink connector {name}"
-
-
-def source_modify_timeout_message(name: str) -> str:
-    """500 of a source PATCH / DELETE whose offsets were not flushed in time
-    (``Worker.modifySourceConnectorOffsets``)."""
-    return f"Timed out while attempting to modify offsets for source connector {name}"
-
-
-def source_modify_failed_message(name: str) -> str:
-    """500 of a source PATCH / DELETE whose offsets write failed."""
-    return f"Failed to modify offsets for source connector {name}"
+# --- our messages ---------------------------------------------------------------------------------------------------
 
 
 def unknown_type_message(name: str, connector_class: str | None) -> str:
@@ -178,24 +131,11 @@ def _config(row: Mapping[str, Any]) -> dict[str, Any]:
     return config if isinstance(config, dict) else {}
 
 
-def _connector_type(name: str, row: Mapping[str, Any]) -> str:
+def _connector_type(name: str, row: Mapping[str, Any]) -> ConnectorType:
     kind = row.get("type")
-    if kind not in (SOURCE, SINK):
+    if kind not in (ConnectorType.SOURCE, ConnectorType.SINK):
         raise ConnectRestException(500, unknown_type_message(name, row.get("connector_class")))
-    return kind
-
-
-def source_offsets_topics(worker_topic: str, config: Mapping[str, Any]) -> tuple[str, str | None]:
-    """``(topic the values are read from, the other topic whose partitions are listed too or None)``.
-
-    Without a connector-specific topic, or with one equal to the worker's, only the worker's topic
-    (``ConnectorOffsetBackingStore.withOnlyWorkerStore`` / ``withOnlyConnectorStore`` on the same topic); otherwise
-    the connector's topic first and the worker's (``withConnectorAndWorkerStores``).
-    """
-    own = connector_offsets_topic(config)
-    if own is None or own == worker_topic:
-        return worker_topic, None
-    return own, worker_topic
+    return ConnectorType(kind)
 
 
 def listed_partitions(name: str, rows: list[Mapping[str, Any]]) -> list[dict[str, object]]:
@@ -216,16 +156,15 @@ def listed_partitions(name: str, rows: list[Mapping[str, Any]]) -> list[dict[str
 
 
 def source_connector_offsets(
-    name: str, rows: list[Mapping[str, Any]], worker_topic: str, config: Mapping[str, Any]
+    name: str, rows: list[Mapping[str, Any]], stores: ConnectorOffsetStores
 ) -> list[dict[str, object]]:
-    """``Worker.sourceConnectorOffsets`` over ``source_offsets`` rows of the connector (any topic)."""
-    value_topic, other_topic = source_offsets_topics(worker_topic, config)
-    topics = {value_topic} | ({other_topic} if other_topic else set())
-    in_topics = [row for row in rows if row.get("offsets_topic") in topics]
+    """``Worker.sourceConnectorOffsets`` over ``source_offsets`` rows of the connector (any topic): its partitions
+    listed in any of its stores, each value from the store ``get`` reads."""
+    in_topics = [row for row in rows if row.get("offsets_topic") in stores.topics]
     values = {
         bytes(row["key"]): (bytes(row["value"]) if row.get("value") is not None else None)
         for row in in_topics
-        if row.get("offsets_topic") == value_topic and row.get("key") is not None
+        if row.get("offsets_topic") == stores.value_topic and row.get("key") is not None
     }
     entries: list[dict[str, object]] = []
     for partition in listed_partitions(name, in_topics):
@@ -270,13 +209,12 @@ def get_connector_offsets(connector: str) -> Response:
     row = _configured_row(connector)
     config = _config(row)
     tables = get_tables()
-    if _connector_type(connector, row) == SINK:
+    if _connector_type(connector, row) == ConnectorType.SINK:
         group = connector_consumer_group(connector, config)
         rows = tables.rows(SINK_OFFSETS, filters=[("group_id", "=", group)], columns=["topic", "partition", "offset"])
-        return _json({"offsets": sink_connector_offsets(rows)})
-    worker_topic = get_settings().offset_storage_topic
-    offsets = source_connector_offsets(connector, _source_rows(tables, connector), worker_topic, config)
-    return _json({"offsets": offsets})
+        return _json(connector_offsets(sink_connector_offsets(rows)))
+    stores = connector_offset_stores(get_settings().offset_storage_topic, config)
+    return _json(connector_offsets(source_connector_offsets(connector, _source_rows(tables, connector), stores)))
 
 
 # --- modifying ------------------------------------------------------------------------------------------------------
@@ -303,14 +241,9 @@ def _request_body() -> object:
 def _stopped_connector(name: str) -> dict[str, Any]:
     """404 unless configured; 400 unless STOPPED with no committed tasks."""
     row = _configured_row(name)
-    if row.get("target_state") != STOPPED or (row.get("task_count") or 0) != 0:
+    if row.get("target_state") != TargetState.STOPPED or (row.get("task_count") or 0) != 0:
         raise ConnectRestException(400, not_stopped_message(name))
     return row
-
-
-def _is_timeout(err: KafkaWriteError) -> bool:
-    cause = err.__cause__
-    return isinstance(cause, kafka_errors.KafkaTimeoutError) or "timed out" in str(err).lower()
 
 
 def _write_source_offsets(name: str, config: Mapping[str, Any], pairs: list[OffsetPair]) -> None:
@@ -319,25 +252,17 @@ def _write_source_offsets(name: str, config: Mapping[str, Any], pairs: list[Offs
     writer = get_writer()
     timeout_ms = settings.api_kafka_write_timeout_ms
     records = [(offset_key_bytes(name, partition), serialize_offset_value(offset)) for partition, offset in pairs]
-    value_topic, worker_topic = source_offsets_topics(settings.offset_storage_topic, config)
-    try:
-        if worker_topic is None:
-            writer.send(value_topic, records, timeout_ms)
-            return
-        tombstones = [(key, value) for key, value in records if value is None]
-        if tombstones:
-            writer.send(worker_topic, tombstones, timeout_ms)
-        writer.send(value_topic, records, timeout_ms)
-    except KafkaWriteError as err:
-        log.error("Failed to modify offsets for source connector %s: %s", name, err)
-        message = source_modify_timeout_message if _is_timeout(err) else source_modify_failed_message
-        raise ConnectRestException(500, message(name)) from err
-    regular = [(key, value) for key, value in records if value is not None]
-    if regular:
+    for write in connector_offset_stores(settings.offset_storage_topic, config).writes(records):
         try:
-            writer.send(worker_topic, regular, timeout_ms)
+            writer.send(write.topic, write.records, timeout_ms)
         except KafkaWriteError as err:
-            log.warning("Failed to write offsets of connector %s to secondary backing store: %s", name, err)
+            if write.best_effort:
+                log.warning("Failed to write offsets of connector %s to secondary backing store: %s", name, err)
+                continue
+            log.error("Failed to modify offsets for source connector %s: %s", name, err)
+            timed_out = isinstance(err, KafkaWriteTimeout)
+            message = source_modify_timeout_message if timed_out else source_modify_failed_message
+            raise ConnectRestException(500, message(name)) from err
 
 
 def _modify_source_offsets(name: str, row: Mapping[str, Any], pairs: list[OffsetPair]) -> bool:
@@ -404,7 +329,7 @@ def alter_connector_offsets(connector: str) -> Response:
     except BadOffsetsRequest as err:
         raise ConnectRestException(400, err.message) from None  # Connect: 500 for Jackson's errors
     row = _stopped_connector(connector)
-    if _connector_type(connector, row) == SINK:
+    if _connector_type(connector, row) == ConnectorType.SINK:
         try:
             offsets = parse_sink_offsets(pairs)
         except BadOffsetsRequest as err:
@@ -419,14 +344,11 @@ def alter_connector_offsets(connector: str) -> Response:
 def reset_connector_offsets(connector: str) -> Response:
     """``DELETE /connectors/<name>/offsets`` (``ConnectorsResource.resetConnectorOffsets``)."""
     row = _stopped_connector(connector)
-    if _connector_type(connector, row) == SINK:
+    if _connector_type(connector, row) == ConnectorType.SINK:
         managed = _reset_sink_offsets(connector, row)
     else:
-        config = _config(row)
-        worker_topic = get_settings().offset_storage_topic
-        value_topic, other_topic = source_offsets_topics(worker_topic, config)
-        topics = {value_topic, other_topic} - {None}
-        rows = [r for r in _source_rows(get_tables(), connector) if r.get("offsets_topic") in topics]
+        stores = connector_offset_stores(get_settings().offset_storage_topic, _config(row))
+        rows = [r for r in _source_rows(get_tables(), connector) if r.get("offsets_topic") in stores.topics]
         pairs: list[OffsetPair] = [(partition, None) for partition in listed_partitions(connector, rows)]
         managed = _modify_source_offsets(connector, row, pairs)
     return jsonify({"message": offsets_success_message("reset", managed)})

@@ -17,8 +17,7 @@ from typing import Any, Protocol
 from flask import Flask, current_app, g
 
 from connect_state.api.tables import TableReader
-from connect_state.kafka_admin import ConsumerGroupAdmin, GroupPartition
-from connect_state.kafka_writer import InternalTopicWriter
+from connect_state.kafka import ConsumerGroupAdmin, GroupPartition, InternalTopicWriter
 from connect_state.settings import Settings
 
 EXTENSION = "connect_state"
@@ -33,7 +32,7 @@ class TableSource(Protocol):
 
 
 class RecordWriter(Protocol):
-    """What the views need from a Kafka writer (see :class:`connect_state.kafka_writer.InternalTopicWriter`)."""
+    """What the views need from a Kafka writer (see :class:`connect_state.kafka.InternalTopicWriter`)."""
 
     def send(self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None) -> Any: ...
 
@@ -41,7 +40,7 @@ class RecordWriter(Protocol):
 
 
 class GroupAdmin(Protocol):
-    """What the views need from a consumer-group admin (see :class:`connect_state.kafka_admin.ConsumerGroupAdmin`)."""
+    """What the views need from a consumer-group admin (see :class:`connect_state.kafka.ConsumerGroupAdmin`)."""
 
     def list_group_offsets(self, group_id: str) -> dict[GroupPartition, int]: ...
 
@@ -108,12 +107,12 @@ class AppResources:
 
 
 def create_writer(settings: Settings) -> RecordWriter:
-    """The writer an app creates for itself: an :class:`~connect_state.kafka_writer.InternalTopicWriter`."""
+    """The writer an app creates for itself: an :class:`~connect_state.kafka.InternalTopicWriter`."""
     return InternalTopicWriter(settings)
 
 
 def create_admin(settings: Settings) -> GroupAdmin:
-    """The consumer-group admin an app creates for itself: a :class:`~connect_state.kafka_admin.ConsumerGroupAdmin`."""
+    """The consumer-group admin an app creates for itself: a :class:`~connect_state.kafka.ConsumerGroupAdmin`."""
     return ConsumerGroupAdmin(settings)
 
 

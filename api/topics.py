@@ -17,11 +17,9 @@ from flask import Blueprint, Response, jsonify
 
 from connect_state.api.errors import ConnectRestException, no_content
 from connect_state.api.resources import get_settings, get_tables, get_writer
+from connect_state.connect.rest import RESET_DISABLED, TRACKING_DISABLED, active_topics_info
 from connect_state.formats.status import topic_status_tombstone_keys
 from connect_state.tables import ACTIVE_TOPICS
-
-TRACKING_DISABLED = "Topic tracking is disabled."
-RESET_DISABLED = "Topic tracking reset is disabled."
 
 bp = Blueprint("topics", __name__, url_prefix="/connectors")
 
@@ -41,7 +39,7 @@ def active_topics(connector: str) -> list[str]:
 def get_active_topics(connector: str) -> Response:
     """Connect's ``ActiveTopicsInfo``, keyed by the connector name."""
     _require_tracking()
-    return jsonify({connector: {"topics": active_topics(connector)}})
+    return jsonify(active_topics_info(connector, active_topics(connector)))
 
 
 @bp.put("/<connector>/topics/reset")

@@ -6,8 +6,8 @@ the job must ignore. Every record goes to the partition the Java producer would 
 SparkSession (``local[2]``, the production JIT), after a warm-up on a small topic:
 
 * (a) the baseline: ``read_topic_batch(...).count()``, a raw batch read of the whole topic;
-* (b) the job: ``jobs.active_topics.start(..., available_now=True)`` from empty state (new Delta tables, new
-  checkpoint), timed from ``start()`` until the query stops.
+* (b) the job: ``connect_state.spark.active_topics.start(..., available_now=True)`` from empty state (new Delta
+  tables, new checkpoint), timed from ``start()`` until the query stops.
 
 Each prints records/s; the last line is the ratio of the job's time to the raw read's time. After each job run the
 tables are checked against the fold computed in Python while generating the records (``check: OK``, or exit 1).
@@ -42,8 +42,8 @@ from connect_state.formats.status import (
     task_status_key,
     topic_status_key,
 )
-from connect_state.jobs import active_topics as job
 from connect_state.settings import Settings, add_config_arguments
+from connect_state.spark import active_topics as job
 from connect_state.spark.foldjob import classify_records
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS

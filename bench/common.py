@@ -3,7 +3,7 @@ SparkSession of a run, the timed raw read and job run, and the report lines (rat
 
 Every benchmark compares a job with a raw Spark Kafka read of the same topic **in one run** (never against fixed
 numbers), prints what it does as it goes, and ends with a line of ratios. Records go to the partition the Java
-producer would pick for their key (``connect_state.partitioner``), as Connect's own writes do.
+producer would pick for their key (``connect_state.kafka.partitioner``), as Connect's own writes do.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from pyspark.sql.utils import StreamingQueryException
 
 from connect_state.dev.local_stack import KafkaBroker, free_ports, prepare_data_dir
 from connect_state.errors import ConnectStateError
-from connect_state.kafka_writer import kafka_python_config
-from connect_state.partitioner import partition_for_key
+from connect_state.kafka.config import kafka_python_config
+from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings, settings_from_args
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.session import build_session

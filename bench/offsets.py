@@ -9,9 +9,9 @@ A fresh 25-partition compacted topic shaped like ``connect-offsets`` is filled w
 pick for its key. Then, in one SparkSession (``local[2]``, the production JIT), after a warm-up on a small topic:
 
 * (a) the baseline: ``read_topic_batch(...).count()``, a raw batch read of the whole topic;
-* (b) the job: ``jobs.offsets.start_source(..., available_now=True)`` from empty state (new Delta tables, new
-  checkpoint), timed from ``start()`` until the query stops; ``source_offsets``, ``source_offsets_history`` and
-  ``rejected_records`` are then checked against the fold computed in Python while generating (``check: OK``).
+* (b) the job: ``connect_state.spark.source_offsets.start(..., available_now=True)`` from empty state (new Delta
+  tables, new checkpoint), timed from ``start()`` until the query stops; ``source_offsets``, ``source_offsets_history``
+  and ``rejected_records`` are then checked against the fold computed in Python while generating (``check: OK``).
 
 Then the REST comparison: a real Connect worker (``connect_state.dev.local_stack.ConnectWorker``) is started with the
 benchmark topic as its ``offset.storage.topic``, and every connector is created through its ``POST /connectors`` with
@@ -55,12 +55,12 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
+from connect_state.dev.filestream import file_source_config
 from connect_state.dev.local_stack import ConnectWorker, free_port
-from connect_state.filestream import file_source_config
 from connect_state.formats.offsets import offset_key_bytes, serialize_offset_value
-from connect_state.jobs import connector_states as states_job
-from connect_state.jobs import offsets as offsets_job
 from connect_state.settings import Settings, add_config_arguments
+from connect_state.spark import connector_states as states_job
+from connect_state.spark import source_offsets as offsets_job
 from connect_state.tables import CONNECTORS, REJECTED_RECORDS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY
 
 if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
@@ -199,7 +199,7 @@ def job_settings(cluster: Settings, work_dir: Path, topic: str, label: str) -> S
 def run_offsets_job(spark: SparkSession, settings: Settings, timeout_s: float) -> JobRun:
     """(b): the source-offsets job with ``Trigger.AvailableNow`` from empty state, timed from ``start()`` to its end."""
     return run_job(
-        lambda: offsets_job.start_source(spark, settings, available_now=True),
+        lambda: offsets_job.start(spark, settings, available_now=True),
         timeout_s,
         (offsets_job.SourceOffsetsWriter, "__call__"),
         WRITER_PARTS,

@@ -54,31 +54,51 @@ next pass of the job finds the deletion and cleans up then.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from enum import StrEnum
 from typing import Protocol
 
-from connect_state.errors import ConfigError
-from connect_state.folds.connector_states import CREATED, DELETED, SINK, SOURCE, UNKNOWN, config_connector_type
-from connect_state.formats.offsets import connector_consumer_group, connector_offsets_topic, sink_consumer_group
+from connect_state.connect.connector_types import config_connector_type
+from connect_state.connect.offset_stores import connector_consumer_group, connector_offset_stores, sink_consumer_group
+from connect_state.connect.vocabulary import ConnectorType, State
+from connect_state.errors import ConfigError, RecordFormatError
+from connect_state.folds.connector_states import CREATED, DELETED
+from connect_state.formats.config import CONNECTOR_PREFIX, parse_config_record
+from connect_state.formats.offsets import parse_offset_key
+from connect_state.formats.status import TOPIC_STATUS_SEPARATOR, TopicStatusKey, parse_status_key, topic_status_key
 from connect_state.plugins import DELETION_HOOKS_GROUP, PluginError, load_named_plugins, split_paths
 
-STEP_ACTIVE_TOPICS = "active_topics"
-STEP_OFFSETS = "offsets"
-HOOK_STEP_PREFIX = "hook:"
-SHARED_STEPS = (STEP_ACTIVE_TOPICS, STEP_OFFSETS)
 
-PENDING = "pending"
-SUCCEEDED = "succeeded"
-FAILED = "failed"
-SKIPPED = "skipped"
-FINAL_STATUSES = (SUCCEEDED, SKIPPED)
+class Step(StrEnum):
+    """The steps on a name's shared resources; a hook's step is ``hook:<name>`` (:func:`hook_step`)."""
+
+    ACTIVE_TOPICS = "active_topics"
+    OFFSETS = "offsets"
+
+
+HOOK_STEP_PREFIX = "hook:"
+SHARED_STEPS = (Step.ACTIVE_TOPICS, Step.OFFSETS)
+
+
+class StepStatus(StrEnum):
+    """The ``status`` of a ``connector_deletions`` row."""
+
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+PENDING, SUCCEEDED, FAILED, SKIPPED = StepStatus  # the members by name, as the API imports them
+FINAL_STATUSES = (StepStatus.SUCCEEDED, StepStatus.SKIPPED)
 
 #: connect-state setting, and the connector config key that overrides it for one connector.
 CLEANUP_OFFSETS_CONFIG = "cleanup.offsets.on.delete"
 #: States of a connector or task that may still write offsets or topic statuses (``AbstractStatus.State``).
-LIVE_STATES = ("RUNNING", "PAUSED", "RESTARTING")
+LIVE_STATES = (State.RUNNING, State.PAUSED, State.RESTARTING)
 
 _UNITS_S = {
     "ms": 0.001,
@@ -213,7 +233,9 @@ def deletions_from_events(events: Iterable[Mapping[str, object]]) -> tuple[list[
         details = json.loads(str(row["details"])) if row.get("details") else {}
         config = details.get("config")
         config = dict(config) if isinstance(config, dict) else None
-        kind = details.get("connector_type") or (config_connector_type(config) if config is not None else UNKNOWN)
+        kind = details.get("connector_type") or (
+            config_connector_type(config) if config is not None else ConnectorType.UNKNOWN
+        )
         deletions[(name, offset)] = Deletion(name, offset, _epoch_ms(row["kafka_timestamp"]), str(kind), config)
     names = created.keys() | deleted.keys()
     lifecycles = {
@@ -278,17 +300,16 @@ def offsets_cleanup_enabled(config: Mapping[str, object] | None, default: bool) 
 
 def sink_group_id(connector: str, config: Mapping[str, object] | None) -> str:
     """The consumer group of a sink connector, by the offsets API's rule
-    (:func:`~connect_state.formats.offsets.connector_consumer_group`), except that an empty override (a group no
+    (:func:`~connect_state.connect.offset_stores.connector_consumer_group`), except that an empty override (a group no
     consumer can join) deletes ``connect-<name>`` rather than nothing."""
     return connector_consumer_group(connector, config) or sink_consumer_group(connector)
 
 
 def source_offsets_topics(default_topic: str, config: Mapping[str, object] | None) -> list[str]:
     """Where a source connector's offsets live: the worker's offsets topic and, when the config names another one, its
-    own (:func:`~connect_state.formats.offsets.connector_offsets_topic`; ``ConnectorOffsetBackingStore`` writes
-    resets to both)."""
-    own = connector_offsets_topic(config)
-    return [default_topic] + ([own] if own is not None and own != default_topic else [])
+    own (:func:`~connect_state.connect.offset_stores.connector_offset_stores`; ``ConnectorOffsetBackingStore`` writes
+    resets to both, the worker's first)."""
+    return list(connector_offset_stores(default_topic, config).topics)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -313,7 +334,7 @@ def offsets_skip_reason(deletion: Deletion, default_enabled: bool) -> str | None
     if not enabled:
         where = "in the connector's config" if deletion.config and CLEANUP_OFFSETS_CONFIG in deletion.config else ""
         return f"offset cleanup disabled ({CLEANUP_OFFSETS_CONFIG}=false{' ' + where if where else ''})"
-    if deletion.connector_type not in (SOURCE, SINK):
+    if deletion.connector_type not in (ConnectorType.SOURCE, ConnectorType.SINK):
         return "connector type unknown (the deleted event carries no config): cannot tell offsets from a group"
     return None
 
@@ -332,8 +353,8 @@ def plan_steps(
     blocker = shared_cleanup_blocker(deletion, lifecycle)
     offsets_reason = blocker or offsets_skip_reason(deletion, offsets_enabled_default)
     return [
-        PlannedStep(STEP_ACTIVE_TOPICS, blocker),
-        PlannedStep(STEP_OFFSETS, offsets_reason),
+        PlannedStep(Step.ACTIVE_TOPICS, blocker),
+        PlannedStep(Step.OFFSETS, offsets_reason),
         *(PlannedStep(hook_step(name)) for name in hook_names),
     ]
 
@@ -476,6 +497,294 @@ def hook_action(hook: DeletionHook, deletion: Deletion) -> Callable[[], StepResu
         return StepResult.succeeded("hook returned")
 
     return call
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A pass: the decisions, behind a small I/O interface
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class CleanupIO(Protocol):
+    """What a cleanup pass reads and writes: the Delta tables, the topics, the consumer groups
+    (:class:`connect_state.spark.cleanup.SparkCleanupIO`; unit tests use an in-memory one)."""
+
+    def begin_pass(self) -> None:
+        """Called first in every pass (create the ``connector_deletions`` table if needed)."""
+        ...
+
+    def deletion_events(self) -> list[Mapping[str, object]] | None:
+        """The ``connector_events`` rows :func:`deletions_from_events` needs (``kafka_timestamp`` in epoch ms), or None
+        when the table does not exist yet."""
+        ...
+
+    def read_outcomes(self) -> dict[tuple[str, int], dict[str, StepOutcome]]:
+        """Every ``connector_deletions`` row, by (connector, deletion offset) and step."""
+        ...
+
+    def record_outcomes(self, rows: Sequence[tuple[Deletion, StepOutcome]], insert_only: bool) -> None:
+        """Merge rows into ``connector_deletions`` (``insert_only``: keep rows that exist)."""
+        ...
+
+    def connector_row(self, name: str) -> Mapping[str, object] | None:
+        """The connector's ``connectors`` row (tasks as a list of dicts), or None."""
+        ...
+
+    def config_records(self, key_prefix: str) -> list[tuple[bytes, bytes | None, int]]:
+        """``(key, value, offset)`` of every record of the config topic whose key starts with ``key_prefix``."""
+        ...
+
+    def active_topics(self, connector: str) -> list[str]:
+        """The topics of the connector in the ``active_topics`` table."""
+        ...
+
+    def source_offsets_keys(self, connector: str) -> list[tuple[str, bytes]]:
+        """``(offsets topic, key bytes)`` of the connector's rows in the ``source_offsets`` table."""
+        ...
+
+    def live_keys(self, topic: str, *, ends_with: str | None = None, contains: str | None = None) -> list[bytes]:
+        """The keys of ``topic`` whose latest record is not a tombstone, among those whose text ends with
+        ``ends_with`` / contains ``contains`` (a coarse filter: the caller parses the keys)."""
+        ...
+
+    def topic_exists(self, topic: str) -> bool: ...
+
+    def write_tombstones(self, topic: str, keys: Sequence[bytes]) -> None:
+        """Send a tombstone per key, each to the partition Java's producer picks; wait for the acknowledgements."""
+        ...
+
+    def delete_group(self, group: str) -> bool:
+        """Delete a consumer group: True when deleted, False when there was no such group."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class PassSummary:
+    """What one pass did, for the log."""
+
+    deletions: int = 0
+    planned: int = 0
+    ran: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    waiting: int = 0
+    skipped: int = 0
+
+    def count(self, status: str) -> None:
+        """Count a step that ran and ended with ``status``."""
+        self.ran += 1
+        name = "waiting" if status == StepStatus.PENDING else str(status)
+        setattr(self, name, getattr(self, name) + 1)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.deletions} deletions, {self.planned} newly planned; {self.ran} steps run: {self.succeeded} "
+            f"succeeded, {self.failed} failed, {self.waiting} waiting, {self.skipped} skipped"
+        )
+
+
+def step_order(step: str) -> tuple[int, str]:
+    """The order steps run in: ``active_topics``, ``offsets``, then the hooks by name."""
+    return (SHARED_STEPS.index(step), "") if step in SHARED_STEPS else (len(SHARED_STEPS), step)  # type: ignore[arg-type]
+
+
+def _coarse_text(name: str) -> str | None:
+    """A text every key of the connector's offsets contains (its name, when JSON writes it as is), for a coarse
+    filter before parsing; None when the name may be escaped."""
+    return name if name.isascii() and name.isprintable() and '"' not in name and "\\" not in name else None
+
+
+class CleanupReconciler:
+    """One reconcile pass at a time (:meth:`run_pass`) over the deletions of ``connector_events``: plan the steps of
+    every deletion not seen yet, run the steps that are due, record each outcome right after its step ran.
+
+    Every read and write goes through ``io``; ``clock`` returns epoch ms. The topics are the worker's
+    (``status_topic``, ``offsets_topic``); ``offsets_on_delete`` is connect-state's ``cleanup.offsets.on.delete``;
+    ``backoff_ms`` / ``backoff_max_ms`` are ``cleanup.retry.backoff.ms`` / ``cleanup.retry.backoff.max.ms``.
+    """
+
+    def __init__(
+        self,
+        io: CleanupIO,
+        hooks: Mapping[str, DeletionHook],
+        *,
+        status_topic: str,
+        offsets_topic: str,
+        offsets_on_delete: bool,
+        backoff_ms: int,
+        backoff_max_ms: int,
+        clock: Callable[[], int],
+        log: logging.Logger | None = None,
+    ) -> None:
+        self.io = io
+        self.hooks = dict(hooks)
+        self.status_topic = status_topic
+        self.offsets_topic = offsets_topic
+        self.offsets_on_delete = offsets_on_delete
+        self.backoff_ms = backoff_ms
+        self.backoff_max_ms = backoff_max_ms
+        self.clock = clock
+        self.log = log or logging.getLogger("connect_state.jobs.cleanup")
+        self._lifecycles: dict[str, Lifecycle] = {}
+        self._creations: dict[str, list[int]] | None = None
+
+    def close(self) -> None:
+        self.io.close()
+
+    # --- one pass ------------------------------------------------------------------------------------------------
+
+    def run_pass(self) -> PassSummary:
+        """Plan new deletions, run the due steps, record every outcome."""
+        self._lifecycles, self._creations = {}, None
+        summary = PassSummary()
+        self.io.begin_pass()
+        events = self.io.deletion_events()
+        if events is None:
+            self.log.info("no connector_events table yet: run connect-state-connector-states first")
+            return summary
+        deletions, self._lifecycles = deletions_from_events(events)
+        summary.deletions = len(deletions)
+        known = self.io.read_outcomes()
+        now = self.clock()
+        planned_rows: list[tuple[Deletion, StepOutcome]] = []
+        for deletion in deletions:
+            if deletion.key in known:
+                continue
+            plan = plan_steps(
+                deletion, list(self.hooks), self.offsets_on_delete, self._lifecycles.get(deletion.connector)
+            )
+            outcomes = {p.step: planned_outcome(p, now) for p in plan}
+            known[deletion.key] = outcomes
+            planned_rows.extend((deletion, outcome) for outcome in outcomes.values())
+            self.log.info(
+                "deletion of %s at config offset %d: steps %s",
+                deletion.connector,
+                deletion.deletion_offset,
+                ", ".join(f"{o.step}={o.status}" for o in outcomes.values()),
+            )
+        if planned_rows:
+            self.io.record_outcomes(planned_rows, insert_only=True)
+            summary.planned = len({d.key for d, _ in planned_rows})
+        for deletion in deletions:
+            outcomes = dict(sorted(known[deletion.key].items(), key=lambda item: step_order(item[0])))
+            if not any(is_due(o, self.clock()) for o in outcomes.values()):
+                continue
+            new = run_due_steps(
+                outcomes,
+                self.actions(deletion),
+                lambda outcome, d=deletion: self._record(d, outcome),
+                self.clock,
+                self.backoff_ms,
+                self.backoff_max_ms,
+            )
+            for outcome in new:
+                summary.count(outcome.status)
+        return summary
+
+    def _record(self, deletion: Deletion, outcome: StepOutcome) -> None:
+        self.log.log(
+            logging.WARNING if outcome.status == StepStatus.FAILED else logging.INFO,
+            "deletion of %s at config offset %d: %s %s (attempt %d)%s%s",
+            deletion.connector,
+            deletion.deletion_offset,
+            outcome.step,
+            outcome.status,
+            outcome.attempts,
+            f": {outcome.detail}" if outcome.detail else "",
+            f"; error: {outcome.error}" if outcome.error else "",
+        )
+        self.io.record_outcomes([(deletion, outcome)], insert_only=False)
+
+    # --- steps ---------------------------------------------------------------------------------------------------
+
+    def actions(self, deletion: Deletion) -> dict[str, Callable[[], StepResult]]:
+        """What runs each step of ``deletion``."""
+        return {
+            Step.ACTIVE_TOPICS: lambda: self._shared(deletion, self._reset_active_topics),
+            Step.OFFSETS: lambda: self._shared(deletion, self._clean_offsets),
+            **{hook_step(name): hook_action(hook, deletion) for name, hook in self.hooks.items()},
+        }
+
+    def _shared(self, deletion: Deletion, action: Callable[[Deletion], StepResult]) -> StepResult:
+        """Run a step on the name's shared resources, unless the name was recreated (skip) or the deleted
+        connector's tasks may still be writing (wait)."""
+        lifecycle = self._lifecycles.get(deletion.connector, Lifecycle())
+        lifecycle = lifecycle.with_created(self._config_topic_creations().get(deletion.connector, ()))
+        blocker = shared_cleanup_blocker(deletion, lifecycle)
+        if blocker is not None:
+            return StepResult.skipped(blocker)
+        row = self.io.connector_row(deletion.connector)
+        config_offset = int(row.get("config_offset") or -1) if row is not None else -1  # type: ignore[call-overload]
+        if row is not None and not row.get("deleted") and config_offset > deletion.deletion_offset:
+            return StepResult.skipped(f"connector recreated at config offset {row['config_offset']}")
+        live = live_statuses(row)
+        if live:
+            return StepResult.waiting(f"waiting for the deleted connector's tasks to stop ({', '.join(live)})")
+        return action(deletion)
+
+    def _config_topic_creations(self) -> dict[str, list[int]]:
+        """Per name, the config-topic offsets of its live ``connector-<name>`` records (read once per pass)."""
+        if self._creations is None:
+            creations: dict[str, list[int]] = {}
+            for key, value, offset in self.io.config_records(CONNECTOR_PREFIX):
+                try:
+                    record = parse_config_record(key, value)
+                except RecordFormatError:
+                    continue
+                if record.value is not None:
+                    creations.setdefault(record.key.connector, []).append(offset)  # type: ignore[union-attr]
+            self._creations = creations
+        return self._creations
+
+    def _reset_active_topics(self, deletion: Deletion) -> StepResult:
+        """Tombstones for every ``status-topic-<topic>:connector-<name>`` key the table or the status topic shows."""
+        name, topic = deletion.connector, self.status_topic
+        keys = {topic_status_key(active, name).encode("utf-8") for active in self.io.active_topics(name)}
+        for key in self.io.live_keys(topic, ends_with=TOPIC_STATUS_SEPARATOR + name):
+            try:
+                parsed = parse_status_key(key)
+            except RecordFormatError:
+                continue
+            if isinstance(parsed, TopicStatusKey) and parsed.connector == name:
+                keys.add(key)
+        if not keys:
+            return StepResult.succeeded("no active topics")
+        self.io.write_tombstones(topic, sorted(keys))
+        return StepResult.succeeded(f"{len(keys)} topic-status tombstones written to {topic}")
+
+    def _clean_offsets(self, deletion: Deletion) -> StepResult:
+        if deletion.connector_type == ConnectorType.SINK:
+            group = sink_group_id(deletion.connector, deletion.config)
+            deleted = self.io.delete_group(group)
+            return StepResult.succeeded(f"consumer group {group} {'deleted' if deleted else 'did not exist'}")
+        return self._tombstone_source_offsets(deletion)
+
+    def _tombstone_source_offsets(self, deletion: Deletion) -> StepResult:
+        """Tombstones with the exact key bytes of every live offsets-topic key of the connector's namespace, in each of
+        its offset stores (:func:`source_offsets_topics`)."""
+        name = deletion.connector
+        targets: dict[str, set[bytes]] = {}
+        for offsets_topic, key in self.io.source_offsets_keys(name):
+            targets.setdefault(offsets_topic, set()).add(key)
+        for topic in source_offsets_topics(self.offsets_topic, deletion.config):
+            if topic != self.offsets_topic and not self.io.topic_exists(topic):
+                continue
+            for key in self.io.live_keys(topic, contains=_coarse_text(name)):
+                try:
+                    parsed = parse_offset_key(key)
+                except RecordFormatError:
+                    continue
+                if parsed.connector == name:
+                    targets.setdefault(topic, set()).add(key)
+        written = []
+        for topic, keys in sorted(targets.items()):
+            if keys:
+                self.io.write_tombstones(topic, sorted(keys))
+                written.append(f"{len(keys)} to {topic}")
+        if not written:
+            return StepResult.succeeded("no source offsets")
+        return StepResult.succeeded("source-offset tombstones written: " + ", ".join(written))
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -27,7 +27,42 @@ class LocalStackError(ConnectStateError):
 
 
 class KafkaWriteError(ConnectStateError):
-    """A write to an internal topic was not acknowledged in time."""
+    """A write to Kafka failed, or the metadata, topic or connection it needs (:mod:`connect_state.kafka`).
+
+    The subclasses say why, for callers that act on the reason (never on the message text):
+    :class:`KafkaWriteTimeout` (not acknowledged in time), :class:`KafkaUnavailableError` (no broker reached in time)
+    and :class:`TopicNotFoundError` (the topic does not exist).
+    """
+
+
+class KafkaWriteTimeout(KafkaWriteError):
+    """Kafka did not acknowledge a write, or answer a request the write needs, in time.
+
+    A timed-out record may still be delivered later: like any Kafka client, we cannot take back a record in flight.
+    """
+
+
+class KafkaUnavailableError(KafkaWriteTimeout):
+    """No broker of the cluster could be reached in time (the client could not bootstrap).
+
+    A timeout too: what Connect reports when its producer cannot reach the cluster.
+    """
+
+
+class TopicNotFoundError(KafkaWriteError):
+    """The topic does not exist on the cluster (the Kafka layer never auto-creates a topic)."""
+
+
+class ConsumerGroupAdminError(ConnectStateError):
+    """An admin call on a consumer group failed (the message names the call, the group and the broker's error)."""
+
+
+class ConsumerGroupAdminTimeout(ConsumerGroupAdminError):
+    """An admin call on a consumer group got no answer in time (Kafka unreachable included)."""
+
+
+class GroupNotEmptyError(ConsumerGroupAdminError):
+    """The consumer group still has members (for a sink connector: tasks that have not stopped yet)."""
 
 
 class TableNotFoundError(ConnectStateError):

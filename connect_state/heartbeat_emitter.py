@@ -8,16 +8,16 @@ outside the worker (record format: :mod:`connect_state.heartbeats`):
    ``acks=all``;
 3. for records that carry a source offset, commit it like ``OffsetStorageWriter`` once the records are acknowledged:
    the exact key bytes ``[connector, partition]``, the value in Java ``HashMap`` order, the partition Java's producer
-   picks (:class:`~connect_state.kafka_writer.InternalTopicWriter`), the last offset per source partition;
+   picks (:class:`~connect_state.kafka.InternalTopicWriter`), the last offset per source partition;
 4. return one :class:`EmittedHeartbeat` per record (``produced``), or one saying ``no_records`` or ``failed`` (the
    provider raised or returned something invalid, or Kafka did not acknowledge): a failing heartbeat never stops
    the others; the next one is tried one interval later.
 
 Before 1., the offsets topic is read from the record the fold last applied for the partition to its end
-(:class:`OffsetsTopicReader`): the fold's view lags by up to a micro-batch, and a task that committed a new offset
-meanwhile is not idle; a provider committing the offset it was given would even move the task's offset back. Such a
-heartbeat is ``skipped``. (A commit landing between this check and ours can still be overwritten; intervals of
-minutes make that window rare, and the task's next commit corrects it.)
+(:class:`~connect_state.kafka.OffsetsTopicReader`): the fold's view lags by up to a micro-batch, and a task that
+committed a new offset meanwhile is not idle; a provider committing the offset it was given would even move the
+task's offset back. Such a heartbeat is ``skipped``. (A commit landing between this check and ours can still be
+overwritten; intervals of minutes make that window rare, and the task's next commit corrects it.)
 
 No Spark here: the heartbeats job calls :meth:`HeartbeatEmitter.emit` on the driver (``foreachBatch`` and the
 catch-up sweep); unit tests use fake writers.
@@ -27,19 +27,17 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Protocol
 
-from kafka import KafkaConsumer, TopicPartition
 from kafka import errors as kafka_errors
 
 from connect_state.errors import KafkaWriteError, RecordFormatError
 from connect_state.folds.heartbeats import DuePartition
 from connect_state.formats.offsets import (
     offset_key_bytes,
-    parse_offset_key,
     parse_offset_value,
     serialize_offset_value,
 )
@@ -51,23 +49,27 @@ from connect_state.heartbeats import (
     record_headers,
     serialize_payload,
 )
-from connect_state.kafka_writer import InternalTopicWriter, RecordPosition, describe_error, kafka_python_config
-from connect_state.partitioner import partition_for_key
-from connect_state.settings import Settings
+from connect_state.kafka import RecordPosition, describe_error
 
 log = logging.getLogger(__name__)
 
-PRODUCED = "produced"
-NO_RECORDS = "no_records"
-FAILED = "failed"
-SKIPPED = "skipped"
+
+class HeartbeatOutcome(StrEnum):
+    """The ``outcome`` of a ``heartbeats`` row: a record sent (and its offset committed), the provider gave no record,
+    something failed (the provider, Kafka, the offset commit), or not sent (the offset moved since it was read)."""
+
+    PRODUCED = "produced"
+    NO_RECORDS = "no_records"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
 
 HeartbeatMessage = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]
 """``(key, value, headers)`` as sent to the heartbeat topic."""
 
 
 class HeartbeatSender(Protocol):
-    """What the emitter needs to write heartbeat records (see :class:`HeartbeatTopicWriter`)."""
+    """What the emitter needs to write heartbeat records (see :class:`~connect_state.kafka.InternalTopicWriter`)."""
 
     def ensure_topic(self, topic: str) -> None: ...
 
@@ -75,7 +77,7 @@ class HeartbeatSender(Protocol):
 
 
 class OffsetSender(Protocol):
-    """What the emitter needs to commit offsets (see :class:`~connect_state.kafka_writer.InternalTopicWriter`)."""
+    """What the emitter needs to commit offsets (see :class:`~connect_state.kafka.InternalTopicWriter`)."""
 
     def send(self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None) -> Any: ...
 
@@ -94,7 +96,7 @@ class EmittedHeartbeat:
     record_partition: int | None
     record_offset: int | None
     committed_offset: str | None
-    outcome: str
+    outcome: HeartbeatOutcome
     error: str | None
     idle_ms: int
     heartbeat_interval_ms: int
@@ -105,117 +107,11 @@ class EmittedHeartbeat:
         return dict(self.__dict__)
 
 
-class HeartbeatTopicWriter(InternalTopicWriter):
-    """An :class:`InternalTopicWriter` that also creates heartbeat topics and sends records with headers and null
-    keys (keyed records still go where Java's producer puts them)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._ensured: set[str] = set()
-
-    def ensure_topic(self, topic: str) -> None:
-        """Create ``topic`` with the broker's default partitions and replication factor unless it exists."""
-        if topic in self._ensured:
-            return
-        admin = self._admin_client()
-        with self._metadata_lock:
-            try:
-                admin.create_topics({topic: {}}, timeout_ms=self.default_timeout_ms, wait_for_metadata=True)
-                log.info("created heartbeat topic %s", topic)
-            except kafka_errors.TopicAlreadyExistsError:
-                pass
-            except kafka_errors.KafkaError as err:
-                raise KafkaWriteError(f"cannot create heartbeat topic {topic!r}: {describe_error(err)}") from err
-        self._ensured.add(topic)
-
-    def send_messages(self, topic: str, messages: Sequence[HeartbeatMessage]) -> list[RecordPosition]:
-        """Send ``messages`` in order and wait for every acknowledgement (``api.kafka.write.timeout.ms``)."""
-        if not messages:
-            return []
-        deadline = time.monotonic() + self.default_timeout_ms / 1000
-        count = self.partition_count(topic)
-        producer = self._producer_client()
-        try:
-            futures = [
-                producer.send(
-                    topic,
-                    key=key,
-                    value=value,
-                    headers=headers,
-                    partition=partition_for_key(key, count) if key is not None else None,
-                )
-                for key, value, headers in messages
-            ]
-            producer.flush(timeout=max(deadline - time.monotonic(), 0))
-            positions = []
-            for future in futures:
-                metadata = future.get(timeout=max(deadline - time.monotonic(), 0))
-                positions.append(RecordPosition(metadata.topic, metadata.partition, metadata.offset))
-        except kafka_errors.KafkaError as err:
-            raise KafkaWriteError(f"write to heartbeat topic {topic!r} failed: {describe_error(err)}") from err
-        return positions
-
-
 class OffsetReader(Protocol):
-    """What the emitter needs to check that a partition's offset has not moved (see :class:`OffsetsTopicReader`)."""
+    """What the emitter needs to check that a partition's offset has not moved (see
+    :class:`~connect_state.kafka.OffsetsTopicReader`)."""
 
     def latest_offset(self, key: bytes, kafka_partition: int, after_offset: int) -> tuple[bool, bytes | None]: ...
-
-
-class OffsetsTopicReader:
-    """Reads the offsets-topic records of one key written after a known record (the fold's view may lag by a
-    micro-batch): ``latest_offset`` -> ``(found, value)``, comparing keys as Connect looks them up."""
-
-    def __init__(self, settings: Settings, timeout_ms: int | None = None) -> None:
-        self.settings = settings
-        self.topic = settings.offset_storage_topic
-        self.timeout_ms = settings.api_kafka_write_timeout_ms if timeout_ms is None else timeout_ms
-        self._consumer: KafkaConsumer | None = None
-
-    def _client(self) -> KafkaConsumer:
-        if self._consumer is None:
-            config = kafka_python_config(self.settings.kafka_client_config(), KafkaConsumer.DEFAULT_CONFIG, warn=False)
-            config.update(
-                client_id="connect-state-heartbeat-offsets-reader",
-                group_id=None,
-                enable_auto_commit=False,
-                isolation_level="read_committed",
-            )
-            self._consumer = KafkaConsumer(**config)
-        return self._consumer
-
-    def latest_offset(self, key: bytes, kafka_partition: int, after_offset: int) -> tuple[bool, bytes | None]:
-        consumer = self._client()
-        partition = TopicPartition(self.topic, kafka_partition)
-        consumer.assign([partition])
-        end = consumer.end_offsets([partition])[partition]
-        found, latest = False, None
-        if after_offset + 1 >= end:
-            return found, latest
-        consumer.seek(partition, after_offset + 1)
-        deadline = time.monotonic() + self.timeout_ms / 1000
-        while consumer.position(partition) < end:
-            if time.monotonic() > deadline:
-                raise KafkaWriteError(f"timed out reading {self.topic}-{kafka_partition} up to offset {end}")
-            for records in consumer.poll(timeout_ms=500).values():
-                for record in records:
-                    if record.offset < end and _lookup_key(record.key) == key:
-                        found, latest = True, record.value
-        return found, latest
-
-    def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
-
-
-def _lookup_key(raw: bytes | None) -> bytes | None:
-    """The bytes Connect looks a raw offsets key up with (None for keys it ignores)."""
-    try:
-        parsed = parse_offset_key(raw)
-    except RecordFormatError:
-        return None
-    return offset_key_bytes(parsed.connector, parsed.partition) if parsed.partition is not None else None
 
 
 def _offset_moved(due: DuePartition, found: bool, value: bytes | None) -> bool:
@@ -249,7 +145,7 @@ class HeartbeatEmitter:
         """Send the heartbeat of one due partition; never raises for the provider's or Kafka's failures."""
         partition_json = json.dumps(due.partition, separators=(",", ":"))
 
-        def result(outcome: str, error: str | None = None, **record: Any) -> EmittedHeartbeat:
+        def result(outcome: HeartbeatOutcome, error: str | None = None, **record: Any) -> EmittedHeartbeat:
             fields: dict[str, Any] = {
                 "record_index": None,
                 "record_key": None,
@@ -269,20 +165,20 @@ class HeartbeatEmitter:
             try:
                 found, value = self.offset_reader.latest_offset(due.key, due.kafka_partition, due.kafka_offset)
             except (KafkaWriteError, kafka_errors.KafkaError) as err:
-                return [result(FAILED, f"cannot check the latest offset: {describe_error(err)}")]
+                return [result(HeartbeatOutcome.FAILED, f"cannot check the latest offset: {describe_error(err)}")]
             if _offset_moved(due, found, value):
                 # The task committed since the fold's view: the partition is not idle, and a provider committing the
                 # offset it was given would move it back.
-                return [result(SKIPPED, "the offset moved since it was read")]
+                return [result(HeartbeatOutcome.SKIPPED, "the offset moved since it was read")]
         provider = provider_for(self.providers, due.connector_class)
         try:
             records = provider.produce_heartbeat_records(due.connector, due.config, due.partition, due.offset)
             records = self._checked(records)
         except Exception as err:  # a provider is third-party code: record its failure, keep going
             log.warning("heartbeat provider for %s failed on %s: %s", due.connector, partition_json, err)
-            return [result(FAILED, f"{type(err).__name__}: {err}")]
+            return [result(HeartbeatOutcome.FAILED, f"{type(err).__name__}: {err}")]
         if not records:
-            return [result(NO_RECORDS)]
+            return [result(HeartbeatOutcome.NO_RECORDS)]
         messages = [
             (serialize_payload(r.key), serialize_payload(r.value), record_headers(due.connector, due.partition, r))
             for r in records
@@ -292,7 +188,7 @@ class HeartbeatEmitter:
             positions = self.heartbeat_sender.send_messages(due.records_topic, messages)
         except KafkaWriteError as err:
             log.warning("heartbeat of %s %s not sent: %s", due.connector, partition_json, err)
-            return [result(FAILED, str(err))]
+            return [result(HeartbeatOutcome.FAILED, str(err))]
         commits: dict[bytes, bytes | None] = {}
         for record in records:
             if record.source_offset is not None:
@@ -312,9 +208,10 @@ class HeartbeatEmitter:
             committed = None
             if record.source_offset is not None and commit_error is None:
                 committed = json.dumps(dict(record.source_offset), separators=(",", ":"))
+            failed = commit_error is not None and record.source_offset is not None
             rows.append(
                 result(
-                    FAILED if commit_error and record.source_offset is not None else PRODUCED,
+                    HeartbeatOutcome.FAILED if failed else HeartbeatOutcome.PRODUCED,
                     commit_error if record.source_offset is not None else None,
                     record_index=index,
                     record_key=key,

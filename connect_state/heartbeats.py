@@ -54,7 +54,8 @@ Java's producer picks. ``source_partition`` names another partition of the same 
 Offsets must pass ``OffsetUtils.validateFormat`` (a map of primitive values). When several records of one heartbeat
 carry offsets for the same partition, the last one is committed (``OffsetStorageWriter`` keeps the latest).
 
-Pure standard library plus :mod:`connect_state.formats`: providers import only this module.
+Pure standard library plus :mod:`connect_state.formats` and :mod:`connect_state.connect`: providers import only this
+module.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from connect_state.connect.connector_types import is_alias_of
 from connect_state.errors import RecordFormatError
 from connect_state.formats.offsets import serialize_offset_value, validate_offset_map
 
@@ -76,7 +78,6 @@ __all__ = [
     "HeartbeatRecord",
     "HeartbeatRecordError",
     "as_provider",
-    "connector_class_aliases",
     "provider_for",
     "record_headers",
     "serialize_payload",
@@ -208,22 +209,14 @@ def as_provider(plugin: object) -> HeartbeatProvider:
     raise TypeError(f"{plugin!r} is not a heartbeat provider (no produce_heartbeat_records method, not callable)")
 
 
-def connector_class_aliases(class_name: str) -> tuple[str, ...]:
-    """``PluginUtils`` aliases: the class name, its simple name, and the simple name without ``Connector``."""
-    simple = class_name.rsplit(".", 1)[-1]
-    pruned = simple[: -len("Connector")] if simple.endswith("Connector") and simple != "Connector" else simple
-    return class_name, simple, pruned
-
-
 def provider_for(providers: Mapping[str, HeartbeatProvider], connector_class: str | None) -> HeartbeatProvider:
-    """The provider registered for ``connector_class`` (exactly, or through an alias of either side), else the
-    default provider (no records)."""
+    """The provider registered for ``connector_class`` (exactly, or through a ``PluginUtils`` alias of either side,
+    :func:`~connect_state.connect.connector_types.plugin_aliases`), else the default provider (no records)."""
     if connector_class is None:
         return DEFAULT_PROVIDER
     if connector_class in providers:
         return providers[connector_class]
-    wanted = set(connector_class_aliases(connector_class))
     for registered, provider in providers.items():
-        if connector_class in connector_class_aliases(registered) or registered in wanted:
+        if is_alias_of(connector_class, registered) or is_alias_of(registered, connector_class):
             return provider
     return DEFAULT_PROVIDER

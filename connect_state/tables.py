@@ -1,43 +1,55 @@
 """The Delta tables connect-state writes: names and schemas, shared by the jobs (writers) and the API (readers).
 
-Schemas are Spark SQL DDL so the jobs can build them with ``StructType.fromDDL``; the API reads the same column
-names with ``deltalake``. Nothing here imports Spark or Delta. Timestamps are UTC; ``*_timestamp`` columns that
-mirror Connect fields keep Connect's epoch-millisecond longs.
+Each table's schema is defined once, here, as an Arrow schema. The API reads the tables with ``deltalake`` and uses
+it as is; the jobs derive Spark's ``StructType`` from it with pyspark's own Arrow converter
+(:func:`connect_state.spark.delta_io.schema_of`), which needs no JVM. Nothing here imports Spark or Delta.
+
+Every column and every nested field is nullable, as Spark writes them. Timestamps are UTC microseconds, which is how
+Delta stores Spark's TIMESTAMP (Arrow ``timestamp[us, tz=UTC]`` is Spark's ``TimestampType``); ``*_timestamp``
+columns that mirror Connect fields keep Connect's epoch-millisecond longs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow as pa
+
+# The Arrow types of the tables, named after the Spark SQL types pyspark derives from them.
+STRING = pa.string()
+INT = pa.int32()
+BIGINT = pa.int64()
+BOOLEAN = pa.bool_()
+BINARY = pa.binary()
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+
 
 @dataclass(frozen=True)
 class TableSpec:
-    """A Delta table under ``delta.root``: its folder name, its columns and the columns that identify a row."""
+    """A Delta table under ``delta.root``: its folder name, its schema and the columns that identify a row."""
 
     name: str
-    columns: tuple[tuple[str, str], ...]
+    schema: pa.Schema
     key: tuple[str, ...]
     description: str
 
     @property
-    def ddl(self) -> str:
-        return ", ".join(f"{name} {sql_type}" for name, sql_type in self.columns)
-
-    @property
     def column_names(self) -> list[str]:
-        return [name for name, _ in self.columns]
+        return list(self.schema.names)
 
 
 ACTIVE_TOPICS = TableSpec(
     name="active_topics",
-    columns=(
-        ("connector", "STRING"),
-        ("topic", "STRING"),
-        ("task", "INT"),
-        ("discover_timestamp", "BIGINT"),
-        ("updated_at", "TIMESTAMP"),
-        ("kafka_partition", "INT"),
-        ("kafka_offset", "BIGINT"),
+    schema=pa.schema(
+        [
+            ("connector", STRING),
+            ("topic", STRING),
+            ("task", INT),
+            ("discover_timestamp", BIGINT),
+            ("updated_at", TIMESTAMP),
+            ("kafka_partition", INT),
+            ("kafka_offset", BIGINT),
+        ]
     ),
     key=("connector", "topic"),
     description="KIP-558: the topics each connector currently uses (Connect's GET /connectors/<name>/topics).",
@@ -45,16 +57,18 @@ ACTIVE_TOPICS = TableSpec(
 
 ACTIVE_TOPICS_HISTORY = TableSpec(
     name="active_topics_history",
-    columns=(
-        ("connector", "STRING"),
-        ("topic", "STRING"),
-        ("change", "STRING"),
-        ("task", "INT"),
-        ("discover_timestamp", "BIGINT"),
-        ("changed_at", "TIMESTAMP"),
-        ("kafka_partition", "INT"),
-        ("kafka_offset", "BIGINT"),
-        ("kafka_timestamp", "TIMESTAMP"),
+    schema=pa.schema(
+        [
+            ("connector", STRING),
+            ("topic", STRING),
+            ("change", STRING),
+            ("task", INT),
+            ("discover_timestamp", BIGINT),
+            ("changed_at", TIMESTAMP),
+            ("kafka_partition", INT),
+            ("kafka_offset", BIGINT),
+            ("kafka_timestamp", TIMESTAMP),
+        ]
     ),
     key=("connector", "topic", "kafka_partition", "kafka_offset"),
     description="KIP-558: every change of an active-topic set (added, updated, removed) and the record behind it.",
@@ -62,41 +76,56 @@ ACTIVE_TOPICS_HISTORY = TableSpec(
 
 REJECTED_RECORDS = TableSpec(
     name="rejected_records",
-    columns=(
-        ("topic", "STRING"),
-        ("partition", "INT"),
-        ("offset", "BIGINT"),
-        ("key", "BINARY"),
-        ("value", "BINARY"),
-        ("reason", "STRING"),
-        ("seen_at", "TIMESTAMP"),
+    schema=pa.schema(
+        [
+            ("topic", STRING),
+            ("partition", INT),
+            ("offset", BIGINT),
+            ("key", BINARY),
+            ("value", BINARY),
+            ("reason", STRING),
+            ("seen_at", TIMESTAMP),
+        ]
     ),
     key=("topic", "partition", "offset"),
     description="Records of the internal topics a Connect worker would discard, kept byte for byte with the reason.",
 )
 
-TASK_STATUS_TYPE = "STRUCT<id: INT, state: STRING, worker_id: STRING, trace: STRING, generation: INT, version: STRING>"
+# One task's status in ``connectors.tasks`` (connect_state/folds/connector_states.py's task rows); the list's items
+# are named ``element``, as Delta (Parquet) and pyspark's Arrow converter name them.
+TASK_STATUS = pa.struct(
+    [
+        ("id", INT),
+        ("state", STRING),
+        ("worker_id", STRING),
+        ("trace", STRING),
+        ("generation", INT),
+        ("version", STRING),
+    ]
+)
 
 CONNECTORS = TableSpec(
     name="connectors",
-    columns=(
-        ("name", "STRING"),
-        ("type", "STRING"),
-        ("connector_class", "STRING"),
-        ("config", "STRING"),
-        ("target_state", "STRING"),
-        ("task_count", "INT"),
-        ("inconsistent", "BOOLEAN"),
-        ("connector_state", "STRING"),
-        ("connector_worker_id", "STRING"),
-        ("connector_trace", "STRING"),
-        ("connector_generation", "INT"),
-        ("connector_version", "STRING"),
-        ("tasks", f"ARRAY<{TASK_STATUS_TYPE}>"),
-        ("deleted", "BOOLEAN"),
-        ("deleted_at", "BIGINT"),
-        ("config_offset", "BIGINT"),
-        ("updated_at", "TIMESTAMP"),
+    schema=pa.schema(
+        [
+            ("name", STRING),
+            ("type", STRING),
+            ("connector_class", STRING),
+            ("config", STRING),
+            ("target_state", STRING),
+            ("task_count", INT),
+            ("inconsistent", BOOLEAN),
+            ("connector_state", STRING),
+            ("connector_worker_id", STRING),
+            ("connector_trace", STRING),
+            ("connector_generation", INT),
+            ("connector_version", STRING),
+            ("tasks", pa.list_(pa.field("element", TASK_STATUS))),
+            ("deleted", BOOLEAN),
+            ("deleted_at", BIGINT),
+            ("config_offset", BIGINT),
+            ("updated_at", TIMESTAMP),
+        ]
     ),
     key=("name",),
     description=(
@@ -107,15 +136,17 @@ CONNECTORS = TableSpec(
 
 CONNECTOR_EVENTS = TableSpec(
     name="connector_events",
-    columns=(
-        ("connector", "STRING"),
-        ("event", "STRING"),
-        ("details", "STRING"),
-        ("source", "STRING"),
-        ("kafka_partition", "INT"),
-        ("kafka_offset", "BIGINT"),
-        ("kafka_timestamp", "TIMESTAMP"),
-        ("recorded_at", "TIMESTAMP"),
+    schema=pa.schema(
+        [
+            ("connector", STRING),
+            ("event", STRING),
+            ("details", STRING),
+            ("source", STRING),
+            ("kafka_partition", INT),
+            ("kafka_offset", BIGINT),
+            ("kafka_timestamp", TIMESTAMP),
+            ("recorded_at", TIMESTAMP),
+        ]
     ),
     key=("connector", "source", "kafka_partition", "kafka_offset", "event"),
     description=(
@@ -126,18 +157,20 @@ CONNECTOR_EVENTS = TableSpec(
 
 SOURCE_OFFSETS = TableSpec(
     name="source_offsets",
-    columns=(
-        ("connector", "STRING"),
-        ("offsets_topic", "STRING"),
-        ("partition", "STRING"),
-        ("key", "BINARY"),
-        ("offset", "STRING"),
-        ("value", "BINARY"),
-        ("listed", "BOOLEAN"),
-        ("kafka_partition", "INT"),
-        ("kafka_offset", "BIGINT"),
-        ("kafka_timestamp", "TIMESTAMP"),
-        ("updated_at", "TIMESTAMP"),
+    schema=pa.schema(
+        [
+            ("connector", STRING),
+            ("offsets_topic", STRING),
+            ("partition", STRING),
+            ("key", BINARY),
+            ("offset", STRING),
+            ("value", BINARY),
+            ("listed", BOOLEAN),
+            ("kafka_partition", INT),
+            ("kafka_offset", BIGINT),
+            ("kafka_timestamp", TIMESTAMP),
+            ("updated_at", TIMESTAMP),
+        ]
     ),
     key=("offsets_topic", "key"),
     description=(
@@ -149,17 +182,19 @@ SOURCE_OFFSETS = TableSpec(
 
 SOURCE_OFFSETS_HISTORY = TableSpec(
     name="source_offsets_history",
-    columns=(
-        ("connector", "STRING"),
-        ("offsets_topic", "STRING"),
-        ("partition", "STRING"),
-        ("key", "BINARY"),
-        ("offset", "STRING"),
-        ("change", "STRING"),
-        ("kafka_partition", "INT"),
-        ("kafka_offset", "BIGINT"),
-        ("kafka_timestamp", "TIMESTAMP"),
-        ("recorded_at", "TIMESTAMP"),
+    schema=pa.schema(
+        [
+            ("connector", STRING),
+            ("offsets_topic", STRING),
+            ("partition", STRING),
+            ("key", BINARY),
+            ("offset", STRING),
+            ("change", STRING),
+            ("kafka_partition", INT),
+            ("kafka_offset", BIGINT),
+            ("kafka_timestamp", TIMESTAMP),
+            ("recorded_at", TIMESTAMP),
+        ]
     ),
     key=("offsets_topic", "kafka_partition", "kafka_offset"),
     description="KIP-875: every source offset record (set or removed by a tombstone) and where it came from.",
@@ -167,18 +202,20 @@ SOURCE_OFFSETS_HISTORY = TableSpec(
 
 SINK_OFFSETS = TableSpec(
     name="sink_offsets",
-    columns=(
-        ("group_id", "STRING"),
-        ("topic", "STRING"),
-        ("partition", "INT"),
-        ("offset", "BIGINT"),
-        ("leader_epoch", "INT"),
-        ("metadata", "STRING"),
-        ("commit_timestamp", "BIGINT"),
-        ("kafka_partition", "INT"),
-        ("kafka_offset", "BIGINT"),
-        ("kafka_timestamp", "TIMESTAMP"),
-        ("updated_at", "TIMESTAMP"),
+    schema=pa.schema(
+        [
+            ("group_id", STRING),
+            ("topic", STRING),
+            ("partition", INT),
+            ("offset", BIGINT),
+            ("leader_epoch", INT),
+            ("metadata", STRING),
+            ("commit_timestamp", BIGINT),
+            ("kafka_partition", INT),
+            ("kafka_offset", BIGINT),
+            ("kafka_timestamp", TIMESTAMP),
+            ("updated_at", TIMESTAMP),
+        ]
     ),
     key=("group_id", "topic", "partition"),
     description=(
@@ -189,17 +226,19 @@ SINK_OFFSETS = TableSpec(
 
 SINK_OFFSETS_HISTORY = TableSpec(
     name="sink_offsets_history",
-    columns=(
-        ("group_id", "STRING"),
-        ("topic", "STRING"),
-        ("partition", "INT"),
-        ("offset", "BIGINT"),
-        ("change", "STRING"),
-        ("commit_timestamp", "BIGINT"),
-        ("kafka_partition", "INT"),
-        ("kafka_offset", "BIGINT"),
-        ("kafka_timestamp", "TIMESTAMP"),
-        ("recorded_at", "TIMESTAMP"),
+    schema=pa.schema(
+        [
+            ("group_id", STRING),
+            ("topic", STRING),
+            ("partition", INT),
+            ("offset", BIGINT),
+            ("change", STRING),
+            ("commit_timestamp", BIGINT),
+            ("kafka_partition", INT),
+            ("kafka_offset", BIGINT),
+            ("kafka_timestamp", TIMESTAMP),
+            ("recorded_at", TIMESTAMP),
+        ]
     ),
     key=("kafka_partition", "kafka_offset"),
     description="KIP-875: every committed or deleted consumer-group offset, with the __consumer_offsets record.",
@@ -207,19 +246,21 @@ SINK_OFFSETS_HISTORY = TableSpec(
 
 CONNECTOR_DELETIONS = TableSpec(
     name="connector_deletions",
-    columns=(
-        ("connector", "STRING"),
-        ("deletion_offset", "BIGINT"),
-        ("deleted_at", "TIMESTAMP"),
-        ("connector_type", "STRING"),
-        ("config", "STRING"),
-        ("step", "STRING"),
-        ("status", "STRING"),
-        ("attempts", "INT"),
-        ("detail", "STRING"),
-        ("error", "STRING"),
-        ("next_attempt_at", "TIMESTAMP"),
-        ("updated_at", "TIMESTAMP"),
+    schema=pa.schema(
+        [
+            ("connector", STRING),
+            ("deletion_offset", BIGINT),
+            ("deleted_at", TIMESTAMP),
+            ("connector_type", STRING),
+            ("config", STRING),
+            ("step", STRING),
+            ("status", STRING),
+            ("attempts", INT),
+            ("detail", STRING),
+            ("error", STRING),
+            ("next_attempt_at", TIMESTAMP),
+            ("updated_at", TIMESTAMP),
+        ]
     ),
     key=("connector", "deletion_offset", "step"),
     description=(
@@ -231,23 +272,25 @@ CONNECTOR_DELETIONS = TableSpec(
 
 SOURCE_PARTITION_ACTIVITY = TableSpec(
     name="source_partition_activity",
-    columns=(
-        ("connector", "STRING"),
-        ("partition", "STRING"),
-        ("key", "BINARY"),
-        ("offset", "STRING"),
-        ("connector_class", "STRING"),
-        ("config", "STRING"),
-        ("last_moved_at", "TIMESTAMP"),
-        ("last_heartbeat_at", "TIMESTAMP"),
-        ("idle_ms", "BIGINT"),
-        ("heartbeat_interval_ms", "BIGINT"),
-        ("heartbeat_topic", "STRING"),
-        ("eligible", "BOOLEAN"),
-        ("reason", "STRING"),
-        ("kafka_partition", "INT"),
-        ("kafka_offset", "BIGINT"),
-        ("updated_at", "TIMESTAMP"),
+    schema=pa.schema(
+        [
+            ("connector", STRING),
+            ("partition", STRING),
+            ("key", BINARY),
+            ("offset", STRING),
+            ("connector_class", STRING),
+            ("config", STRING),
+            ("last_moved_at", TIMESTAMP),
+            ("last_heartbeat_at", TIMESTAMP),
+            ("idle_ms", BIGINT),
+            ("heartbeat_interval_ms", BIGINT),
+            ("heartbeat_topic", STRING),
+            ("eligible", BOOLEAN),
+            ("reason", STRING),
+            ("kafka_partition", INT),
+            ("kafka_offset", BIGINT),
+            ("updated_at", TIMESTAMP),
+        ]
     ),
     key=("connector", "key"),
     description=(
@@ -261,23 +304,25 @@ SOURCE_PARTITION_ACTIVITY = TableSpec(
 
 HEARTBEATS = TableSpec(
     name="heartbeats",
-    columns=(
-        ("connector", "STRING"),
-        ("partition", "STRING"),
-        ("source_key", "BINARY"),
-        ("heartbeat_topic", "STRING"),
-        ("record_index", "INT"),
-        ("record_key", "BINARY"),
-        ("record_value", "BINARY"),
-        ("record_partition", "INT"),
-        ("record_offset", "BIGINT"),
-        ("committed_offset", "STRING"),
-        ("outcome", "STRING"),
-        ("error", "STRING"),
-        ("idle_ms", "BIGINT"),
-        ("heartbeat_interval_ms", "BIGINT"),
-        ("due_at", "TIMESTAMP"),
-        ("emitted_at", "TIMESTAMP"),
+    schema=pa.schema(
+        [
+            ("connector", STRING),
+            ("partition", STRING),
+            ("source_key", BINARY),
+            ("heartbeat_topic", STRING),
+            ("record_index", INT),
+            ("record_key", BINARY),
+            ("record_value", BINARY),
+            ("record_partition", INT),
+            ("record_offset", BIGINT),
+            ("committed_offset", STRING),
+            ("outcome", STRING),
+            ("error", STRING),
+            ("idle_ms", BIGINT),
+            ("heartbeat_interval_ms", BIGINT),
+            ("due_at", TIMESTAMP),
+            ("emitted_at", TIMESTAMP),
+        ]
     ),
     key=("connector", "source_key", "emitted_at", "record_index"),
     description=(

@@ -22,10 +22,11 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from connect_state.connect.filestream import FILE_SOURCE_CLASS
 from connect_state.dev.connect_rest import ConnectRestClient
+from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.dev.local_stack import LocalStack
 from connect_state.errors import ConnectStateError
-from connect_state.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.settings import Settings, add_config_arguments, settings_from_args
 
 DEMO_SOURCE = "demo-source"
@@ -37,8 +38,7 @@ FEED_INTERVAL_S = 5.0
 # One driver runs every job (jobs/all.py): five drivers would keep a small machine busy.
 JOB_MODULES = ("connect_state.jobs.all",)
 DEMO_SETTINGS = {
-    "heartbeat.providers": "org.apache.kafka.connect.file.FileStreamSourceConnector="
-    "connect_state.dev.demo_heartbeats:provider",
+    "heartbeat.providers": f"{FILE_SOURCE_CLASS}=connect_state.dev.demo_heartbeats:provider",
     "cleanup.hooks": "connect_state.dev.demo_hooks:log_deletion",
 }
 # Per-connector overrides in the quiet source's own config (connect-state reads them from the config topic).

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from connect_state.connect.filestream import FILENAME_FIELD, POSITION_FIELD
 from connect_state.heartbeats import HeartbeatProvider, HeartbeatRecord
-
-FILENAME_FIELD = "filename"  # FileStreamSourceTask.FILENAME_FIELD
-POSITION_FIELD = "position"  # FileStreamSourceTask.POSITION_FIELD
 
 
 class FileStreamHeartbeatProvider(HeartbeatProvider):

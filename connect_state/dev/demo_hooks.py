@@ -10,6 +10,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from connect_state.connect.connector_types import CONNECTOR_CLASS_CONFIG
+from connect_state.connect.filestream import FILE_CONFIG
+
 log = logging.getLogger("connect_state.dev.demo_hooks")
 
 
@@ -19,6 +22,6 @@ def log_deletion(connector: str, config: Mapping[str, str], *, is_deleted: bool)
         "deletion hook: connector %s deleted (is_deleted=%s, class %s, file %s): nothing external to release",
         connector,
         is_deleted,
-        config.get("connector.class", "?"),
-        config.get("file", "-"),
+        config.get(CONNECTOR_CLASS_CONFIG, "?"),
+        config.get(FILE_CONFIG, "-"),
     )

@@ -10,9 +10,9 @@ SIGKILL). Everything lives under ``local.data.dir`` (``var/local`` by default)::
 The JVMs log at INFO to ``logs/<name>.log`` through Log4j2; ``logs/<name>.out`` catches their stdout and stderr.
 Every failure raises :class:`LocalStackError` with the tail of those files.
 
-Readiness is checked with real requests: a Kafka Metadata request (hand-written, stdlib only) answered by the broker
-with itself and the cluster id we formatted; for the worker ``GET /``, ``GET /health`` and ``GET /connectors``
-answering 200 and its three internal topics existing on the broker.
+Readiness is checked with real requests through the Kafka layer (:mod:`connect_state.kafka`): the broker describes
+a cluster with the cluster id we formatted and itself among the brokers; for the worker ``GET /``, ``GET /health`` and
+``GET /connectors`` answer 200 and its three internal topics exist on the broker with a leader for every partition.
 
 ``connect-state-stack start`` runs the stack in the foreground until Ctrl-C or SIGTERM.
 """
@@ -26,12 +26,10 @@ import os
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, ClassVar, TypeVar
@@ -39,9 +37,10 @@ from xml.sax.saxutils import quoteattr
 
 from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
 from connect_state.errors import ConnectStateError, LocalStackError
+from connect_state.kafka.admin import ClusterDescription, KafkaAdmin
 from connect_state.settings import Settings, add_config_arguments, settings_from_args
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_KAFKA_LIB = REPO_ROOT / "jvm" / "kafka" / "lib"
 KAFKA_LIB_ENV = "CONNECT_STATE_KAFKA_LIB"
 """Environment variable naming another directory of Kafka jars."""
@@ -168,109 +167,40 @@ def parse_host_port(address: str) -> tuple[str, int]:
     return host.strip("[]") or LOOPBACK, int(port)
 
 
-# --- a Kafka Metadata request, by hand ------------------------------------------------------------------------------
+# --- asking the broker, through the Kafka layer ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ClusterMetadata:
-    """What a broker answers to a Metadata request: its brokers, the cluster id and the topics asked for."""
-
-    brokers: tuple[tuple[int, str, int], ...]
-    cluster_id: str | None
-    topic_partitions: Mapping[str, int]
-    """Partition count of each requested topic that exists."""
+def _kafka_admin(bootstrap_servers: str, timeout: float) -> KafkaAdmin:
+    """The Kafka layer's admin client on the loopback broker (plain text: no client properties from the settings)."""
+    timeout_ms = max(1, int(timeout * 1000))
+    return KafkaAdmin(
+        {"bootstrap.servers": bootstrap_servers}, client_id="connect-state-local-stack", timeout_ms=timeout_ms
+    )
 
 
-class _Reader:
-    """Reads Kafka's big-endian, non-flexible wire types."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def take(self, fmt: str) -> int:
-        (value,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return value
-
-    def string(self) -> str | None:
-        length = self.take(">h")
-        if length < 0:
-            return None
-        value = self.data[self.pos : self.pos + length].decode("utf-8")
-        self.pos += length
-        return value
-
-    def int32_array(self) -> list[int]:
-        return [self.take(">i") for _ in range(max(0, self.take(">i")))]
+def _check_listening(bootstrap_servers: str, timeout: float) -> None:
+    """Raise OSError unless something accepts a TCP connection at ``bootstrap_servers`` (before any Kafka client, so
+    a broker that is not listening yet costs no client thread and no kafka-python log lines)."""
+    with socket.create_connection(parse_host_port(bootstrap_servers), timeout=timeout):
+        pass
 
 
-METADATA_API_KEY = 3
-METADATA_VERSION = 4  # the oldest version Kafka 4.x still answers (KIP-896 removed v0-v3); non-flexible
-UNKNOWN_TOPIC_OR_PARTITION = 3
+def describe_cluster(bootstrap_servers: str, timeout: float = 5.0) -> ClusterDescription:
+    """The cluster as the broker at ``bootstrap_servers`` describes it (kafka-python's ``describe_cluster``).
 
-
-def _encode_string(value: str) -> bytes:
-    raw = value.encode("utf-8")
-    return struct.pack(">h", len(raw)) + raw
-
-
-def _metadata_request(topics: list[str], correlation_id: int) -> bytes:
-    header = struct.pack(">hhi", METADATA_API_KEY, METADATA_VERSION, correlation_id) + _encode_string("local-stack")
-    body = struct.pack(">i", len(topics)) + b"".join(_encode_string(t) for t in topics) + b"\x00"  # no auto-create
-    payload = header + body
-    return struct.pack(">i", len(payload)) + payload
-
-
-def _recv_exactly(sock: socket.socket, size: int) -> bytes:
-    chunks, left = [], size
-    while left:
-        chunk = sock.recv(min(left, 65536))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-def _parse_metadata_response(data: bytes, correlation_id: int) -> ClusterMetadata:
-    r = _Reader(data)
-    if r.take(">i") != correlation_id:
-        raise ConnectionError("unexpected correlation id in the Metadata response")
-    r.take(">i")  # throttle_time_ms
-    brokers = []
-    for _ in range(r.take(">i")):
-        node_id, host, port = r.take(">i"), r.string(), r.take(">i")
-        r.string()  # rack
-        brokers.append((node_id, host or "", port))
-    cluster_id = r.string()
-    r.take(">i")  # controller_id
-    topics: dict[str, int] = {}
-    for _ in range(r.take(">i")):
-        error_code, name = r.take(">h"), r.string()
-        r.take(">b")  # is_internal
-        partitions = 0
-        for _ in range(r.take(">i")):
-            r.take(">h"), r.take(">i"), r.take(">i")  # error_code, partition_index, leader_id
-            r.int32_array(), r.int32_array()  # replica_nodes, isr_nodes
-            partitions += 1
-        if error_code == 0 and name is not None:
-            topics[name] = partitions
-        elif error_code != UNKNOWN_TOPIC_OR_PARTITION:
-            raise ConnectionError(f"Metadata error {error_code} for topic {name!r}")
-    return ClusterMetadata(tuple(brokers), cluster_id, topics)
-
-
-def fetch_metadata(host: str, port: int, topics: list[str] | None = None, timeout: float = 5.0) -> ClusterMetadata:
-    """Send one Metadata (v4) request to ``host:port`` and parse the answer. Raises OSError without an answer.
-
-    ``topics``: the topics to describe (never auto-created); the default describes none.
+    Raises OSError when nothing listens there, :class:`~connect_state.errors.KafkaWriteError` (a subclass of
+    ``ConnectStateError``) when no broker answers within ``timeout`` seconds.
     """
-    correlation_id = int(time.monotonic() * 1000) & 0x7FFFFFFF
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.settimeout(timeout)
-        sock.sendall(_metadata_request(list(topics or []), correlation_id))
-        (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
-        return _parse_metadata_response(_recv_exactly(sock, size), correlation_id)
+    _check_listening(bootstrap_servers, timeout)
+    with _kafka_admin(bootstrap_servers, timeout) as admin:
+        return admin.describe_cluster()
+
+
+def ready_topics(bootstrap_servers: str, topics: list[str], timeout: float = 5.0) -> dict[str, int]:
+    """The partition count of each of ``topics`` that exists with a leader for every partition (never created)."""
+    _check_listening(bootstrap_servers, timeout)
+    with _kafka_admin(bootstrap_servers, timeout) as admin:
+        return admin.ready_topics(topics)
 
 
 # --- one JVM --------------------------------------------------------------------------------------------------------
@@ -617,16 +547,16 @@ class KafkaBroker(_JavaService):
     def _args(self) -> list[str]:
         return [str(self.config_file)]
 
-    def metadata(self, topics: list[str] | None = None, timeout: float = 5.0) -> ClusterMetadata:
-        """A Metadata request answered by this broker."""
-        return fetch_metadata(LOOPBACK, self.port, topics, timeout)
+    def describe_cluster(self, timeout: float = 5.0) -> ClusterDescription:
+        """The cluster as this broker describes it."""
+        return describe_cluster(self.bootstrap_servers, timeout)
 
     def _probe(self, timeout: float) -> str | None:
-        meta = self.metadata(timeout=timeout)
-        if not meta.brokers:
-            return "the broker answers Metadata but lists no broker yet"
-        if meta.cluster_id != self.cluster_id:
-            return f"port {self.port} answers for cluster {meta.cluster_id}, not ours ({self.cluster_id})"
+        cluster = self.describe_cluster(timeout)
+        if not cluster.brokers:
+            return "the broker answers but lists no broker yet"
+        if cluster.cluster_id != self.cluster_id:
+            return f"port {self.port} answers for cluster {cluster.cluster_id}, not ours ({self.cluster_id})"
         return None
 
 
@@ -743,10 +673,9 @@ class ConnectWorker(_JavaService):
         return {"local.connect.port": self.port}
 
     def _prepare(self, java: str, lib_dir: Path) -> None:
-        host, port = parse_host_port(self.bootstrap_servers)
         try:
-            fetch_metadata(host, port, timeout=5.0)
-        except OSError as err:
+            describe_cluster(self.bootstrap_servers, timeout=5.0)
+        except (OSError, ConnectStateError) as err:
             raise LocalStackError(
                 f"no Kafka broker answers at {self.bootstrap_servers} ({err}); start the broker before the worker"
             ) from None
@@ -766,8 +695,7 @@ class ConnectWorker(_JavaService):
             if status != 200:
                 message = body.get("message") if isinstance(body, dict) else None
                 return f"GET {path} answered {status}" + (f": {message}" if message else "")
-        host, port = parse_host_port(self.bootstrap_servers)
-        found = fetch_metadata(host, port, self.internal_topics, timeout).topic_partitions
+        found = ready_topics(self.bootstrap_servers, self.internal_topics, timeout)
         missing = [t for t in self.internal_topics if t not in found]
         return f"internal topics not created yet: {', '.join(missing)}" if missing else None
 

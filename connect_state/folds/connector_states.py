@@ -46,6 +46,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
+from connect_state.connect.connector_types import config_connector_type, connector_class
+from connect_state.connect.vocabulary import ConnectorType, State, TargetState
 from connect_state.formats.config import (
     ConfigKey,
     ConfigRecord,
@@ -55,8 +57,8 @@ from connect_state.formats.config import (
     RestartRequest,
     RestartRequestKey,
     SessionKeyKey,
-    TargetState,
     TargetStateKey,
+    TargetStateValue,
     TaskCommit,
     TaskCommitKey,
     TaskConfig,
@@ -76,34 +78,25 @@ from connect_state.formats.status import (
 
 __all__ = [
     "CONFIG",
-    "CONNECTOR_CLASS_CONFIG",
     "CREATED",
     "DELETED",
     "EVENTS",
-    "KNOWN_CONNECTOR_TYPES",
     "RECONFIGURED",
-    "SINK",
-    "SOURCE",
     "STATUS",
     "STATUS_CHANGED",
     "TARGET_STATE_CHANGED",
     "TASKS_COMMITTED",
     "TASK_STATUS_CHANGED",
-    "UNKNOWN",
     "ConnectorEvent",
     "ConnectorRecord",
     "ConnectorState",
     "apply_record",
-    "config_connector_type",
     "connector_of",
     "connector_row",
     "fold_all",
     "fold_connector",
     "state_from_json",
     "state_to_json",
-    "status_not_found_message",
-    "status_response",
-    "status_response_from_row",
 ]
 
 CONFIG = "config"
@@ -118,27 +111,6 @@ STATUS_CHANGED = "status_changed"
 TASK_STATUS_CHANGED = "task_status_changed"
 DELETED = "deleted"
 EVENTS = (CREATED, RECONFIGURED, TARGET_STATE_CHANGED, TASKS_COMMITTED, STATUS_CHANGED, TASK_STATUS_CHANGED, DELETED)
-
-SOURCE = "source"
-SINK = "sink"
-UNKNOWN = "unknown"
-
-STARTED = "STARTED"
-CONNECTOR_CLASS_CONFIG = "connector.class"
-#: ``SinkConnectorConfig.TOPICS_CONFIG`` / ``TOPICS_REGEX_CONFIG``: a config naming its input topics is a sink's.
-_SINK_TOPICS_CONFIGS = ("topics", "topics.regex")
-#: ``PluginUtils.UNDEFINED_VERSION``: a status version the REST layer leaves out (``PluginInfo.NoVersionFilter``).
-_UNDEFINED_VERSION = "undefined"
-
-#: Apache Kafka's own connectors, whose type the ``topics`` rule would get wrong or that need no guess. A configured
-#: class→type map wins over these. Mirror source connectors have a ``topics`` setting (the topics to replicate).
-KNOWN_CONNECTOR_TYPES: Mapping[str, str] = {
-    "org.apache.kafka.connect.file.FileStreamSourceConnector": SOURCE,
-    "org.apache.kafka.connect.file.FileStreamSinkConnector": SINK,
-    "org.apache.kafka.connect.mirror.MirrorSourceConnector": SOURCE,
-    "org.apache.kafka.connect.mirror.MirrorCheckpointConnector": SOURCE,
-    "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector": SOURCE,
-}
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -155,12 +127,12 @@ ConnectorKey = (
     | ConnectorStatusKey
     | TaskStatusKey
 )
-ConnectorValue = ConnectorConfig | TargetState | TaskConfig | TaskCommit | RestartRequest | TaskCount | Status
+ConnectorValue = ConnectorConfig | TargetStateValue | TaskConfig | TaskCommit | RestartRequest | TaskCount | Status
 
 # Per key kind: the topic it comes from, the value type it carries and whether a null value is allowed.
 _KEY_KINDS: dict[type, tuple[RecordSource, type, bool]] = {
     ConnectorConfigKey: (CONFIG, ConnectorConfig, True),
-    TargetStateKey: (CONFIG, TargetState, True),
+    TargetStateKey: (CONFIG, TargetStateValue, True),
     TaskConfigKey: (CONFIG, TaskConfig, False),
     TaskCommitKey: (CONFIG, TaskCommit, True),
     RestartRequestKey: (CONFIG, RestartRequest, False),
@@ -245,49 +217,6 @@ class ConnectorRecord:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def _connector_class(config: Mapping[str, object] | None) -> str | None:
-    value = config.get(CONNECTOR_CLASS_CONFIG) if config is not None else None
-    return value if isinstance(value, str) else None
-
-
-def _aliases(class_name: str) -> tuple[str, ...]:
-    """``PluginUtils`` aliases of a connector class: the simple name, and the simple name without ``Connector``."""
-    simple = class_name.rsplit(".", 1)[-1]
-    pruned = simple[: -len("Connector")] if simple.endswith("Connector") and simple != "Connector" else simple
-    return class_name, simple, pruned
-
-
-def _mapped_type(class_name: str, class_types: Mapping[str, str]) -> str | None:
-    """The type ``class_types`` gives ``class_name``: an exact entry, else an entry whose class has it as alias."""
-    if class_name in class_types:
-        return class_types[class_name]
-    for mapped, kind in class_types.items():
-        if class_name in _aliases(mapped):
-            return kind
-    return None
-
-
-def config_connector_type(config: Mapping[str, object] | None, class_type_map: Mapping[str, str] | None = None) -> str:
-    """``source``, ``sink`` or ``unknown`` (``ConnectorType``, lowercase as the REST API writes it).
-
-    Connect asks the plugin class (``AbstractHerder.connectorType``), which a reader of the topics cannot load; this
-    guesses. ``unknown`` without config or without ``connector.class`` (Connect's answer too); then the class's entry
-    in ``class_type_map``, then in :data:`KNOWN_CONNECTOR_TYPES` (a full class name, or a class whose alias is used);
-    else ``sink`` when the config has ``topics`` or ``topics.regex`` (what every sink needs,
-    ``SinkConnectorConfig.validate``), else ``source``.
-    """
-    class_name = _connector_class(config)
-    if config is None or class_name is None:
-        return UNKNOWN
-    for class_types in (class_type_map or {}, KNOWN_CONNECTOR_TYPES):
-        kind = _mapped_type(class_name, class_types)
-        if kind is not None:
-            if kind not in (SOURCE, SINK):
-                raise ValueError(f"connector type of {class_name} must be {SOURCE!r} or {SINK!r}, not {kind!r}")
-            return kind
-    return SINK if any(config.get(name) is not None for name in _SINK_TOPICS_CONFIGS) else SOURCE
-
-
 @dataclass
 class ConnectorState:
     """What a worker's config and status stores hold for one connector, plus the fold's bookkeeping.
@@ -302,7 +231,7 @@ class ConnectorState:
     name: str
     config: dict[str, object] | None = None
     config_offset: int | None = None
-    target_state: str | None = None
+    target_state: TargetState | None = None
     deferred_task_ids: frozenset[int] = frozenset()
     task_count: int | None = None
     inconsistent: bool = False
@@ -314,10 +243,10 @@ class ConnectorState:
     status_applied: dict[int, int] = field(default_factory=dict)
 
     @property
-    def effective_target_state(self) -> str | None:
+    def effective_target_state(self) -> TargetState | None:
         """``ClusterConfigState.targetState``; STARTED when a config exists without one (spec §3.2)."""
         if self.target_state is None and self.config is not None:
-            return STARTED
+            return TargetState.STARTED
         return self.target_state
 
     @property
@@ -327,10 +256,10 @@ class ConnectorState:
 
     @property
     def connector_class(self) -> str | None:
-        return _connector_class(self.config)
+        return connector_class(self.config)
 
-    def connector_type(self, class_type_map: Mapping[str, str] | None = None) -> str:
-        """See :func:`config_connector_type`."""
+    def connector_type(self, class_type_map: Mapping[str, str] | None = None) -> ConnectorType:
+        """See :func:`~connect_state.connect.connector_types.config_connector_type`."""
         return config_connector_type(self.config, class_type_map)
 
 
@@ -357,7 +286,8 @@ class ConnectorEvent:
     @property
     def recorded_details(self) -> dict[str, object]:
         """``details`` as the ``connector_events`` table keeps them: for a ``deleted`` event, plus ``config`` (the
-        last config) and ``connector_type`` (:func:`config_connector_type` of it)."""
+        last config) and ``connector_type``
+        (:func:`~connect_state.connect.connector_types.config_connector_type` of it)."""
         if self.last_config is None:
             return self.details
         return {**self.details, "config": self.last_config, "connector_type": config_connector_type(self.last_config)}
@@ -406,11 +336,12 @@ def _apply_connector_config(state: ConnectorState, record: ConnectorRecord) -> l
         state.deleted, state.deleted_at = True, record.kafka_timestamp
         if old_config is None:
             return []
-        return [(DELETED, {"connector_class": _connector_class(old_config)}, dict(old_config))]
+        return [(DELETED, {"connector_class": connector_class(old_config)}, dict(old_config))]
     assert isinstance(record.value, ConnectorConfig)
     state.config = dict(record.value.properties)
     if state.target_state is None:
-        state.target_state = STARTED  # "ensures that any connectors which were created with 0.9 Connect" start
+        # "ensures that any connectors which were created with 0.9 Connect" start
+        state.target_state = TargetState.STARTED
     if old_config is None:
         state.deleted, state.deleted_at = False, None
         details = {"connector_class": state.connector_class, "target_state": state.effective_target_state}
@@ -423,9 +354,9 @@ def _apply_target_state(state: ConnectorState, record: ConnectorRecord) -> list[
     """``processTargetStateRecord`` (spec §3.2); the value was read ``state.v2`` first by the parser."""
     before = state.effective_target_state
     if record.value is None:
-        state.target_state = STARTED if state.config is not None else None
+        state.target_state = TargetState.STARTED if state.config is not None else None
     else:
-        assert isinstance(record.value, TargetState)
+        assert isinstance(record.value, TargetStateValue)
         state.target_state = record.value.state
     after = state.effective_target_state
     return [(TARGET_STATE_CHANGED, {"from": before, "to": after})] if after != before else []
@@ -496,9 +427,9 @@ def _apply_connector_status(state: ConnectorState, record: ConnectorRecord) -> l
 def _is_stale_unassigned(cached: Status | None, incoming: Status) -> bool:
     """``readTaskStatus``: "Ignoring stale status", an UNASSIGNED over a RUNNING of the same or a later generation."""
     return (
-        incoming.state == "UNASSIGNED"
+        incoming.state == State.UNASSIGNED
         and cached is not None
-        and cached.state == "RUNNING"
+        and cached.state == State.RUNNING
         and cached.generation >= incoming.generation
     )
 
@@ -666,7 +597,7 @@ def state_from_json(text: str) -> ConnectorState:
         name=fields["name"],
         config=fields["config"],
         config_offset=fields["config_offset"],
-        target_state=fields["target_state"],
+        target_state=TargetState(fields["target_state"]) if fields["target_state"] is not None else None,
         deferred_task_ids=frozenset(fields["deferred_task_ids"]),
         task_count=fields["task_count"],
         inconsistent=fields["inconsistent"],
@@ -680,7 +611,7 @@ def state_from_json(text: str) -> ConnectorState:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Outputs: the connectors table row and GET /connectors/<name>/status
+# Output: the connectors table row (GET /connectors/<name>/status is connect_state.connect.rest.connector_state_info)
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -723,64 +654,3 @@ def connector_row(state: ConnectorState, class_type_map: Mapping[str, str] | Non
         "deleted_at": state.deleted_at,
         "config_offset": state.config_offset,
     }
-
-
-def status_not_found_message(name: str) -> str:
-    """The 404 message of ``GET /connectors/<name>/status`` when the status store has no connector status."""
-    return f"No status found for connector {name}"
-
-
-def _state_body(
-    state: object, worker_id: object, trace: object, version: object, with_version: bool
-) -> dict[str, object]:
-    """``ConnectorStateInfo.AbstractState`` as Jackson writes it: creator properties first (state, worker_id, version),
-    then ``trace``. ``version`` is left out only when it is ``"undefined"`` (``PluginInfo.NoVersionFilter``; null is
-    written), ``trace`` when null or empty (``NON_EMPTY``)."""
-    body: dict[str, object] = {"state": state, "worker_id": worker_id}
-    if with_version and version != _UNDEFINED_VERSION:
-        body["version"] = version
-    if trace:
-        body["trace"] = trace
-    return body
-
-
-def status_response_from_row(row: Mapping[str, object], *, with_version: bool = True) -> dict[str, object] | None:
-    """``GET /connectors/<name>/status`` from a :func:`connector_row` row (or a row read back from the table).
-
-    ``AbstractHerder.connectorStatus``: None when there is no connector status (Connect answers 404,
-    :func:`status_not_found_message`); tasks sorted by id; ``type`` from the config. Key order is Connect's::
-
-        {"name":"c","connector":{"state":"RUNNING","worker_id":"w:8083","version":"4.3.1"},
-         "tasks":[{"id":0,"state":"FAILED","worker_id":"w:8083","version":"4.3.1","trace":"..."}],"type":"sink"}
-
-    ``with_version=False`` gives the body of workers before Kafka 4.3 (no ``version``, spec §5.3).
-    """
-    if row["connector_state"] is None:
-        return None
-    connector = _state_body(
-        row["connector_state"],
-        row["connector_worker_id"],
-        row["connector_trace"],
-        row["connector_version"],
-        with_version,
-    )
-    tasks = sorted(row["tasks"], key=lambda task: task["id"])  # type: ignore[arg-type, index]
-    return {
-        "name": row["name"],
-        "connector": connector,
-        "tasks": [
-            {
-                "id": task["id"],
-                **_state_body(task["state"], task["worker_id"], task["trace"], task["version"], with_version),
-            }
-            for task in tasks
-        ],
-        "type": row["type"],
-    }
-
-
-def status_response(
-    state: ConnectorState, class_type_map: Mapping[str, str] | None = None, *, with_version: bool = True
-) -> dict[str, object] | None:
-    """``GET /connectors/<name>/status`` for a state: see :func:`status_response_from_row`."""
-    return status_response_from_row(connector_row(state, class_type_map), with_version=with_version)

@@ -17,8 +17,10 @@ applied for their offsets-topic partition are replays and are skipped.
 
 **Eligibility** (:func:`heartbeat_policy`), the first failing check is the ``reason``: the connector has a config
 (not deleted), is a source connector, its ``heartbeat.interval.ms`` (its own config, else connect-state's) is a valid
-integer > 0 (0 turns heartbeats off, as in the KIP), it has no connector-specific ``offsets.storage.topic`` (whose
-offsets would shadow ours), its effective target state is STARTED and its connector status is RUNNING.
+integer > 0 (0 turns heartbeats off, as in the KIP), its offsets live in the worker's offsets topic alone (no
+connector-specific ``offsets.storage.topic`` naming another topic, whose offsets would shadow ours: one naming the
+worker's topic is the worker's store, :func:`~connect_state.connect.offset_stores.connector_offset_stores`), its
+effective target state is STARTED and its connector status is RUNNING.
 
 **Due** (:func:`due_at`): a partition is due at ``max(last_moved_at, last_heartbeat_at) + interval``: its offset has
 not moved, and no heartbeat was sent, for one interval. After a heartbeat the timer restarts, as the KIP's
@@ -35,9 +37,10 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from connect_state.connect.offset_stores import OFFSETS_TOPIC_CONFIG, connector_offset_stores, connector_offsets_topic
+from connect_state.connect.vocabulary import ConnectorType, State, TargetState
 from connect_state.errors import RecordFormatError
 from connect_state.folds.connector_states import (
-    SOURCE,
     ConnectorRecord,
     ConnectorState,
     fold_connector,
@@ -53,7 +56,6 @@ from connect_state.formats.offsets import (
 
 __all__ = [
     "INTERVAL_CONFIG",
-    "OFFSETS_TOPIC_CONFIG",
     "TOPIC_CONFIG",
     "DuePartition",
     "HeartbeatDefaults",
@@ -65,6 +67,7 @@ __all__ = [
     "activity_rows",
     "apply_offset_record",
     "due_at",
+    "due_partition_from_row",
     "due_partitions",
     "heartbeat_policy",
     "heartbeat_state_from_json",
@@ -73,14 +76,11 @@ __all__ = [
     "is_due",
     "parse_offset_record",
     "step",
+    "still_due",
 ]
 
 INTERVAL_CONFIG = "heartbeat.interval.ms"
 TOPIC_CONFIG = "heartbeat.records.topic"
-#: ``SourceConnectorConfig.OFFSETS_TOPIC_CONFIG``: a connector-specific offsets topic.
-OFFSETS_TOPIC_CONFIG = "offsets.storage.topic"
-STARTED = "STARTED"
-RUNNING = "RUNNING"
 _INT32_MAX = 2**31 - 1
 
 
@@ -91,10 +91,13 @@ _INT32_MAX = 2**31 - 1
 
 @dataclass(frozen=True)
 class HeartbeatDefaults:
-    """connect-state's ``heartbeat.interval.ms`` and ``heartbeat.records.topic`` (a connector's config overrides)."""
+    """connect-state's ``heartbeat.interval.ms`` and ``heartbeat.records.topic`` (a connector's config overrides), and
+    the worker's offsets topic (``offset.storage.topic``), the one the job reads; when it is None (not known), any
+    connector-specific ``offsets.storage.topic`` counts as another topic."""
 
     interval_ms: int
     records_topic: str
+    offsets_topic: str | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,14 @@ def _interval(config: Mapping[str, object] | None, defaults: HeartbeatDefaults) 
     return interval, None
 
 
+def _offsets_elsewhere(config: Mapping[str, object], defaults: HeartbeatDefaults) -> bool:
+    """Whether the connector's offsets are (also) in another topic than the worker's: its stores are more than the
+    worker's topic alone (:func:`~connect_state.connect.offset_stores.connector_offset_stores`)."""
+    if defaults.offsets_topic is None:
+        return connector_offsets_topic(config) is not None
+    return connector_offset_stores(defaults.offsets_topic, config).topics != (defaults.offsets_topic,)
+
+
 def heartbeat_policy(connector: ConnectorState, defaults: HeartbeatDefaults) -> HeartbeatPolicy:
     """The connector's effective interval and topic, and the first reason it gets no heartbeats (None: eligible)."""
     config = connector.config
@@ -140,19 +151,19 @@ def heartbeat_policy(connector: ConnectorState, defaults: HeartbeatDefaults) -> 
     status = connector.connector_status
     if config is None:
         reason: str | None = "deleted" if connector.deleted else "no config"
-    elif connector.connector_type() != SOURCE:
+    elif connector.connector_type() != ConnectorType.SOURCE:
         reason = f"not a source connector ({connector.connector_type()})"
     elif bad_interval is not None:
         reason = bad_interval
     elif interval == 0:
         reason = f"heartbeats disabled ({INTERVAL_CONFIG}=0)"
-    elif _override(config, OFFSETS_TOPIC_CONFIG) is not None:
+    elif _offsets_elsewhere(config, defaults):
         reason = f"connector-specific {OFFSETS_TOPIC_CONFIG} is not supported"
-    elif connector.effective_target_state != STARTED:
+    elif connector.effective_target_state != TargetState.STARTED:
         reason = f"target state {connector.effective_target_state}"
     elif status is None:
         reason = "no connector status"
-    elif status.state != RUNNING:
+    elif status.state != State.RUNNING:
         reason = f"connector status {status.state}"
     else:
         reason = None
@@ -460,3 +471,50 @@ def heartbeat_state_from_json(text: str) -> HeartbeatState:
     }
     offsets_applied = {int(p): o for p, o in fields["offsets_applied"].items()}
     return HeartbeatState(state_from_json(fields["connector"]), partitions, offsets_applied)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Still due? (right before sending: the fold's due rows and the catch-up sweep)
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def still_due(
+    due: Iterable[DuePartition], last_heartbeats: Mapping[tuple[str, bytes], int], now: int
+) -> tuple[list[DuePartition], list[tuple[DuePartition, int | None]]]:
+    """Split heartbeats found due by the record of those sent (``source_partition_activity.last_heartbeat_at`` per
+    (connector, key), epoch ms): those still due at ``now`` by :func:`is_due`, and those not (already sent within the
+    interval, with when), so a heartbeat the sweep sent is not sent again by the next run's timeouts."""
+    send: list[DuePartition] = []
+    sent: list[tuple[DuePartition, int | None]] = []
+    for heartbeat in due:
+        last = last_heartbeats.get((heartbeat.connector, heartbeat.key))
+        if is_due(heartbeat.last_moved_at, last, heartbeat.interval_ms, True, now):
+            send.append(heartbeat)
+        else:
+            sent.append((heartbeat, last))
+    return send, sent
+
+
+def due_partition_from_row(row: Mapping[str, object], now: int, when: int | None = None) -> DuePartition:
+    """A due heartbeat rebuilt from a ``due`` row of the fold or a ``source_partition_activity`` row (the sweep):
+    timestamps as epoch ms, partition, offset and config as JSON text; due ``when`` (default: one interval after the
+    later of the last move and the last heartbeat)."""
+    last_moved = int(row["last_moved_at"])  # type: ignore[call-overload]
+    interval = int(row["heartbeat_interval_ms"])  # type: ignore[call-overload]
+    last_heartbeat = row["last_heartbeat_at"]
+    last = last_moved if last_heartbeat is None else max(last_moved, int(last_heartbeat))  # type: ignore[call-overload]
+    return DuePartition(
+        str(row["connector"]),
+        row["connector_class"],  # type: ignore[arg-type]
+        json.loads(row["config"]) if row["config"] else {},  # type: ignore[arg-type]
+        json.loads(row["partition"]),  # type: ignore[arg-type]
+        bytes(row["key"]),  # type: ignore[arg-type]
+        json.loads(row["offset"]),  # type: ignore[arg-type]
+        last_moved,
+        idle_ms(last_moved, now),
+        interval,
+        str(row["heartbeat_topic"]),
+        last + interval if when is None else when,
+        row["kafka_partition"],  # type: ignore[arg-type]
+        row["kafka_offset"],  # type: ignore[arg-type]
+    )

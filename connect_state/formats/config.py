@@ -6,7 +6,7 @@ tries the prefixes in this order):
 ==========================  ==========================================================  ==========================
 key                         value                                                       parsed as
 ==========================  ==========================================================  ==========================
-``target-state-<name>``     ``{"state":"PAUSED","state.v2":"STOPPED"}``; null removes    :class:`TargetState`
+``target-state-<name>``     ``{"state":"PAUSED","state.v2":"STOPPED"}``; null removes    :class:`TargetStateValue`
 ``connector-<name>``        ``{"properties":{...}}``; null deletes the connector         :class:`ConnectorConfig`
 ``task-<name>-<n>``         ``{"properties":{...}}``                                     :class:`TaskConfig`
 ``commit-<name>``           ``{"tasks":2}``                                              :class:`TaskCommit`
@@ -40,8 +40,8 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, cast
 
+from connect_state.connect.vocabulary import TargetState
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
 from connect_state.formats.javalang import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, java_parse_int, java_split_dash
@@ -53,7 +53,6 @@ __all__ = [
     "LOGGER_CLUSTER_PREFIX",
     "RESTART_PREFIX",
     "SESSION_KEY_KEY",
-    "TARGET_STATES",
     "TARGET_STATE_PREFIX",
     "TASK_COUNT_RECORD_PREFIX",
     "TASK_PREFIX",
@@ -70,8 +69,8 @@ __all__ = [
     "RestartRequestKey",
     "SessionKey",
     "SessionKeyKey",
-    "TargetState",
     "TargetStateKey",
+    "TargetStateValue",
     "TaskCommit",
     "TaskCommitKey",
     "TaskConfig",
@@ -113,11 +112,6 @@ RESTART_PREFIX = "restart-connector-"
 TASK_COUNT_RECORD_PREFIX = "tasks-fencing-"
 SESSION_KEY_KEY = "session-key"
 LOGGER_CLUSTER_PREFIX = "logger-cluster-"
-
-#: ``org.apache.kafka.connect.runtime.TargetState``, in declaration order.
-TARGET_STATES = ("STARTED", "PAUSED", "STOPPED")
-
-TargetStateName = Literal["STARTED", "PAUSED", "STOPPED"]
 
 
 class ConfigCallbackError(RecordFormatError):
@@ -357,10 +351,10 @@ class TaskCommit:
 
 
 @dataclass(frozen=True)
-class TargetState:
+class TargetStateValue:
     """A connector's target state (``TARGET_STATE_V1``; ``state.v2`` preferred over ``state``)."""
 
-    state: TargetStateName
+    state: TargetState
 
 
 @dataclass(frozen=True)
@@ -398,7 +392,7 @@ class LoggerLevel:
 
 
 ConfigValue = (
-    ConnectorConfig | TaskConfig | TaskCommit | TargetState | TaskCount | SessionKey | RestartRequest | LoggerLevel
+    ConnectorConfig | TaskConfig | TaskCommit | TargetStateValue | TaskCount | SessionKey | RestartRequest | LoggerLevel
 )
 
 
@@ -488,7 +482,7 @@ def _task_commit(connector: str, value: object) -> TaskCommit:
     return TaskCommit(_int_value(fields.get("tasks")))
 
 
-def _target_state(connector: str, value: object) -> tuple[TargetState | None, tuple[str, ...]]:
+def _target_state(connector: str, value: object) -> tuple[TargetStateValue | None, tuple[str, ...]]:
     """``processTargetStateRecord`` (spec §3.2): ``state.v2`` first, falling back to ``state``."""
     if value is None:
         return None, ()
@@ -511,10 +505,12 @@ def _target_state(connector: str, value: object) -> tuple[TargetState | None, tu
                 f"{java_class_name(state)}"
             )
             raise _Ignored("; ".join(warnings))
-    if state not in TARGET_STATES:
+    try:
+        target = TargetState(state)
+    except ValueError:
         warnings.append(f"Invalid target state for connector '{connector}': {state}")
-        raise _Ignored("; ".join(warnings))
-    return TargetState(cast(TargetStateName, state)), tuple(warnings)
+        raise _Ignored("; ".join(warnings)) from None
+    return TargetStateValue(target), tuple(warnings)
 
 
 def _task_count(connector: str, value: object) -> TaskCount:
@@ -720,14 +716,17 @@ def serialize_task_commit(tasks: int) -> bytes:
     return jsonconv.dumps({"tasks": _require_int("tasks", tasks, INT32_MIN, INT32_MAX)})
 
 
-def serialize_target_state(state: str) -> bytes:
+def serialize_target_state(state: TargetState | str) -> bytes:
     """``serializeTargetState``: ``TARGET_STATE_V1``, ``state`` falling back to PAUSED for STOPPED (spec §3.2)::
 
     {"state":"PAUSED","state.v2":"STOPPED"}
     """
-    if state not in TARGET_STATES:
-        raise ValueError(f"unknown target state {state!r}; expected one of {', '.join(TARGET_STATES)}")
-    return jsonconv.dumps({"state": "PAUSED" if state == "STOPPED" else state, "state.v2": state})
+    try:
+        target = TargetState(state)
+    except ValueError:
+        raise ValueError(f"unknown target state {state!r}; expected one of {', '.join(TargetState)}") from None
+    v1 = TargetState.PAUSED if target is TargetState.STOPPED else target
+    return jsonconv.dumps({"state": v1, "state.v2": target})
 
 
 def serialize_task_count(task_count: int) -> bytes:
@@ -781,17 +780,20 @@ def stop_records(connector: str) -> list[ConfigWrite]:
 
     [("commit-<name>", b'{"tasks":0}'), ("target-state-<name>", b'{"state":"PAUSED","state.v2":"STOPPED"}')]
     """
-    return [*task_config_records(connector, []), (target_state_key(connector), serialize_target_state("STOPPED"))]
+    return [
+        *task_config_records(connector, []),
+        (target_state_key(connector), serialize_target_state(TargetState.STOPPED)),
+    ]
 
 
 def pause_records(connector: str) -> list[ConfigWrite]:
     """``AbstractHerder.pauseConnector``: only ``target-state-<name>`` = PAUSED."""
-    return [(target_state_key(connector), serialize_target_state("PAUSED"))]
+    return [(target_state_key(connector), serialize_target_state(TargetState.PAUSED))]
 
 
 def resume_records(connector: str) -> list[ConfigWrite]:
     """``AbstractHerder.resumeConnector``: only ``target-state-<name>`` = STARTED (tasks follow from the leader)."""
-    return [(target_state_key(connector), serialize_target_state("STARTED"))]
+    return [(target_state_key(connector), serialize_target_state(TargetState.STARTED))]
 
 
 def delete_records(connector: str) -> list[ConfigWrite]:

@@ -21,12 +21,20 @@ __all__ = [
     "java_long",
     "java_parse_int",
     "java_parse_long",
+    "java_trim",
 ]
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+
+_JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))
+
+
+def java_trim(text: str) -> str:
+    """``String.trim()``: removes the characters up to U+0020 at either end (not Unicode spaces)."""
+    return text.strip(_JAVA_TRIMMED)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

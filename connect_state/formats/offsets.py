@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
@@ -44,28 +44,22 @@ from connect_state.formats.javalang import (
     java_class_name,
     java_equality_key,
     java_parse_int,
+    java_trim,
 )
 from connect_state.formats.javalang import java_parse_long as java_parse_long  # re-export
 
 __all__ = [
-    "CONSUMER_GROUP_OVERRIDE",
-    "FILE_STREAM_SINK_CLASS",
-    "FILE_STREAM_SOURCE_CLASS",
     "KAFKA_OFFSET_KEY",
     "KAFKA_PARTITION_KEY",
     "KAFKA_TOPIC_KEY",
-    "OFFSETS_TOPIC_CONFIG",
     "BadOffsetsRequest",
     "OffsetKey",
     "OffsetPair",
     "SinkOffset",
-    "connector_consumer_group",
-    "connector_offsets_topic",
     "java_parse_long",
     "map_identity",
     "normalize_source_offsets",
     "offset_key_bytes",
-    "offsets_success_message",
     "parse_offset_key",
     "parse_offset_value",
     "parse_offsets_request",
@@ -73,11 +67,8 @@ __all__ = [
     "parse_sink_offsets_request",
     "parse_source_offsets_request",
     "serialize_offset_value",
-    "sink_connector_alter_offsets",
-    "sink_consumer_group",
     "sink_offset",
     "sink_partition",
-    "source_connector_alter_offsets",
     "validate_offset_map",
 ]
 
@@ -275,7 +266,6 @@ _OFFSETS_CLASS = f"{_ENTITIES}.ConnectorOffsets"
 _OFFSET_CLASS = f"{_ENTITIES}.ConnectorOffset"
 _LIST_TYPE = f"java.util.ArrayList<{_OFFSET_CLASS}>"
 _MAP_TYPE = "java.util.LinkedHashMap<java.lang.String,java.lang.Object>"
-_JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))  # what String.trim() removes
 _EMPTY_REQUEST = "Partitions / offsets need to be provided for an alter offsets request"
 
 
@@ -309,7 +299,7 @@ def _no_creator(class_name: str, value: object) -> BadOffsetsRequest:
     string, which it will not coerce.
     """
     if isinstance(value, str):
-        value = value.strip(_JAVA_TRIMMED)
+        value = java_trim(value)
     if value == "":
         target = f"element of `{class_name}`" if class_name == "java.util.LinkedHashMap" else f"`{class_name}` value"
         return _jackson(
@@ -480,11 +470,6 @@ def parse_source_offsets_request(body: object) -> list[OffsetPair]:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def sink_consumer_group(connector: str) -> str:
-    """``SinkUtils.consumerGroupId``: ``connect-<name>`` (unless ``consumer.override.group.id`` is set)."""
-    return f"connect-{connector}"
-
-
 def sink_partition(topic: str, partition: int) -> dict[str, object]:
     """A sink partition as ``GET /offsets`` shows it, in ``HashMap`` order: ``{"kafka_partition":0,"kafka_topic":"t"}``
     (``SinkUtils.consumerGroupOffsetsToConnectorOffsets``).
@@ -577,114 +562,3 @@ def parse_sink_offsets_request(body: object) -> list[SinkOffset]:
     two steps; call them separately to keep its precedence.
     """
     return parse_sink_offsets(parse_offsets_request(body))
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Success messages
-# ---------------------------------------------------------------------------------------------------------------------
-
-
-def offsets_success_message(verb: Literal["altered", "reset"], connector_managed: bool) -> str:
-    """``Worker.completeModifyOffsetsCallback``: the ``message`` of a successful ``PATCH`` (``altered``) or
-    ``DELETE`` (``reset``). ``connector_managed`` is what the connector's ``alterOffsets`` returned (``false`` by
-    default; ``true`` for the FileStream connectors).
-    """
-    if verb not in ("altered", "reset"):
-        raise ValueError(f"verb must be 'altered' or 'reset', not {verb!r}")
-    if connector_managed:
-        return f"The offsets for this connector have been {verb} successfully"
-    return (
-        f"The Connect framework-managed offsets for this connector have been {verb} successfully. However, if this "
-        f"connector manages offsets externally, they will need to be manually {verb} in the system that the connector "
-        "uses."
-    )
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Connectors' own alterOffsets (SourceConnector / SinkConnector), for the connectors Connect ships
-# ---------------------------------------------------------------------------------------------------------------------
-
-#: ``consumer.override.group.id``: a sink connector's consumer group when set (``Worker.baseConsumerConfigs``).
-CONSUMER_GROUP_OVERRIDE = "consumer.override.group.id"
-#: ``offsets.storage.topic`` (``SourceConnectorConfig.OFFSETS_TOPIC_CONFIG``): a source connector's own offsets topic.
-OFFSETS_TOPIC_CONFIG = "offsets.storage.topic"
-
-FILE_STREAM_SOURCE_CLASS = "org.apache.kafka.connect.file.FileStreamSourceConnector"
-FILE_STREAM_SINK_CLASS = "org.apache.kafka.connect.file.FileStreamSinkConnector"
-_FILE_CONFIG = "file"
-_POSITION_FIELD = "position"
-_FILENAME_FIELD = "filename"
-
-
-def _plugin_names(class_name: str) -> frozenset[str]:
-    """A connector class and its aliases (``PluginUtils``: the simple name, and without the ``Connector`` suffix)."""
-    simple = class_name.rsplit(".", 1)[-1]
-    return frozenset({class_name, simple, simple.removesuffix("Connector")})
-
-
-_FILE_STREAM_SOURCE_NAMES = _plugin_names(FILE_STREAM_SOURCE_CLASS)
-_FILE_STREAM_SINK_NAMES = _plugin_names(FILE_STREAM_SINK_CLASS)
-
-
-def connector_consumer_group(connector: str, config: Mapping[str, object] | None) -> str:
-    """A sink connector's consumer group: ``consumer.override.group.id`` when the config sets it (Connect's default
-    client-override policy ``All`` allows it), else :func:`sink_consumer_group`."""
-    override = (config or {}).get(CONSUMER_GROUP_OVERRIDE)
-    return override if isinstance(override, str) else sink_consumer_group(connector)
-
-
-def connector_offsets_topic(config: Mapping[str, object] | None) -> str | None:
-    """The source connector's own offsets topic (``offsets.storage.topic``; a blank value is none), or None."""
-    topic = (config or {}).get(OFFSETS_TOPIC_CONFIG)
-    return topic.strip() if isinstance(topic, str) and topic.strip() else None
-
-
-def _file_stream_source_alter_offsets(config: Mapping[str, object], pairs: list[OffsetPair]) -> bool:
-    """``FileStreamSourceConnector.alterOffsets``: its checks, in its order, as 500s (``ConnectException``)."""
-    filename = config.get(_FILE_CONFIG)  # ConfigDef trims string values
-    if not isinstance(filename, str) or filename.strip(_JAVA_TRIMMED) == "":
-        raise BadOffsetsRequest(
-            f"Offsets cannot be modified if the '{_FILE_CONFIG}' configuration is unspecified. This is because stdin "
-            "is used for input and offsets are not tracked.",
-            500,
-        )
-    for partition, offset in pairs:
-        if offset is None:
-            continue  # tombstones are allowed for anything, so that garbage can be cleaned up
-        if _POSITION_FIELD not in offset:
-            raise BadOffsetsRequest(f"Offset objects should either be null or contain the key '{_POSITION_FIELD}'", 500)
-        position = offset[_POSITION_FIELD]
-        if not isinstance(position, int) or isinstance(position, bool):  # normalised: every integer is a Long
-            raise BadOffsetsRequest(
-                f"The value for the '{_POSITION_FIELD}' key in the offset is expected to be a Long value", 500
-            )
-        if position < 0:
-            raise BadOffsetsRequest(
-                f"The value for the '{_POSITION_FIELD}' key in the offset should be a non-negative value", 500
-            )
-        if partition is None:
-            raise BadOffsetsRequest("Partition objects cannot be null", 500)
-        if _FILENAME_FIELD not in partition:
-            raise BadOffsetsRequest(f"Partition objects should contain the key '{_FILENAME_FIELD}'", 500)
-    return True
-
-
-def source_connector_alter_offsets(
-    connector_class: str | None, config: Mapping[str, object], pairs: list[OffsetPair]
-) -> bool:
-    """``SourceConnector.alterOffsets(config, normalizedOffsets)`` for the classes we know.
-
-    ``FileStreamSourceConnector`` checks the pairs (:class:`BadOffsetsRequest` 500 with its message) and returns true
-    (short success message); any other class gets the default, false (Connect's long success message). A connector
-    that overrides ``alterOffsets`` to refuse some offsets cannot be imitated without its code. The pairs are checked
-    in request order; Connect iterates its ``HashMap`` (a documented difference when several entries are bad).
-    """
-    if connector_class in _FILE_STREAM_SOURCE_NAMES:
-        return _file_stream_source_alter_offsets(config, pairs)
-    return False
-
-
-def sink_connector_alter_offsets(connector_class: str | None) -> bool:
-    """``SinkConnector.alterOffsets``: ``FileStreamSinkConnector`` accepts anything and returns true; the default is
-    false."""
-    return connector_class in _FILE_STREAM_SINK_NAMES

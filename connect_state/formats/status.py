@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from connect_state.connect.vocabulary import State
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
 from connect_state.formats.javalang import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, java_class_name, java_split_dash
@@ -32,7 +33,6 @@ from connect_state.formats.javalang import java_parse_int as java_parse_int  # r
 
 __all__ = [
     "CONNECTOR_STATUS_PREFIX",
-    "STATES",
     "TASK_STATUS_PREFIX",
     "TOPIC_STATUS_PREFIX",
     "TOPIC_STATUS_SEPARATOR",
@@ -61,9 +61,6 @@ CONNECTOR_STATUS_PREFIX = "status-connector-"
 TASK_STATUS_PREFIX = "status-task-"
 TOPIC_STATUS_PREFIX = "status-topic-"
 TOPIC_STATUS_SEPARATOR = ":connector-"
-
-#: ``AbstractStatus.State``, in declaration order.
-STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "FAILED", "DESTROYED", "RESTARTING", "STOPPED")
 
 # Longest rendering of a value quoted in a reason; longer ones are cut and end with "...".
 _MAX_VALUE_TEXT = 500
@@ -226,7 +223,7 @@ class Status:
     when unknown) and ignored by older workers.
     """
 
-    state: str
+    state: State
     trace: str | None
     worker_id: str | None
     generation: int
@@ -272,9 +269,11 @@ def serialize_status(status: Status, *, with_version: bool = True) -> bytes | No
     ``with_version=False`` gives the four-field form of older workers (spec §2.2). Raises ``ValueError`` where
     Connect's ``Struct`` validation would fail (unknown state, missing worker id, generation outside int32).
     """
-    if status.state not in STATES:
-        raise ValueError(f"unknown state {status.state!r}; expected one of {', '.join(STATES)}")
-    if status.state == "DESTROYED":
+    try:
+        state = State(status.state)
+    except ValueError:
+        raise ValueError(f"unknown state {status.state!r}; expected one of {', '.join(State)}") from None
+    if state is State.DESTROYED:
         return None
     if status.trace is not None:
         _require_string("trace", status.trace)
@@ -363,16 +362,18 @@ def _status_from_bytes(data: bytes, kind: Literal["connector", "task"]) -> Statu
     state = _string_field(value, "state", failed)
     if state is None:
         raise _Invalid(f"{failed}: field 'state' is missing or null (NullPointerException)")
-    if state not in STATES:
+    try:
+        parsed = State(state)
+    except ValueError:
         raise _Invalid(
             f"{failed}: No enum constant org.apache.kafka.connect.runtime.AbstractStatus.State.{state}"
             " (IllegalArgumentException)"
-        )
+        ) from None
     trace = _string_field(value, "trace", failed)
     worker_id = _string_field(value, "worker_id", failed)
     generation = jsonconv.java_int(_long_field(value, "generation", failed))  # Long.intValue()
     version = _string_field(value, "version", failed)
-    return Status(state, trace, worker_id, generation, version)
+    return Status(parsed, trace, worker_id, generation, version)
 
 
 def _topic_status_from_bytes(data: bytes) -> TopicStatus:

@@ -13,9 +13,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
+from pyspark.sql.types import DataType, StructType
 
 from connect_state.tables import TableSpec
 
@@ -31,8 +33,19 @@ TABLE_PROPERTIES = {
 }
 
 
+def spark_type(arrow_type: pa.DataType) -> DataType:
+    """The Spark type of an Arrow type of :mod:`connect_state.tables` (pyspark's own converter; no JVM)."""
+    return from_arrow_type(arrow_type)
+
+
+def spark_schema(schema: pa.Schema) -> StructType:
+    """The Spark schema of an Arrow schema: same names, types and nullability (pyspark's own converter; no JVM)."""
+    return from_arrow_schema(schema)
+
+
 def schema_of(spec: TableSpec) -> StructType:
-    return StructType.fromDDL(spec.ddl)
+    """The Spark schema of a table, derived from its Arrow schema in :mod:`connect_state.tables`."""
+    return spark_schema(spec.schema)
 
 
 def ensure_table(spark: SparkSession, root: Path, spec: TableSpec) -> str:

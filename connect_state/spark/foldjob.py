@@ -1,14 +1,16 @@
-"""What every fold job shares: pandas frames that keep nulls, the ``foreachBatch`` writer skeleton with idempotent
-Delta writes and rejected-record quarantine, starting the query (catch-up or continuous), and the console script.
+"""What every fold pipeline shares: the record kinds, pandas frames that keep nulls, the parse step over Kafka rows,
+the ``foreachBatch`` writer skeleton with idempotent Delta writes and rejected-record quarantine, and starting the query
+(catch-up or continuous).
 
-A job (see jobs/active_topics.py) supplies its parse and fold functions, its tables and what it writes per batch.
+A pipeline (see :mod:`connect_state.spark.active_topics`) supplies its parse and fold functions, its tables and what
+it writes per batch.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 import pandas as pd
@@ -17,13 +19,38 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from connect_state.settings import Settings, add_config_arguments, settings_from_args
+from connect_state.settings import Settings
 from connect_state.spark.delta_io import ensure_table, insert_new_once, retry_on_conflict
-from connect_state.spark.session import build_session
-from connect_state.spark.streaming import checkpoint_query_id, run_query
+from connect_state.spark.streaming import QueryTask, Run, checkpoint_query_id, job_logger
 from connect_state.tables import REJECTED_RECORDS, TableSpec
 
-REJECTED = "rejected"
+
+class RecordKind(StrEnum):
+    """The ``record_kind`` column of the rows between the steps of a pipeline (parse → fold → writer)."""
+
+    #: A record a worker would discard: quarantined in ``rejected_records`` with its reason (every pipeline).
+    REJECTED = "rejected"
+    # active topics: a topic-status record; a change of a connector's active-topic set
+    TOPIC = "topic"
+    CHANGE = "change"
+    # connector states: a config- or status-topic record of a connector; a commit record the parser rejects (still
+    # folded); a connector row; a transition
+    CONFIG = "config"
+    STATUS = "status"
+    UNREADABLE_COMMIT = "unreadable_commit"
+    ROW = "row"
+    EVENT = "event"
+    # offsets: a record of an offsets topic or of __consumer_offsets; a history row; a current-table row
+    RECORD = "record"
+    HISTORY = "history"
+    CURRENT = "current"
+    # heartbeats: an offsets-topic record; a partition's activity; a partition gone; a heartbeat due now
+    OFFSET = "offset"
+    ACTIVITY = "activity"
+    REMOVED = "removed"
+    DUE = "due"
+
+
 # The columns a parse step fills for a rejected record (see RECORD_COLUMNS_DDL).
 RECORD_COLUMNS_DDL = (
     "kafka_topic STRING, kafka_partition INT, kafka_offset BIGINT, kafka_timestamp BIGINT, "
@@ -58,6 +85,23 @@ def pandas_frame(rows: Iterable[dict], ddl: str) -> pd.DataFrame:
 
 Classifier = Callable[[bytes | None, bytes | None, dict], Iterable[dict]]
 """``(key, value, kafka coordinates) -> rows``: what a parse step makes of one Kafka record (none, one or more)."""
+
+
+def rejected(key: bytes | None, value: bytes | None, reason: str, kafka: dict) -> dict:
+    """The parse step's row for a record a worker would discard (see :data:`RECORD_COLUMNS_DDL`)."""
+    return {"record_kind": RecordKind.REJECTED, "raw_key": key, "raw_value": value, "reason": reason, **kafka}
+
+
+def with_group_kind(parsed: DataFrame, kind: str) -> DataFrame:
+    """``parsed`` with a ``group_kind`` column: ``rejected`` for rejected rows, ``kind`` for the rest, so the fold's
+    groups keep the quarantine apart."""
+    is_rejected = F.col("record_kind") == RecordKind.REJECTED
+    return parsed.withColumn("group_kind", F.when(is_rejected, F.lit(str(RecordKind.REJECTED))).otherwise(F.lit(kind)))
+
+
+def passed_through(batch: pd.DataFrame, ddl: str) -> pd.DataFrame:
+    """The rows of a group of rejected records, unchanged, as the fold's output (``ddl``)."""
+    return pandas_frame(batch.to_dict("records"), ddl)
 
 
 def classify_records(kafka_rows: DataFrame, classify: Classifier, ddl: str) -> DataFrame:
@@ -99,7 +143,7 @@ class FoldWriter:
         self.checkpoint = str(checkpoint)
         self.rejected_path = str(delta_root / REJECTED_RECORDS.name)
         self._query_id: str | None = None
-        self.log = logging.getLogger(f"connect_state.jobs.{self.job_name}")
+        self.log = job_logger(self.job_name)
 
     def path(self, spec: TableSpec) -> str:
         return str(self.delta_root / spec.name)
@@ -115,11 +159,11 @@ class FoldWriter:
             self._query_id = checkpoint_query_id(batch.sparkSession, self.checkpoint)
         batch.persist()
         try:
-            rejected = batch.filter(F.col("record_kind") == REJECTED)
+            rejected = batch.filter(F.col("record_kind") == RecordKind.REJECTED)
             n_rejected = rejected.count()
             if n_rejected:
                 self.write_rejected(rejected, batch_id)
-            summary = self.write(batch.filter(F.col("record_kind") != REJECTED), batch_id)
+            summary = self.write(batch.filter(F.col("record_kind") != RecordKind.REJECTED), batch_id)
             self.log.info("batch %d: %s, %d rejected records", batch_id, summary, n_rejected)
         finally:
             batch.unpersist()
@@ -180,32 +224,15 @@ def start_fold_query(
     return stream.trigger(**trigger).start()
 
 
-def parse_job_arguments(
-    job_name: str,
-    description: str,
-    argv: list[str] | None = None,
-    available_now_help: str = "catch up with the topics, then stop (for scheduled runs)",
-) -> tuple[argparse.Namespace, Settings]:
-    """The flags every streaming job takes (``--available-now``, ``--max-offsets-per-trigger``, ``--conf-file``,
-    ``--set``), parsed; logging set up; the settings loaded."""
-    parser = argparse.ArgumentParser(prog=f"connect-state-{job_name.replace('_', '-')}", description=description)
-    parser.add_argument("--available-now", action="store_true", help=available_now_help)
-    parser.add_argument("--max-offsets-per-trigger", type=int, help="bound the records read per micro-batch")
-    add_config_arguments(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for chatty in ("py4j", "kafka"):  # per-command and per-connection INFO lines of the client libraries
-        logging.getLogger(chatty).setLevel(logging.WARNING)
-    return args, settings_from_args(args)
+@dataclass(frozen=True)
+class FoldJob:
+    """A job that is one fold query (:class:`~connect_state.spark.streaming.Job`): nothing to check, one task."""
 
+    name: str
+    start_query: Callable[[SparkSession, Settings, bool, int | None], StreamingQuery]
 
-def job_main(
-    job_name: str,
-    description: str,
-    start: Callable[[SparkSession, Settings, bool, int | None], StreamingQuery],
-    argv: list[str] | None = None,
-) -> int:
-    """The console script of a fold job: ``--available-now``, ``--max-offsets-per-trigger`` and the config flags."""
-    args, settings = parse_job_arguments(job_name, description, argv)
-    spark = build_session(f"connect-state-{job_name}", settings.spark_master)
-    return run_query(start(spark, settings, args.available_now, args.max_offsets_per_trigger))
+    def check(self, settings: Settings) -> None:
+        return None
+
+    def start(self, spark: SparkSession, settings: Settings, available_now: bool, max_offsets: int | None) -> Run:
+        return Run([QueryTask(self.start_query(spark, settings, available_now, max_offsets))])

@@ -1,18 +1,28 @@
-"""Helpers shared by the integration tests: per-test settings, job runs, and our API's answers."""
+"""Helpers shared by the integration tests: per-test settings, job runs, our API's and Connect's answers, Kafka
+producers and readers."""
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from flask.testing import FlaskClient
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from connect_state.api import create_app
-from connect_state.jobs import active_topics
+from connect_state.dev.connect_rest import ConnectRestClient
+from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings
+from connect_state.spark import active_topics, connector_states
 from tests.fixtures.spark import await_query
+
+CONNECT_WAIT_S = 90.0
+"""How long a test waits for the Connect worker to reach a state (connectors start, stop, commit offsets)."""
 
 
 def unique(prefix: str) -> str:
@@ -33,6 +43,16 @@ def run_active_topics(spark: SparkSession, settings: Settings, timeout_s: float 
     await_query(active_topics.start(spark, settings, available_now=True), timeout_s)
 
 
+def run_connector_states(spark: SparkSession, settings: Settings, timeout_s: float = 240.0) -> None:
+    """One catch-up run of the connector-states job: the ``connectors`` table our API reads each connector from."""
+    await_query(connector_states.start(spark, settings, available_now=True), timeout_s)
+
+
+def delta_table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:
+    """The Delta table ``name`` under the settings' ``delta.root``, read with Spark."""
+    return spark.read.format("delta").load(str(settings.delta_root / name))
+
+
 def api_client(settings: Settings) -> FlaskClient:
     return create_app(settings).test_client()
 
@@ -51,3 +71,92 @@ def create_topic(settings: Settings, topic: str, partitions: int, *, compacted: 
         admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs)])
     finally:
         admin.close()
+
+
+# --- Connect's answers ----------------------------------------------------------------------------------------------
+
+
+def connector_state(connect: ConnectRestClient, name: str) -> tuple[str | None, list[str]]:
+    """The connector's state and its task states, as Connect reports them (``GET /connectors/<name>/status``)."""
+    status = connect.connector_status(name) or {}
+    return status.get("connector", {}).get("state"), [task.get("state") for task in status.get("tasks", [])]
+
+
+def wait_state(
+    connect: ConnectRestClient, name: str, state: str, tasks: int, timeout_s: float = CONNECT_WAIT_S
+) -> None:
+    """Until Connect reports the connector and exactly ``tasks`` tasks in ``state``."""
+    expected = (state, [state] * tasks)
+    connect.wait_for(lambda: connector_state(connect, name) == expected, timeout_s, description=f"{name} {expected}")
+
+
+def delete_and_wait(connect: ConnectRestClient, name: str, timeout_s: float = CONNECT_WAIT_S) -> None:
+    """Delete the connector through Connect and wait until Connect no longer reports a status for it."""
+    connect.delete_connector(name)
+    connect.wait_for(lambda: connect.connector_status(name) is None, timeout_s, description=f"{name} deleted")
+
+
+def connect_offsets(connect: ConnectRestClient, name: str) -> list[dict[str, Any]]:
+    """Connect's ``GET /connectors/<name>/offsets`` entries (the answer must be a 200)."""
+    status, body = connect.get(connect.connector_path(name, "offsets"))
+    assert status == 200, body
+    return body["offsets"]
+
+
+def source_position(connect: ConnectRestClient, name: str) -> int | None:
+    """The position of a FileStreamSource's (only) partition as Connect reports it, None while it has none."""
+    status, body = connect.get(connect.connector_path(name, "offsets"))
+    if status != 200 or not body or not body.get("offsets"):
+        return None
+    return body["offsets"][0]["offset"]["position"]
+
+
+# --- Kafka ----------------------------------------------------------------------------------------------------------
+
+
+def produce_keyed(bootstrap: str, topic: str, records: Sequence[tuple[bytes, bytes | None]], partitions: int) -> None:
+    """Send ``(key, value)`` records with a real producer (acks=all), each to the partition the Java producer picks
+    for its key on a topic of ``partitions`` partitions, as Connect's workers write their internal topics."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    try:
+        futures = [producer.send(topic, key=k, value=v, partition=partition_for_key(k, partitions)) for k, v in records]
+        producer.flush(30)
+        for future in futures:
+            future.get(timeout=30)
+    finally:
+        producer.close()
+
+
+def produce_values(bootstrap: str, topic: str, records: Sequence[tuple[int, bytes]]) -> None:
+    """Send values without a key with a real producer (acks=all), each ``(partition, value)`` to its partition."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    try:
+        futures = [producer.send(topic, value=value, partition=partition) for partition, value in records]
+        producer.flush(30)
+        for future in futures:
+            future.get(timeout=30)
+    finally:
+        producer.close()
+
+
+def read_topic(
+    bootstrap: str, topic: str, partitions: Sequence[int] | None = None, timeout_s: float = 60.0
+) -> list[Any]:
+    """Every record of ``topic`` (of its ``partitions``, default all), from the beginning up to the end offsets at the
+    call, in the order polled (each partition's in offset order); fails after ``timeout_s``."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        numbers = sorted(consumer.partitions_for_topic(topic) or ()) if partitions is None else partitions
+        parts = [TopicPartition(topic, p) for p in numbers]
+        consumer.assign(parts)
+        consumer.seek_to_beginning(*parts)
+        end = consumer.end_offsets(parts)
+        records: list[Any] = []
+        deadline = time.monotonic() + timeout_s
+        while any(consumer.position(tp) < end[tp] for tp in parts):
+            assert time.monotonic() < deadline, f"reading {topic} took over {timeout_s:.0f} s"
+            for batch in consumer.poll(timeout_ms=1000).values():
+                records.extend(batch)
+        return records
+    finally:
+        consumer.close()

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from connect_state.filestream import append_lines, file_sink_config, file_source_config
-from tests.integration.helpers import api_client, job_settings, our_topics, run_active_topics, unique
+from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
+from tests.integration.helpers import api_client, delete_and_wait, job_settings, our_topics, run_active_topics, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 WAIT_S = 60.0
@@ -42,8 +42,7 @@ def test_get_active_topics_matches_connect(spark, connect, stack_settings, tmp_p
     agree(baz, {foo_topic, bar_topic})
 
     # Deleting a connector resets its topics (the revoking worker tombstones them).
-    connect.delete_connector(bar)
-    connect.wait_for(lambda: connect.connector_status(bar) is None, WAIT_S, description=f"{bar} deleted")
+    delete_and_wait(connect, bar, WAIT_S)
     agree(bar, set())
 
     # Reset through our API: tombstones Connect honours.

@@ -7,8 +7,6 @@ import time
 
 import pytest
 from chispa import assert_df_equality
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -22,25 +20,28 @@ from connect_state.formats.status import (
     serialize_topic_status,
     topic_status_key,
 )
-from connect_state.jobs import active_topics as job
-from connect_state.partitioner import partition_for_key
+from connect_state.spark import active_topics as job
 from connect_state.spark.delta_io import ensure_table
 from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS
 from tests.fixtures.spark import await_query
-from tests.integration.helpers import job_settings, run_active_topics, unique
+from tests.integration.helpers import (
+    create_topic,
+    delta_table,
+    job_settings,
+    produce_keyed,
+    read_topic,
+    run_active_topics,
+    unique,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 PARTITIONS = 5
 
 
-def create_status_topic(bootstrap: str) -> str:
+def create_status_topic(settings) -> str:
     """A fresh compacted topic shaped like connect-status (5 partitions)."""
     name = unique("status")
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics([NewTopic(name, PARTITIONS, 1, topic_configs={"cleanup.policy": "compact"})])
-    finally:
-        admin.close()
+    create_topic(settings, name, PARTITIONS, compacted=True)
     return name
 
 
@@ -48,50 +49,28 @@ def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None]
     """Send records with a real producer, each in the partition the Java producer would pick for its key.
 
     (A compacted topic refuses records without a key, so null keys never reach a status topic.)"""
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
-    try:
-        futures = [
-            producer.send(topic, key=key, value=value, partition=partition_for_key(key, PARTITIONS))
-            for key, value in records
-        ]
-        producer.flush(30)
-        for future in futures:
-            future.get(timeout=30)
-    finally:
-        producer.close()
+    produce_keyed(bootstrap, topic, records, PARTITIONS)
 
 
 def read_back(bootstrap: str, topic: str) -> list[TopicRecord]:
     """Every topic-status record of ``topic`` as the fold's input: the reference the job must agree with."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    try:
-        parts = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-        consumer.assign(parts)
-        consumer.seek_to_beginning(*parts)
-        end = consumer.end_offsets(parts)
-        out: list[TopicRecord] = []
-        deadline = time.monotonic() + 60
-        while any(consumer.position(tp) < end[tp] for tp in parts):
-            assert time.monotonic() < deadline, "reading the topic back took over 60 s"
-            for batch in consumer.poll(timeout_ms=1000).values():
-                for msg in batch:
-                    record = parse_status_record(msg.key, msg.value)
-                    if isinstance(record.key, TopicStatusKey):
-                        status = record.value
-                        out.append(
-                            TopicRecord(
-                                record.key.connector,
-                                record.key.topic,
-                                status.task if status else None,
-                                status.discover_timestamp if status else None,
-                                msg.partition,
-                                msg.offset,
-                                msg.timestamp,
-                            )
-                        )
-        return out
-    finally:
-        consumer.close()
+    out: list[TopicRecord] = []
+    for msg in read_topic(bootstrap, topic):
+        record = parse_status_record(msg.key, msg.value)
+        if isinstance(record.key, TopicStatusKey):
+            status = record.value
+            out.append(
+                TopicRecord(
+                    record.key.connector,
+                    record.key.topic,
+                    status.task if status else None,
+                    status.discover_timestamp if status else None,
+                    msg.partition,
+                    msg.offset,
+                    msg.timestamp,
+                )
+            )
+    return out
 
 
 def synthetic_records(n: int, seed: int) -> list[tuple[bytes, bytes | None]]:
@@ -122,10 +101,6 @@ def expected_active(spark: SparkSession, records: list[TopicRecord]):
     return spark.createDataFrame(rows, "connector STRING, topic STRING, task INT, discover_timestamp BIGINT")
 
 
-def table(spark: SparkSession, settings, name: str):
-    return spark.read.format("delta").load(str(settings.delta_root / name))
-
-
 INVALID_KEYS = [
     "status-unknown",
     "status-connector-",
@@ -140,7 +115,7 @@ INVALID_KEYS = [
 
 def test_invalid_records_are_quarantined_and_valid_ones_still_fold(spark, kafka_broker, stack_settings, tmp_path):
     bootstrap = stack_settings.bootstrap_servers
-    topic = create_status_topic(bootstrap)
+    topic = create_status_topic(stack_settings)
     settings = job_settings(stack_settings, tmp_path, **{"status.storage.topic": topic})
     good = TopicStatus("orders", "sink-a", 0, 1_746_009_337_985)
     invalid: list[tuple[bytes, bytes | None]] = [(k.encode(), b"invalid") for k in INVALID_KEYS]
@@ -154,12 +129,12 @@ def test_invalid_records_are_quarantined_and_valid_ones_still_fold(spark, kafka_
 
     run_active_topics(spark, settings)
 
-    rejected = table(spark, settings, REJECTED_RECORDS.name)
+    rejected = delta_table(spark, settings, REJECTED_RECORDS.name)
     assert rejected.count() == len(invalid)
     assert rejected.filter("reason IS NULL OR reason = ''").count() == 0
     assert {(r.key, r.value) for r in rejected.collect()} == set(invalid)
     assert_df_equality(
-        table(spark, settings, ACTIVE_TOPICS.name).select("connector", "topic", "task", "discover_timestamp"),
+        delta_table(spark, settings, ACTIVE_TOPICS.name).select("connector", "topic", "task", "discover_timestamp"),
         spark.createDataFrame(
             [("sink-a", "orders", 0, 1_746_009_337_985)],
             "connector STRING, topic STRING, task INT, discover_timestamp BIGINT",
@@ -170,12 +145,12 @@ def test_invalid_records_are_quarantined_and_valid_ones_still_fold(spark, kafka_
     # A second run over the same topic adds nothing: rejects are keyed by their Kafka coordinates.
     produce(bootstrap, topic, [(b"status-unknown", b"again")])
     run_active_topics(spark, settings)
-    assert table(spark, settings, REJECTED_RECORDS.name).count() == len(invalid) + 1
+    assert delta_table(spark, settings, REJECTED_RECORDS.name).count() == len(invalid) + 1
 
 
 def test_restart_from_checkpoint_equals_fold_of_whole_topic(spark, kafka_broker, stack_settings, tmp_path):
     bootstrap = stack_settings.bootstrap_servers
-    topic = create_status_topic(bootstrap)
+    topic = create_status_topic(stack_settings)
     settings = job_settings(stack_settings, tmp_path, **{"status.storage.topic": topic})
     produce(bootstrap, topic, synthetic_records(3000, seed=1))
 
@@ -187,7 +162,7 @@ def test_restart_from_checkpoint_equals_fold_of_whole_topic(spark, kafka_broker,
         assert time.monotonic() < deadline, "no progress within 180 s"
         time.sleep(0.5)
     query.stop()
-    partial = table(spark, settings, ACTIVE_TOPICS_HISTORY.name).count()
+    partial = delta_table(spark, settings, ACTIVE_TOPICS_HISTORY.name).count()
     assert partial > 0
 
     # More records arrive while the job is down; the restart resumes from the checkpoint.
@@ -196,12 +171,12 @@ def test_restart_from_checkpoint_equals_fold_of_whole_topic(spark, kafka_broker,
 
     records = read_back(bootstrap, topic)
     assert_df_equality(
-        table(spark, settings, ACTIVE_TOPICS.name).select("connector", "topic", "task", "discover_timestamp"),
+        delta_table(spark, settings, ACTIVE_TOPICS.name).select("connector", "topic", "task", "discover_timestamp"),
         expected_active(spark, records),
         ignore_row_order=True,
         ignore_nullable=True,
     )
-    history = table(spark, settings, ACTIVE_TOPICS_HISTORY.name)
+    history = delta_table(spark, settings, ACTIVE_TOPICS_HISTORY.name)
     coordinates = history.select("kafka_partition", "kafka_offset")
     assert coordinates.count() == coordinates.distinct().count(), "a change was written twice"
     # Replaying the history gives the current table: nothing lost between the two runs.
@@ -239,16 +214,16 @@ def test_writer_replay_of_a_committed_batch_changes_nothing(spark, tmp_path, sta
     )
     writer(batch, 0)
     snapshot = {
-        name: table(spark, settings, name).drop("updated_at", "changed_at", "seen_at").collect()
+        name: delta_table(spark, settings, name).drop("updated_at", "changed_at", "seen_at").collect()
         for name in (ACTIVE_TOPICS.name, ACTIVE_TOPICS_HISTORY.name, REJECTED_RECORDS.name)
     }
     writer(batch, 0)
     for name, rows in snapshot.items():
-        assert sorted(table(spark, settings, name).drop("updated_at", "changed_at", "seen_at").collect()) == sorted(
-            rows
-        )
-    assert [(r.connector, r.topic) for r in table(spark, settings, ACTIVE_TOPICS.name).collect()] == [("c", "t2")]
-    assert table(spark, settings, ACTIVE_TOPICS_HISTORY.name).count() == 3
+        assert sorted(
+            delta_table(spark, settings, name).drop("updated_at", "changed_at", "seen_at").collect()
+        ) == sorted(rows)
+    assert [(r.connector, r.topic) for r in delta_table(spark, settings, ACTIVE_TOPICS.name).collect()] == [("c", "t2")]
+    assert delta_table(spark, settings, ACTIVE_TOPICS_HISTORY.name).count() == 3
 
 
 def test_tables_stay_readable_by_delta_rs(spark, tmp_path, stack_settings):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from connect_state.filestream import append_lines, file_source_config
-from connect_state.jobs import all as all_jobs
+from connect_state.dev.filestream import append_lines, file_source_config
+from connect_state.spark.all_jobs import every_job
+from connect_state.spark.streaming import run_catch_up
 from tests.integration.helpers import api_client, job_settings, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -26,7 +27,7 @@ def test_catch_up_of_every_job_answers_like_connect(spark, connect, stack_settin
     )
     connect.wait_for(lambda: connect.active_topics(name) == {topic}, WAIT_S, description=f"{name} active topics")
 
-    assert all_jobs.run_catch_up(spark, settings, {}, None) == 0
+    assert run_catch_up(every_job(hooks={}), spark, settings) == 0
 
     api = api_client(settings)
     for path in ("status", "offsets", "topics"):

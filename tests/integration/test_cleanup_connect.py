@@ -19,14 +19,21 @@ from typing import Any
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from connect_state.cleanup import FAILED, SKIPPED, SUCCEEDED
-from connect_state.filestream import append_lines, file_sink_config, file_source_config
-from connect_state.jobs import connector_states, offsets
-from connect_state.jobs.cleanup import CleanupJob
+from connect_state.cleanup import FAILED, SKIPPED, SUCCEEDED, CleanupReconciler
+from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.settings import Settings
+from connect_state.spark import source_offsets
+from connect_state.spark.cleanup import cleanup_reconciler
 from connect_state.tables import CONNECTOR_DELETIONS
 from tests.fixtures.spark import await_query
-from tests.integration.helpers import api_client, job_settings, unique
+from tests.integration.helpers import (
+    api_client,
+    delete_and_wait,
+    job_settings,
+    run_connector_states,
+    source_position,
+    unique,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 WAIT_S = 90.0
@@ -75,8 +82,8 @@ def cleanup_settings(stack_settings: Settings, tmp_path: Path) -> Settings:
 
 def catch_up(spark, settings: Settings) -> None:
     """The connector-state and source-offsets jobs caught up with the topics."""
-    await_query(connector_states.start(spark, settings, available_now=True))
-    await_query(offsets.start_source(spark, settings, available_now=True))
+    run_connector_states(spark, settings)
+    await_query(source_offsets.start(spark, settings, available_now=True))
 
 
 def steps_of(spark, settings: Settings, name: str) -> dict[str, dict[str, Any]]:
@@ -102,26 +109,13 @@ def record_count(settings: Settings, topic: str) -> int:
         consumer.close()
 
 
-def committed_position(connect, name: str) -> int | None:
-    """The FileStreamSource position Connect reports (``GET /offsets``), None when it has none."""
-    status, body = connect.get(connect.connector_path(name, "offsets"))
-    if status != 200 or not body.get("offsets"):
-        return None
-    return body["offsets"][0]["offset"]["position"]
-
-
 def wait_settled(connect, name: str, file: Path) -> None:
     """Until Connect has committed the whole file for the source ``name`` (every record it sent is acknowledged)."""
     size = file.stat().st_size
-    connect.wait_for(lambda: committed_position(connect, name) == size, WAIT_S, description=f"{name} at {size}")
+    connect.wait_for(lambda: source_position(connect, name) == size, WAIT_S, description=f"{name} at {size}")
 
 
-def delete_and_wait(connect, name: str) -> None:
-    connect.delete_connector(name)
-    connect.wait_for(lambda: connect.connector_status(name) is None, WAIT_S, description=f"{name} deleted")
-
-
-def run_passes(job_factory: Callable[[], CleanupJob], passes: int = 1) -> None:
+def run_passes(job_factory: Callable[[], CleanupReconciler], passes: int = 1) -> None:
     job = job_factory()
     try:
         for _ in range(passes):
@@ -138,8 +132,8 @@ def test_source_offsets_cleanup_hooks_and_recreation(spark, connect, stack_setti
     counting, flaky = CountingHook(tmp_path / "counting.log"), FlakyHook(tmp_path / "flaky.log")
     hooks = {"counting": counting, "flaky": flaky}
 
-    def new_job() -> CleanupJob:  # a fresh instance is a job restart: all it knows is in Delta
-        return CleanupJob(spark, settings, hooks)
+    def new_job() -> CleanupReconciler:  # a fresh instance is a job restart: all it knows is in Delta
+        return cleanup_reconciler(spark, settings, hooks)
 
     cleaned, kept, recreated = unique("clean-src"), unique("kept-src"), unique("recreated-src")
     files = {name: tmp_path / f"{name}.txt" for name in (cleaned, kept, recreated)}
@@ -167,7 +161,7 @@ def test_source_offsets_cleanup_hooks_and_recreation(spark, connect, stack_setti
         delete_and_wait(connect, name)
     connect.create_connector(recreated, configs[recreated])
     connect.wait_until_running(recreated, WAIT_S)
-    recreated_offset_seen = committed_position(connect, recreated)
+    recreated_offset_seen = source_position(connect, recreated)
     for name in configs:
         append_lines(files[name], [f"{name} line 4"])
 
@@ -248,7 +242,7 @@ def test_sink_deleted_through_our_api_loses_its_consumer_group(spark, connect, s
 
     # The group may still have a member for a moment (GroupNotEmptyError): a failure, retried by the next pass.
     catch_up(spark, settings)
-    job = CleanupJob(spark, settings, {})
+    job = cleanup_reconciler(spark, settings, {})
 
     def offsets_step_done() -> bool:
         job.run_pass()
@@ -263,7 +257,7 @@ def test_sink_deleted_through_our_api_loses_its_consumer_group(spark, connect, s
     assert steps["offsets"]["detail"] == f"consumer group connect-{sink} deleted"
     assert steps["offsets"]["connector_type"] == "sink"
 
-    from connect_state.kafka_admin import ConsumerGroupAdmin
+    from connect_state.kafka import ConsumerGroupAdmin
 
     admin = ConsumerGroupAdmin(settings)
     try:

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from connect_state.filestream import append_lines, file_sink_config, file_source_config
-from connect_state.jobs import connector_states
-from tests.fixtures.spark import await_query
-from tests.integration.helpers import api_client, create_topic, job_settings, unique
+from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
+from tests.integration.helpers import (
+    api_client,
+    create_topic,
+    delete_and_wait,
+    job_settings,
+    run_connector_states,
+    unique,
+    wait_state,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 WAIT_S = 60.0
-
-
-def connect_state_of(connect, name: str) -> tuple[str | None, list[str]]:
-    """The connector's state and its task states, as Connect reports them."""
-    status = connect.connector_status(name) or {}
-    return status.get("connector", {}).get("state"), [task.get("state") for task in status.get("tasks", [])]
 
 
 def test_status_and_lifecycle_match_connect(spark, connect, stack_settings, tmp_path):
@@ -36,10 +36,9 @@ def test_status_and_lifecycle_match_connect(spark, connect, stack_settings, tmp_
         The status topic is read by both sides independently, so a status record may land between our catch-up run
         and Connect's answer: the comparison is retried (with a new catch-up run) a few times before it fails.
         """
-        expected = (state, [state] * tasks)
-        connect.wait_for(lambda: connect_state_of(connect, name) == expected, WAIT_S, description=f"{name} {expected}")
+        wait_state(connect, name, state, tasks, WAIT_S)
         for _ in range(3):
-            await_query(connector_states.start(spark, settings, available_now=True))
+            run_connector_states(spark, settings)
             ours = api.get(f"/connectors/{name}/status")
             theirs = connect.get(f"/connectors/{name}/status")
             if (ours.status_code, ours.get_json()) == theirs:
@@ -72,9 +71,8 @@ def test_status_and_lifecycle_match_connect(spark, connect, stack_settings, tmp_
     agree(sink, "RUNNING", 1)
 
     # Deleted through Connect: our row is flagged, the name leaves GET /connectors, unknown names answer 404.
-    connect.delete_connector(source)
-    connect.wait_for(lambda: connect.connector_status(source) is None, WAIT_S, description=f"{source} deleted")
-    await_query(connector_states.start(spark, settings, available_now=True))
+    delete_and_wait(connect, source, WAIT_S)
+    run_connector_states(spark, settings)
     assert source not in api.get("/connectors").get_json()
     assert api.put(f"/connectors/{source}/stop").status_code == 404
     theirs = connect.get(f"/connectors/{source}/status")

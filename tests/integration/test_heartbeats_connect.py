@@ -23,13 +23,15 @@ from typing import Any, TypeVar
 import pytest
 from kafka import KafkaConsumer
 
+from connect_state.connect.filestream import FILE_SOURCE_CLASS
 from connect_state.dev.demo_heartbeats import provider as demo_provider
-from connect_state.filestream import FILE_SOURCE_CLASS, append_lines, file_source_config
+from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.heartbeats import CONNECTOR_HEADER, PARTITION_HEADER, HeartbeatProvider, HeartbeatRecord
-from connect_state.jobs import heartbeats
-from connect_state.partitioner import partition_for_key
+from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings
-from tests.integration.helpers import api_client, job_settings, unique
+from connect_state.spark import heartbeats
+from connect_state.spark.streaming import run_job
+from tests.integration.helpers import api_client, job_settings, source_position, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 WAIT_S = 90.0
@@ -69,13 +71,6 @@ def wait_until(predicate: Callable[[], T], timeout_s: float, what: str, poll_s: 
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout_s}s waiting for {what} (last: {value!r})")
         time.sleep(poll_s)
-
-
-def source_position(connect, name: str) -> int | None:
-    status, body = connect.get(connect.connector_path(name, "offsets"))
-    if status != 200 or not body or not body.get("offsets"):
-        return None
-    return body["offsets"][0]["offset"]["position"]
 
 
 def consume(settings: Settings, topic: str, timeout_ms: int = 3000) -> tuple[list[Any], int]:
@@ -258,7 +253,7 @@ def test_catch_up_runs_terminate_and_the_sweep_covers_idle_time(spark, connect, 
     connect.wait_until_running(name)
     time.sleep(INTERVAL_MS / 1000 + 0.5)  # idle for one interval before the first run
 
-    assert heartbeats.run_catch_up(spark, settings, timeout_s=180) == 0  # finishes: no no-data batches
+    assert run_job(heartbeats.HeartbeatsJob(), spark, settings, True, timeout_s=180) == 0  # ends: no no-data batches
     assert spark.conf.get(heartbeats.NO_DATA_BATCHES, None) != "false"  # the session got its value back
     first = wait_until(lambda: heartbeat_rows(api, name), 5, "a heartbeat from the first run")
 
@@ -271,7 +266,7 @@ def test_catch_up_runs_terminate_and_the_sweep_covers_idle_time(spark, connect, 
     again = heartbeats.sweep(spark, settings)  # only what is due again (a sweep takes seconds; the interval is 2 s)
     assert all(row.emitted_at >= swept[0].emitted_at + INTERVAL_MS for row in again), (swept, again)
 
-    assert heartbeats.run_catch_up(spark, settings, timeout_s=180) == 0
+    assert run_job(heartbeats.HeartbeatsJob(), spark, settings, True, timeout_s=180) == 0
     emitted = sorted(h["emitted_at"] for h in heartbeat_rows(api, name))
     assert len(emitted) >= len(first) + 1
     assert all(b - a >= INTERVAL_MS for a, b in itertools.pairwise(emitted)), emitted  # never twice in an interval

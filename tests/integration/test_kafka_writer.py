@@ -1,4 +1,4 @@
-"""InternalTopicWriter against the session's real KRaft broker and Connect worker.
+"""The Kafka layer (InternalTopicWriter, KafkaAdmin) against the session's real KRaft broker and Connect worker.
 
 Records are read back with a kafka-python consumer; the last tests check that our tombstone lands where Connect's own
 record for the same key is, and that Connect then forgets the topic. (The writer's own logic: tests/unit.)
@@ -20,11 +20,11 @@ from deltalake import write_deltalake
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
 
-from connect_state.errors import KafkaWriteError
-from connect_state.filestream import append_lines, file_source_config
+from connect_state.dev.filestream import append_lines, file_source_config
+from connect_state.errors import TopicNotFoundError
 from connect_state.formats.status import topic_status_key
-from connect_state.kafka_writer import InternalTopicWriter, RecordPosition
-from connect_state.partitioner import partition_for_key
+from connect_state.kafka import InternalTopicWriter, KafkaAdmin, RecordPosition
+from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings
 
 # --- with the real broker -------------------------------------------------------------------------------------------
@@ -139,7 +139,7 @@ def test_missing_topic_fails_fast_without_creating_it(
 ) -> None:
     missing = f"writer-test-missing-{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
-    with pytest.raises(KafkaWriteError, match=f"topic '{missing}' does not exist on the Kafka cluster at"):
+    with pytest.raises(TopicNotFoundError, match=f"topic '{missing}' does not exist on the Kafka cluster at"):
         real_writer.send(missing, [(b"status-topic-t:connector-c", None)])
     assert time.monotonic() - started < 5, "answered from one metadata request, not after max.block.ms"
     assert missing not in admin.list_topics(), "never auto-created"
@@ -150,6 +150,39 @@ def test_missing_topic_fails_fast_without_creating_it(
         assert real_writer.send(topic, [(b"k", None)])[0].partition == partition_for_key(b"k", 2)
         time.sleep(1)
     assert missing not in caplog.text
+
+
+@pytest.mark.integration
+def test_messages_with_headers_and_null_keys_on_a_created_topic(
+    broker_settings: Settings, real_writer: InternalTopicWriter, admin: KafkaAdminClient
+) -> None:
+    """The heartbeat topic's path: ``ensure_topic`` creates it (broker defaults), ``send_messages`` the records."""
+    topic = f"writer-test-created-{uuid.uuid4().hex[:8]}"
+    real_writer.ensure_topic(topic)
+    real_writer.ensure_topic(topic)
+    assert topic in admin.list_topics()
+    headers = [("connect.heartbeat", b"1"), ("connect.connector", b"c")]
+    positions = real_writer.send_messages(topic, [(b"k", b"v", headers), (None, b"no key", None)])
+    got = {(r.partition, r.offset): r for r in read_back(broker_settings, topic, 2)}
+    first, second = (got[(p.partition, p.offset)] for p in positions)
+    assert (first.key, first.value, list(first.headers)) == (b"k", b"v", headers)
+    assert (second.key, second.value, list(second.headers)) == (None, b"no key", [])
+    assert first.partition == partition_for_key(b"k", real_writer.partition_count(topic))
+
+
+@pytest.mark.integration
+def test_admin_describes_the_cluster_and_ready_topics(
+    broker_settings: Settings, kafka_broker: Any, make_topic: Callable[[int], str]
+) -> None:
+    topic = make_topic(3)
+    with KafkaAdmin(broker_settings.kafka_client_config(), client_id="test", timeout_ms=10000) as admin:
+        cluster = admin.describe_cluster()
+        assert cluster.cluster_id == kafka_broker.cluster_id
+        assert [(host, port) for _, host, port in cluster.brokers] == [("127.0.0.1", kafka_broker.port)]
+        deadline = time.monotonic() + 10
+        while admin.ready_topics([topic]) != {topic: 3} and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert admin.ready_topics([topic, "writer-test-never-created"]) == {topic: 3}
 
 
 @pytest.mark.integration
@@ -213,7 +246,6 @@ def test_api_reset_through_the_real_writer_resets_connect(
 ) -> None:
     """``PUT /connectors/<name>/topics/reset`` on our API (own writer) has the effect of Connect's own reset."""
     from connect_state.api import close_app, create_app
-    from connect_state.api.tables import arrow_schema
     from connect_state.tables import ACTIVE_TOPICS
 
     name, topic = tracked_source
@@ -227,9 +259,7 @@ def test_api_reset_through_the_real_writer_resets_connect(
         "kafka_partition": 0,
         "kafka_offset": 0,
     }
-    write_deltalake(
-        settings.delta_root / ACTIVE_TOPICS.name, pa.Table.from_pylist([row], schema=arrow_schema(ACTIVE_TOPICS))
-    )
+    write_deltalake(settings.delta_root / ACTIVE_TOPICS.name, pa.Table.from_pylist([row], schema=ACTIVE_TOPICS.schema))
     app = create_app(settings)
     try:
         client = app.test_client()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
-from connect_state.dev.local_stack import ConnectWorker, KafkaBroker, LocalStack, free_ports
+from connect_state.dev.local_stack import ConnectWorker, KafkaBroker, LocalStack, free_ports, ready_topics
 from connect_state.errors import LocalStackError
 from connect_state.settings import Settings
 
@@ -90,6 +90,19 @@ def test_internal_topics_have_connect_default_layout(
     assert all(replication == {1} for _, replication in layout.values())
     for topic in expected:
         assert _cleanup_policy(admin, topic) == "compact", topic
+
+
+def test_readiness_probes_agree_with_kafka_python(
+    connect_worker: ConnectWorker, kafka_broker: KafkaBroker, stack_settings: Settings, admin: object
+) -> None:
+    """What the local stack waits for (through the Kafka layer) against kafka-python's own admin client."""
+    cluster = kafka_broker.describe_cluster()
+    assert cluster.cluster_id == kafka_broker.cluster_id == admin.describe_cluster()["cluster_id"]
+    assert cluster.brokers == ((KafkaBroker.node_id, "127.0.0.1", kafka_broker.port),)
+    topics = connect_worker.internal_topics
+    layout = _topic_layout(admin, topics)
+    assert ready_topics(kafka_broker.bootstrap_servers, topics) == {t: count for t, (count, _) in layout.items()}
+    assert ready_topics(kafka_broker.bootstrap_servers, ["never-created-by-anyone"]) == {}
 
 
 def test_worker_answers_for_our_broker_and_has_file_connectors(
@@ -209,6 +222,19 @@ def test_port_in_use_is_reported(stack_settings: Settings, tmp_path: Path) -> No
         with pytest.raises(LocalStackError, match=f"port {broker_port} \\(local.broker.port\\).*already in use"):
             broker.start()
     assert not broker.is_running()
+
+
+def test_worker_without_a_broker_says_start_the_broker(stack_settings: Settings, tmp_path: Path) -> None:
+    broker_port, connect_port = free_ports(2)
+    worker = ConnectWorker(
+        stack_settings,
+        port=connect_port,
+        bootstrap_servers=f"127.0.0.1:{broker_port}",
+        data_dir=tmp_path / "connect",
+    )
+    with pytest.raises(LocalStackError, match=r"no Kafka broker answers at .*start the broker before the worker"):
+        worker.start()
+    assert not worker.is_running()
 
 
 def test_failed_start_reports_the_log_tail(stack_settings: Settings, tmp_path: Path) -> None:

@@ -18,16 +18,24 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
-from kafka import KafkaProducer
 
+from connect_state.connect.rest import offsets_success_message
 from connect_state.dev.connect_rest import ConnectRestClient
-from connect_state.filestream import append_lines, file_sink_config, file_source_config
-from connect_state.formats.offsets import offsets_success_message
-from connect_state.jobs import connector_states, offsets
-from connect_state.kafka_writer import InternalTopicWriter
+from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
+from connect_state.kafka import InternalTopicWriter
 from connect_state.settings import Settings
+from connect_state.spark import sink_offsets, source_offsets
 from tests.fixtures.spark import await_query
-from tests.integration.helpers import api_client, create_topic, job_settings, unique
+from tests.integration.helpers import (
+    api_client,
+    connect_offsets,
+    create_topic,
+    job_settings,
+    produce_values,
+    run_connector_states,
+    unique,
+    wait_state,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 WAIT_S = 90.0
@@ -37,20 +45,6 @@ RETRYABLE = "If the connector is in a stopped state, this operation can be safel
 
 
 # --- helpers --------------------------------------------------------------------------------------------------------
-
-
-def run_connector_states(spark, settings: Settings) -> None:
-    await_query(connector_states.start(spark, settings, available_now=True))
-
-
-def state_of(connect: ConnectRestClient, name: str) -> tuple[str | None, list[str]]:
-    status = connect.connector_status(name) or {}
-    return status.get("connector", {}).get("state"), [task.get("state") for task in status.get("tasks", [])]
-
-
-def wait_state(connect: ConnectRestClient, name: str, state: str, tasks: int) -> None:
-    expected = (state, [state] * tasks)
-    connect.wait_for(lambda: state_of(connect, name) == expected, WAIT_S, description=f"{name} {expected}")
 
 
 def ours(api: FlaskClient, method: str, name: str, body: Any = None) -> tuple[int, Any]:
@@ -72,12 +66,6 @@ def ours_retrying(api: FlaskClient, method: str, name: str, body: Any = None) ->
         if not retriable or time.monotonic() > deadline:
             return status, payload
         time.sleep(1.0)
-
-
-def connect_offsets(connect: ConnectRestClient, name: str) -> list[dict[str, Any]]:
-    status, body = theirs(connect, "GET", name)
-    assert status == 200, body
-    return body["offsets"]
 
 
 def lines_of(path: Path) -> list[str]:
@@ -168,15 +156,9 @@ def test_source_offsets_altered_through_our_api(spark, connect, stack_settings, 
 
 def produce(settings: Settings, topic: str, partitions: int, per_partition: int) -> Counter[str]:
     """``per_partition`` records ``p<partition>-<i>`` in each partition; returns the lines a sink writes for them."""
-    producer = KafkaProducer(bootstrap_servers=settings.bootstrap_servers, acks="all")
-    try:
-        for partition in range(partitions):
-            for i in range(per_partition):
-                producer.send(topic, value=f"p{partition}-{i}".encode(), partition=partition)
-        producer.flush(30)
-    finally:
-        producer.close()
-    return Counter(f"p{p}-{i}" for p in range(partitions) for i in range(per_partition))
+    lines = [(p, f"p{p}-{i}") for p in range(partitions) for i in range(per_partition)]
+    produce_values(settings.bootstrap_servers, topic, [(p, line.encode()) for p, line in lines])
+    return Counter(line for _, line in lines)
 
 
 def sink_entry(topic: str, partition: int, offset: int) -> dict[str, Any]:
@@ -245,8 +227,8 @@ def test_get_offsets_match_connect(spark, connect, stack_settings, tmp_path):
 
     def run_jobs() -> None:
         run_connector_states(spark, settings)
-        await_query(offsets.start_source(spark, settings, available_now=True))
-        await_query(offsets.start_sink(spark, settings, available_now=True))
+        await_query(source_offsets.start(spark, settings, available_now=True))
+        await_query(sink_offsets.start(spark, settings, available_now=True))
 
     def agree(name: str, settled: Callable[[list[dict[str, Any]]], bool]) -> None:
         """Once Connect's offsets are settled, ours equal Connect's (a commit may land between the two reads: retry)."""
@@ -306,7 +288,7 @@ def test_consumer_group_admin_against_the_broker(kafka_broker, stack_settings):
     GroupNotEmptyError; an empty group is altered, listed and deleted; deleting it again says it did not exist."""
     from kafka import KafkaConsumer
 
-    from connect_state.kafka_admin import ConsumerGroupAdmin, GroupNotEmptyError
+    from connect_state.kafka import ConsumerGroupAdmin, GroupNotEmptyError
 
     topic, group = unique("admin-topic"), unique("admin-group")
     create_topic(stack_settings, topic, 2)

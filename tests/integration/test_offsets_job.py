@@ -10,20 +10,32 @@ import shutil
 import time
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, TopicPartition
 from pyspark.sql import SparkSession
 
-from connect_state.filestream import append_lines, file_sink_config, file_source_config
+from connect_state.connect.offset_stores import sink_consumer_group
+from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.formats.consumer_offsets import parse_consumer_offsets_record
 from connect_state.formats.jsonconv import java_string_hashcode
-from connect_state.formats.offsets import sink_consumer_group
-from connect_state.jobs import connector_states, offsets
-from connect_state.partitioner import partition_for_key
 from connect_state.settings import Settings
+from connect_state.spark import sink_offsets, source_offsets
 from connect_state.spark.delta_io import ensure_table
+from connect_state.spark.offsets import OffsetsJob
+from connect_state.spark.streaming import run_job, stop_between_batches
 from connect_state.tables import CONNECTORS, REJECTED_RECORDS, SINK_OFFSETS, SOURCE_OFFSETS
 from tests.fixtures.spark import await_query
-from tests.integration.helpers import api_client, create_topic, job_settings, unique
+from tests.integration.helpers import (
+    api_client,
+    connect_offsets,
+    create_topic,
+    delta_table,
+    job_settings,
+    produce_keyed,
+    produce_values,
+    read_topic,
+    run_connector_states,
+    unique,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 WAIT_S = 90.0
@@ -37,16 +49,6 @@ def canonical(entries: list[dict]) -> list[tuple[str, str]]:
     )
 
 
-def connect_offsets(connect, name: str) -> list[dict]:
-    status, body = connect.get(connect.connector_path(name, "offsets"))
-    assert status == 200, body
-    return body["offsets"]
-
-
-def table(spark: SparkSession, settings: Settings, name: str):
-    return spark.read.format("delta").load(str(settings.delta_root / name))
-
-
 def our_offsets(settings: Settings, name: str) -> list[dict]:
     """Our API's ``GET /connectors/<name>/offsets``, answered from the tables the jobs wrote."""
     response = api_client(settings).get(f"/connectors/{name}/offsets")
@@ -54,28 +56,12 @@ def our_offsets(settings: Settings, name: str) -> list[dict]:
     return response.get_json()["offsets"]
 
 
-def run_connector_states(spark: SparkSession, settings: Settings) -> None:
-    """The ``connectors`` table our API needs to know each connector's type and offsets topic."""
-    await_query(connector_states.start(spark, settings, available_now=True), 240)
-
-
 def run_source(spark: SparkSession, settings: Settings) -> None:
-    await_query(offsets.start_source(spark, settings, available_now=True), 240)
-
-
-def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None]], partitions: int) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
-    try:
-        futures = [producer.send(topic, key=k, value=v, partition=partition_for_key(k, partitions)) for k, v in records]
-        producer.flush(30)
-        for future in futures:
-            future.get(timeout=30)
-    finally:
-        producer.close()
+    await_query(source_offsets.start(spark, settings, available_now=True), 240)
 
 
 def current_rows(spark: SparkSession, settings: Settings, name: str) -> list:
-    return sorted(table(spark, settings, name).drop("updated_at").collect())
+    return sorted(delta_table(spark, settings, name).drop("updated_at").collect())
 
 
 def test_source_offsets_match_connect(spark, connect, stack_settings, tmp_path):
@@ -98,7 +84,7 @@ def test_source_offsets_match_connect(spark, connect, stack_settings, tmp_path):
         (f"not json {tag}".encode(), b'{"position":2}'),
         (f'[1,{{"{tag}":1}}]'.encode(), b"{}"),
     ]
-    produce(bootstrap, settings.offset_storage_topic, malformed, OFFSETS_PARTITIONS)
+    produce_keyed(bootstrap, settings.offset_storage_topic, malformed, OFFSETS_PARTITIONS)
 
     run_connector_states(spark, settings)
     run_source(spark, settings)
@@ -106,7 +92,7 @@ def test_source_offsets_match_connect(spark, connect, stack_settings, tmp_path):
     assert canonical(our_offsets(settings, source)) == canonical(connect_offsets(connect, source))
     rejected = [
         r
-        for r in table(spark, settings, REJECTED_RECORDS.name)
+        for r in delta_table(spark, settings, REJECTED_RECORDS.name)
         .where(f"topic = '{settings.offset_storage_topic}'")
         .collect()
         if (bytes(r.key), bytes(r.value)) in set(malformed)
@@ -127,23 +113,23 @@ def test_source_offsets_match_connect(spark, connect, stack_settings, tmp_path):
         description=f"{own} offsets flushed",
     )
     run_connector_states(spark, settings)
-    assert offsets.source_topics(spark, settings) == sorted({settings.offset_storage_topic, own_topic})
+    assert source_offsets.source_topics(spark, settings) == sorted({settings.offset_storage_topic, own_topic})
 
     run_source(spark, settings)
 
     theirs = connect_offsets(connect, own)
     assert canonical(our_offsets(settings, own)) == canonical(theirs)
-    own_rows = table(spark, settings, SOURCE_OFFSETS.name).where(f"offsets_topic = '{own_topic}'").collect()
+    own_rows = delta_table(spark, settings, SOURCE_OFFSETS.name).where(f"offsets_topic = '{own_topic}'").collect()
     assert {r.connector for r in own_rows} == {own} and all(r.listed for r in own_rows)
     assert canonical(our_offsets(settings, source)) == canonical(connect_offsets(connect, source))
 
     # Rebuilt from the start of every topic (no checkpoint), the current table is the same.
     before = current_rows(spark, settings, SOURCE_OFFSETS.name)
-    n_rejected = table(spark, settings, REJECTED_RECORDS.name).count()
-    shutil.rmtree(settings.checkpoint_path(offsets.SOURCE_JOB))
+    n_rejected = delta_table(spark, settings, REJECTED_RECORDS.name).count()
+    shutil.rmtree(settings.checkpoint_path(source_offsets.JOB_NAME))
     run_source(spark, settings)
     assert current_rows(spark, settings, SOURCE_OFFSETS.name) == before
-    assert table(spark, settings, REJECTED_RECORDS.name).count() == n_rejected
+    assert delta_table(spark, settings, REJECTED_RECORDS.name).count() == n_rejected
     connect.delete_connector(source)
     connect.delete_connector(own)
 
@@ -156,31 +142,14 @@ def new_topic(settings: Settings, partitions: int) -> str:
 
 def consumer_offsets_records(bootstrap: str, group: str) -> list:
     """The raw ``__consumer_offsets`` records of ``group`` (its partition: ``abs(hashCode) % 50``)."""
-    partition = TopicPartition("__consumer_offsets", abs(java_string_hashcode(group)) % 50)
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    try:
-        consumer.assign([partition])
-        consumer.seek_to_beginning(partition)
-        end = consumer.end_offsets([partition])[partition]
-        records, deadline = [], time.monotonic() + 60
-        while consumer.position(partition) < end:
-            assert time.monotonic() < deadline, "reading __consumer_offsets took over 60 s"
-            for batch in consumer.poll(timeout_ms=1000).values():
-                records.extend(batch)
-        return records
-    finally:
-        consumer.close()
+    return read_topic(bootstrap, "__consumer_offsets", [abs(java_string_hashcode(group)) % 50])
 
 
 def test_sink_offsets_match_connect(spark, connect, stack_settings, tmp_path):
     settings = job_settings(stack_settings, tmp_path)
     bootstrap = settings.bootstrap_servers
     topic = new_topic(settings, 3)
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
-    for i in range(12):
-        producer.send(topic, value=f"line-{i}".encode(), partition=i % 3)
-    producer.flush(30)
-    producer.close()
+    produce_values(bootstrap, topic, [(i % 3, f"line-{i}".encode()) for i in range(12)])
     sink = unique("offsets-sink")
     connect.create_connector(sink, file_sink_config(sink, tmp_path / "out.txt", [topic]))
     expected = [
@@ -193,7 +162,7 @@ def test_sink_offsets_match_connect(spark, connect, stack_settings, tmp_path):
     )
 
     run_connector_states(spark, settings)
-    await_query(offsets.start_sink(spark, settings, available_now=True), 240)
+    await_query(sink_offsets.start(spark, settings, available_now=True), 240)
 
     group = sink_consumer_group(sink)
     assert canonical(our_offsets(settings, sink)) == canonical(connect_offsets(connect, sink))
@@ -219,10 +188,10 @@ def test_sink_offsets_match_connect(spark, connect, stack_settings, tmp_path):
     assert status == 200, body
     assert connect_offsets(connect, sink) == []
 
-    await_query(offsets.start_sink(spark, settings, available_now=True), 240)
+    await_query(sink_offsets.start(spark, settings, available_now=True), 240)
 
     assert our_offsets(settings, sink) == []
-    history = table(spark, settings, "sink_offsets_history").where(f"group_id = '{group}'")
+    history = delta_table(spark, settings, "sink_offsets_history").where(f"group_id = '{group}'")
     assert {r.change for r in history.collect()} == {"set", "removed"}
     connect.delete_connector(sink)
 
@@ -235,7 +204,8 @@ def test_continuous_source_query_notices_a_new_offsets_topic(spark, kafka_broker
     settings = job_settings(
         stack_settings, tmp_path, **{"offset.storage.topic": worker_topic, "trigger.interval": "1 second"}
     )
-    query = offsets.start_source(spark, settings)
+    task = source_offsets.SourceOffsetsTask(spark, settings)  # not run: it would restart the query
+    query = task.query
 
     def wait_until(condition, what: str) -> None:
         deadline = time.monotonic() + 120
@@ -245,24 +215,24 @@ def test_continuous_source_query_notices_a_new_offsets_topic(spark, kafka_broker
             time.sleep(0.5)
 
     def ghosts() -> int:
-        return table(spark, settings, SOURCE_OFFSETS.name).where("connector LIKE 'ghost%'").count()
+        return delta_table(spark, settings, SOURCE_OFFSETS.name).where("connector LIKE 'ghost%'").count()
 
     try:
-        produce(bootstrap, worker_topic, [(b'["ghost-1",{"f":"x"}]', b'{"p":1}')], 2)
+        produce_keyed(bootstrap, worker_topic, [(b'["ghost-1",{"f":"x"}]', b'{"p":1}')], 2)
         wait_until(lambda: ghosts() == 1, "the first record's row")
-        assert offsets.source_topics_changed(query) == frozenset()
+        assert task.new_topics() == frozenset()
         ensure_table(spark, settings.delta_root, CONNECTORS)
         configs = [("late", json.dumps({"offsets.storage.topic": " late-offsets "})), ("plain", "{}")]
         spark.createDataFrame(configs, "name STRING, config STRING").write.format("delta").mode("append").save(
             str(settings.delta_root / CONNECTORS.name)
         )
-        produce(bootstrap, worker_topic, [(b'["ghost-2",{"f":"x"}]', b'{"p":1}')], 2)
-        wait_until(lambda: offsets.source_topics_changed(query), "noticing the new topic")
-        assert offsets.source_topics_changed(query) == {"late-offsets"}
+        produce_keyed(bootstrap, worker_topic, [(b'["ghost-2",{"f":"x"}]', b'{"p":1}')], 2)
+        wait_until(lambda: task.new_topics(), "noticing the new topic")
+        assert task.new_topics() == {"late-offsets"}
         assert ghosts() == 2
     finally:
-        offsets.stop_between_batches(query)
-    assert offsets.source_topics(spark, settings) == sorted({worker_topic, "late-offsets"})
+        stop_between_batches(query)
+    assert source_offsets.source_topics(spark, settings) == sorted({worker_topic, "late-offsets"})
 
 
 def test_both_queries_catch_up_together(spark, kafka_broker, stack_settings, tmp_path):
@@ -277,13 +247,13 @@ def test_both_queries_catch_up_together(spark, kafka_broker, stack_settings, tmp
         consumer.commit({TopicPartition(topic, 0): OffsetAndMetadata(7, "meta", -1)})
     finally:
         consumer.close()
-    produce(bootstrap, settings.offset_storage_topic, [(b'["bad"]', b"{}")], OFFSETS_PARTITIONS)
+    produce_keyed(bootstrap, settings.offset_storage_topic, [(b'["bad"]', b"{}")], OFFSETS_PARTITIONS)
 
-    assert offsets.run_offsets_queries(spark, settings, available_now=True) == 0
+    assert run_job(OffsetsJob(), spark, settings, available_now=True) == 0
 
-    (row,) = table(spark, settings, SINK_OFFSETS.name).where(f"group_id = '{group}'").collect()
+    (row,) = delta_table(spark, settings, SINK_OFFSETS.name).where(f"group_id = '{group}'").collect()
     assert (row.topic, row.partition, row.offset, row.metadata) == (topic, 0, 7, "meta")
-    rejected = table(spark, settings, REJECTED_RECORDS.name).where(f"topic = '{settings.offset_storage_topic}'")
+    rejected = delta_table(spark, settings, REJECTED_RECORDS.name).where(f"topic = '{settings.offset_storage_topic}'")
     assert b'["bad"]' in {bytes(r.key) for r in rejected.collect()}
-    for job in (offsets.SOURCE_JOB, offsets.SINK_JOB):
+    for job in (source_offsets.JOB_NAME, sink_offsets.JOB_NAME):
         assert (settings.checkpoint_path(job) / "commits").is_dir()

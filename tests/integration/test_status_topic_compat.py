@@ -6,12 +6,9 @@ status topic must parse, serialize back to the very same bytes, and sit in the p
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from kafka import KafkaConsumer, TopicPartition
 
-from connect_state.filestream import append_lines, file_sink_config, file_source_config
+from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.formats.status import (
     Status,
     TopicStatus,
@@ -20,28 +17,10 @@ from connect_state.formats.status import (
     serialize_status,
     serialize_topic_status,
 )
-from connect_state.partitioner import partition_for_key
-from tests.integration.helpers import unique
+from connect_state.kafka.partitioner import partition_for_key
+from tests.integration.helpers import delete_and_wait, read_topic, unique
 
 pytestmark = pytest.mark.integration
-
-
-def read_status_topic(bootstrap: str, topic: str) -> list:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    try:
-        parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
-        consumer.assign(parts)
-        consumer.seek_to_beginning(*parts)
-        end = consumer.end_offsets(parts)
-        records = []
-        deadline = time.monotonic() + 60
-        while any(consumer.position(tp) < end[tp] for tp in parts):
-            assert time.monotonic() < deadline, "reading the status topic took over 60 s"
-            for batch in consumer.poll(timeout_ms=1000).values():
-                records.extend(batch)
-        return records
-    finally:
-        consumer.close()
 
 
 def test_every_record_connect_wrote_round_trips(connect, connect_worker, stack_settings, tmp_path):
@@ -60,10 +39,9 @@ def test_every_record_connect_wrote_round_trips(connect, connect_worker, stack_s
             60,
             description=f"{source} {state}",
         )
-    connect.delete_connector(sink)
-    connect.wait_for(lambda: connect.connector_status(sink) is None, 60, description=f"{sink} deleted")
+    delete_and_wait(connect, sink, 60)
 
-    records = read_status_topic(stack_settings.bootstrap_servers, connect_worker.status_topic)
+    records = read_topic(stack_settings.bootstrap_servers, connect_worker.status_topic)
     seen = {"status": 0, "topic": 0, "tombstone": 0}
     for r in records:
         parsed = parse_status_record(r.key, r.value)  # raises on anything a worker would discard

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 import requests
 from deltalake import write_deltalake
@@ -28,16 +27,17 @@ from connect_state.api import close_app, create_app
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.resources import get_settings, get_tables, get_writer
 from connect_state.api.server import bind_address, gunicorn_options
-from connect_state.api.tables import TableReader, arrow_schema, arrow_type
+from connect_state.api.tables import TableReader
 from connect_state.dev.local_stack import free_port
 from connect_state.errors import KafkaWriteError, TableNotFoundError
-from connect_state.partitioner import partition_for_key
-from connect_state.settings import Settings, load_settings
-from connect_state.tables import ACTIVE_TOPICS, ALL_TABLES
+from connect_state.kafka.partitioner import partition_for_key
+from connect_state.settings import Settings
+from connect_state.tables import ACTIVE_TOPICS, ALL_TABLES, TableSpec
+from tests.unit.conftest import MakeClient
 from tests.unit.fakes import RecordingWriter
+from tests.unit.helpers import assert_connect_error, write_table
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-STATUS_PARTITIONS = 5
 TRACKING_DISABLED = {"error_code": 403, "message": "Topic tracking is disabled."}
 RESET_DISABLED = {"error_code": 403, "message": "Topic tracking reset is disabled."}
 
@@ -60,37 +60,12 @@ def write_active_topics(delta_root: Path, pairs: Iterable[tuple[str, str]], mode
         }
         for i, (connector, topic) in enumerate(pairs)
     ]
-    table = pa.Table.from_pylist(rows, schema=arrow_schema(ACTIVE_TOPICS))
-    write_deltalake(delta_root / ACTIVE_TOPICS.name, table, mode=mode)
+    write_table(delta_root, ACTIVE_TOPICS, rows, mode=mode)
 
 
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """Repository defaults (environment ignored) with delta.root under tmp_path."""
-    return load_settings(overrides={"delta.root": str(tmp_path / "delta")}, environ={})
-
-
-@pytest.fixture
-def writer() -> RecordingWriter:
-    return RecordingWriter()
-
-
-@pytest.fixture
-def make_client(settings: Settings, writer: RecordingWriter) -> Callable[..., FlaskClient]:
-    """``make_client(enable=True, allow_reset=True)``: a test client of an app with those tracking settings."""
-
-    def make(enable: bool = True, allow_reset: bool = True, **kwargs: Any) -> FlaskClient:
-        flags = {"topic.tracking.enable": str(enable).lower(), "topic.tracking.allow.reset": str(allow_reset).lower()}
-        app = create_app(settings.with_overrides(**flags), writer=kwargs.pop("app_writer", writer), **kwargs)
-        app.testing = True
-        return app.test_client()
-
-    return make
-
-
-@pytest.fixture
-def client(make_client: Callable[..., FlaskClient]) -> FlaskClient:
-    return make_client()
+def tracking(enable: bool = True, allow_reset: bool = True) -> dict[str, str]:
+    """The topic-tracking settings (KIP-558's ``topic.tracking.enable`` and ``topic.tracking.allow.reset``)."""
+    return {"topic.tracking.enable": str(enable).lower(), "topic.tracking.allow.reset": str(allow_reset).lower()}
 
 
 @pytest.fixture
@@ -102,49 +77,16 @@ def topics_table(settings: Settings) -> Path:
     return settings.delta_root / ACTIVE_TOPICS.name
 
 
-def assert_connect_error(response: Any, status: int, message: str | None) -> None:
-    assert response.status_code == status
-    assert response.mimetype == "application/json"
-    assert response.get_json() == {"error_code": status, "message": message}
-    assert list(response.get_json()) == ["error_code", "message"]
-
-
 # --- tables ---------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("sql_type", "arrow"),
-    [
-        ("STRING", pa.string()),
-        ("INT", pa.int32()),
-        ("BIGINT", pa.int64()),
-        ("TIMESTAMP", pa.timestamp("us", tz="UTC")),
-        ("BINARY", pa.binary()),
-        ("bigint", pa.int64()),
-        ("BOOLEAN", pa.bool_()),
-        ("ARRAY<STRING>", pa.list_(pa.field("element", pa.string()))),
-        ("STRUCT<id: INT, trace STRING>", pa.struct([("id", pa.int32()), ("trace", pa.string())])),
-        (
-            "array<struct<id:int, tags: ARRAY<STRING>>>",
-            pa.list_(pa.field("element", pa.struct([("id", pa.int32()), ("tags", pa.list_(pa.string()))]))),
-        ),
-    ],
-)
-def test_arrow_type(sql_type: str, arrow: pa.DataType) -> None:
-    assert arrow_type(sql_type) == arrow
-
-
-@pytest.mark.parametrize("sql_type", ["DECIMAL(10,2)", "MAP<STRING, INT>", "ARRAY<>", "ARRAY<INT", "STRUCT<id>"])
-def test_arrow_type_unknown(sql_type: str) -> None:
-    with pytest.raises(ValueError, match="no Arrow type"):
-        arrow_type(sql_type)
-
-
 @pytest.mark.parametrize("spec", ALL_TABLES, ids=lambda spec: spec.name)
-def test_every_table_schema_round_trips_through_deltalake(tmp_path: Path, spec: Any) -> None:
-    write_deltalake(tmp_path / spec.name, arrow_schema(spec).empty_table())
+def test_every_table_schema_round_trips_through_deltalake(tmp_path: Path, spec: TableSpec) -> None:
+    """The API reads what the spec's Arrow schema writes, type for type (the jobs write the same schema)."""
+    write_deltalake(tmp_path / spec.name, spec.schema.empty_table())
     reader = TableReader(tmp_path)
     assert reader.table(spec).schema().to_arrow().names == spec.column_names
+    assert reader.snapshot(spec).schema.equals(spec.schema)
     assert reader.rows(spec) == []
 
 
@@ -218,9 +160,9 @@ def test_missing_table_names_table_and_job(tmp_path: Path) -> None:
 )
 @pytest.mark.parametrize("allow_reset", [True, False])
 def test_get_topics(
-    make_client: Callable[..., FlaskClient], topics_table: Path, connector: str, topics: list[str], allow_reset: bool
+    make_client: MakeClient, topics_table: Path, connector: str, topics: list[str], allow_reset: bool
 ) -> None:
-    response = make_client(allow_reset=allow_reset).get(f"/connectors/{connector}/topics")
+    response = make_client(overrides=tracking(allow_reset=allow_reset)).get(f"/connectors/{connector}/topics")
     assert response.status_code == 200
     assert response.mimetype == "application/json"
     assert response.get_json() == {connector: {"topics": topics}}
@@ -234,9 +176,10 @@ def test_get_topics_connector_names_are_url_decoded(settings: Settings, client: 
 
 
 @pytest.mark.parametrize("allow_reset", [True, False])
-def test_get_topics_tracking_disabled(make_client: Callable[..., FlaskClient], allow_reset: bool) -> None:
+def test_get_topics_tracking_disabled(make_client: MakeClient, allow_reset: bool) -> None:
     # Checked before the table is read: no table needed.
-    response = make_client(enable=False, allow_reset=allow_reset).get("/connectors/foo-source/topics")
+    client = make_client(overrides=tracking(enable=False, allow_reset=allow_reset))
+    response = client.get("/connectors/foo-source/topics")
     assert_connect_error(response, 403, TRACKING_DISABLED["message"])
 
 
@@ -262,7 +205,7 @@ def test_get_topics_table_missing_is_503(client: FlaskClient) -> None:
     ],
 )
 def test_reset_flags(
-    make_client: Callable[..., FlaskClient],
+    make_client: MakeClient,
     writer: RecordingWriter,
     topics_table: Path,
     enable: bool,
@@ -270,7 +213,7 @@ def test_reset_flags(
     status: int,
     body: dict[str, Any] | None,
 ) -> None:
-    response = make_client(enable=enable, allow_reset=allow_reset).put("/connectors/baz-sink/topics/reset")
+    response = make_client(overrides=tracking(enable, allow_reset)).put("/connectors/baz-sink/topics/reset")
     assert response.status_code == status
     if body is None:
         assert writer.sends, "a 202 reset writes tombstones"
@@ -336,11 +279,9 @@ def test_reset_table_missing_is_503(client: FlaskClient, writer: RecordingWriter
     assert writer.sends == []
 
 
-def test_reset_write_failure_is_500_with_the_message(
-    make_client: Callable[..., FlaskClient], topics_table: Path
-) -> None:
+def test_reset_write_failure_is_500_with_the_message(make_client: MakeClient, topics_table: Path) -> None:
     failing = RecordingWriter(fail=KafkaWriteError("timed out after 30000 ms waiting for Kafka"))
-    response = make_client(app_writer=failing).put("/connectors/baz-sink/topics/reset")
+    response = make_client(writer=failing).put("/connectors/baz-sink/topics/reset")
     assert_connect_error(response, 500, "timed out after 30000 ms waiting for Kafka")
 
 
@@ -454,10 +395,12 @@ def test_injected_writer_is_not_closed_by_the_app(settings: Settings, writer: Re
 
 
 def test_api_imports_no_spark_and_no_jobs() -> None:
-    """No JVM in the request path: importing and building the app loads neither pyspark nor the jobs package."""
+    """No JVM in the request path: importing and building the app loads neither pyspark, nor our Spark layer, nor a
+    job (the table schemas the API shares with the jobs are Arrow's)."""
     code = (
-        "import sys, api, api.server; api.create_app(); "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'py4j', 'delta', 'jobs'}))"
+        "import sys, connect_state.api, connect_state.api.server; connect_state.api.create_app(); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in {'pyspark', 'py4j', 'delta', 'api', 'jobs'} "
+        "or m.startswith(('connect_state.spark', 'connect_state.jobs'))))"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONNECT_STATE_")}
     out = subprocess.run(

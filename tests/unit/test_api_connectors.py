@@ -10,22 +10,20 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
 from flask.testing import FlaskClient
 
-from connect_state.api import create_app
-from connect_state.api.tables import TableReader, arrow_schema
+from connect_state.api.tables import TableReader
+from connect_state.connect.rest import connector_state_info as status_response_from_row
 from connect_state.errors import KafkaWriteError
-from connect_state.folds.connector_states import status_response_from_row
 from connect_state.formats.config import pause_records, resume_records, stop_records
-from connect_state.settings import Settings, load_settings
+from connect_state.settings import Settings
 from connect_state.tables import CONNECTORS
+from tests.unit.conftest import MakeClient
 from tests.unit.fakes import RecordingWriter
+from tests.unit.helpers import assert_connect_error, assert_no_content, write_table
 
 # --- helpers and fixtures -------------------------------------------------------------------------------------------
 
@@ -94,48 +92,11 @@ ROWS = [
 ]
 
 
-def write_connectors(delta_root: Path, rows: Sequence[dict[str, Any]], mode: str = "append") -> None:
-    write_deltalake(
-        delta_root / CONNECTORS.name, pa.Table.from_pylist(list(rows), schema=arrow_schema(CONNECTORS)), mode=mode
-    )
-
-
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return load_settings(overrides={"delta.root": str(tmp_path / "delta")}, environ={})
-
-
-@pytest.fixture
-def writer() -> RecordingWriter:
-    return RecordingWriter()
-
-
-@pytest.fixture
-def make_client(settings: Settings, writer: RecordingWriter) -> Callable[..., FlaskClient]:
-    def make(app_writer: RecordingWriter | None = None) -> FlaskClient:
-        app = create_app(settings, writer=app_writer if app_writer is not None else writer)
-        app.testing = True
-        return app.test_client()
-
-    return make
-
-
-@pytest.fixture
-def client(make_client: Callable[..., FlaskClient], settings: Settings) -> FlaskClient:
-    write_connectors(settings.delta_root, ROWS)
+def client(make_client: MakeClient, settings: Settings) -> FlaskClient:
+    """A client of an app whose ``connectors`` table holds :data:`ROWS`."""
+    write_table(settings.delta_root, CONNECTORS, ROWS)
     return make_client()
-
-
-def assert_connect_error(response: Any, status: int, message: str | None) -> None:
-    assert response.status_code == status
-    assert response.mimetype == "application/json"
-    assert response.get_json() == {"error_code": status, "message": message}
-
-
-def assert_no_content(response: Any, status: int) -> None:
-    assert response.status_code == status
-    assert response.get_data() == b""
-    assert "Content-Type" not in response.headers
 
 
 def encoded(records: Sequence[tuple[str, bytes | None]]) -> list[tuple[bytes, bytes | None]]:
@@ -146,7 +107,7 @@ def encoded(records: Sequence[tuple[str, bytes | None]]) -> list[tuple[bytes, by
 
 
 def test_rows_read_back_as_plain_python(settings: Settings) -> None:
-    write_connectors(settings.delta_root, ROWS)
+    write_table(settings.delta_root, CONNECTORS, ROWS)
     [row] = TableReader(settings.delta_root).rows(CONNECTORS, [("name", "=", "foo-source")])
     assert row["tasks"] == ROWS[0]["tasks"]
     assert type(row["tasks"]) is list
@@ -166,17 +127,17 @@ def test_list_connectors_only_configured_and_not_deleted(client: FlaskClient) ->
     assert response.get_json() == ["bar-sink", "foo-source", "no-status", "stopped"]
 
 
-def test_list_connectors_empty_table(settings: Settings, make_client: Callable[..., FlaskClient]) -> None:
-    write_connectors(settings.delta_root, [])
+def test_list_connectors_empty_table(settings: Settings, make_client: MakeClient) -> None:
+    write_table(settings.delta_root, CONNECTORS, [])
     assert make_client().get("/connectors").get_json() == []
 
 
 def test_list_connectors_sees_new_commits(settings: Settings, client: FlaskClient) -> None:
-    write_connectors(settings.delta_root, [connector("zeta")])
+    write_table(settings.delta_root, CONNECTORS, [connector("zeta")])
     assert client.get("/connectors").get_json()[-1] == "zeta"
 
 
-def test_list_connectors_missing_table_is_503(make_client: Callable[..., FlaskClient]) -> None:
+def test_list_connectors_missing_table_is_503(make_client: MakeClient) -> None:
     response = make_client().get("/connectors")
     assert response.status_code == 503
     assert "connectors" in response.get_json()["message"]
@@ -313,10 +274,12 @@ def test_lifecycle_without_status_still_writes(client: FlaskClient, writer: Reco
     assert len(writer.sends) == 1
 
 
-def test_lifecycle_kafka_failure_is_500(settings: Settings, make_client: Callable[..., FlaskClient]) -> None:
-    write_connectors(settings.delta_root, ROWS)
+def test_lifecycle_kafka_failure_is_500(settings: Settings, make_client: MakeClient) -> None:
+    write_table(settings.delta_root, CONNECTORS, ROWS)
     failing = RecordingWriter(fail=KafkaWriteError("Timed out after 30000 ms"))
-    assert_connect_error(make_client(failing).put("/connectors/foo-source/stop"), 500, "Timed out after 30000 ms")
+    assert_connect_error(
+        make_client(writer=failing).put("/connectors/foo-source/stop"), 500, "Timed out after 30000 ms"
+    )
 
 
 @pytest.mark.parametrize(("method", "path"), [("get", "/connectors/foo-source/stop"), ("post", "/connectors/x/pause")])

@@ -9,21 +9,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
 from flask.testing import FlaskClient
 
-from connect_state.api import create_app
-from connect_state.api.tables import arrow_schema
 from connect_state.errors import KafkaWriteError
-from connect_state.settings import Settings, load_settings
-from connect_state.tables import CONNECTOR_DELETIONS, CONNECTORS, TableSpec
+from connect_state.settings import Settings
+from connect_state.tables import CONNECTOR_DELETIONS, CONNECTORS
+from tests.unit.conftest import MakeClient
 from tests.unit.fakes import RecordingWriter
+from tests.unit.helpers import write_table
 
 UTC = dt.UTC
 
@@ -43,10 +39,6 @@ def connector(name: str, **fields: Any) -> dict[str, Any]:
     )
     row.update(fields)
     return row
-
-
-def write(delta_root: Path, spec: TableSpec, rows: Sequence[dict[str, Any]]) -> None:
-    write_deltalake(delta_root / spec.name, pa.Table.from_pylist(list(rows), schema=arrow_schema(spec)), mode="append")
 
 
 def ts(seconds: int) -> dt.datetime:
@@ -73,18 +65,9 @@ def step_row(offset: int, step: str, status: str, **fields: Any) -> dict[str, An
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return load_settings(overrides={"delta.root": str(tmp_path / "delta")}, environ={})
-
-
-@pytest.fixture
-def writer() -> RecordingWriter:
-    return RecordingWriter()
-
-
-@pytest.fixture
-def client(settings: Settings, writer: RecordingWriter) -> FlaskClient:
-    write(
+def client(settings: Settings, make_client: MakeClient) -> FlaskClient:
+    """A client of an app whose ``connectors`` table knows ``live``, ``deleted`` and ``status-only``."""
+    write_table(
         settings.delta_root,
         CONNECTORS,
         [
@@ -93,9 +76,7 @@ def client(settings: Settings, writer: RecordingWriter) -> FlaskClient:
             connector("status-only", config=None, type="unknown"),
         ],
     )
-    app = create_app(settings, writer=writer)
-    app.testing = True
-    return app.test_client()
+    return make_client()
 
 
 # --- DELETE /connectors/<name> --------------------------------------------------------------------------------------
@@ -117,16 +98,16 @@ def test_delete_unknown_connector_is_404(client: FlaskClient, writer: RecordingW
     assert writer.sends == []
 
 
-def test_delete_kafka_failure_is_500(settings: Settings) -> None:
-    write(settings.delta_root, CONNECTORS, [connector("live")])
-    app = create_app(settings, writer=RecordingWriter(fail=KafkaWriteError("not acknowledged")))
-    response = app.test_client().delete("/connectors/live")
+def test_delete_kafka_failure_is_500(settings: Settings, make_client: MakeClient) -> None:
+    write_table(settings.delta_root, CONNECTORS, [connector("live")])
+    client = make_client(writer=RecordingWriter(fail=KafkaWriteError("not acknowledged")))
+    response = client.delete("/connectors/live")
     assert response.status_code == 500
     assert response.get_json() == {"error_code": 500, "message": "not acknowledged"}
 
 
-def test_delete_without_connectors_table_is_503(settings: Settings, writer: RecordingWriter) -> None:
-    response = create_app(settings, writer=writer).test_client().delete("/connectors/live")
+def test_delete_without_connectors_table_is_503(make_client: MakeClient, writer: RecordingWriter) -> None:
+    response = make_client().delete("/connectors/live")
     assert response.status_code == 503
     assert "connect-state-connector-states" in response.get_json()["message"]
     assert writer.sends == []
@@ -136,7 +117,7 @@ def test_delete_without_connectors_table_is_503(settings: Settings, writer: Reco
 
 
 def test_deletions_grouped_newest_first_with_steps_in_run_order(settings: Settings, client: FlaskClient) -> None:
-    write(
+    write_table(
         settings.delta_root,
         CONNECTOR_DELETIONS,
         [
@@ -182,12 +163,12 @@ def test_deletions_grouped_newest_first_with_steps_in_run_order(settings: Settin
 )
 def test_deletion_status(settings: Settings, client: FlaskClient, statuses: list[str], overall: str) -> None:
     rows = [step_row(1, f"hook:{i}", status) for i, status in enumerate(statuses)]
-    write(settings.delta_root, CONNECTOR_DELETIONS, rows)
+    write_table(settings.delta_root, CONNECTOR_DELETIONS, rows)
     assert client.get("/connectors/gone/deletions").get_json()["deletions"][0]["status"] == overall
 
 
 def test_deletions_of_a_name_without_any_is_an_empty_list(settings: Settings, client: FlaskClient) -> None:
-    write(settings.delta_root, CONNECTOR_DELETIONS, [])
+    write_table(settings.delta_root, CONNECTOR_DELETIONS, [])
     response = client.get("/connectors/live/deletions")
     assert (response.status_code, response.get_json()) == (200, {"name": "live", "deletions": []})
 

@@ -7,7 +7,7 @@ connectors (spec §4.2-4.4, §5.3), the records written for source connectors an
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pytest
@@ -15,10 +15,12 @@ from flask.testing import FlaskClient
 from kafka import errors as kafka_errors
 
 import connect_state.api.resources as api_resources
-from connect_state.api import create_app
-from connect_state.api.offsets import (
+from connect_state.connect.filestream import FILE_SINK_CLASS as FILE_STREAM_SINK_CLASS
+from connect_state.connect.filestream import FILE_SOURCE_CLASS as FILE_STREAM_SOURCE_CLASS
+from connect_state.connect.rest import (
     connector_not_found_message,
     not_stopped_message,
+    offsets_success_message,
     sink_alter_failed_message,
     sink_alter_zombie_message,
     sink_list_failed_message,
@@ -27,16 +29,13 @@ from connect_state.api.offsets import (
     source_modify_failed_message,
     source_modify_timeout_message,
 )
-from connect_state.errors import KafkaWriteError, TableNotFoundError
-from connect_state.formats.offsets import (
-    FILE_STREAM_SINK_CLASS,
-    FILE_STREAM_SOURCE_CLASS,
-    offset_key_bytes,
-    offsets_success_message,
-)
-from connect_state.kafka_admin import ConsumerGroupAdminError, ConsumerGroupAdminTimeout, GroupNotEmptyError
-from connect_state.settings import Settings, load_settings
-from connect_state.tables import CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS, TableSpec
+from connect_state.errors import KafkaWriteError, KafkaWriteTimeout
+from connect_state.formats.offsets import offset_key_bytes
+from connect_state.kafka import ConsumerGroupAdminError, ConsumerGroupAdminTimeout, GroupNotEmptyError
+from connect_state.settings import Settings
+from connect_state.tables import CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS
+from tests.unit.conftest import MakeClient
+from tests.unit.fakes import InMemoryTables, RecordingWriter
 
 WORKER_TOPIC = "connect-offsets"
 EMPTY = "Partitions / offsets need to be provided for an alter offsets request"
@@ -46,46 +45,6 @@ ALTERED_LONG = offsets_success_message("altered", False)
 RESET_LONG = offsets_success_message("reset", False)
 
 # --- fakes ----------------------------------------------------------------------------------------------------------
-
-
-class FakeTables:
-    """A TableSource over in-memory rows; a table absent from ``tables`` does not exist (TableNotFoundError)."""
-
-    def __init__(self, tables: Mapping[str, list[dict[str, Any]]]) -> None:
-        self.tables = {name: list(rows) for name, rows in tables.items()}
-
-    def rows(
-        self,
-        spec: TableSpec,
-        filters: Sequence[tuple[str, str, Any]] | None = None,
-        columns: Sequence[str] | None = None,
-    ) -> list[dict[str, Any]]:
-        if spec.name not in self.tables:
-            raise TableNotFoundError(f"Delta table {spec.name} not found")
-        selected = []
-        for row in self.tables[spec.name]:
-            full = {name: row.get(name) for name in spec.column_names}
-            if all(op == "=" and full[column] == value for column, op, value in filters or ()):
-                selected.append({name: full[name] for name in (columns or spec.column_names)})
-        return selected
-
-
-class RecordingWriter:
-    """Records every send; ``fail`` (an exception, or a function of the topic returning one) makes sends fail."""
-
-    def __init__(self, fail: Exception | Callable[[str], Exception | None] | None = None) -> None:
-        self.sends: list[tuple[str, list[tuple[bytes, bytes | None]]]] = []
-        self.fail = fail
-
-    def send(self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None) -> list:
-        error = self.fail(topic) if callable(self.fail) else self.fail
-        if error is not None:
-            raise error
-        self.sends.append((topic, list(records)))
-        return []
-
-    def close(self) -> None:
-        pass
 
 
 class FakeAdmin:
@@ -207,8 +166,9 @@ SINK_ROWS = [
 
 
 @pytest.fixture
-def settings() -> Settings:
-    return load_settings(overrides={"offset.storage.topic": WORKER_TOPIC}, environ={})
+def settings(settings: Settings) -> Settings:
+    """The shared settings with the worker's offsets topic named by this module."""
+    return settings.with_overrides(**{"offset.storage.topic": WORKER_TOPIC})
 
 
 @pytest.fixture
@@ -219,20 +179,16 @@ def admin(monkeypatch: pytest.MonkeyPatch) -> FakeAdmin:
 
 
 @pytest.fixture
-def writer() -> RecordingWriter:
-    return RecordingWriter()
-
-
-def make_client(settings: Settings, writer: RecordingWriter, tables: FakeTables | None = None) -> FlaskClient:
-    tables = tables or FakeTables(
+def tables() -> InMemoryTables:
+    """The app's tables: :data:`CONNECTORS_ROWS`, :data:`SOURCE_ROWS` and :data:`SINK_ROWS` (in memory)."""
+    return InMemoryTables(
         {CONNECTORS.name: CONNECTORS_ROWS, SOURCE_OFFSETS.name: SOURCE_ROWS, SINK_OFFSETS.name: SINK_ROWS}
     )
-    return create_app(settings, table_reader=tables, writer=writer).test_client()
 
 
 @pytest.fixture
-def client(settings: Settings, writer: RecordingWriter, admin: FakeAdmin) -> FlaskClient:
-    return make_client(settings, writer)
+def client(make_client: MakeClient, tables: InMemoryTables, admin: FakeAdmin) -> FlaskClient:
+    return make_client(tables=tables)
 
 
 def patch(client: FlaskClient, name: str, body: object) -> tuple[int, Any]:
@@ -437,8 +393,8 @@ def test_get_unknown_connector(client, name):
     assert (response.status_code, response.get_json()) == (404, error(404, f"Connector {name} not found"))
 
 
-def test_get_without_the_offsets_table_is_a_503(settings, writer, admin):
-    client = make_client(settings, writer, FakeTables({CONNECTORS.name: CONNECTORS_ROWS}))
+def test_get_without_the_offsets_table_is_a_503(make_client, admin):
+    client = make_client(tables=InMemoryTables({CONNECTORS.name: CONNECTORS_ROWS}))
     assert client.get("/connectors/src/offsets").status_code == 503
     assert client.get("/connectors/snk/offsets").status_code == 503
 
@@ -456,7 +412,7 @@ def test_patch_source_writes_connects_records(client, writer):
     }
     status, answer = patch(client, "src", body)
     assert (status, answer) == (200, {"message": ALTERED_SHORT})
-    assert writer.sends == [
+    assert writer.batches == [
         (
             WORKER_TOPIC,
             [
@@ -477,7 +433,7 @@ def test_patch_source_of_another_class_gets_the_long_message(client, writer):
     )
     status, answer = patch(client, "src-other", {"offsets": [{"partition": {"any": 1}, "offset": {"n": 1.5}}]})
     assert (status, answer) == (200, {"message": ALTERED_LONG})
-    assert writer.sends == [(WORKER_TOPIC, [(b'["src-other",{"any":1}]', b'{"n":1.5}')])]
+    assert writer.batches == [(WORKER_TOPIC, [(b'["src-other",{"any":1}]', b'{"n":1.5}')])]
 
 
 def test_patch_source_with_a_connector_specific_topic(client, writer):
@@ -490,7 +446,7 @@ def test_patch_source_with_a_connector_specific_topic(client, writer):
     status, answer = patch(client, "src-own", body)
     assert (status, answer) == (200, {"message": ALTERED_SHORT})
     a, b = b'["src-own",{"filename":"/a"}]', b'["src-own",{"filename":"/b"}]'
-    assert writer.sends == [
+    assert writer.batches == [
         (WORKER_TOPIC, [(b, None)]),  # tombstones to the worker's topic first
         ("own", [(a, b'{"position":1}'), (b, None)]),  # everything to the connector's topic
         (WORKER_TOPIC, [(a, b'{"position":1}')]),  # then the regular offsets to the worker's topic
@@ -554,35 +510,35 @@ def test_patch_source_connector_checks_are_500s(client, writer, name, entry, mes
 def test_patch_source_tolerates_a_tombstone_for_anything(client, writer):
     status, answer = patch(client, "src", {"offsets": [{"offset": None}]})
     assert (status, answer) == (200, {"message": ALTERED_SHORT})
-    assert writer.sends == [(WORKER_TOPIC, [(b'["src",null]', None)])]
+    assert writer.batches == [(WORKER_TOPIC, [(b'["src",null]', None)])]
 
 
 @pytest.mark.parametrize(
     ("failure", "message"),
     [
-        (KafkaWriteError("timed out after 30000 ms waiting for Kafka"), source_modify_timeout_message("src")),
+        (KafkaWriteTimeout("timed out after 30000 ms waiting for Kafka"), source_modify_timeout_message("src")),
         (KafkaWriteError("write to topic 'connect-offsets' failed: boom"), source_modify_failed_message("src")),
     ],
 )
-def test_source_write_failures(settings, admin, failure, message):
-    client = make_client(settings, RecordingWriter(fail=failure))
+def test_source_write_failures(make_client, tables, admin, failure, message):
+    client = make_client(tables=tables, writer=RecordingWriter(fail=failure))
     assert patch(client, "src", VALID_SOURCE_BODY) == (500, error(500, message))
     response = client.delete("/connectors/src/offsets")
     assert (response.status_code, response.get_json()) == (500, error(500, message))
 
 
-def test_secondary_write_failure_is_only_logged(settings, admin):
+def test_secondary_write_failure_is_only_logged(make_client, tables, admin):
     writer = RecordingWriter(fail=lambda topic: KafkaWriteError("boom") if topic == WORKER_TOPIC else None)
-    client = make_client(settings, writer)
+    client = make_client(tables=tables, writer=writer)
     status, answer = patch(client, "src-own", VALID_SOURCE_BODY)
     assert (status, answer) == (200, {"message": ALTERED_SHORT})
-    assert [topic for topic, _ in writer.sends] == ["own"]
+    assert [topic for topic, _ in writer.batches] == ["own"]
 
 
 def test_delete_source_tombstones_every_listed_partition(client, writer):
     first = client.delete("/connectors/src/offsets")
     assert (first.status_code, first.get_json()) == (200, {"message": RESET_SHORT})
-    assert writer.sends == [
+    assert writer.batches == [
         (
             WORKER_TOPIC,
             [
@@ -600,7 +556,7 @@ def test_delete_source_with_a_connector_specific_topic(client, writer):
     response = client.delete("/connectors/src-own/offsets")
     assert response.get_json() == {"message": RESET_SHORT}
     keys = [b'["src-own",{"filename":"/both"}]', b'["src-own",{"filename":"/worker-only"}]']
-    assert writer.sends == [(WORKER_TOPIC, [(k, None) for k in keys]), ("own", [(k, None) for k in keys])]
+    assert writer.batches == [(WORKER_TOPIC, [(k, None) for k in keys]), ("own", [(k, None) for k in keys])]
 
 
 def test_delete_source_without_partitions_succeeds_without_writing(client, writer):
@@ -715,7 +671,7 @@ class StubKafkaAdmin:
 
 
 def group_admin(settings: Settings, **answers: Any):
-    from connect_state.kafka_admin import ConsumerGroupAdmin
+    from connect_state.kafka import ConsumerGroupAdmin
 
     admin = ConsumerGroupAdmin(settings, timeout_ms=300)
     admin._admin = StubKafkaAdmin(**answers)  # type: ignore[assignment]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -15,12 +15,12 @@ from connect_state.cleanup import (
     FAILED,
     PENDING,
     SKIPPED,
-    STEP_ACTIVE_TOPICS,
-    STEP_OFFSETS,
     SUCCEEDED,
+    CleanupReconciler,
     Deletion,
     Lifecycle,
     PlannedStep,
+    Step,
     StepOutcome,
     StepResult,
     backoff_ms,
@@ -40,13 +40,14 @@ from connect_state.cleanup import (
     sink_group_id,
     source_offsets_topics,
 )
+from connect_state.connect.filestream import FILE_SINK_CLASS, FILE_SOURCE_CLASS
 from connect_state.errors import ConfigError
-from connect_state.filestream import FILE_SINK_CLASS, FILE_SOURCE_CLASS
 from connect_state.folds.connector_states import DELETED, ConnectorRecord, ConnectorState, fold_connector
 from connect_state.formats.config import (
     ConnectorConfig,
     ConnectorConfigKey,
 )
+from connect_state.formats.offsets import offset_key_bytes
 from connect_state.plugins import PluginError
 
 SOURCE_CONFIG = {"connector.class": FILE_SOURCE_CLASS, "file": "/tmp/in.txt", "topic": "t"}
@@ -130,11 +131,11 @@ def test_only_the_last_deletion_before_no_recreation_cleans_shared_resources() -
     first = plan_steps(deletion(10, config={**SOURCE_CONFIG, "cleanup.offsets.on.delete": "true"}), ["h"], True, life)
     last = plan_steps(deletion(30, config={**SOURCE_CONFIG, "cleanup.offsets.on.delete": "true"}), ["h"], True, life)
     assert steps(first) == [
-        (STEP_ACTIVE_TOPICS, "connector recreated at config offset 20"),
-        (STEP_OFFSETS, "connector recreated at config offset 20"),
+        (Step.ACTIVE_TOPICS, "connector recreated at config offset 20"),
+        (Step.OFFSETS, "connector recreated at config offset 20"),
         ("hook:h", None),  # hooks still run: they release the old incarnation's external resources
     ]
-    assert steps(last) == [(STEP_ACTIVE_TOPICS, None), (STEP_OFFSETS, None), ("hook:h", None)]
+    assert steps(last) == [(Step.ACTIVE_TOPICS, None), (Step.OFFSETS, None), ("hook:h", None)]
 
 
 # --- planning -------------------------------------------------------------------------------------------------------
@@ -170,12 +171,12 @@ def test_plan_offsets_step(default: bool, config_value: str | None, kind: str, o
     if config_value is not None:
         config["cleanup.offsets.on.delete"] = config_value
     plan = plan_steps(deletion(kind=kind, config=config), [], default)
-    assert steps(plan) == [(STEP_ACTIVE_TOPICS, None), (STEP_OFFSETS, offsets_reason)]
+    assert steps(plan) == [(Step.ACTIVE_TOPICS, None), (Step.OFFSETS, offsets_reason)]
 
 
 def test_plan_hooks_in_order_and_active_topics_always() -> None:
     plan = plan_steps(deletion(), ["b.mod:hook", "a"], False)
-    assert [p.step for p in plan] == [STEP_ACTIVE_TOPICS, STEP_OFFSETS, "hook:b.mod:hook", "hook:a"]
+    assert [p.step for p in plan] == [Step.ACTIVE_TOPICS, Step.OFFSETS, "hook:b.mod:hook", "hook:a"]
     assert plan[0].skip_reason is None
 
 
@@ -264,7 +265,7 @@ def test_outcome_transitions() -> None:
         True,
     )
     assert not is_due(done, 10**12)
-    skipped = planned_outcome(PlannedStep(STEP_OFFSETS, "disabled"), 5)
+    skipped = planned_outcome(PlannedStep(Step.OFFSETS, "disabled"), 5)
     assert (skipped.status, skipped.detail, is_due(skipped, 10**12)) == (SKIPPED, "disabled", False)
 
 
@@ -298,9 +299,9 @@ def test_a_failing_step_never_blocks_the_others_and_each_outcome_is_recorded_rig
 
     outcomes = {
         step: planned_outcome(PlannedStep(step), clock.now)
-        for step in (STEP_ACTIVE_TOPICS, "hook:bad", "hook:good", "hook:gone")
+        for step in (Step.ACTIVE_TOPICS, "hook:bad", "hook:good", "hook:gone")
     }
-    actions = {STEP_ACTIVE_TOPICS: ok(STEP_ACTIVE_TOPICS), "hook:bad": fails, "hook:good": ok("hook:good")}
+    actions = {Step.ACTIVE_TOPICS: ok(Step.ACTIVE_TOPICS), "hook:bad": fails, "hook:good": ok("hook:good")}
     new = run_due_steps(outcomes, actions, record, clock, 1_000, 60_000)
     assert journal == [
         "ran active_topics",
@@ -313,7 +314,7 @@ def test_a_failing_step_never_blocks_the_others_and_each_outcome_is_recorded_rig
     ]
     assert new == recorded
     assert [(o.step, o.status, o.attempts) for o in new] == [
-        (STEP_ACTIVE_TOPICS, SUCCEEDED, 1),
+        (Step.ACTIVE_TOPICS, SUCCEEDED, 1),
         ("hook:bad", FAILED, 1),
         ("hook:good", SUCCEEDED, 1),
         ("hook:gone", SKIPPED, 0),
@@ -431,3 +432,168 @@ def test_interval_seconds(text: str, seconds: float) -> None:
 def test_interval_seconds_rejects(text: str) -> None:
     with pytest.raises(ConfigError, match=r"trigger\.interval"):
         interval_seconds(text)
+
+
+# --- a pass, with in-memory I/O -------------------------------------------------------------------------------------
+
+
+@dataclass
+class MemoryCleanupIO:
+    """:class:`connect_state.cleanup.CleanupIO` in memory: tables as lists, topics as (key, value) lists."""
+
+    events: list[dict[str, Any]] | None = None
+    connectors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    active: dict[str, list[str]] = field(default_factory=dict)
+    source_offsets: list[tuple[str, str, bytes]] = field(default_factory=list)  # (connector, topic, key)
+    topics: dict[str, list[tuple[bytes, bytes | None]]] = field(default_factory=dict)
+    groups: set[str] = field(default_factory=set)
+    outcomes: dict[tuple[str, int], dict[str, StepOutcome]] = field(default_factory=dict)
+    tombstones: list[tuple[str, list[bytes]]] = field(default_factory=list)
+    passes: int = 0
+
+    def begin_pass(self) -> None:
+        self.passes += 1
+
+    def deletion_events(self) -> list[dict[str, Any]] | None:
+        return self.events
+
+    def read_outcomes(self) -> dict[tuple[str, int], dict[str, StepOutcome]]:
+        return {key: dict(steps) for key, steps in self.outcomes.items()}
+
+    def record_outcomes(self, rows, insert_only: bool) -> None:
+        for deletion, outcome in rows:
+            steps = self.outcomes.setdefault(deletion.key, {})
+            if not (insert_only and outcome.step in steps):
+                steps[outcome.step] = outcome
+
+    def connector_row(self, name: str) -> dict[str, Any] | None:
+        return self.connectors.get(name)
+
+    def config_records(self, key_prefix: str) -> list[tuple[bytes, bytes | None, int]]:
+        records = self.topics.get("connect-configs", [])
+        return [(k, v, offset) for offset, (k, v) in enumerate(records) if k.decode().startswith(key_prefix)]
+
+    def active_topics(self, connector: str) -> list[str]:
+        return self.active.get(connector, [])
+
+    def source_offsets_keys(self, connector: str) -> list[tuple[str, bytes]]:
+        return [(topic, key) for name, topic, key in self.source_offsets if name == connector]
+
+    def live_keys(self, topic: str, *, ends_with: str | None = None, contains: str | None = None) -> list[bytes]:
+        latest = dict(self.topics.get(topic, []))
+        return [
+            key
+            for key, value in latest.items()
+            if value is not None
+            and (ends_with is None or key.decode().endswith(ends_with))
+            and (contains is None or contains in key.decode())
+        ]
+
+    def topic_exists(self, topic: str) -> bool:
+        return topic in self.topics
+
+    def write_tombstones(self, topic: str, keys) -> None:
+        self.tombstones.append((topic, list(keys)))
+        self.topics.setdefault(topic, []).extend((key, None) for key in keys)
+
+    def delete_group(self, group: str) -> bool:
+        if group in self.groups:
+            self.groups.remove(group)
+            return True
+        return False
+
+    def close(self) -> None:
+        return None
+
+
+def event(name: str, kind: str, offset: int, config: dict[str, Any] | None = None) -> dict[str, Any]:
+    details = json.dumps({"config": config}) if config is not None else None
+    return {"connector": name, "event": kind, "details": details, "source": "config", "kafka_offset": offset,
+            "kafka_timestamp": 1_000}  # fmt: skip
+
+
+def reconciler(io: MemoryCleanupIO, hooks: Mapping[str, Any] | None = None, offsets_on_delete: bool = True):
+    return CleanupReconciler(
+        io, hooks or {}, status_topic="connect-status", offsets_topic="connect-offsets",
+        offsets_on_delete=offsets_on_delete, backoff_ms=1_000, backoff_max_ms=60_000, clock=Clock(),
+    )  # fmt: skip
+
+
+def statuses(io: MemoryCleanupIO, name: str) -> dict[str, str]:
+    (steps,) = [steps for (connector, _), steps in io.outcomes.items() if connector == name]
+    return {step: outcome.status for step, outcome in steps.items()}
+
+
+def test_a_pass_without_the_events_table_does_nothing() -> None:
+    io = MemoryCleanupIO()
+    assert str(reconciler(io).run_pass()).startswith("0 deletions")
+    assert io.outcomes == {}
+
+
+def test_a_pass_tombstones_exactly_the_connectors_keys() -> None:
+    own = {**SOURCE_CONFIG, "offsets.storage.topic": "own-offsets"}
+    key = offset_key_bytes("src", {"filename": "/in.txt"})
+    other = offset_key_bytes("src-2", {"filename": "/in.txt"})
+    io = MemoryCleanupIO(
+        events=[event("src", "created", 1), event("src", "deleted", 5, own)],
+        active={"src": ["t1"]},
+        source_offsets=[("src", "connect-offsets", key)],
+        topics={
+            "connect-status": [
+                (b"status-topic-t2:connector-src", b"{}"),
+                (b"status-topic-t3:connector-src", b"{}"),
+                (b"status-topic-t3:connector-src", None),  # already gone
+                (b"status-topic-t1:connector-src-2", b"{}"),
+            ],
+            "connect-offsets": [(key, b'{"position":1}'), (other, b'{"position":1}')],
+            "own-offsets": [(key, b'{"position":9}'), (b'["src"]', b"{}")],  # a key Connect ignores
+        },
+    )
+    summary = reconciler(io).run_pass()
+    assert (summary.deletions, summary.planned, summary.succeeded) == (1, 1, 2)
+    assert statuses(io, "src") == {"active_topics": SUCCEEDED, "offsets": SUCCEEDED}
+    assert io.tombstones == [
+        ("connect-status", [b"status-topic-t1:connector-src", b"status-topic-t2:connector-src"]),
+        ("connect-offsets", [key]),
+        ("own-offsets", [key]),
+    ]
+    # Final: the next pass runs nothing.
+    assert reconciler(io).run_pass().ran == 0
+
+
+def test_a_missing_own_offsets_topic_is_left_out_and_a_sinks_group_is_deleted() -> None:
+    io = MemoryCleanupIO(
+        events=[
+            event("src", "deleted", 5, {**SOURCE_CONFIG, "offsets.storage.topic": "never-created"}),
+            event("snk", "deleted", 6, SINK_CONFIG),
+        ],
+        topics={"connect-offsets": [], "connect-status": []},
+        groups={"connect-snk"},
+    )
+    reconciler(io).run_pass()
+    details = {name: io.outcomes[(name, offset)]["offsets"].detail for name, offset in (("src", 5), ("snk", 6))}
+    assert details == {"src": "no source offsets", "snk": "consumer group connect-snk deleted"}
+    assert io.groups == set()
+
+
+def test_shared_steps_skip_a_recreated_name_and_wait_for_running_tasks() -> None:
+    io = MemoryCleanupIO(
+        events=[event("again", "deleted", 5, SOURCE_CONFIG), event("busy", "deleted", 6, SOURCE_CONFIG)],
+        topics={
+            "connect-configs": [(f"connector-x{i}".encode(), b"{}") for i in range(7)]
+            + [(b"connector-again", b'{"properties":{"connector.class":"X"}}')],  # offset 7: a recreation
+            "connect-offsets": [],
+            "connect-status": [],
+        },
+        connectors={"busy": {"connector_state": "UNASSIGNED", "tasks": [{"id": 0, "state": "RUNNING"}]}},
+    )
+    hook_calls: list[str] = []
+    summary = reconciler(io, {"h": lambda name, config, *, is_deleted: hook_calls.append(name)}).run_pass()
+    assert statuses(io, "again") == {"active_topics": SKIPPED, "offsets": SKIPPED, "hook:h": SUCCEEDED}
+    assert io.outcomes[("again", 5)]["offsets"].detail == "connector recreated at config offset 7"
+    assert statuses(io, "busy") == {"active_topics": PENDING, "offsets": PENDING, "hook:h": SUCCEEDED}
+    assert (
+        io.outcomes[("busy", 6)]["offsets"].detail
+        == "waiting for the deleted connector's tasks to stop (task 0 RUNNING)"
+    )
+    assert summary.waiting == 2 and sorted(hook_calls) == ["again", "busy"] and io.tombstones == []

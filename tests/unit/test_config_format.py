@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from connect_state.connect.vocabulary import TargetState
 from connect_state.errors import RecordFormatError
 from connect_state.formats.config import (
-    TARGET_STATES,
     ConfigCallbackError,
     ConfigKey,
     ConfigRecord,
@@ -23,8 +23,8 @@ from connect_state.formats.config import (
     RestartRequestKey,
     SessionKey,
     SessionKeyKey,
-    TargetState,
     TargetStateKey,
+    TargetStateValue,
     TaskCommit,
     TaskCommitKey,
     TaskConfig,
@@ -183,13 +183,13 @@ _SESSION = b'{"key":"ABEiM0RVZneImaq7zN3u/w==","algorithm":"HmacSHA256","creatio
         (
             "target-state-foo",
             b'{"state":"PAUSED","state.v2":"STOPPED"}',
-            ConfigRecord(TargetStateKey("foo"), TargetState("STOPPED")),
+            ConfigRecord(TargetStateKey("foo"), TargetStateValue("STOPPED")),
         ),
-        ("target-state-foo", b'{"state":"PAUSED"}', ConfigRecord(TargetStateKey("foo"), TargetState("PAUSED"))),
+        ("target-state-foo", b'{"state":"PAUSED"}', ConfigRecord(TargetStateKey("foo"), TargetStateValue("PAUSED"))),
         (
             "target-state-foo",
             b'{"state.v2":null,"state":"STARTED"}',
-            ConfigRecord(TargetStateKey("foo"), TargetState("STARTED")),
+            ConfigRecord(TargetStateKey("foo"), TargetStateValue("STARTED")),
         ),
         ("target-state-foo", None, ConfigRecord(TargetStateKey("foo"), None)),
         ("target-state-foo", b"", ConfigRecord(TargetStateKey("foo"), None)),
@@ -198,7 +198,7 @@ _SESSION = b'{"key":"ABEiM0RVZneImaq7zN3u/w==","algorithm":"HmacSHA256","creatio
             b'{"state":"PAUSED","state.v2":5}',
             ConfigRecord(
                 TargetStateKey("foo"),
-                TargetState("PAUSED"),
+                TargetStateValue("PAUSED"),
                 (
                     "Invalid data for target state for connector 'foo': 'state.v2' field should be a String but is "
                     "java.lang.Long",
@@ -474,11 +474,11 @@ def test_java_class_name(value: object, name: str) -> None:
 def test_serialize_target_state(state: str, expected: bytes) -> None:
     assert serialize_target_state(state) == expected
     record = parse_config_record("target-state-x", expected)
-    assert record.value == TargetState(state)  # type: ignore[arg-type]
+    assert record.value == TargetStateValue(state)  # type: ignore[arg-type]
 
 
 def test_every_target_state_is_covered() -> None:
-    assert TARGET_STATES == ("STARTED", "PAUSED", "STOPPED")
+    assert tuple(TargetState) == ("STARTED", "PAUSED", "STOPPED")
 
 
 @pytest.mark.parametrize(

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
+from flask.testing import FlaskClient
 
-from connect_state.api import create_app
-from connect_state.api.tables import arrow_schema
-from connect_state.settings import load_settings
-from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY, TableSpec
+from connect_state.settings import Settings
+from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY
+from tests.unit.conftest import MakeClient
+from tests.unit.helpers import write_table
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 T0_MS = int(T0.timestamp() * 1000)
@@ -23,12 +21,6 @@ T0_MS = int(T0.timestamp() * 1000)
 
 def at(ms: int) -> dt.datetime:
     return T0 + dt.timedelta(milliseconds=ms)
-
-
-def write(root: Path, spec: TableSpec, rows: list[dict[str, Any]]) -> None:
-    schema = arrow_schema(spec)
-    table = pa.Table.from_pylist([{c: row.get(c) for c in spec.column_names} for row in rows], schema=schema)
-    write_deltalake(str(root / spec.name), table, mode="append")
 
 
 def activity(connector: str, filename: str, **fields: Any) -> dict[str, Any]:
@@ -78,10 +70,9 @@ def heartbeat(connector: str, emitted_ms: int, **fields: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def client(tmp_path: Path):
-    settings = load_settings(overrides={"delta.root": str(tmp_path)}, environ={})
-    write(
-        tmp_path,
+def client(settings: Settings, make_client: MakeClient) -> FlaskClient:
+    write_table(
+        settings.delta_root,
         SOURCE_PARTITION_ACTIVITY,
         [
             activity("src", "/b"),
@@ -89,12 +80,12 @@ def client(tmp_path: Path):
             activity("paused", "/p", eligible=False, reason="target state PAUSED"),
         ],
     )
-    write(
-        tmp_path,
+    write_table(
+        settings.delta_root,
         HEARTBEATS,
         [heartbeat("src", 60_000), heartbeat("src", 120_000, record_value=b"\xff"), heartbeat("other", 1)],
     )
-    return create_app(settings).test_client()
+    return make_client()
 
 
 def test_partitions_with_live_idle_age_and_recent_heartbeats_newest_first(client):
@@ -137,8 +128,7 @@ def test_limit(client, limit, status, count):
         assert response.get_json()["error_code"] == 400 and "limit" in response.get_json()["message"]
 
 
-def test_missing_tables_answer_503_naming_the_job(tmp_path):
-    settings = load_settings(overrides={"delta.root": str(tmp_path)}, environ={})
-    response = create_app(settings).test_client().get("/connectors/src/heartbeats")
+def test_missing_tables_answer_503_naming_the_job(make_client):
+    response = make_client().get("/connectors/src/heartbeats")
     assert response.status_code == 503
     assert "connect-state-heartbeats" in response.get_json()["message"]

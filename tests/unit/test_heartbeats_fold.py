@@ -7,12 +7,13 @@ back with the real parsers, so the fold sees what the job passes it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 
 import pytest
 
-from connect_state.filestream import FILE_SINK_CLASS, FILE_SOURCE_CLASS
+from connect_state.connect.filestream import FILE_SINK_CLASS, FILE_SOURCE_CLASS
 from connect_state.folds.connector_states import ConnectorRecord
 from connect_state.folds.heartbeats import (
     HeartbeatDefaults,
@@ -20,6 +21,7 @@ from connect_state.folds.heartbeats import (
     OffsetRecord,
     activity_rows,
     due_at,
+    due_partition_from_row,
     heartbeat_policy,
     heartbeat_state_from_json,
     heartbeat_state_to_json,
@@ -27,6 +29,7 @@ from connect_state.folds.heartbeats import (
     is_due,
     parse_offset_record,
     step,
+    still_due,
 )
 from connect_state.formats.config import (
     delete_records,
@@ -297,3 +300,26 @@ def test_state_round_trips_through_json():
     restored = heartbeat_state_from_json(text)
     assert restored == result.state
     assert step(restored, [], [], DEFAULTS, 5500).due == step(result.state, [], [], DEFAULTS, 5500).due
+
+
+# --- still due? (right before sending) ------------------------------------------------------------------------------
+
+
+def test_still_due_by_the_recorded_last_heartbeat():
+    result = fold(running_source(), [offset(1, 1000)], now=5000)
+    (due,) = result.due
+    other = dataclasses.replace(due, connector="other")
+    send, sent = still_due([due, other], {(NAME, due.key): 4000}, now=5000)
+    assert send == [other]  # nothing recorded for it: due by its own last move
+    assert sent == [(due, 4000)]  # sent at 4000 (e.g. by a sweep): due again at 6000
+    assert still_due([due], {(NAME, due.key): 4000}, now=6000) == ([due], [])
+
+
+def test_due_partition_from_an_activity_row_is_the_folds():
+    now = 5000
+    result = fold(running_source(), [offset(1, 1000)], now=now)
+    (due,) = result.due
+    (row,) = activity_rows(result.state, result.policy, now)
+    rebuilt = due_partition_from_row({**row, "last_heartbeat_at": None}, now)
+    assert rebuilt == due
+    assert due_partition_from_row(row, now, when=7000).due_at == 7000

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 
 import pytest
 
+from connect_state.connect.filestream import FILE_SOURCE_CLASS
 from connect_state.dev.demo_heartbeats import FileStreamHeartbeatProvider
 from connect_state.dev.demo_heartbeats import provider as demo_provider
 from connect_state.errors import KafkaWriteError
-from connect_state.filestream import FILE_SOURCE_CLASS
 from connect_state.folds.heartbeats import DuePartition
 from connect_state.formats.offsets import offset_key_bytes
-from connect_state.heartbeat_emitter import FAILED, NO_RECORDS, PRODUCED, SKIPPED, HeartbeatEmitter
+from connect_state.heartbeat_emitter import HeartbeatEmitter, HeartbeatOutcome
 from connect_state.heartbeats import (
     CONNECTOR_HEADER,
     DEFAULT_PROVIDER,
@@ -28,8 +28,9 @@ from connect_state.heartbeats import (
     record_headers,
     serialize_payload,
 )
-from connect_state.kafka_writer import RecordPosition
+from connect_state.kafka import RecordPosition
 from connect_state.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
+from tests.unit.fakes import RecordingWriter
 
 # --- record format --------------------------------------------------------------------------------------------------
 
@@ -160,18 +161,6 @@ class FakeHeartbeatSender:
         return [RecordPosition(topic, 0, 100 + i) for i in range(len(messages))]
 
 
-class FakeOffsetSender:
-    def __init__(self, fail: Exception | None = None) -> None:
-        self.sent: list[tuple[str, list]] = []
-        self.fail = fail
-
-    def send(self, topic: str, records: Sequence, timeout_ms: int | None = None) -> list:
-        if self.fail is not None:
-            raise self.fail
-        self.sent.append((topic, list(records)))
-        return []
-
-
 PARTITION = {"filename": "/in.txt"}
 
 
@@ -186,13 +175,13 @@ def emitter(provider: object, heartbeat_sender=None, offset_sender=None) -> Hear
     return HeartbeatEmitter(
         {FILE_SOURCE_CLASS: as_provider(provider)},
         heartbeat_sender or FakeHeartbeatSender(),
-        offset_sender or FakeOffsetSender(),
+        offset_sender or RecordingWriter(),
         "connect-offsets",
     )
 
 
 def test_emitter_sends_records_and_commits_their_offset_with_connects_key_bytes():
-    hb, offs = FakeHeartbeatSender(), FakeOffsetSender()
+    hb, offs = FakeHeartbeatSender(), RecordingWriter()
     rows = emitter(demo_provider, hb, offs).emit(due(), now=6000)
     assert hb.topics == ["hb"]
     ((topic, messages),) = hb.sent
@@ -204,9 +193,14 @@ def test_emitter_sends_records_and_commits_their_offset_with_connects_key_bytes(
             [(CONNECTOR_HEADER, b"src"), (PARTITION_HEADER, b'{"filename":"/in.txt"}')],
         )
     ]
-    assert offs.sent == [("connect-offsets", [(b'["src",{"filename":"/in.txt"}]', b'{"position":7}')])]
+    assert offs.batches == [("connect-offsets", [(b'["src",{"filename":"/in.txt"}]', b'{"position":7}')])]
     (row,) = rows
-    assert (row.outcome, row.record_index, row.record_partition, row.record_offset) == (PRODUCED, 0, 0, 100)
+    assert (row.outcome, row.record_index, row.record_partition, row.record_offset) == (
+        HeartbeatOutcome.PRODUCED,
+        0,
+        0,
+        100,
+    )
     assert (row.committed_offset, row.idle_ms, row.due_at, row.emitted_at) == ('{"position":7}', 5000, 3000, 6000)
     assert row.source_key == b'["src",{"filename":"/in.txt"}]' and row.partition == '{"filename":"/in.txt"}'
 
@@ -222,9 +216,9 @@ def test_emitter_commits_the_last_offset_per_partition_and_honours_source_partit
             HeartbeatRecord(value="d", source_offset={"position": 1}, source_partition=other),
         ]
 
-    offs = FakeOffsetSender()
+    offs = RecordingWriter()
     rows = emitter(provider, offset_sender=offs).emit(due(), now=6000)
-    assert offs.sent == [
+    assert offs.batches == [
         (
             "connect-offsets",
             [
@@ -242,10 +236,10 @@ def test_emitter_commits_the_last_offset_per_partition_and_honours_source_partit
 
 
 def test_no_provider_means_no_records_and_nothing_sent():
-    hb, offs = FakeHeartbeatSender(), FakeOffsetSender()
+    hb, offs = FakeHeartbeatSender(), RecordingWriter()
     (row,) = emitter(demo_provider, hb, offs).emit(due("org.example.Unknown"), now=6000)
-    assert row.outcome == NO_RECORDS and row.record_key is None and row.error is None
-    assert hb.sent == [] and offs.sent == [] and hb.topics == []
+    assert row.outcome == HeartbeatOutcome.NO_RECORDS and row.record_key is None and row.error is None
+    assert hb.sent == [] and offs.sends == [] and hb.topics == []
 
 
 def raising(connector, config, partition, last_offset):
@@ -263,8 +257,8 @@ def raising(connector, config, partition, last_offset):
     ],
 )
 def test_failures_are_recorded_not_raised(provider, heartbeat_fail, offset_fail, error):
-    rows = emitter(provider, FakeHeartbeatSender(heartbeat_fail), FakeOffsetSender(offset_fail)).emit(due(), 6000)
-    assert [r.outcome for r in rows] == [FAILED]
+    rows = emitter(provider, FakeHeartbeatSender(heartbeat_fail), RecordingWriter(offset_fail)).emit(due(), 6000)
+    assert [r.outcome for r in rows] == [HeartbeatOutcome.FAILED]
     assert error in rows[0].error
     assert rows[0].committed_offset is None
 
@@ -288,14 +282,18 @@ class FakeOffsetReader:
 @pytest.mark.parametrize(
     ("found", "value", "outcome"),
     [
-        (False, None, PRODUCED),  # nothing newer than the fold's view
-        (True, b'{"position":7}', PRODUCED),  # the same offset again (e.g. our own last heartbeat)
-        (True, b'{"position":9}', SKIPPED),  # the task committed meanwhile: not idle, and 7 would move it back
-        (True, None, SKIPPED),  # reset meanwhile
+        (False, None, HeartbeatOutcome.PRODUCED),  # nothing newer than the fold's view
+        (True, b'{"position":7}', HeartbeatOutcome.PRODUCED),  # the same offset again (e.g. our own last heartbeat)
+        (
+            True,
+            b'{"position":9}',
+            HeartbeatOutcome.SKIPPED,
+        ),  # the task committed meanwhile: not idle, and 7 would move it back
+        (True, None, HeartbeatOutcome.SKIPPED),  # reset meanwhile
     ],
 )
 def test_emitter_skips_partitions_whose_offset_moved_since_the_folds_view(found, value, outcome):
-    reader, offs = FakeOffsetReader(found, value), FakeOffsetSender()
+    reader, offs = FakeOffsetReader(found, value), RecordingWriter()
     heartbeat = dataclasses.replace(due(), kafka_partition=4, kafka_offset=99)
     sender = HeartbeatEmitter(
         {FILE_SOURCE_CLASS: demo_provider}, FakeHeartbeatSender(), offs, "connect-offsets", reader
@@ -303,4 +301,4 @@ def test_emitter_skips_partitions_whose_offset_moved_since_the_folds_view(found,
     (row,) = sender.emit(heartbeat, now=6000)
     assert reader.calls == [(offset_key_bytes("src", PARTITION), 4, 99)]
     assert row.outcome == outcome
-    assert bool(offs.sent) is (outcome == PRODUCED)
+    assert bool(offs.sends) is (outcome == HeartbeatOutcome.PRODUCED)

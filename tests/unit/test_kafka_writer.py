@@ -1,4 +1,4 @@
-"""InternalTopicWriter's own logic without Kafka: kafka-python's clients are replaced by fakes.
+"""The Kafka layer's own logic without Kafka: kafka-python's clients are replaced by fakes (or nothing listens).
 
 The same writer against the real broker and Connect worker: tests/integration/test_kafka_writer.py.
 """
@@ -16,11 +16,27 @@ import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka import errors as kafka_errors
 
-import connect_state.kafka_writer as kafka_writer
-from connect_state.errors import ConfigError, KafkaWriteError
+import connect_state.kafka.admin as kafka_admin
+import connect_state.kafka.producer as kafka_producer
+from connect_state.errors import (
+    ConfigError,
+    ConsumerGroupAdminError,
+    ConsumerGroupAdminTimeout,
+    KafkaUnavailableError,
+    KafkaWriteError,
+    KafkaWriteTimeout,
+    TopicNotFoundError,
+)
 from connect_state.formats.status import topic_status_key
-from connect_state.kafka_writer import InternalTopicWriter, RecordPosition, kafka_python_config
-from connect_state.partitioner import partition_for_key
+from connect_state.kafka import (
+    ConsumerGroupAdmin,
+    InternalTopicWriter,
+    KafkaAdmin,
+    OffsetsTopicReader,
+    RecordPosition,
+    kafka_python_config,
+)
+from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings, load_settings
 
 # --- without Kafka: fakes for kafka-python's clients -----------------------------------------------------------------
@@ -50,13 +66,17 @@ class FakeProducer:
 
     def __init__(self, **config: Any) -> None:
         self.config = config
-        self.sent: list[tuple[str, bytes, bytes | None, int]] = []
+        self.sent: list[tuple[str, bytes | None, bytes | None, int | None]] = []
+        self.headers: list[list[Any]] = []
         self.closed = False
         FakeProducer.instances.append(self)
 
-    def send(self, topic: str, key: bytes, value: bytes | None, partition: int) -> FakeFuture:
+    def send(
+        self, topic: str, key: bytes | None, value: bytes | None, headers: list[Any], partition: int | None
+    ) -> FakeFuture:
         self.sent.append((topic, key, value, partition))
-        return FakeFuture(topic, partition, len(self.sent) - 1, self.error, self.hang)
+        self.headers.append(headers)
+        return FakeFuture(topic, -1 if partition is None else partition, len(self.sent) - 1, self.error, self.hang)
 
     def flush(self, timeout: float | None = None) -> None:
         if self.hang:
@@ -70,10 +90,12 @@ class FakeAdmin:
     instances: ClassVar[list[FakeAdmin]] = []
     topics: ClassVar[dict[str, int]] = {}
     errors: ClassVar[list[Exception]] = []
+    cluster: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, **config: Any) -> None:
         self.config = config
         self.described: list[str] = []
+        self.created: list[str] = []
         self.closed = False
         FakeAdmin.instances.append(self)
 
@@ -87,6 +109,19 @@ class FakeAdmin:
             else {"name": t, "error_code": 3, "partitions": []}
             for t in topics
         ]
+
+    def create_topics(self, topics: dict[str, Any], timeout_ms: int, wait_for_metadata: bool) -> dict[str, Any]:
+        [name] = topics
+        self.created.append(name)
+        if name in self.topics:
+            raise kafka_errors.TopicAlreadyExistsError(name)
+        self.topics[name] = 1
+        return {}
+
+    def describe_cluster(self) -> dict[str, Any]:
+        if self.errors:
+            raise self.errors.pop(0)
+        return self.cluster
 
     def close(self) -> None:
         self.closed = True
@@ -102,8 +137,9 @@ def fake_kafka(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Replace the writer's kafka-python clients; the cluster has ``connect-status`` (5 partitions) and ``one`` (1)."""
     FakeProducer.instances, FakeProducer.error, FakeProducer.hang = [], None, False
     FakeAdmin.instances, FakeAdmin.topics, FakeAdmin.errors = [], {"connect-status": 5, "one": 1}, []
-    monkeypatch.setattr(kafka_writer, "KafkaProducer", FakeProducer)
-    monkeypatch.setattr(kafka_writer, "_MetadataClient", FakeAdmin)
+    FakeAdmin.cluster = {}
+    monkeypatch.setattr(kafka_producer, "KafkaProducer", FakeProducer)
+    monkeypatch.setattr(kafka_admin, "_AdminClient", FakeAdmin)
     yield
 
 
@@ -161,7 +197,7 @@ def test_kafka_python_config_bad_number() -> None:
 def test_admin_config_keeps_only_what_the_admin_client_accepts(settings: Settings) -> None:
     props = "security.protocol=SSL,linger.ms=5,ssl.cafile=/ca"
     writer = InternalTopicWriter(settings.with_overrides(**{"kafka.client.properties": props}))
-    config = writer.admin_config()
+    config = writer.admin.config()
     assert set(config) <= set(KafkaAdminClient.DEFAULT_CONFIG)
     assert config["security_protocol"] == "SSL"
     assert config["ssl_cafile"] == "/ca"
@@ -217,21 +253,24 @@ def test_retriable_metadata_errors_are_retried(settings: Settings, fake_kafka: N
 def test_retriable_metadata_errors_give_up_at_the_timeout(settings: Settings, fake_kafka: None) -> None:
     FakeAdmin.errors = [kafka_errors.NodeNotReadyError("No node_id provided")] * 100
     started = time.monotonic()
-    with pytest.raises(KafkaWriteError, match=r"cannot read the metadata of topic 'connect-status'.*NodeNotReadyError"):
+    with pytest.raises(
+        KafkaWriteTimeout, match=r"cannot read the metadata of topic 'connect-status'.*NodeNotReadyError"
+    ):
         InternalTopicWriter(settings).partition_count("connect-status", timeout_ms=500)
     assert time.monotonic() - started < 2
 
 
 def test_non_retriable_metadata_error(settings: Settings, fake_kafka: None) -> None:
     FakeAdmin.errors = [kafka_errors.TopicAuthorizationFailedError("connect-status")]
-    with pytest.raises(KafkaWriteError, match="TopicAuthorizationFailedError"):
+    with pytest.raises(KafkaWriteError, match="TopicAuthorizationFailedError") as raised:
         InternalTopicWriter(settings).partition_count("connect-status")
+    assert type(raised.value) is KafkaWriteError
     assert len(FakeAdmin.instances[0].described) == 1
 
 
 def test_missing_topic_is_a_clear_error_and_never_reaches_the_producer(settings: Settings, fake_kafka: None) -> None:
     writer = InternalTopicWriter(settings)
-    with pytest.raises(KafkaWriteError, match=r"topic 'connect-statuz' does not exist .*status\.storage\.topic"):
+    with pytest.raises(TopicNotFoundError, match=r"topic 'connect-statuz' does not exist .*status\.storage\.topic"):
         writer.send("connect-statuz", [(b"k", None)])
     assert FakeProducer.instances == []
 
@@ -240,15 +279,18 @@ def test_timeout_is_a_write_error(settings: Settings, fake_kafka: None) -> None:
     FakeProducer.hang = True
     writer = InternalTopicWriter(settings)
     started = time.monotonic()
-    with pytest.raises(KafkaWriteError, match=r"timed out after 300 ms .*0 of 2 records acknowledged"):
+    with pytest.raises(KafkaWriteTimeout, match=r"timed out after 300 ms .*0 of 2 records acknowledged"):
         writer.send("connect-status", [(b"a", None), (b"b", None)], timeout_ms=300)
     assert time.monotonic() - started < 2
 
 
 def test_failed_write_is_a_write_error(settings: Settings, fake_kafka: None) -> None:
     FakeProducer.error = kafka_errors.NotEnoughReplicasError("not enough replicas")
-    with pytest.raises(KafkaWriteError, match=r"write to topic 'connect-status' failed .*NotEnoughReplicasError"):
+    with pytest.raises(
+        KafkaWriteError, match=r"write to topic 'connect-status' failed .*NotEnoughReplicasError"
+    ) as raised:
         InternalTopicWriter(settings).send("connect-status", [(b"a", None)])
+    assert not isinstance(raised.value, KafkaWriteTimeout)
 
 
 @pytest.mark.parametrize("record", [(None, b"v"), ("text", None), (b"k", "text")])
@@ -276,7 +318,137 @@ def test_unreachable_cluster_is_a_clear_error_without_leaking_threads(settings: 
     address = f"127.0.0.1:{free_port()}"
     unreachable = settings.with_overrides(**{"bootstrap.servers": address, "api.kafka.write.timeout.ms": "1000"})
     before = set(threading.enumerate())
-    with pytest.raises(KafkaWriteError, match=f"cannot reach Kafka at {address}"):
+    with pytest.raises(KafkaUnavailableError, match=f"cannot reach Kafka at {address}") as raised:
         InternalTopicWriter(unreachable).send("connect-status", [(b"a", None)])
+    assert isinstance(raised.value, KafkaWriteTimeout), "what Connect reports when Kafka cannot be reached"
+    time.sleep(0.2)
+    assert [t.name for t in set(threading.enumerate()) - before] == []
+
+
+# --- the one send path: records with headers and optional keys -------------------------------------------------------
+
+
+def test_send_messages_places_keys_like_send_and_passes_headers(settings: Settings, fake_kafka: None) -> None:
+    headers = [("connect.heartbeat", b"1")]
+    with InternalTopicWriter(settings) as writer:
+        positions = writer.send_messages("connect-status", [(b"k", b"v", headers), (None, b"w", None)])
+    [producer] = FakeProducer.instances
+    assert producer.sent == [
+        ("connect-status", b"k", b"v", partition_for_key(b"k", 5)),
+        ("connect-status", None, b"w", None),
+    ]
+    assert producer.headers == [headers, []]
+    assert [p.offset for p in positions] == [0, 1]
+
+
+def test_send_messages_has_the_typed_errors_of_send(settings: Settings, fake_kafka: None) -> None:
+    with pytest.raises(TopicNotFoundError):
+        InternalTopicWriter(settings).send_messages("nope", [(None, b"v", None)])
+    FakeProducer.hang = True
+    with pytest.raises(KafkaWriteTimeout):
+        InternalTopicWriter(settings).send_messages("one", [(None, b"v", None)], timeout_ms=100)
+
+
+def test_a_broker_side_request_timeout_is_a_timeout(settings: Settings, fake_kafka: None) -> None:
+    FakeProducer.error = kafka_errors.RequestTimedOutError("Request timed out after 30000 ms")
+    with pytest.raises(KafkaWriteTimeout, match=r"write to topic 'one' failed .*RequestTimedOutError"):
+        InternalTopicWriter(settings).send("one", [(b"a", None)])
+
+
+def test_ensure_topic_creates_once_and_accepts_an_existing_topic(settings: Settings, fake_kafka: None) -> None:
+    writer = InternalTopicWriter(settings)
+    writer.ensure_topic("connect-heartbeats")
+    writer.ensure_topic("connect-heartbeats")
+    writer.ensure_topic("one")  # exists already: TopicAlreadyExistsError is not an error
+    [admin] = FakeAdmin.instances
+    assert admin.created == ["connect-heartbeats", "one"]
+    assert writer.partition_count("connect-heartbeats") == 1
+
+
+def test_the_writer_shares_one_admin_client_for_metadata_and_topics(settings: Settings, fake_kafka: None) -> None:
+    writer = InternalTopicWriter(settings)
+    writer.ensure_topic("connect-heartbeats")
+    writer.send("connect-status", [(b"a", None)])
+    assert len(FakeAdmin.instances) == 1
+    assert FakeAdmin.instances[0].config["client_id"] == "connect-state-writer-metadata"
+
+
+# --- the admin client -------------------------------------------------------------------------------------------------
+
+
+def test_admin_describes_the_cluster(settings: Settings, fake_kafka: None) -> None:
+    FakeAdmin.cluster = {
+        "cluster_id": "abc",
+        "controller_id": 1,
+        "brokers": [{"broker_id": 1, "host": "127.0.0.1", "port": 9092, "rack": None}],
+    }
+    with KafkaAdmin({"bootstrap.servers": "b:9092"}, client_id="test", timeout_ms=1000) as admin:
+        cluster = admin.describe_cluster()
+    assert (cluster.cluster_id, cluster.controller_id, cluster.brokers) == ("abc", 1, ((1, "127.0.0.1", 9092),))
+    FakeAdmin.errors = [kafka_errors.KafkaTimeoutError("Request timed out")]
+    with pytest.raises(KafkaWriteTimeout, match="cannot describe the Kafka cluster at b:9092"):
+        KafkaAdmin({"bootstrap.servers": "b:9092"}, client_id="test", timeout_ms=1000).describe_cluster()
+
+
+def test_admin_ready_topics_leave_out_missing_topics_and_partitions_without_leader(
+    settings: Settings, fake_kafka: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def describe_topics(self: FakeAdmin, topics: list[str]) -> list[dict[str, Any]]:
+        leaders = {"ready": [1, 1], "electing": [1, -1]}
+        return [
+            {"name": t, "error_code": 0, "partitions": [{"error_code": 0, "leader_id": id} for id in leaders[t]]}
+            if t in leaders
+            else {"name": t, "error_code": 3, "partitions": []}
+            for t in topics
+        ]
+
+    monkeypatch.setattr(FakeAdmin, "describe_topics", describe_topics)
+    admin = KafkaAdmin({"bootstrap.servers": "b:9092"}, client_id="test", timeout_ms=1000)
+    assert admin.ready_topics(["ready", "electing", "missing"]) == {"ready": 2}
+
+
+def test_closed_admin_refuses_calls(fake_kafka: None) -> None:
+    admin = KafkaAdmin({"bootstrap.servers": "b:9092"}, client_id="test", timeout_ms=1000, name="test admin")
+    admin.close()
+    with pytest.raises(KafkaWriteError, match="the test admin is closed"):
+        admin.partition_count("one")
+
+
+# --- typed errors with nothing listening (real kafka-python clients) --------------------------------------------------
+
+
+@pytest.fixture
+def unreachable(settings: Settings) -> Settings:
+    from connect_state.dev.local_stack import free_port
+
+    return settings.with_overrides(
+        **{"bootstrap.servers": f"127.0.0.1:{free_port()}", "api.kafka.write.timeout.ms": "1000"}
+    )
+
+
+def test_unreachable_cluster_for_the_admin_client(unreachable: Settings) -> None:
+    before = set(threading.enumerate())
+    admin = KafkaAdmin(unreachable.kafka_client_config(), client_id="test", timeout_ms=1000)
+    with pytest.raises(KafkaUnavailableError, match=f"cannot reach Kafka at {unreachable.bootstrap_servers}"):
+        admin.describe_cluster()
+    time.sleep(0.2)
+    assert [t.name for t in set(threading.enumerate()) - before] == []
+
+
+def test_unreachable_cluster_for_the_group_admin(unreachable: Settings) -> None:
+    admin = ConsumerGroupAdmin(unreachable)
+    with pytest.raises(ConsumerGroupAdminTimeout, match=f"cannot reach Kafka at {unreachable.bootstrap_servers}"):
+        admin.delete_group("g")
+    admin.close()
+    with pytest.raises(ConsumerGroupAdminError, match="the consumer-group admin client is closed"):
+        admin.delete_group("g")
+
+
+def test_unreachable_cluster_for_the_offsets_reader(unreachable: Settings) -> None:
+    before = set(threading.enumerate())
+    reader = OffsetsTopicReader(unreachable)
+    with pytest.raises(KafkaUnavailableError, match=f"cannot reach Kafka at {unreachable.bootstrap_servers}"):
+        reader.latest_offset(b'["c",{"p":1}]', 0, 0)
+    reader.close()
     time.sleep(0.2)
     assert [t.name for t in set(threading.enumerate()) - before] == []

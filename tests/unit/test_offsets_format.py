@@ -12,6 +12,8 @@ import json
 
 import pytest
 
+from connect_state.connect.offset_stores import sink_consumer_group
+from connect_state.connect.rest import offsets_success_message
 from connect_state.errors import RecordFormatError
 from connect_state.formats.offsets import (
     BadOffsetsRequest,
@@ -20,7 +22,6 @@ from connect_state.formats.offsets import (
     java_parse_long,
     normalize_source_offsets,
     offset_key_bytes,
-    offsets_success_message,
     parse_offset_key,
     parse_offset_value,
     parse_offsets_request,
@@ -28,7 +29,6 @@ from connect_state.formats.offsets import (
     parse_sink_offsets_request,
     parse_source_offsets_request,
     serialize_offset_value,
-    sink_consumer_group,
     sink_offset,
     sink_partition,
     validate_offset_map,

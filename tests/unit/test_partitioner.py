@@ -1,10 +1,10 @@
-"""connect_state.partitioner: the Java producer's murmur2 partitioning (Kafka's Utils.murmur2 / toPositive)."""
+"""connect_state.kafka.partitioner: the Java producer's murmur2 partitioning (Kafka's Utils.murmur2 / toPositive)."""
 
 from __future__ import annotations
 
 import pytest
 
-from connect_state.partitioner import murmur2, partition_for_key, to_positive
+from connect_state.kafka.partitioner import murmur2, partition_for_key, to_positive
 
 
 @pytest.mark.parametrize(
@@ -60,3 +60,11 @@ def test_partition_for_key(key: bytes, partitions: int, expected: int) -> None:
 def test_partition_for_key_needs_partitions(partitions: int) -> None:
     with pytest.raises(ValueError, match="num_partitions"):
         partition_for_key(b"k", partitions)
+
+
+def test_murmur2_is_kafka_pythons_hash_as_a_signed_int() -> None:
+    """The hash is kafka-python's own port (unsigned); only the sign convention is ours (Java's ``int``)."""
+    from kafka.partitioner.default import murmur2 as kafka_python_murmur2
+
+    for data in (b"", b"a", b"status-connector-foo", bytes(range(256))):
+        assert murmur2(data) & 0xFFFFFFFF == kafka_python_murmur2(data)

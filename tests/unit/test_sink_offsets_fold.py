@@ -21,7 +21,7 @@ from connect_state.formats.consumer_offsets import (
     serialize_offset_commit_key,
     serialize_offset_commit_value,
 )
-from connect_state.jobs.offsets import classify_sink
+from connect_state.spark.sink_offsets import classify as classify_sink
 
 GROUP = "connect-file-sink"
 

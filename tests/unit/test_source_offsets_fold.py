@@ -26,7 +26,7 @@ from connect_state.folds.source_offsets import (
     state_to_json,
 )
 from connect_state.formats.offsets import offset_key_bytes
-from connect_state.jobs.offsets import classify_source
+from connect_state.spark.source_offsets import classify as classify_source
 
 TOPIC = "connect-offsets"
 # A two-key partition: written by a Python task in document order, and as Connect re-serialises it (HashMap order).
@@ -245,7 +245,7 @@ def test_classify_keeps_null_partitions_and_quarantines_unreadable_values() -> N
 
 def test_checkpoint_topics_reads_the_newest_offset_log_entry(tmp_path) -> None:
     """The topics a checkpoint has read (Spark's offset log: ``v1``, batch metadata, one JSON line per source)."""
-    from connect_state.jobs.offsets import checkpoint_topics
+    from connect_state.spark.source_offsets import checkpoint_topics
 
     assert checkpoint_topics(tmp_path / "none") == set()
     log_dir = tmp_path / "offsets"

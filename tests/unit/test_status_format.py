@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from connect_state.connect.vocabulary import State
 from connect_state.errors import RecordFormatError
 from connect_state.formats.status import (
-    STATES,
     ConnectorStatusKey,
     Status,
     StatusKey,
@@ -280,7 +280,7 @@ def test_utf8_names_round_trip_unescaped() -> None:
 
 
 def test_every_state_round_trips() -> None:
-    for state in STATES:
+    for state in State:
         status = Status(state, None, "w", 1)
         data = serialize_status(status)
         if state == "DESTROYED":

@@ -16,19 +16,18 @@ Errors are mapped the way Connect tells them apart:
   and ``NON_EMPTY_GROUP`` to a group delete -> :class:`GroupNotEmptyError`;
 * the group does not exist (``GROUP_ID_NOT_FOUND``): ``delete_group`` returns False (Connect's reset is idempotent),
   ``list_group_offsets`` returns no offsets;
-* no answer within ``api.kafka.write.timeout.ms`` -> :class:`ConsumerGroupAdminTimeout`; any other error ->
-  :class:`ConsumerGroupAdminError`. Retriable errors (coordinator moving or loading) are retried until the deadline,
-  as the Java admin client does.
+* no answer within ``api.kafka.write.timeout.ms`` (Kafka unreachable included) -> :class:`ConsumerGroupAdminTimeout`;
+  any other error -> :class:`ConsumerGroupAdminError`. Retriable errors (coordinator moving or loading) are retried
+  until the deadline, as the Java admin client does.
 
-One kafka-python ``KafkaAdminClient`` per instance, created on first use, thread-safe (calls are serialized), closed by
+Built on the layer's one admin client (:class:`~connect_state.kafka.admin.KafkaAdmin`): one kafka-python
+``KafkaAdminClient`` per instance, created on first use, thread-safe (calls are serialized), closed by
 :meth:`ConsumerGroupAdmin.close`. Nothing here knows about Flask or Spark.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -37,8 +36,15 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka import errors as kafka_errors
 from kafka.structs import OffsetAndMetadata
 
-from connect_state.errors import ConnectStateError
-from connect_state.kafka_writer import describe_error, kafka_python_config
+from connect_state.errors import (
+    ConsumerGroupAdminError,
+    ConsumerGroupAdminTimeout,
+    GroupNotEmptyError,
+    KafkaUnavailableError,
+    KafkaWriteError,
+)
+from connect_state.kafka.admin import KafkaAdmin
+from connect_state.kafka.errors import describe_error
 from connect_state.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -60,33 +66,6 @@ _MEMBERS_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-class ConsumerGroupAdminError(ConnectStateError):
-    """An admin call on a consumer group failed (the message names the call, the group and the broker's error)."""
-
-
-class ConsumerGroupAdminTimeout(ConsumerGroupAdminError):
-    """An admin call on a consumer group got no answer in time."""
-
-
-class GroupNotEmptyError(ConsumerGroupAdminError):
-    """The consumer group still has members (for a sink connector: tasks that have not stopped yet)."""
-
-
-class _AdminClient(KafkaAdminClient):
-    """``KafkaAdminClient`` that stops its IO thread when it cannot bootstrap (kafka-python 3.0.x leaks it)."""
-
-    def __init__(self, **configs: Any) -> None:
-        try:
-            super().__init__(**configs)
-        except BaseException:
-            for name, stop in (("_client", "close"), ("_net", "stop")):
-                part = getattr(self, name, None)
-                if part is not None:
-                    with contextlib.suppress(Exception):
-                        getattr(part, stop)()
-            raise
-
-
 def _error_class(value: object) -> type[BaseException] | None:
     """A kafka-python error class from a per-partition result (a class) or a ``delete_groups`` result (a name)."""
     if isinstance(value, type) and issubclass(value, BaseException):
@@ -99,57 +78,31 @@ def _error_class(value: object) -> type[BaseException] | None:
     return None
 
 
-class ConsumerGroupAdmin:
+class ConsumerGroupAdmin(KafkaAdmin):
     """Lists, alters and deletes consumer-group offsets and groups on the cluster of ``settings``.
 
     ``timeout_ms`` (default ``api.kafka.write.timeout.ms``) bounds every call, retries included.
     """
 
     def __init__(self, settings: Settings, *, timeout_ms: int | None = None, client_id: str = CLIENT_ID) -> None:
+        super().__init__(
+            settings.kafka_client_config(),
+            client_id=client_id,
+            timeout_ms=settings.api_kafka_write_timeout_ms if timeout_ms is None else timeout_ms,
+            name="consumer-group admin client",
+        )
         self.settings = settings
-        self.bootstrap_servers = settings.bootstrap_servers
-        self.timeout_ms = settings.api_kafka_write_timeout_ms if timeout_ms is None else timeout_ms
-        self.client_id = client_id
-        self._lock = threading.Lock()
-        self._call_lock = threading.Lock()
-        self._admin: KafkaAdminClient | None = None
-        self._closed = False
-
-    def admin_config(self) -> dict[str, Any]:
-        """The keyword arguments of the kafka-python admin client: connection and security properties."""
-        config: dict[str, Any] = {
-            "client_id": self.client_id,
-            "bootstrap_timeout_ms": self.timeout_ms,
-            "request_timeout_ms": self.timeout_ms,
-        }
-        config.update(kafka_python_config(self.settings.kafka_client_config(), KafkaAdminClient.DEFAULT_CONFIG))
-        return config
-
-    def _client(self) -> KafkaAdminClient:
-        with self._lock:
-            if self._closed:
-                raise ConsumerGroupAdminError("the consumer-group admin client is closed")
-            if self._admin is None:
-                try:
-                    self._admin = _AdminClient(**self.admin_config())
-                except kafka_errors.KafkaTimeoutError as err:
-                    raise ConsumerGroupAdminTimeout(
-                        f"cannot reach Kafka at {self.bootstrap_servers}: {describe_error(err)}"
-                    ) from err
-                except kafka_errors.KafkaError as err:
-                    raise ConsumerGroupAdminError(
-                        f"cannot reach Kafka at {self.bootstrap_servers}: {describe_error(err)}"
-                    ) from err
-            return self._admin
 
     def _call(self, what: str, group_id: str, call: Callable[[KafkaAdminClient], T]) -> T:
         """Run ``call`` on the admin client, retrying retriable errors until the deadline; map the rest."""
         deadline = time.monotonic() + self.timeout_ms / 1000
-        admin = self._client()
         while True:
             try:
-                with self._call_lock:
-                    return call(admin)
+                return self.call(call)
+            except KafkaUnavailableError as err:
+                raise ConsumerGroupAdminTimeout(str(err)) from err
+            except KafkaWriteError as err:  # closed, or the client could not be created
+                raise ConsumerGroupAdminError(str(err)) from err
             except _MEMBERS_ERRORS as err:
                 raise GroupNotEmptyError(
                     f"{what} failed: consumer group {group_id!r} has active members ({describe_error(err)})"
@@ -230,22 +183,3 @@ class ConsumerGroupAdmin:
             raise error(f"delete group {group_id!r}: {result}")
 
         return self._call("delete group", group_id, call)
-
-    def close(self) -> None:
-        """Close the admin client (idempotent); later calls raise :class:`ConsumerGroupAdminError`."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            admin, self._admin = self._admin, None
-        if admin is not None:
-            try:
-                admin.close()
-            except Exception:
-                log.warning("error closing the Kafka admin client", exc_info=True)
-
-    def __enter__(self) -> ConsumerGroupAdmin:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

@@ -1,12 +1,13 @@
-"""Configs of Kafka's FileStream connectors (``connect-file``), used by the demo, the tests and the benchmarks."""
+"""Configs of Kafka's FileStream connectors (``connect-file``) for the demo, the tests and the benchmarks."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
 
-FILE_SOURCE_CLASS = "org.apache.kafka.connect.file.FileStreamSourceConnector"
-FILE_SINK_CLASS = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+from connect_state.connect.connector_types import CONNECTOR_CLASS_CONFIG
+from connect_state.connect.filestream import FILE_CONFIG, FILE_SINK_CLASS, FILE_SOURCE_CLASS, TOPIC_CONFIG
+
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 
 
@@ -14,10 +15,10 @@ def file_source_config(name: str, file: Path, topic: str, **extra: str) -> dict[
     """A FileStreamSource that writes each line appended to ``file`` to ``topic`` (one task)."""
     return {
         "name": name,
-        "connector.class": FILE_SOURCE_CLASS,
+        CONNECTOR_CLASS_CONFIG: FILE_SOURCE_CLASS,
         "tasks.max": "1",
-        "file": str(file),
-        "topic": topic,
+        FILE_CONFIG: str(file),
+        TOPIC_CONFIG: topic,
         "key.converter": STRING_CONVERTER,
         "value.converter": STRING_CONVERTER,
         **extra,
@@ -28,9 +29,9 @@ def file_sink_config(name: str, file: Path, topics: Iterable[str], **extra: str)
     """A FileStreamSink that appends every record of ``topics`` to ``file`` (one task)."""
     return {
         "name": name,
-        "connector.class": FILE_SINK_CLASS,
+        CONNECTOR_CLASS_CONFIG: FILE_SINK_CLASS,
         "tasks.max": "1",
-        "file": str(file),
+        FILE_CONFIG: str(file),
         "topics": ",".join(topics),
         "key.converter": STRING_CONVERTER,
         "value.converter": STRING_CONVERTER,

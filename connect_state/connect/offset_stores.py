@@ -1,0 +1,143 @@
+"""Where a connector's offsets live: its offset stores, after Connect's ``ConnectorOffsetBackingStore``.
+
+**Source connectors** (Kafka 4.3.1 ``Worker.offsetStoreForRegularSourceConnector`` / ``...ExactlyOnceSourceConnector``
+and the task variants, ``ConnectorOffsetBackingStore``; spec §4.2, §4.4; ``docs/connect-4.3-notes.md``). A distributed
+worker permits connector-specific offsets topics, so a connector's stores depend on its ``offsets.storage.topic``
+(``SourceConnectorConfig.OFFSETS_TOPIC_CONFIG``; trimmed, as ``ConfigDef`` trims a STRING; a blank value is none):
+
+* **no own topic**: ``withOnlyWorkerStore``, the worker's offsets topic (``offset.storage.topic``) alone;
+* **an own topic equal to the worker's**: ``withOnlyConnectorStore`` on that topic (``sameOffsetTopicAsWorker``):
+  one store, the worker's topic, read and written alone, exactly as without an own topic. *This is the one answer
+  everywhere*: the API reads and writes that topic alone, cleanup tombstones it once, the offsets job subscribes to it
+  once and heartbeats treat the connector like one without an own topic;
+* **another own topic**: ``withConnectorAndWorkerStores``: the connector's topic is the *primary* store, the worker's
+  the *secondary*.
+
+  - Reading (``connectorPartitions``, ``get``): a connector's partitions are the union of both stores'; every value
+    comes from the primary (Kafka 4.3.1's ``get`` lays the connector store's answer, ``null`` for a key it lacks, over
+    the worker store's), so a value only the worker's topic has shows as ``null``.
+  - Writing (``set``): without tombstones, every record to the primary, then the non-null offsets to the secondary;
+    with tombstones (KAFKA-15018), first the tombstones to the secondary, then every record to the primary, then the
+    non-null offsets to the secondary. A failure of the last write is only logged (:attr:`OffsetWrite.best_effort`);
+    the others fail the request.
+
+``sameOffsetTopicAsWorker`` (read in the 4.3.1 bytecode) also compares the worker's bootstrap servers with the
+connector's producer's (``producer.override.bootstrap.servers``): the same name on another cluster is another topic.
+connect-state reads one Kafka cluster, so only the names are compared here.
+
+**Sink connectors** keep their offsets as the committed offsets of a consumer group
+(:func:`connector_consumer_group`): ``consumer.override.group.id`` when the config sets it, else ``connect-<name>``
+(``SinkUtils.consumerGroupId``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+__all__ = [
+    "CONSUMER_GROUP_OVERRIDE",
+    "OFFSETS_TOPIC_CONFIG",
+    "ConnectorOffsetStores",
+    "OffsetWrite",
+    "connector_consumer_group",
+    "connector_offset_stores",
+    "connector_offsets_topic",
+    "offsets_topics",
+    "sink_consumer_group",
+]
+
+#: ``SourceConnectorConfig.OFFSETS_TOPIC_CONFIG``: a source connector's own offsets topic.
+OFFSETS_TOPIC_CONFIG = "offsets.storage.topic"
+#: ``consumer.override.group.id``: a sink connector's consumer group when set (``Worker.baseConsumerConfigs``).
+CONSUMER_GROUP_OVERRIDE = "consumer.override.group.id"
+
+#: An offsets-topic record: Connect's key bytes and the value bytes (None: a tombstone).
+OffsetRecord = tuple[bytes, bytes | None]
+
+
+def connector_offsets_topic(config: Mapping[str, object] | None) -> str | None:
+    """The source connector's own offsets topic (``offsets.storage.topic``, trimmed; a blank value is none), or None.
+
+    Whether it is another topic than the worker's is :func:`connector_offset_stores`' question.
+    """
+    topic = (config or {}).get(OFFSETS_TOPIC_CONFIG)
+    return topic.strip() if isinstance(topic, str) and topic.strip() else None
+
+
+class OffsetWrite(NamedTuple):
+    """One write of ``ConnectorOffsetBackingStore.set``: records to one topic; ``best_effort`` when a failure is only
+    logged (the last write to the secondary store)."""
+
+    topic: str
+    records: list[OffsetRecord]
+    best_effort: bool = False
+
+
+@dataclass(frozen=True)
+class ConnectorOffsetStores:
+    """A source connector's offset stores: the ``primary_topic`` its values are read from and every record is
+    written to (``ConnectorOffsetBackingStore.primaryOffsetsTopic``), and the worker's topic as ``secondary_topic``
+    when the connector has its own, other topic (None otherwise)."""
+
+    primary_topic: str
+    secondary_topic: str | None = None
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """Every topic of the connector's offsets (its partitions are listed from all of them), in the order ``set``
+        writes tombstones: the worker's first, then the connector's."""
+        if self.secondary_topic is None:
+            return (self.primary_topic,)
+        return (self.secondary_topic, self.primary_topic)
+
+    @property
+    def value_topic(self) -> str:
+        """The topic ``get`` takes every value from: the primary."""
+        return self.primary_topic
+
+    def writes(self, records: Sequence[OffsetRecord]) -> list[OffsetWrite]:
+        """``set``: the writes of ``records``, in order (see the module docstring); none for no records."""
+        if not records:
+            return []
+        records = list(records)
+        if self.secondary_topic is None:
+            return [OffsetWrite(self.primary_topic, records)]
+        tombstones: list[OffsetRecord] = [(key, value) for key, value in records if value is None]
+        regular: list[OffsetRecord] = [(key, value) for key, value in records if value is not None]
+        writes = [OffsetWrite(self.secondary_topic, tombstones)] if tombstones else []
+        writes.append(OffsetWrite(self.primary_topic, records))
+        if regular:
+            writes.append(OffsetWrite(self.secondary_topic, regular, best_effort=True))
+        return writes
+
+
+def connector_offset_stores(worker_topic: str, config: Mapping[str, object] | None) -> ConnectorOffsetStores:
+    """The offset stores of a source connector with ``config`` on a worker whose offsets topic is ``worker_topic``
+    (``Worker.offsetStoreForRegularSourceConnector``): the worker's topic alone without an own topic *or with an own
+    topic equal to it*; else the connector's topic, then the worker's."""
+    own = connector_offsets_topic(config)
+    if own is None or own == worker_topic:
+        return ConnectorOffsetStores(worker_topic)
+    return ConnectorOffsetStores(own, worker_topic)
+
+
+def offsets_topics(worker_topic: str, configs: Iterable[Mapping[str, object] | None]) -> set[str]:
+    """Every offsets topic of a worker and its connectors: the worker's, and each config's own topic."""
+    topics = {worker_topic}
+    for config in configs:
+        topics.update(connector_offset_stores(worker_topic, config).topics)
+    return topics
+
+
+def sink_consumer_group(connector: str) -> str:
+    """``SinkUtils.consumerGroupId``: ``connect-<name>`` (unless ``consumer.override.group.id`` is set)."""
+    return f"connect-{connector}"
+
+
+def connector_consumer_group(connector: str, config: Mapping[str, object] | None) -> str:
+    """A sink connector's consumer group: ``consumer.override.group.id`` when the config sets it (Connect's default
+    client-override policy ``All`` allows it), else :func:`sink_consumer_group`."""
+    override = (config or {}).get(CONSUMER_GROUP_OVERRIDE)
+    return override if isinstance(override, str) else sink_consumer_group(connector)

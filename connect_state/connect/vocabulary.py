@@ -1,0 +1,40 @@
+"""Connect's vocabularies as enums. Each is a ``StrEnum`` whose values are Connect's strings, so a member is written
+to a table, to JSON and into a message exactly as the plain string was (``str(State.RUNNING) == "RUNNING"``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = ["ConnectorType", "State", "TargetState"]
+
+
+class TargetState(StrEnum):
+    """``org.apache.kafka.connect.runtime.TargetState``, in declaration order: what a connector is asked to be
+    (``target-state-<name>`` records of the config topic)."""
+
+    STARTED = "STARTED"
+    PAUSED = "PAUSED"
+    STOPPED = "STOPPED"
+
+
+class State(StrEnum):
+    """``org.apache.kafka.connect.runtime.AbstractStatus.State``, in declaration order: the state a connector or task
+    reports in the status topic and in ``GET /connectors/<name>/status``."""
+
+    UNASSIGNED = "UNASSIGNED"
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    FAILED = "FAILED"
+    DESTROYED = "DESTROYED"
+    RESTARTING = "RESTARTING"
+    STOPPED = "STOPPED"
+
+
+class ConnectorType(StrEnum):
+    """``org.apache.kafka.connect.runtime.rest.entities.ConnectorType`` as the REST API writes it (lowercase,
+    ``toString``)."""
+
+    SOURCE = "source"
+    SINK = "sink"
+    UNKNOWN = "unknown"

@@ -1,0 +1,34 @@
+"""kafka-python's exceptions as the Kafka layer's typed errors (:mod:`connect_state.errors`).
+
+The layer raises :class:`~connect_state.errors.KafkaWriteError` and its subclasses, never kafka-python's exceptions:
+:class:`~connect_state.errors.KafkaWriteTimeout` (not acknowledged in time),
+:class:`~connect_state.errors.KafkaUnavailableError` (no broker reached in time) and
+:class:`~connect_state.errors.TopicNotFoundError` (the topic does not exist). The consumer-group admin raises
+:class:`~connect_state.errors.ConsumerGroupAdminError` and its subclasses.
+"""
+
+from __future__ import annotations
+
+from kafka import errors as kafka_errors
+
+from connect_state.errors import KafkaWriteError, KafkaWriteTimeout
+
+# kafka-python's "no answer in time": the client's own timeouts, and a broker's REQUEST_TIMED_OUT.
+_TIMEOUTS: tuple[type[BaseException], ...] = (kafka_errors.KafkaTimeoutError, kafka_errors.RequestTimedOutError)
+
+
+def describe_error(err: BaseException) -> str:
+    """An exception as ``Type: message`` (kafka-python messages alone are often just the class name)."""
+    text = str(err)
+    name = type(err).__name__
+    return text if text.startswith(name) else f"{name}: {text}" if text else name
+
+
+def timed_out(err: BaseException) -> bool:
+    """Whether a kafka-python exception means "no answer in time"."""
+    return isinstance(err, _TIMEOUTS)
+
+
+def write_error(err: BaseException) -> type[KafkaWriteError]:
+    """The typed error for a kafka-python exception: :class:`KafkaWriteTimeout` for a timeout, else the base class."""
+    return KafkaWriteTimeout if timed_out(err) else KafkaWriteError

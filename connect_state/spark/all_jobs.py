@@ -1,0 +1,25 @@
+"""Every connect-state job, in dependency order: what ``connect-state-jobs`` runs in one Spark driver.
+
+Active topics, connector states (which the offsets, heartbeats and cleanup jobs read), offsets, heartbeats, cleanup:
+:func:`~connect_state.spark.streaming.run_catch_up` runs them one after the other in this order,
+:func:`~connect_state.spark.streaming.run_continuous` side by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from connect_state.cleanup import DeletionHook
+from connect_state.heartbeats import HeartbeatProvider
+from connect_state.spark import active_topics, connector_states, offsets
+from connect_state.spark.cleanup import CleanupJob
+from connect_state.spark.heartbeats import HeartbeatsJob
+from connect_state.spark.streaming import Job
+
+
+def every_job(
+    hooks: Mapping[str, DeletionHook] | None = None, providers: Mapping[str, HeartbeatProvider] | None = None
+) -> list[Job]:
+    """The jobs in dependency order; the cleanup hooks and heartbeat providers are loaded from the settings by the
+    jobs' ``check`` unless given."""
+    return [active_topics.JOB, connector_states.JOB, offsets.JOB, HeartbeatsJob(providers), CleanupJob(hooks)]

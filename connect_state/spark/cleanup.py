@@ -1,0 +1,308 @@
+"""KIP-883 cleanup on connector deletion, the I/O: Delta tables and topics read with Spark, tombstones and group
+deletions sent through the Kafka layer; the decisions are :class:`connect_state.cleanup.CleanupReconciler`'s.
+
+A pass reads the ``deleted`` / ``created`` events of ``connector_events`` (the connector-state job's, with the
+connector's last config), the ``connector_deletions`` rows already written, the ``connectors`` row of a name (is it
+recreated? are its tasks still running?), the ``active_topics`` / ``source_offsets`` rows of a name and what a batch
+read of the status, offsets and config topics shows live; it writes tombstones (status topic, offsets topics), deletes
+a sink's consumer group (:class:`connect_state.kafka.ConsumerGroupAdmin`), and merges each outcome into the Delta
+table ``connector_deletions`` right after the step ran (the job is the table's only writer: run one instance).
+
+The job (:class:`CleanupJob`) runs a pass every ``trigger.interval``, or a single one for a catch-up run. The console
+script is ``connect-state-cleanup`` (jobs/cleanup.py).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from connect_state.cleanup import (
+    CleanupReconciler,
+    Deletion,
+    DeletionHook,
+    StepOutcome,
+    StepStatus,
+    interval_seconds,
+    load_deletion_hooks,
+)
+from connect_state.errors import TopicNotFoundError
+from connect_state.folds.connector_states import CREATED, DELETED
+from connect_state.kafka import InternalTopicWriter
+from connect_state.settings import Settings
+from connect_state.spark.delta_io import ensure_table, schema_of
+from connect_state.spark.kafka_source import read_topic_batch
+from connect_state.spark.streaming import PeriodicTask, Run, job_logger
+from connect_state.tables import (
+    ACTIVE_TOPICS,
+    CONNECTOR_DELETIONS,
+    CONNECTOR_EVENTS,
+    CONNECTORS,
+    SOURCE_OFFSETS,
+    TableSpec,
+)
+
+JOB_NAME = "cleanup"
+CLIENT_ID = "connect-state-cleanup"
+log = job_logger(JOB_NAME)
+
+GroupAdminFactory = Callable[[Settings], Any]
+"""``settings -> admin`` with ``delete_group(group_id) -> bool`` (True: deleted, False: there was no such group)."""
+
+
+def default_group_admin(settings: Settings) -> Any:
+    """:class:`connect_state.kafka.ConsumerGroupAdmin` (imported when a sink's group is first deleted)."""
+    from connect_state.kafka import ConsumerGroupAdmin
+
+    return ConsumerGroupAdmin(settings)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _timestamp(ms: int | None) -> datetime | None:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC) if ms is not None else None
+
+
+def _ms(value: datetime | None) -> int | None:
+    return int(value.timestamp() * 1000) if value is not None else None
+
+
+class SparkCleanupIO:
+    """:class:`connect_state.cleanup.CleanupIO` on Spark, Delta and Kafka.
+
+    ``writer`` sends tombstones (default: an :class:`~connect_state.kafka.InternalTopicWriter` created on first use
+    and closed by :meth:`close`); ``group_admin_factory`` gives the consumer-group admin for sinks; ``clock`` (epoch
+    ms) stamps a row that has no ``updated_at``.
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        settings: Settings,
+        *,
+        writer: Any | None = None,
+        group_admin_factory: GroupAdminFactory = default_group_admin,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.spark = spark
+        self.settings = settings
+        self._writer = writer
+        self._owns_writer = writer is None
+        self.group_admin_factory = group_admin_factory
+        self.clock = clock
+        self._schema = schema_of(CONNECTOR_DELETIONS)
+
+    # --- resources -----------------------------------------------------------------------------------------------
+
+    @property
+    def writer(self) -> Any:
+        if self._writer is None:
+            self._writer = InternalTopicWriter(self.settings, client_id=CLIENT_ID)
+        return self._writer
+
+    def close(self) -> None:
+        if self._owns_writer and self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def _path(self, spec: TableSpec) -> str:
+        return str(self.settings.table_path(spec.name))
+
+    def _table(self, spec: TableSpec) -> DataFrame | None:
+        path = self._path(spec)
+        if not DeltaTable.isDeltaTable(self.spark, path):
+            return None
+        return self.spark.read.format("delta").load(path)
+
+    # --- the outcomes --------------------------------------------------------------------------------------------
+
+    def begin_pass(self) -> None:
+        ensure_table(self.spark, self.settings.delta_root, CONNECTOR_DELETIONS)
+
+    def deletion_events(self) -> list[Mapping[str, object]] | None:
+        events = self._table(CONNECTOR_EVENTS)
+        if events is None:
+            return None
+        rows = (
+            events.filter(F.col("event").isin(CREATED, DELETED) & (F.col("source") == "config"))
+            .select(
+                "connector",
+                "event",
+                "details",
+                "source",
+                "kafka_offset",
+                F.unix_millis("kafka_timestamp").alias("kafka_timestamp"),
+            )
+            .collect()
+        )
+        return [row.asDict() for row in rows]
+
+    def read_outcomes(self) -> dict[tuple[str, int], dict[str, StepOutcome]]:
+        table = self._table(CONNECTOR_DELETIONS)
+        known: dict[tuple[str, int], dict[str, StepOutcome]] = {}
+        if table is None:
+            return known
+        for row in table.collect():
+            outcome = StepOutcome(
+                row.step,
+                StepStatus(row.status),
+                row.attempts or 0,
+                row.detail,
+                row.error,
+                _ms(row.next_attempt_at),
+                _ms(row.updated_at),
+            )
+            known.setdefault((row.connector, row.deletion_offset), {})[row.step] = outcome
+        return known
+
+    def record_outcomes(self, rows: Sequence[tuple[Deletion, StepOutcome]], insert_only: bool) -> None:
+        data = [
+            (
+                d.connector,
+                d.deletion_offset,
+                _timestamp(d.deleted_at),
+                d.connector_type,
+                json.dumps(d.config, sort_keys=True, separators=(",", ":")) if d.config is not None else None,
+                o.step,
+                str(o.status),
+                o.attempts,
+                o.detail,
+                o.error,
+                _timestamp(o.next_attempt_at),
+                _timestamp(o.updated_at if o.updated_at is not None else self.clock()),
+            )
+            for d, o in rows
+        ]
+        source = self.spark.createDataFrame(data, self._schema)
+        condition = " AND ".join(f"t.{k} = s.{k}" for k in CONNECTOR_DELETIONS.key)
+        merge = (
+            DeltaTable.forPath(self.spark, self._path(CONNECTOR_DELETIONS))
+            .alias("t")
+            .merge(source.alias("s"), condition)
+        )
+        if not insert_only:
+            merge = merge.whenMatchedUpdateAll()
+        merge.whenNotMatchedInsertAll().execute()
+
+    # --- what the steps read -------------------------------------------------------------------------------------
+
+    def connector_row(self, name: str) -> Mapping[str, object] | None:
+        table = self._table(CONNECTORS)
+        if table is None:
+            return None
+        rows = table.filter(F.col("name") == name).collect()
+        return rows[0].asDict(recursive=True) if rows else None
+
+    def config_records(self, key_prefix: str) -> list[tuple[bytes, bytes | None, int]]:
+        rows = (
+            read_topic_batch(self.spark, self.settings, self.settings.config_storage_topic)
+            .filter(F.col("key").cast("string").startswith(key_prefix))
+            .select("key", "value", "offset")
+            .collect()
+        )
+        return [(bytes(r.key), bytes(r.value) if r.value is not None else None, int(r.offset)) for r in rows]
+
+    def active_topics(self, connector: str) -> list[str]:
+        table = self._table(ACTIVE_TOPICS)
+        if table is None:
+            return []
+        return [row.topic for row in table.filter(F.col("connector") == connector).select("topic").collect()]
+
+    def source_offsets_keys(self, connector: str) -> list[tuple[str, bytes]]:
+        table = self._table(SOURCE_OFFSETS)
+        if table is None:
+            return []
+        rows = table.filter(F.col("connector") == connector).select("offsets_topic", "key").collect()
+        return [(row.offsets_topic, bytes(row.key)) for row in rows]
+
+    def live_keys(self, topic: str, *, ends_with: str | None = None, contains: str | None = None) -> list[bytes]:
+        frame = read_topic_batch(self.spark, self.settings, topic).filter(F.col("key").isNotNull())
+        text: Column = F.col("key").cast("string")
+        if ends_with is not None:
+            frame = frame.filter(text.endswith(ends_with))
+        if contains is not None:
+            frame = frame.filter(text.contains(contains))
+        latest = frame.groupBy("partition", "key").agg(F.max_by(F.col("value").isNull(), F.col("offset")).alias("gone"))
+        return [bytes(row.key) for row in latest.filter(~F.col("gone")).select("key").collect()]
+
+    def topic_exists(self, topic: str) -> bool:
+        try:
+            self.writer.partition_count(topic)
+        except TopicNotFoundError:
+            return False
+        return True
+
+    # --- what the steps write ------------------------------------------------------------------------------------
+
+    def write_tombstones(self, topic: str, keys: Sequence[bytes]) -> None:
+        self.writer.send(topic, [(key, None) for key in keys], self.settings.api_kafka_write_timeout_ms)
+
+    def delete_group(self, group: str) -> bool:
+        admin = self.group_admin_factory(self.settings)
+        try:
+            return bool(admin.delete_group(group))
+        finally:
+            close = getattr(admin, "close", None)
+            if callable(close):
+                close()
+
+
+def cleanup_reconciler(
+    spark: SparkSession,
+    settings: Settings,
+    hooks: Mapping[str, DeletionHook],
+    *,
+    writer: Any | None = None,
+    group_admin_factory: GroupAdminFactory = default_group_admin,
+    clock: Callable[[], int] = now_ms,
+) -> CleanupReconciler:
+    """The reconciler of the cleanup job: :class:`SparkCleanupIO` and the settings' topics, default and backoff."""
+    io = SparkCleanupIO(spark, settings, writer=writer, group_admin_factory=group_admin_factory, clock=clock)
+    return CleanupReconciler(
+        io,
+        hooks,
+        status_topic=settings.status_storage_topic,
+        offsets_topic=settings.offset_storage_topic,
+        offsets_on_delete=settings.cleanup_offsets_on_delete,
+        backoff_ms=settings.cleanup_retry_backoff_ms,
+        backoff_max_ms=settings.cleanup_retry_backoff_max_ms,
+        clock=clock,
+        log=log,
+    )
+
+
+class CleanupJob:
+    """The cleanup passes (:class:`~connect_state.spark.streaming.Job`): one every ``trigger.interval``, or a single
+    one for a catch-up run (a failing single pass fails the run; a failing continuous pass is retried at the next).
+
+    ``hooks``: the deletion hooks; loaded from the settings (``cleanup.hooks`` and entry points) by :meth:`check`,
+    once, when not given.
+    """
+
+    name = JOB_NAME
+
+    def __init__(self, hooks: Mapping[str, DeletionHook] | None = None) -> None:
+        self.hooks = dict(hooks) if hooks is not None else None
+
+    def check(self, settings: Settings) -> None:
+        """Load the hooks and read ``trigger.interval``: a bad setting fails here (ConfigError)."""
+        interval_seconds(settings.trigger_interval)
+        if self.hooks is None:
+            self.hooks = load_deletion_hooks(settings.cleanup_hooks)
+            log.info("deletion hooks: %s", ", ".join(self.hooks) or "none")
+
+    def start(self, spark: SparkSession, settings: Settings, available_now: bool, max_offsets: int | None) -> Run:
+        self.check(settings)
+        reconciler = cleanup_reconciler(spark, settings, self.hooks or {})
+        interval = interval_seconds(settings.trigger_interval)
+        task = PeriodicTask(JOB_NAME, reconciler.run_pass, interval, once=available_now, logger=log)
+        return Run([task], closers=[reconciler.close])

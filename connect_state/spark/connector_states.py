@@ -1,0 +1,220 @@
+"""KIP-875 connector states, the Spark pipeline: the config and status topics folded into the ``connectors`` table.
+
+``connect-configs`` + ``connect-status`` → :func:`classify` (:mod:`connect_state.formats.config`,
+:mod:`connect_state.formats.status`) → :func:`fold_group` (:mod:`connect_state.folds.connector_states`, per connector,
+in ``applyInPandasWithState``) → :class:`ConnectorStatesWriter` (``foreachBatch``): Delta tables ``connectors`` (one row
+per connector, deleted ones flagged) and ``connector_events`` (every transition). The console script is
+``connect-state-connector-states`` (jobs/connector_states.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pandas as pd
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+
+from connect_state.errors import RecordFormatError
+from connect_state.folds.connector_states import (
+    ConnectorRecord,
+    ConnectorState,
+    connector_of,
+    connector_row,
+    fold_connector,
+    state_from_json,
+    state_to_json,
+)
+from connect_state.formats.config import TaskCommitKey, parse_config_key, parse_config_record
+from connect_state.formats.status import TopicStatusKey, parse_status_record
+from connect_state.settings import Settings
+from connect_state.spark.delta_io import append_once, delta_transaction, spark_type
+from connect_state.spark.foldjob import (
+    RECORD_COLUMNS_DDL,
+    FoldJob,
+    FoldWriter,
+    RecordKind,
+    classify_records,
+    pandas_frame,
+    passed_through,
+    rejected,
+    start_fold_query,
+    with_group_kind,
+)
+from connect_state.spark.kafka_source import read_internal_topic
+from connect_state.tables import CONNECTOR_EVENTS, CONNECTORS
+
+JOB_NAME = "connector_states"
+
+# Every record that belongs to a connector keeps its raw bytes: the fold parses them again (cheap, and no parsed
+# structure has to cross the Arrow boundary). Rejected records carry their reason.
+PARSED_SCHEMA = "record_kind STRING, connector STRING, " + RECORD_COLUMNS_DDL
+OUTPUT_SCHEMA = (
+    "record_kind STRING, connector STRING, type STRING, connector_class STRING, config STRING, "
+    "target_state STRING, task_count INT, inconsistent BOOLEAN, connector_state STRING, connector_worker_id STRING, "
+    "connector_trace STRING, connector_generation INT, connector_version STRING, tasks_json STRING, deleted BOOLEAN, "
+    "deleted_at BIGINT, config_offset BIGINT, event STRING, details STRING, source STRING, " + RECORD_COLUMNS_DDL
+)
+STATE_SCHEMA = "state_json STRING"
+
+
+def classify(key: bytes | None, value: bytes | None, kafka: dict, config_topic: str) -> list[dict]:
+    """One config- or status-topic record: which connector it belongs to, or why a worker would discard it.
+
+    A ``commit-`` record the parser rejects still matters to the fold (Connect clears the connector's buffered task
+    configs on it), so it is both quarantined and passed on as ``unreadable_commit``.
+    """
+    kind = RecordKind.CONFIG if kafka["kafka_topic"] == config_topic else RecordKind.STATUS
+    try:
+        record = parse_config_record(key, value) if kind == RecordKind.CONFIG else parse_status_record(key, value)
+    except RecordFormatError as err:
+        quarantined = rejected(key, value, err.reason, kafka)
+        if kind == RecordKind.CONFIG and key is not None:
+            try:
+                commit = parse_config_key(key)
+            except RecordFormatError:
+                commit = None
+            if isinstance(commit, TaskCommitKey):
+                return [
+                    quarantined,
+                    {"record_kind": RecordKind.UNREADABLE_COMMIT, "connector": commit.connector, **kafka},
+                ]
+        return [quarantined]
+    if isinstance(record.key, TopicStatusKey):
+        return []
+    connector = connector_of(record.key)
+    if connector is None:
+        return []
+    return [{"record_kind": kind, "connector": connector, "raw_key": key, "raw_value": value, **kafka}]
+
+
+def connector_record(row) -> ConnectorRecord:
+    """The fold's record for a row :func:`classify` passed on (config, status or unreadable commit)."""
+    coordinates = (int(row.kafka_partition), int(row.kafka_offset), int(row.kafka_timestamp))
+    if row.record_kind == RecordKind.UNREADABLE_COMMIT:
+        return ConnectorRecord.unreadable_commit(row.connector, *coordinates)
+    if row.record_kind == RecordKind.CONFIG:
+        return ConnectorRecord.from_config(parse_config_record(row.raw_key, row.raw_value), *coordinates)
+    return ConnectorRecord.from_status(parse_status_record(row.raw_key, row.raw_value), *coordinates)
+
+
+def _output_row(state: ConnectorState) -> dict:
+    row = connector_row(state)
+    tasks = row.pop("tasks")
+    return {"record_kind": RecordKind.ROW, "connector": row.pop("name"), **row, "tasks_json": json.dumps(tasks)}
+
+
+def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+    """``applyInPandasWithState`` body, per (group kind, connector): fold, or pass rejected records through."""
+    group_kind, connector = key
+    batch = pd.concat(list(frames), ignore_index=True)
+    if group_kind == RecordKind.REJECTED:
+        yield passed_through(batch, OUTPUT_SCHEMA)
+        return
+    current = state_from_json(state.get[0]) if state.exists else ConnectorState(connector)
+    records = [connector_record(row) for row in batch.itertuples(index=False)]
+    new_state, events = fold_connector(current, records)
+    state.update((state_to_json(new_state),))
+    rows = [
+        {
+            "record_kind": RecordKind.EVENT,
+            "connector": e.connector,
+            "event": e.event,
+            "details": e.details_json,
+            "source": e.source,
+            "kafka_partition": e.kafka_partition,
+            "kafka_offset": e.kafka_offset,
+            "kafka_timestamp": e.kafka_timestamp,
+        }
+        for e in events
+    ]
+    rows.append(_output_row(new_state))
+    yield pandas_frame(rows, OUTPUT_SCHEMA)
+
+
+def fold_stream(kafka_rows: DataFrame, config_topic: str) -> DataFrame:
+    """Kafka rows of both topics → the fold's output: connector rows, events and rejected records.
+
+    Config and status records of one connector must meet in one group, so groups are (``connector``, name) for
+    everything that folds and (``rejected``, null) for the quarantine.
+    """
+    parsed = classify_records(
+        kafka_rows, lambda key, value, kafka: classify(key, value, kafka, config_topic), PARSED_SCHEMA
+    )
+    return (
+        with_group_kind(parsed, "connector")
+        .groupBy("group_kind", "connector")
+        .applyInPandasWithState(fold_group, OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
+    )
+
+
+class ConnectorStatesWriter(FoldWriter):
+    """``foreachBatch`` sink: events appended to ``connector_events``, connector rows merged into ``connectors``."""
+
+    job_name = JOB_NAME
+
+    def write(self, batch: DataFrame, batch_id: int) -> str:
+        events = batch.filter(F.col("record_kind") == RecordKind.EVENT)
+        rows = batch.filter(F.col("record_kind") == RecordKind.ROW)
+        n_events, n_rows = events.count(), rows.count()
+        if n_events:
+            history = events.select(
+                "connector",
+                "event",
+                "details",
+                "source",
+                "kafka_partition",
+                "kafka_offset",
+                F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
+                F.current_timestamp().alias("recorded_at"),
+            )
+            append_once(history, self.path(CONNECTOR_EVENTS), self.app_id(CONNECTOR_EVENTS), batch_id)
+        if n_rows:
+            self._merge_connectors(rows, batch_id)
+        return f"{n_rows} connectors updated, {n_events} events"
+
+    def _merge_connectors(self, rows: DataFrame, batch_id: int) -> None:
+        source = rows.select(
+            F.col("connector").alias("name"),
+            *[c for c in CONNECTORS.column_names if c not in ("name", "tasks", "updated_at")],
+            F.from_json("tasks_json", spark_type(CONNECTORS.schema.field("tasks").type)).alias("tasks"),
+            F.current_timestamp().alias("updated_at"),
+        )
+        table = DeltaTable.forPath(rows.sparkSession, self.path(CONNECTORS))
+        with delta_transaction(rows.sparkSession, self.app_id(CONNECTORS), batch_id):
+            (
+                table.alias("t")
+                .merge(source.alias("s"), "t.name = s.name")
+                .whenMatchedUpdateAll()
+                .whenNotMatchedInsertAll()
+                .execute()
+            )
+
+
+def start(
+    spark: SparkSession,
+    settings: Settings,
+    available_now: bool = False,
+    max_offsets_per_trigger: int | None = None,
+) -> StreamingQuery:
+    """Create the tables if needed and start the query over the config and status topics."""
+    topics = [settings.config_storage_topic, settings.status_storage_topic]
+    rows = read_internal_topic(spark, settings, topics, max_offsets_per_trigger)
+    writer = ConnectorStatesWriter(settings.delta_root, settings.checkpoint_path(JOB_NAME))
+    return start_fold_query(
+        spark,
+        settings,
+        JOB_NAME,
+        fold_stream(rows, settings.config_storage_topic),
+        writer,
+        tables=(CONNECTORS, CONNECTOR_EVENTS),
+        current_tables=(CONNECTORS,),
+        available_now=available_now,
+    )
+
+
+JOB = FoldJob(JOB_NAME, start)

@@ -1,0 +1,231 @@
+"""KIP-875 sink offsets, the Spark pipeline: ``__consumer_offsets`` folded into the ``sink_offsets`` Delta table.
+
+``__consumer_offsets`` (``consumer.offsets.topic``) → :func:`classify` (:mod:`connect_state.formats.consumer_offsets`:
+the group coordinator's records) → :func:`fold_group` (:mod:`connect_state.folds.sink_offsets`, per consumer group)
+→ :class:`SinkOffsetsWriter` (``foreachBatch``): Delta tables ``sink_offsets`` (committed offsets of every group) and
+``sink_offsets_history``; malformed records go to ``rejected_records``. Part of the offsets job
+(:mod:`connect_state.spark.offsets`).
+
+**Reading ``__consumer_offsets``.** Spark's default (Admin-based) offset fetching drops internal topics
+(``ConsumerStrategy.retrieveAllPartitions`` filters ``isInternal``), so the query is started with
+``spark.sql.streaming.kafka.useDeprecatedOffsetFetching=true`` (consumer-based fetching, which subscribes by name);
+the stream captures the setting at start, and the session's previous value is restored right after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+
+from connect_state.errors import RecordFormatError
+from connect_state.folds import sink_offsets as sink_fold
+from connect_state.formats.consumer_offsets import OffsetCommitKey, OffsetCommitValue, parse_consumer_offsets_record
+from connect_state.settings import Settings
+from connect_state.spark.delta_io import append_once, delta_transaction
+from connect_state.spark.foldjob import (
+    RECORD_COLUMNS_DDL,
+    FoldWriter,
+    RecordKind,
+    classify_records,
+    pandas_frame,
+    passed_through,
+    rejected,
+    start_fold_query,
+    with_group_kind,
+)
+from connect_state.spark.kafka_source import read_internal_topic
+from connect_state.tables import SINK_OFFSETS, SINK_OFFSETS_HISTORY
+
+JOB_NAME = "sink_offsets"
+DEPRECATED_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
+
+PARSED_SCHEMA = (
+    "record_kind STRING, group_id STRING, topic STRING, partition INT, offset BIGINT, leader_epoch INT, "
+    "metadata STRING, commit_timestamp BIGINT, change STRING, " + RECORD_COLUMNS_DDL
+)
+OUTPUT_SCHEMA = PARSED_SCHEMA
+STATE_SCHEMA = "state_json STRING"
+
+
+def classify(key: bytes | None, value: bytes | None, kafka: dict) -> list[dict]:
+    """One ``__consumer_offsets`` record: an offset commit (or its tombstone), nothing for the group coordinator's
+    other records, or a rejected record.
+    """
+    try:
+        record = parse_consumer_offsets_record(key, value)
+    except RecordFormatError as err:
+        return [rejected(key, value, err.reason, kafka)]
+    if not isinstance(record.key, OffsetCommitKey):
+        return []
+    commit = record.value
+    return [
+        {
+            "record_kind": RecordKind.RECORD,
+            "group_id": record.key.group,
+            "topic": record.key.topic,
+            "partition": record.key.partition,
+            "offset": commit.offset if commit else None,
+            "leader_epoch": commit.leader_epoch if commit else None,
+            "metadata": commit.metadata if commit else None,
+            "commit_timestamp": commit.commit_timestamp if commit else None,
+            "change": sink_fold.SET if commit else sink_fold.REMOVED,
+            **kafka,
+        }
+    ]
+
+
+def _commit_record(row) -> sink_fold.OffsetCommitRecord:
+    commit = None
+    if row.change == sink_fold.SET:
+        commit = OffsetCommitValue(
+            offset=int(row.offset),
+            metadata=row.metadata,
+            commit_timestamp=int(row.commit_timestamp),
+            leader_epoch=int(row.leader_epoch),
+        )
+    return sink_fold.OffsetCommitRecord(
+        row.group_id,
+        row.topic,
+        int(row.partition),
+        commit,
+        int(row.kafka_partition),
+        int(row.kafka_offset),
+        int(row.kafka_timestamp),
+    )
+
+
+def _sink_row(kind: RecordKind, change: sink_fold.SinkOffsetChange, kafka_topic: str) -> dict:
+    commit = change.commit
+    return {
+        "record_kind": kind,
+        "group_id": change.group_id,
+        "topic": change.topic,
+        "partition": change.partition,
+        "offset": commit.offset if commit else None,
+        "leader_epoch": commit.leader_epoch if commit else None,
+        "metadata": commit.metadata if commit else None,
+        "commit_timestamp": commit.commit_timestamp if commit else None,
+        "change": change.change,
+        "kafka_topic": kafka_topic,
+        "kafka_partition": change.kafka_partition,
+        "kafka_offset": change.kafka_offset,
+        "kafka_timestamp": change.kafka_timestamp,
+    }
+
+
+def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+    """``applyInPandasWithState`` body, per (group kind, consumer group)."""
+    group_kind, _group = key
+    batch = pd.concat(list(frames), ignore_index=True)
+    if group_kind == RecordKind.REJECTED:
+        yield passed_through(batch, OUTPUT_SCHEMA)
+        return
+    kafka_topic = batch["kafka_topic"].iloc[0]
+    current = sink_fold.state_from_json(state.get[0]) if state.exists else {}
+    records = [_commit_record(row) for row in batch.itertuples(index=False)]
+    new_state, history, rows = sink_fold.fold_group_offsets(current, records)
+    state.update((sink_fold.state_to_json(new_state),))
+    out = [_sink_row(RecordKind.HISTORY, c, kafka_topic) for c in history]
+    out += [_sink_row(RecordKind.CURRENT, r, kafka_topic) for r in rows]
+    yield pandas_frame(out, OUTPUT_SCHEMA)
+
+
+def fold_stream(kafka_rows: DataFrame) -> DataFrame:
+    """Kafka rows of ``__consumer_offsets`` → history rows, current-table rows and rejected records."""
+    parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA)
+    return (
+        with_group_kind(parsed, "group")
+        .groupBy("group_kind", "group_id")
+        .applyInPandasWithState(fold_group, OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
+    )
+
+
+class SinkOffsetsWriter(FoldWriter):
+    """``foreachBatch`` sink: history appended, committed offsets merged into ``sink_offsets``."""
+
+    job_name = JOB_NAME
+
+    def write(self, batch: DataFrame, batch_id: int) -> str:
+        history = batch.filter(F.col("record_kind") == RecordKind.HISTORY)
+        current = batch.filter(F.col("record_kind") == RecordKind.CURRENT)
+        n_history, n_current = history.count(), current.count()
+        if n_history:
+            rows = history.select(
+                "group_id",
+                "topic",
+                "partition",
+                "offset",
+                "change",
+                "commit_timestamp",
+                "kafka_partition",
+                "kafka_offset",
+                F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
+                F.current_timestamp().alias("recorded_at"),
+            )
+            append_once(rows, self.path(SINK_OFFSETS_HISTORY), self.app_id(SINK_OFFSETS_HISTORY), batch_id)
+        if n_current:
+            self._merge_current(current, batch_id)
+        return f"{n_history} offset commits, {n_current} committed offsets changed"
+
+    def _merge_current(self, current: DataFrame, batch_id: int) -> None:
+        source = current.select(
+            "group_id",
+            "topic",
+            "partition",
+            "offset",
+            "leader_epoch",
+            "metadata",
+            "commit_timestamp",
+            "kafka_partition",
+            "kafka_offset",
+            F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
+            F.current_timestamp().alias("updated_at"),
+            F.col("change").alias("op"),
+        )
+        values = {name: f"s.`{name}`" for name in SINK_OFFSETS.column_names}
+        table = DeltaTable.forPath(current.sparkSession, self.path(SINK_OFFSETS))
+        condition = "t.group_id = s.group_id AND t.topic = s.topic AND t.`partition` = s.`partition`"
+        with delta_transaction(current.sparkSession, self.app_id(SINK_OFFSETS), batch_id):
+            (
+                table.alias("t")
+                .merge(source.alias("s"), condition)
+                .whenMatchedDelete(f"s.op = '{sink_fold.DELETE}'")
+                .whenMatchedUpdate(set=values)
+                .whenNotMatchedInsert(f"s.op = '{sink_fold.UPSERT}'", values=values)
+                .execute()
+            )
+
+
+def start(
+    spark: SparkSession,
+    settings: Settings,
+    available_now: bool = False,
+    max_offsets_per_trigger: int | None = None,
+) -> StreamingQuery:
+    """Create the tables if needed and start the sink-offsets query over ``__consumer_offsets``."""
+    previous = spark.conf.get(DEPRECATED_OFFSET_FETCHING, None)
+    spark.conf.set(DEPRECATED_OFFSET_FETCHING, "true")
+    try:
+        rows = read_internal_topic(spark, settings, settings.consumer_offsets_topic, max_offsets_per_trigger)
+        writer = SinkOffsetsWriter(settings.delta_root, settings.checkpoint_path(JOB_NAME))
+        return start_fold_query(
+            spark,
+            settings,
+            JOB_NAME,
+            fold_stream(rows),
+            writer,
+            tables=(SINK_OFFSETS, SINK_OFFSETS_HISTORY),
+            current_tables=(SINK_OFFSETS,),
+            available_now=available_now,
+        )
+    finally:
+        if previous is None:
+            spark.conf.unset(DEPRECATED_OFFSET_FETCHING)
+        else:
+            spark.conf.set(DEPRECATED_OFFSET_FETCHING, previous)

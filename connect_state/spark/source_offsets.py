@@ -1,0 +1,367 @@
+"""KIP-875 source offsets, the Spark pipeline: the offsets topics folded into the ``source_offsets`` Delta table.
+
+``connect-offsets`` (``offset.storage.topic``) plus every connector-specific offsets topic (a connector config's
+``offsets.storage.topic``, read from the ``connectors`` table, :mod:`connect_state.connect.offset_stores`) →
+:func:`classify` (:mod:`connect_state.formats.offsets`: keys and values) → :func:`fold_group`
+(:mod:`connect_state.folds.source_offsets`, per offsets topic and connector, ``KafkaOffsetBackingStore``'s ``data``
+and ``connectorPartitions``, in ``applyInPandasWithState``) → :class:`SourceOffsetsWriter` (``foreachBatch``): Delta
+tables ``source_offsets`` (one row per live key) and ``source_offsets_history`` (every record); malformed records go
+to ``rejected_records`` with the reason. Part of the offsets job (:mod:`connect_state.spark.offsets`).
+
+**Topics of the query.** The subscription is fixed when the query starts: the worker's offsets topic, the
+``offsets.storage.topic`` of every config in the ``connectors`` table (when it exists), and every topic the
+checkpoint has already read. Spark's Kafka source reads the partitions of a topic added to the subscription of an
+existing checkpoint from their earliest offset (``getOffsetRangesFromResolvedOffsets``: "Partitions added"), but
+fails with "... are gone" (``failOnDataLoss``) when a topic of the checkpoint leaves it, so topics are never dropped.
+A continuous run checks after every micro-batch whether a new topic appeared and then restarts the query
+(:class:`SourceOffsetsTask`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+
+from connect_state.connect.offset_stores import offsets_topics
+from connect_state.errors import RecordFormatError
+from connect_state.folds import source_offsets as source_fold
+from connect_state.formats.offsets import parse_offset_key
+from connect_state.settings import Settings
+from connect_state.spark.delta_io import append_once, delta_transaction
+from connect_state.spark.foldjob import (
+    RECORD_COLUMNS_DDL,
+    FoldWriter,
+    RecordKind,
+    classify_records,
+    pandas_frame,
+    passed_through,
+    rejected,
+    start_fold_query,
+    with_group_kind,
+)
+from connect_state.spark.kafka_source import read_internal_topic
+from connect_state.spark.streaming import QueryTask, job_logger, stop_between_batches
+from connect_state.tables import CONNECTORS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY
+
+JOB_NAME = "source_offsets"
+TOPIC_CHECK_SECONDS = 60.0
+
+log = job_logger("offsets")
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Which topics the query reads
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def configured_topics(spark: SparkSession, settings: Settings) -> set[str]:
+    """The worker's offsets topic and the ``offsets.storage.topic`` of every connector config in the ``connectors``
+    table (none when the table is missing), by :func:`connect_state.connect.offset_stores.offsets_topics`."""
+    path = str(settings.delta_root / CONNECTORS.name)
+    configs: list[dict | None] = []
+    if DeltaTable.isDeltaTable(spark, path):
+        for row in spark.read.format("delta").load(path).where("config IS NOT NULL").select("config").collect():
+            try:
+                config = json.loads(row.config)
+            except ValueError:
+                continue
+            configs.append(config if isinstance(config, dict) else None)
+    return offsets_topics(settings.offset_storage_topic, configs)
+
+
+def checkpoint_topics(checkpoint: Path) -> set[str]:
+    """The topics in the newest entry of a checkpoint's offset log (``offsets/<batch>``: ``v1``, the batch metadata,
+    then one JSON line per source, ``{"topic":{"partition":offset}}``); none for a new checkpoint.
+    """
+    offsets_dir = checkpoint / "offsets"
+    batches = [int(p.name) for p in offsets_dir.glob("*") if p.name.isdigit()] if offsets_dir.is_dir() else []
+    if not batches:
+        return set()
+    lines = (offsets_dir / str(max(batches))).read_text(encoding="utf-8").splitlines()
+    topics: set[str] = set()
+    for line in lines[2:]:
+        try:
+            offsets = json.loads(line)
+        except ValueError:
+            log.warning("cannot read the offset log line %r of %s", line, checkpoint)
+            continue
+        if isinstance(offsets, dict):
+            topics.update(offsets)
+    return topics
+
+
+def source_topics(spark: SparkSession, settings: Settings) -> list[str]:
+    """The query's subscription: worker topic, connector-specific topics, and the checkpoint's topics."""
+    return sorted(configured_topics(spark, settings) | checkpoint_topics(settings.checkpoint_path(JOB_NAME)))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Parse, fold, write
+# ---------------------------------------------------------------------------------------------------------------------
+
+PARSED_SCHEMA = "record_kind STRING, offsets_topic STRING, connector STRING, " + RECORD_COLUMNS_DDL
+OUTPUT_SCHEMA = (
+    "record_kind STRING, offsets_topic STRING, connector STRING, partition STRING, offset STRING, listed BOOLEAN, "
+    "change STRING, " + RECORD_COLUMNS_DDL
+)
+STATE_SCHEMA = "state_json STRING"
+
+
+def classify(key: bytes | None, value: bytes | None, kafka: dict) -> list[dict]:
+    """One offsets-topic record: a record of its connector, or a rejected one.
+
+    A key ``processPartitionKey`` ignores with a WARN is rejected (Connect still keeps its value in ``data``, where no
+    lookup can reach it). A value that cannot be read as an offset is kept (it is in ``data`` and its map is listed)
+    and also quarantined: ``GET /offsets`` leaves such a partition out.
+    """
+    try:
+        parsed = parse_offset_key(key)
+    except RecordFormatError as err:
+        return [rejected(key, value, err.reason, kafka)]
+    row = {
+        "record_kind": RecordKind.RECORD,
+        "offsets_topic": kafka["kafka_topic"],
+        "connector": parsed.connector,
+        "raw_key": key,
+        "raw_value": value,
+        **kafka,
+    }
+    _offset, error = source_fold.read_offset(value)
+    if error is None:
+        return [row]
+    reason = (
+        f"CRITICAL: Failed to deserialize offset data for namespace {parsed.connector}: {error} (GET /offsets leaves "
+        "the partition out)"
+    )
+    return [row, rejected(key, value, reason, kafka)]
+
+
+def _offset_record(row) -> source_fold.OffsetRecord:
+    return source_fold.OffsetRecord.from_kafka(
+        row.offsets_topic,
+        row.raw_key,
+        row.raw_value,
+        int(row.kafka_partition),
+        int(row.kafka_offset),
+        int(row.kafka_timestamp),
+    )
+
+
+def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+    """``applyInPandasWithState`` body, per (group kind, offsets topic, connector)."""
+    group_kind, offsets_topic, _connector = key
+    batch = pd.concat(list(frames), ignore_index=True)
+    if group_kind == RecordKind.REJECTED:
+        yield passed_through(batch, OUTPUT_SCHEMA)
+        return
+    current = source_fold.state_from_json(state.get[0]) if state.exists else source_fold.OffsetsState()
+    records = [_offset_record(row) for row in batch.itertuples(index=False)]
+    new_state, changes, rows = source_fold.fold_connector_offsets(current, records)
+    state.update((source_fold.state_to_json(new_state),))
+    out = [
+        {
+            "record_kind": RecordKind.HISTORY,
+            "offsets_topic": c.offsets_topic,
+            "connector": c.connector,
+            "partition": c.partition,
+            "offset": c.offset,
+            "change": c.change,
+            "raw_key": c.key,
+            "kafka_topic": offsets_topic,
+            "kafka_partition": c.kafka_partition,
+            "kafka_offset": c.kafka_offset,
+            "kafka_timestamp": c.kafka_timestamp,
+        }
+        for c in changes
+    ]
+    out += [
+        {
+            "record_kind": RecordKind.CURRENT,
+            "offsets_topic": r.offsets_topic,
+            "connector": r.connector,
+            "partition": r.partition,
+            "offset": r.offset,
+            "listed": r.listed,
+            "change": r.op,
+            "raw_key": r.key,
+            "raw_value": r.value,
+            "kafka_topic": offsets_topic,
+            "kafka_partition": r.kafka_partition,
+            "kafka_offset": r.kafka_offset,
+            "kafka_timestamp": r.kafka_timestamp,
+        }
+        for r in rows
+    ]
+    yield pandas_frame(out, OUTPUT_SCHEMA)
+
+
+def fold_stream(kafka_rows: DataFrame) -> DataFrame:
+    """Kafka rows of the offsets topics → history rows, current-table rows and rejected records."""
+    parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA)
+    return (
+        with_group_kind(parsed, "connector")
+        .groupBy("group_kind", "offsets_topic", "connector")
+        .applyInPandasWithState(fold_group, OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
+    )
+
+
+class SourceOffsetsWriter(FoldWriter):
+    """``foreachBatch`` sink: history appended, current rows merged; then a look for newly configured topics."""
+
+    job_name = JOB_NAME
+
+    def __init__(self, settings: Settings, subscribed: list[str], watch_topics: bool) -> None:
+        super().__init__(settings.delta_root, settings.checkpoint_path(JOB_NAME))
+        self.settings = settings
+        self.subscribed = frozenset(subscribed)
+        self.watch_topics = watch_topics
+        self.new_topics: frozenset[str] = frozenset()
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        super().__call__(batch, batch_id)
+        if self.watch_topics:
+            configured = configured_topics(batch.sparkSession, self.settings)
+            new = frozenset(configured - self.subscribed)
+            if new and new != self.new_topics:
+                self.log.info("new connector offsets topics %s: the query restarts to read them", sorted(new))
+            self.new_topics = new
+
+    def write(self, batch: DataFrame, batch_id: int) -> str:
+        history = batch.filter(F.col("record_kind") == RecordKind.HISTORY)
+        current = batch.filter(F.col("record_kind") == RecordKind.CURRENT)
+        n_history, n_current = history.count(), current.count()
+        if n_history:
+            rows = history.select(
+                "connector",
+                "offsets_topic",
+                "partition",
+                F.col("raw_key").alias("key"),
+                "offset",
+                "change",
+                "kafka_partition",
+                "kafka_offset",
+                F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
+                F.current_timestamp().alias("recorded_at"),
+            )
+            append_once(rows, self.path(SOURCE_OFFSETS_HISTORY), self.app_id(SOURCE_OFFSETS_HISTORY), batch_id)
+        if n_current:
+            self._merge_current(current, batch_id)
+        return f"{n_history} offset records, {n_current} current rows changed"
+
+    def _merge_current(self, current: DataFrame, batch_id: int) -> None:
+        source = current.select(
+            "connector",
+            "offsets_topic",
+            "partition",
+            F.col("raw_key").alias("key"),
+            "offset",
+            F.col("raw_value").alias("value"),
+            "listed",
+            "kafka_partition",
+            "kafka_offset",
+            F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
+            F.current_timestamp().alias("updated_at"),
+            F.col("change").alias("op"),
+        )
+        values = {name: f"s.`{name}`" for name in SOURCE_OFFSETS.column_names}
+        table = DeltaTable.forPath(current.sparkSession, self.path(SOURCE_OFFSETS))
+        with delta_transaction(current.sparkSession, self.app_id(SOURCE_OFFSETS), batch_id):
+            (
+                table.alias("t")
+                .merge(source.alias("s"), "t.offsets_topic = s.offsets_topic AND t.key = s.key")
+                .whenMatchedDelete(f"s.op = '{source_fold.DELETE}'")
+                .whenMatchedUpdate(
+                    f"s.op = '{source_fold.LISTED}'", set={"listed": "s.listed", "updated_at": "s.updated_at"}
+                )
+                .whenMatchedUpdate(f"s.op = '{source_fold.UPSERT}'", set=values)
+                .whenNotMatchedInsert(f"s.op = '{source_fold.UPSERT}'", values=values)
+                .execute()
+            )
+
+
+def start_with_writer(
+    spark: SparkSession,
+    settings: Settings,
+    available_now: bool = False,
+    max_offsets_per_trigger: int | None = None,
+) -> tuple[StreamingQuery, SourceOffsetsWriter]:
+    """Create the tables if needed and start the query over the offsets topics; its writer says which newly configured
+    topics it has seen (continuous runs)."""
+    topics = source_topics(spark, settings)
+    log.info("source offsets: reading %s", ", ".join(topics))
+    rows = read_internal_topic(spark, settings, topics, max_offsets_per_trigger)
+    writer = SourceOffsetsWriter(settings, topics, watch_topics=not available_now)
+    query = start_fold_query(
+        spark,
+        settings,
+        JOB_NAME,
+        fold_stream(rows),
+        writer,
+        tables=(SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY),
+        current_tables=(SOURCE_OFFSETS,),
+        available_now=available_now,
+    )
+    return query, writer
+
+
+def start(
+    spark: SparkSession,
+    settings: Settings,
+    available_now: bool = False,
+    max_offsets_per_trigger: int | None = None,
+) -> StreamingQuery:
+    """Create the tables if needed and start the query over the offsets topics."""
+    return start_with_writer(spark, settings, available_now, max_offsets_per_trigger)[0]
+
+
+class SourceOffsetsTask(QueryTask):
+    """The source-offsets query under the supervisor; a continuous one is restarted when a new connector offsets
+    topic is configured (seen after a micro-batch, or by reading the ``connectors`` table every
+    ``topic_check_seconds``: a query over idle topics runs no micro-batch)."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        settings: Settings,
+        available_now: bool = False,
+        max_offsets_per_trigger: int | None = None,
+        topic_check_seconds: float = TOPIC_CHECK_SECONDS,
+        poll_seconds: float = 5.0,
+    ) -> None:
+        self.spark = spark
+        self.settings = settings
+        self.available_now = available_now
+        self.max_offsets_per_trigger = max_offsets_per_trigger
+        self.topic_check_seconds = topic_check_seconds
+        query, self.writer = start_with_writer(spark, settings, available_now, max_offsets_per_trigger)
+        self.next_topic_check = time.monotonic() + topic_check_seconds
+        super().__init__(query, poll_seconds)
+
+    def new_topics(self, look_now: bool = False) -> frozenset[str]:
+        """The connector offsets topics configured since the query started: what its last micro-batch saw, or, with
+        ``look_now``, what the ``connectors`` table says now."""
+        if look_now and not self.writer.new_topics:
+            self.writer.new_topics = frozenset(configured_topics(self.spark, self.settings) - self.writer.subscribed)
+        return self.writer.new_topics
+
+    def after_poll(self) -> None:
+        if self.available_now:
+            return
+        look_now = time.monotonic() >= self.next_topic_check
+        if look_now:
+            self.next_topic_check = time.monotonic() + self.topic_check_seconds
+        new_topics = self.new_topics(look_now)
+        if new_topics:
+            log.info("restarting %s to subscribe to %s", self.name, sorted(new_topics))
+            stop_between_batches(self.query)
+            self.query, self.writer = start_with_writer(
+                self.spark, self.settings, self.available_now, self.max_offsets_per_trigger
+            )
