@@ -1,7 +1,9 @@
 """KIP-883 cleanup when a connector is deleted: which steps a deletion needs, when they may run, and their outcomes.
 
-Pure Python (no Spark, Kafka, Delta or Flask): :mod:`jobs.cleanup` reads the Delta tables and the topics, asks this
-module what to do, runs the steps and records their outcomes in ``connector_deletions``; the API reads that table.
+Pure Python (no Spark, Kafka, Delta or Flask): a pass (:class:`CleanupReconciler`) decides what to do, which keys to
+tombstone and when, and does every read and write through a small I/O interface (:class:`CleanupIO`; on Spark, Delta
+and Kafka: :mod:`connect_state.spark.cleanup`), recording each outcome in ``connector_deletions``; the API reads
+that table.
 
 What Connect does, and what it does not. A deletion is ``DistributedHerder.deleteConnectorConfig`` →
 ``KafkaConfigBackingStore.removeConnectorConfig``: a tombstone for ``connector-<name>`` then one for

@@ -332,6 +332,39 @@ HEARTBEATS = TableSpec(
     ),
 )
 
+WATERMARKS = TableSpec(
+    name="watermarks",
+    schema=pa.schema(
+        [
+            ("query", STRING),
+            ("topic", STRING),
+            ("partition", INT),
+            ("next_offset", BIGINT),
+            ("batch_id", BIGINT),
+            ("committed_at", TIMESTAMP),
+        ]
+    ),
+    key=("query", "topic", "partition"),
+    description=(
+        "The Kafka position each streaming query's tables reflect: per (query, topic, partition), the next offset "
+        "not yet folded into them (the end offset of the query's last committed micro-batch), its batch id and when "
+        "it was committed. Written by the query's foreachBatch after its table writes, idempotently per batch."
+    ),
+)
+
+# Which streaming query (checkpoint name) writes each table: the tables' freshness is its query's watermark.
+TABLE_QUERIES: dict[str, str] = {
+    "active_topics": "active_topics",
+    "active_topics_history": "active_topics",
+    "connectors": "connector_states",
+    "connector_events": "connector_states",
+    "source_offsets": "source_offsets",
+    "source_offsets_history": "source_offsets",
+    "sink_offsets": "sink_offsets",
+    "sink_offsets_history": "sink_offsets",
+    "source_partition_activity": "heartbeats",
+}
+
 ALL_TABLES = (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
@@ -345,4 +378,5 @@ ALL_TABLES = (
     CONNECTOR_DELETIONS,
     SOURCE_PARTITION_ACTIVITY,
     HEARTBEATS,
+    WATERMARKS,
 )

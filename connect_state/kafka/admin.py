@@ -34,9 +34,9 @@ from typing import Any, Self, TypeVar
 from kafka import KafkaAdminClient
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout, TopicNotFoundError
+from connect_state.errors import KafkaWriteError, KafkaWriteTimeout, TopicNotFoundError
 from connect_state.kafka.config import kafka_python_config
-from connect_state.kafka.errors import describe_error, timed_out, write_error
+from connect_state.kafka.errors import describe_error, unreachable, write_error
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +133,7 @@ class KafkaAdmin:
                 try:
                     self._admin = _AdminClient(**self.config())
                 except kafka_errors.KafkaError as err:
-                    error = KafkaUnavailableError if timed_out(err) else KafkaWriteError
-                    raise error(f"cannot reach Kafka at {self.bootstrap_servers}: {describe_error(err)}") from err
+                    raise unreachable(err, self.bootstrap_servers) from err
             return self._admin
 
     def call(self, call: Callable[[KafkaAdminClient], T]) -> T:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaWriteError, KafkaWriteTimeout
+from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
 
 # kafka-python's "no answer in time": the client's own timeouts, and a broker's REQUEST_TIMED_OUT.
 _TIMEOUTS: tuple[type[BaseException], ...] = (kafka_errors.KafkaTimeoutError, kafka_errors.RequestTimedOutError)
@@ -32,3 +32,10 @@ def timed_out(err: BaseException) -> bool:
 def write_error(err: BaseException) -> type[KafkaWriteError]:
     """The typed error for a kafka-python exception: :class:`KafkaWriteTimeout` for a timeout, else the base class."""
     return KafkaWriteTimeout if timed_out(err) else KafkaWriteError
+
+
+def unreachable(err: BaseException, bootstrap_servers: str) -> KafkaWriteError:
+    """The error for a client that could not be created: :class:`KafkaUnavailableError` when it could not bootstrap
+    in time (kafka-python's ``KafkaTimeoutError``), :class:`KafkaWriteError` otherwise."""
+    error = KafkaUnavailableError if timed_out(err) else KafkaWriteError
+    return error(f"cannot reach Kafka at {bootstrap_servers}: {describe_error(err)}")

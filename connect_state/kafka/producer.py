@@ -42,10 +42,10 @@ from typing import Any, Self
 from kafka import KafkaProducer
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
+from connect_state.errors import KafkaWriteError, KafkaWriteTimeout
 from connect_state.kafka.admin import KafkaAdmin
 from connect_state.kafka.config import kafka_python_config
-from connect_state.kafka.errors import describe_error, timed_out, write_error
+from connect_state.kafka.errors import describe_error, unreachable, write_error
 from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings
 
@@ -138,8 +138,7 @@ class InternalTopicWriter:
                 try:
                     self._producer = KafkaProducer(**self.producer_config())
                 except kafka_errors.KafkaError as err:
-                    error = KafkaUnavailableError if timed_out(err) else KafkaWriteError
-                    raise error(f"cannot reach Kafka at {self.bootstrap_servers}: {describe_error(err)}") from err
+                    raise unreachable(err, self.bootstrap_servers) from err
             return self._producer
 
     # --- topics ------------------------------------------------------------------------------------------------

@@ -12,11 +12,11 @@ import time
 from kafka import KafkaConsumer, TopicPartition
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout, RecordFormatError
+from connect_state.errors import KafkaWriteTimeout, RecordFormatError
 from connect_state.formats.offsets import offset_key_bytes, parse_offset_key
 from connect_state.kafka.admin import StopIOOnFailedInit
 from connect_state.kafka.config import kafka_python_config
-from connect_state.kafka.errors import describe_error, timed_out, write_error
+from connect_state.kafka.errors import describe_error, unreachable, write_error
 from connect_state.settings import Settings
 
 CLIENT_ID = "connect-state-heartbeat-offsets-reader"
@@ -46,8 +46,7 @@ class OffsetsTopicReader:
             try:
                 self._consumer = _Consumer(**config)
             except kafka_errors.KafkaError as err:
-                error = KafkaUnavailableError if timed_out(err) else KafkaWriteError
-                raise error(f"cannot reach Kafka at {self.settings.bootstrap_servers}: {describe_error(err)}") from err
+                raise unreachable(err, self.settings.bootstrap_servers) from err
         return self._consumer
 
     def latest_offset(self, key: bytes, kafka_partition: int, after_offset: int) -> tuple[bool, bytes | None]:

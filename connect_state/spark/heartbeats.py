@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import pandas as pd
 import pyarrow as pa
@@ -405,21 +405,16 @@ def start(
     """Create the tables if needed and start the query over the config, status and offsets topics.
 
     With ``available_now`` the query runs without no-data batches (it would never finish otherwise); follow it with
-    :func:`sweep` (as :func:`run_catch_up` does).
+    :func:`sweep` (the catch-up step of :class:`HeartbeatsJob`).
     """
     topics = [settings.config_storage_topic, settings.status_storage_topic, settings.offset_storage_topic]
     rows = read_internal_topic(spark, settings, topics, max_offsets_per_trigger)
     writer = HeartbeatsWriter(settings, sink)
     folded = fold_stream(rows, settings, heartbeat_defaults(settings))
-    if not available_now:
+    with no_data_batches_disabled(spark) if available_now else nullcontext():
         return start_fold_query(
             spark, settings, JOB_NAME, folded, writer, (SOURCE_PARTITION_ACTIVITY, HEARTBEATS),
-            (SOURCE_PARTITION_ACTIVITY,), available_now=False,
-        )  # fmt: skip
-    with no_data_batches_disabled(spark):
-        return start_fold_query(
-            spark, settings, JOB_NAME, folded, writer, (SOURCE_PARTITION_ACTIVITY, HEARTBEATS),
-            (SOURCE_PARTITION_ACTIVITY,), available_now=True,
+            (SOURCE_PARTITION_ACTIVITY,), available_now=available_now,
         )  # fmt: skip
 
 

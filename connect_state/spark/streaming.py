@@ -322,7 +322,7 @@ def cloned_session(spark: SparkSession) -> SparkSession:
     settings its ``foreachBatch`` changes (Delta transaction ids) to itself."""
     session = spark.newSession()
     for key, value in spark.conf.getAll.items():
-        if session.conf.get(key, None) != value:
+        if session.conf.isModifiable(key) and session.conf.get(key, None) != value:
             session.conf.set(key, value)
     return session
 

@@ -1,12 +1,16 @@
-"""``connect-state-jobs --available-now``: one catch-up run of every job in one driver fills every table."""
+"""``connect-state-jobs``: every job in one driver, as one catch-up run (``--available-now``) and continuously (each job
+on its own cloned session, one supervisor): the tables answer like Connect."""
 
 from __future__ import annotations
+
+import threading
+import time
 
 import pytest
 
 from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.spark.all_jobs import every_job
-from connect_state.spark.streaming import run_catch_up
+from connect_state.spark.streaming import run_catch_up, run_continuous
 from tests.integration.helpers import api_client, job_settings, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -37,4 +41,47 @@ def test_catch_up_of_every_job_answers_like_connect(spark, connect, stack_settin
     assert [p["partition"] for p in partitions] == [{"filename": str(source_file)}]
     assert partitions[0]["eligible"] is True
     assert api.get(f"/connectors/{name}/deletions").get_json() == {"name": name, "deletions": []}
+    connect.delete_connector(name)
+
+
+def test_continuous_jobs_answer_like_connect_and_stop_cleanly(spark, connect, stack_settings, tmp_path):
+    settings = job_settings(
+        stack_settings, tmp_path, **{"heartbeat.interval.ms": "600000", "trigger.interval": "2 seconds"}
+    )
+    name, topic = unique("all-live"), unique("all-live-topic")
+    source_file = tmp_path / "in.txt"
+    append_lines(source_file, ["one", "two"])
+    connect.create_connector(name, file_source_config(name, source_file, topic))
+    connect.wait_for(lambda: connect.active_topics(name) == {topic}, WAIT_S, description=f"{name} active topics")
+    connect.wait_for(
+        lambda: connect.get(connect.connector_path(name, "offsets"))[1].get("offsets"),
+        WAIT_S,
+        description=f"{name} committed offsets",
+    )
+
+    stop = threading.Event()
+    status: list[int] = []
+    runner = threading.Thread(
+        target=lambda: status.append(run_continuous(every_job(hooks={}), spark, settings, stop=stop)), daemon=True
+    )
+    runner.start()
+    api = api_client(settings)
+
+    def agrees() -> bool:
+        assert runner.is_alive(), f"the jobs ended: {status}"
+        for path in ("status", "offsets", "topics"):
+            ours = api.get(f"/connectors/{name}/{path}")
+            if (ours.status_code, ours.get_json()) != connect.get(connect.connector_path(name, path)):
+                return False
+        return True
+
+    try:
+        deadline = time.monotonic() + 240
+        while not agrees():
+            assert time.monotonic() < deadline, "the continuous jobs did not catch up within 240 s"
+            time.sleep(2)
+    finally:
+        stop.set()
+        runner.join(240)
+    assert not runner.is_alive() and status == [0]
     connect.delete_connector(name)

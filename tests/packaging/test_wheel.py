@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import venv
 import zipfile
 from pathlib import Path
@@ -29,14 +30,40 @@ CONSOLE_SCRIPTS = (
     "connect-state-offsets",
     "connect-state-cleanup",
     "connect-state-heartbeats",
+    "connect-state-stack",
+    "connect-state-demo",
 )
+
+
+def source_packages() -> set[str]:
+    """Every package of the source tree, under the name it installs as (pyproject.toml's package-dir mapping)."""
+    mapped = {"api": "connect_state.api", "jobs": "connect_state.jobs", "conf": "connect_state.conf"}
+    found = set()
+    for init in REPO_ROOT.glob("*/**/__init__.py"):
+        parts = init.parent.relative_to(REPO_ROOT).parts
+        if parts[0] in mapped:
+            found.add(".".join((mapped[parts[0]], *parts[1:])))
+        elif parts[0] == "connect_state":
+            found.add(".".join(parts))
+    return found
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(REPO_ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(out),
+            str(REPO_ROOT),
+        ],
         check=True,
         cwd=out,
         timeout=300,
@@ -78,6 +105,13 @@ def test_wheel_installs_nothing_named_api_or_jobs_at_the_top(wheel: Path) -> Non
     assert "connect_state/api/server.py" in names
     assert "connect_state/jobs/all.py" in names
     assert "connect_state/conf/connect-state.properties" in names
+
+
+def test_every_source_package_is_listed_in_pyproject() -> None:
+    # setuptools would still copy an unlisted package's files into the wheel "as data" (with a warning), so the list
+    # itself is what is checked.
+    listed = set(tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    assert source_packages() == listed
 
 
 @pytest.mark.parametrize("script", CONSOLE_SCRIPTS)

@@ -50,6 +50,8 @@ CREATED_WITH_DDL = {
     "record_key BINARY, record_value BINARY, record_partition INT, record_offset BIGINT, committed_offset STRING, "
     "outcome STRING, error STRING, idle_ms BIGINT, heartbeat_interval_ms BIGINT, due_at TIMESTAMP, "
     "emitted_at TIMESTAMP",
+    "watermarks": "query STRING, topic STRING, partition INT, next_offset BIGINT, batch_id BIGINT, "
+    "committed_at TIMESTAMP",
 }
 
 
