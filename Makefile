@@ -21,7 +21,7 @@ export SPARK_LOCAL_IP        ?= 127.0.0.1
 help:
 	@echo "make run     set everything up and start broker, Connect worker, demo connectors, jobs and API"
 	@echo "make test    set everything up and run the test suite"
-	@echo "make lint    ruff check + format check;  make bench  run the benchmarks;  make clean  remove var/"
+	@echo "make lint    ruff check + format check + mypy;  make bench  run the benchmarks;  make clean  remove var/"
 
 setup: venv jars
 
@@ -32,7 +32,8 @@ $(CONSTRAINTS): conf/versions.env
 	  "pyarrow==$(PYARROW_VERSION)" "deltalake==$(DELTALAKE_VERSION)" "chispa==$(CHISPA_VERSION)" \
 	  "kafka-python==$(KAFKA_PYTHON_VERSION)" "flask==$(FLASK_VERSION)" "gunicorn==$(GUNICORN_VERSION)" \
 	  "pytest==$(PYTEST_VERSION)" "pytest-timeout==$(PYTEST_TIMEOUT_VERSION)" "requests==$(REQUESTS_VERSION)" \
-	  "ruff==$(RUFF_VERSION)" > $@
+	  "ruff==$(RUFF_VERSION)" "mypy==$(MYPY_VERSION)" "pandas-stubs==$(PANDAS_STUBS_VERSION)" \
+	  "types-requests==$(TYPES_REQUESTS_VERSION)" > $@
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: setup.cfg pyproject.toml $(CONSTRAINTS)
@@ -67,6 +68,7 @@ test-unit: venv
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	scripts/typecheck.sh
 
 format: venv
 	$(VENV)/bin/ruff check --fix .

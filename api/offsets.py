@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
@@ -138,7 +138,7 @@ def _connector_type(name: str, row: Mapping[str, Any]) -> ConnectorType:
     return ConnectorType(kind)
 
 
-def listed_partitions(name: str, rows: list[Mapping[str, Any]]) -> list[dict[str, object]]:
+def listed_partitions(name: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, object]]:
     """The connector's ``connectorPartitions``: the partition maps of its listed rows, deduplicated by Java
     ``Map.equals``, sorted by their key bytes."""
     found: dict[object, dict[str, object]] = {}
@@ -156,7 +156,7 @@ def listed_partitions(name: str, rows: list[Mapping[str, Any]]) -> list[dict[str
 
 
 def source_connector_offsets(
-    name: str, rows: list[Mapping[str, Any]], stores: ConnectorOffsetStores
+    name: str, rows: Sequence[Mapping[str, Any]], stores: ConnectorOffsetStores
 ) -> list[dict[str, object]]:
     """``Worker.sourceConnectorOffsets`` over ``source_offsets`` rows of the connector (any topic): its partitions
     listed in any of its stores, each value from the store ``get`` reads."""
@@ -183,7 +183,7 @@ def source_connector_offsets(
     return entries
 
 
-def sink_connector_offsets(rows: list[Mapping[str, Any]]) -> list[dict[str, object]]:
+def sink_connector_offsets(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, object]]:
     """``SinkUtils.consumerGroupOffsetsToConnectorOffsets`` over the group's ``sink_offsets`` rows."""
     committed = sorted(
         (row["topic"], row["partition"], row["offset"])

@@ -55,6 +55,7 @@ next pass of the job finds the deletion and cleans up then.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -157,7 +158,7 @@ def load_deletion_hooks(cleanup_hooks: str) -> dict[str, DeletionHook]:
                 f"deletion hook {name!r} is a {type(target).__name__}, not a callable "
                 "(connector, config, *, is_deleted) -> None"
             )
-        hooks[name] = target  # type: ignore[assignment]
+        hooks[name] = target
     return hooks
 
 
@@ -588,7 +589,7 @@ class PassSummary:
 
 def step_order(step: str) -> tuple[int, str]:
     """The order steps run in: ``active_topics``, ``offsets``, then the hooks by name."""
-    return (SHARED_STEPS.index(step), "") if step in SHARED_STEPS else (len(SHARED_STEPS), step)  # type: ignore[arg-type]
+    return (SHARED_STEPS.index(step), "") if step in SHARED_STEPS else (len(SHARED_STEPS), step)
 
 
 def _coarse_text(name: str) -> str | None:
@@ -675,7 +676,7 @@ class CleanupReconciler:
             new = run_due_steps(
                 outcomes,
                 self.actions(deletion),
-                lambda outcome, d=deletion: self._record(d, outcome),
+                functools.partial(self._record, deletion),
                 self.clock,
                 self.backoff_ms,
                 self.backoff_max_ms,

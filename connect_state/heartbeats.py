@@ -205,7 +205,7 @@ def as_provider(plugin: object) -> HeartbeatProvider:
     if callable(getattr(plugin, "produce_heartbeat_records", None)):
         return plugin  # type: ignore[return-value]
     if callable(plugin):
-        return _FunctionProvider(plugin)  # type: ignore[arg-type]
+        return _FunctionProvider(plugin)
     raise TypeError(f"{plugin!r} is not a heartbeat provider (no produce_heartbeat_records method, not callable)")
 
 

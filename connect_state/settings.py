@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Any
 
 from connect_state.errors import ConfigError
 
@@ -110,7 +111,7 @@ class Settings:
     def from_mapping(cls, props: Mapping[str, str], base_dir: Path | None = None) -> Settings:
         """Build settings from string properties; relative paths are resolved against ``base_dir`` (cwd)."""
         base = (base_dir or Path.cwd()).resolve()
-        values: dict[str, object] = {}
+        values: dict[str, Any] = {}
         for f in fields(cls):
             if f.name == "raw":
                 continue

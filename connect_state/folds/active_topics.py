@@ -96,7 +96,7 @@ def apply_record(state: ConnectorTopics, record: TopicRecord) -> TopicChange | N
         kind = REMOVED if was_active else None
     elif not was_active:
         kind = ADDED
-    elif (entry.task, entry.discover_timestamp) != (record.task, record.discover_timestamp):
+    elif entry is not None and (entry.task, entry.discover_timestamp) != (record.task, record.discover_timestamp):
         kind = UPDATED
     else:
         kind = None

@@ -44,7 +44,7 @@ import heapq
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Literal
+from typing import Final, Literal
 
 from connect_state.connect.connector_types import config_connector_type, connector_class
 from connect_state.connect.vocabulary import ConnectorType, State, TargetState
@@ -99,8 +99,8 @@ __all__ = [
     "state_to_json",
 ]
 
-CONFIG = "config"
-STATUS = "status"
+CONFIG: Final = "config"
+STATUS: Final = "status"
 RecordSource = Literal["config", "status"]
 
 CREATED = "created"
@@ -297,7 +297,7 @@ class ConnectorEvent:
         return json.dumps(self.recorded_details, separators=(",", ":"), sort_keys=True)
 
 
-Change = tuple[str, dict[str, object]] | tuple[str, dict[str, object], dict[str, object]]
+Change = tuple[str, Mapping[str, object]] | tuple[str, Mapping[str, object], Mapping[str, object]]
 """``(event, details)``, or ``(event, details, last_config)`` for a ``deleted`` event."""
 
 
@@ -416,7 +416,7 @@ def _apply_connector_status(state: ConnectorState, record: ConnectorRecord) -> l
     if record.value is None:
         removed = sorted(state.task_statuses.items())
         state.connector_status, state.task_statuses = None, {}
-        changes = [(STATUS_CHANGED, _status_change(old, None))] if old is not None else []
+        changes: list[Change] = [(STATUS_CHANGED, _status_change(old, None))] if old is not None else []
         changes += [(TASK_STATUS_CHANGED, {"task": task, **_status_change(status, None)}) for task, status in removed]
         return changes
     assert isinstance(record.value, Status)
@@ -490,12 +490,12 @@ def apply_record(state: ConnectorState, record: ConnectorRecord) -> list[Connect
         ConnectorEvent(
             state.name,
             event,
-            details,
+            dict(details),
             record.source,
             record.kafka_partition,
             record.kafka_offset,
             record.kafka_timestamp,
-            last_config=rest[0] if rest else None,
+            last_config=dict(rest[0]) if rest else None,
         )
         for event, details, *rest in changes
     ]

@@ -404,7 +404,7 @@ def activity_rows(state: HeartbeatState, policy: HeartbeatPolicy, now: int) -> l
     config = (
         json.dumps(state.connector.config, sort_keys=True, separators=(",", ":")) if state.connector.config else None
     )
-    rows = []
+    rows: list[dict[str, object]] = []
     for key, activity in sorted(state.partitions.items()):
         rows.append(
             {
@@ -508,7 +508,7 @@ def due_partition_from_row(row: Mapping[str, object], now: int, when: int | None
         row["connector_class"],  # type: ignore[arg-type]
         json.loads(row["config"]) if row["config"] else {},  # type: ignore[arg-type]
         json.loads(row["partition"]),  # type: ignore[arg-type]
-        bytes(row["key"]),  # type: ignore[arg-type]
+        bytes(row["key"]),  # type: ignore[call-overload]
         json.loads(row["offset"]),  # type: ignore[arg-type]
         last_moved,
         idle_ms(last_moved, now),

@@ -657,7 +657,7 @@ def java_hashmap_ordered(value: object) -> object:
         for slot, child in slots:
             if isinstance(child, (Mapping, list)):
                 copied = _shallow_copy(child)
-                container[slot] = copied  # type: ignore[index]
+                container[slot] = copied  # type: ignore[call-overload]
                 pending.append(copied)
     return root
 

@@ -9,10 +9,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pandas as pd
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
@@ -93,7 +94,8 @@ def _change_row(change: TopicChange, seq: int) -> dict:
     }
 
 
-def _topic_record(row: pd.Series) -> TopicRecord:
+def _topic_record(row: Any) -> TopicRecord:
+    """A fold record from a row of ``itertuples`` (attribute access by column name)."""
     return TopicRecord(
         connector=row.connector,
         topic=row.topic,
@@ -170,7 +172,7 @@ class ActiveTopicsWriter(FoldWriter):
                 "kafka_offset",
             )
         )
-        values = {name: f"s.{name}" for name in ACTIVE_TOPICS.column_names}
+        values: dict[str, str | Column] = {name: f"s.{name}" for name in ACTIVE_TOPICS.column_names}
         table = DeltaTable.forPath(changes.sparkSession, self.path(ACTIVE_TOPICS))
         with delta_transaction(changes.sparkSession, self.app_id(ACTIVE_TOPICS), batch_id):
             (

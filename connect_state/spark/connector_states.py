@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import cast
 
 import pandas as pd
 from delta.tables import DeltaTable
@@ -18,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+from pyspark.sql.types import ArrayType
 
 from connect_state.errors import RecordFormatError
 from connect_state.folds.connector_states import (
@@ -152,6 +154,10 @@ def fold_stream(kafka_rows: DataFrame, config_topic: str) -> DataFrame:
     )
 
 
+# The ``tasks`` column, parsed from the fold's JSON.
+TASKS_TYPE = cast(ArrayType, spark_type(CONNECTORS.schema.field("tasks").type))
+
+
 class ConnectorStatesWriter(FoldWriter):
     """``foreachBatch`` sink: events appended to ``connector_events``, connector rows merged into ``connectors``."""
 
@@ -181,7 +187,7 @@ class ConnectorStatesWriter(FoldWriter):
         source = rows.select(
             F.col("connector").alias("name"),
             *[c for c in CONNECTORS.column_names if c not in ("name", "tasks", "updated_at")],
-            F.from_json("tasks_json", spark_type(CONNECTORS.schema.field("tasks").type)).alias("tasks"),
+            F.from_json("tasks_json", TASKS_TYPE).alias("tasks"),
             F.current_timestamp().alias("updated_at"),
         )
         table = DeltaTable.forPath(rows.sparkSession, self.path(CONNECTORS))

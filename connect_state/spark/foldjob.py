@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from delta.tables import DeltaTable
@@ -58,7 +59,7 @@ RECORD_COLUMNS_DDL = (
 )
 
 
-_NULLABLE_INTEGERS = {"INT": "Int32", "BIGINT": "Int64"}
+_NULLABLE_INTEGERS: dict[str, Any] = {"INT": "Int32", "BIGINT": "Int64"}
 
 
 def ddl_columns(ddl: str) -> list[tuple[str, str]]:

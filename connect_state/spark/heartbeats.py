@@ -32,11 +32,12 @@ import json
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
@@ -123,6 +124,7 @@ def classify(key: bytes | None, value: bytes | None, kafka: dict, config_topic: 
 def _records(batch: pd.DataFrame) -> tuple[list[ConnectorRecord], list[OffsetRecord]]:
     connector_records: list[ConnectorRecord] = []
     offset_records: list[OffsetRecord] = []
+    row: Any
     for row in batch.itertuples(index=False):
         coordinates = (int(row.kafka_partition), int(row.kafka_offset), int(row.kafka_timestamp))
         if row.record_kind == RecordKind.OFFSET:
@@ -162,6 +164,8 @@ def fold_function(defaults: HeartbeatDefaults):
         (connector,) = key
         now = int(state.getCurrentProcessingTimeMs())
         current = heartbeat_state_from_json(state.get[0]) if state.exists else HeartbeatState.new(connector)
+        connector_records: list[ConnectorRecord]
+        offset_records: list[OffsetRecord]
         if state.hasTimedOut:
             connector_records, offset_records = [], []
         else:
@@ -348,8 +352,8 @@ class HeartbeatsWriter(FoldWriter):
             (F.col("record_kind") == RecordKind.REMOVED).alias("removed"),
         )
         columns = [c for c in SOURCE_PARTITION_ACTIVITY.column_names if c not in ("connector", "key")]
-        updates = {c: f"s.{c}" for c in columns if c != "last_heartbeat_at"}
-        inserts = {
+        updates: dict[str, str | Column] = {c: f"s.{c}" for c in columns if c != "last_heartbeat_at"}
+        inserts: dict[str, str | Column] = {
             **{c: f"s.{c}" for c in columns if c != "last_heartbeat_at"},
             "connector": "s.connector",
             "key": "s.key",

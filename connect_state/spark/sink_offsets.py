@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pandas as pd
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
@@ -188,7 +188,7 @@ class SinkOffsetsWriter(FoldWriter):
             F.current_timestamp().alias("updated_at"),
             F.col("change").alias("op"),
         )
-        values = {name: f"s.`{name}`" for name in SINK_OFFSETS.column_names}
+        values: dict[str, str | Column] = {name: f"s.`{name}`" for name in SINK_OFFSETS.column_names}
         table = DeltaTable.forPath(current.sparkSession, self.path(SINK_OFFSETS))
         condition = "t.group_id = s.group_id AND t.topic = s.topic AND t.`partition` = s.`partition`"
         with delta_transaction(current.sparkSession, self.app_id(SINK_OFFSETS), batch_id):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
@@ -271,7 +271,7 @@ class SourceOffsetsWriter(FoldWriter):
             F.current_timestamp().alias("updated_at"),
             F.col("change").alias("op"),
         )
-        values = {name: f"s.`{name}`" for name in SOURCE_OFFSETS.column_names}
+        values: dict[str, str | Column] = {name: f"s.`{name}`" for name in SOURCE_OFFSETS.column_names}
         table = DeltaTable.forPath(current.sparkSession, self.path(SOURCE_OFFSETS))
         with delta_transaction(current.sparkSession, self.app_id(SOURCE_OFFSETS), batch_id):
             (

@@ -37,7 +37,10 @@ def job_logger(name: str) -> logging.Logger:
 
 def checkpoint_query_id(spark: SparkSession, checkpoint: str) -> str:
     """The id Spark stored in a checkpoint's ``metadata`` file: stable across restarts, new for a new checkpoint."""
-    return spark.read.json(f"{checkpoint}/metadata").first()["id"]
+    metadata = spark.read.json(f"{checkpoint}/metadata").first()
+    if metadata is None:
+        raise ConnectStateError(f"checkpoint {checkpoint} has an empty metadata file")
+    return str(metadata["id"])
 
 
 def stop_on_signals(stop: threading.Event, what: str) -> dict[int, Any]:
@@ -98,7 +101,7 @@ class QueryTask:
     def run(self, stop: threading.Event) -> int:
         last_batch = -1
         while self.query.isActive and not stop.is_set():
-            self.query.awaitTermination(self.poll_seconds)
+            self.query.awaitTermination(self.poll_seconds)  # type: ignore[arg-type]  # pyspark takes seconds as float too
             progress = self.query.lastProgress
             if progress and progress["batchId"] != last_batch:
                 last_batch = progress["batchId"]
@@ -225,7 +228,8 @@ class Job(Protocol):
     directory is named after the query), ``check`` (raise ConnectStateError for a setting it cannot start with) and
     ``start`` (create the tables, start the queries or passes, continuous or catch-up)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def check(self, settings: Settings) -> None: ...
 
