@@ -4,7 +4,7 @@ KIP-910 proposed ``SourceTask.produceHeartbeatRecords()``: when a task's heartbe
 moved for ``heartbeat.interval.ms``), the framework (``AbstractWorkerSourceTask#execute``, before ``poll()``) asks the
 task for records, sends them to ``heartbeat.records.topic`` and commits their source offsets like those of any
 produced record. The default method returns an empty list. The KIP was never merged, so connect-state provides it
-from outside the workers: ``connect-state-heartbeats`` (jobs/heartbeats.py) finds idle source partitions in the
+from outside the workers: ``connect-state-heartbeats`` (spark/heartbeats.py) finds idle source partitions in the
 offsets topic and calls a :class:`HeartbeatProvider` registered for the connector's class.
 
 **Providers.** A provider implements :meth:`HeartbeatProvider.produce_heartbeat_records` ``(connector, config,

@@ -1,6 +1,6 @@
 """KIP-558 active topics: fold a connector's ``status-topic-<topic>:connector-<name>`` records into its topic set.
 
-Pure Python, no Spark: the job (jobs/active_topics.py) calls :func:`fold_connector_topics` once per connector and
+Pure Python, no Spark: spark/active_topics.py calls :func:`fold_connector_topics` once per connector and
 micro-batch from ``applyInPandasWithState``; tests and the benchmark call it directly.
 
 Rules, as ``KafkaStatusBackingStore`` applies them:

@@ -1,6 +1,6 @@
 """KIP-875 sink offsets: fold a consumer group's offset commits from ``__consumer_offsets`` into its committed offsets.
 
-Pure Python, no Spark: the job (jobs/offsets.py) calls :func:`fold_group_offsets` once per group and micro-batch
+Pure Python, no Spark: spark/sink_offsets.py calls :func:`fold_group_offsets` once per group and micro-batch
 from ``applyInPandasWithState``; tests call it directly.
 
 Rules, as the group coordinator replays the topic (``OffsetMetadataManager.replay``):

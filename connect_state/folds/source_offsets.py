@@ -1,6 +1,6 @@
 """KIP-875 source offsets: fold an offsets topic's records of one connector the way ``KafkaOffsetBackingStore`` does.
 
-Pure Python, no Spark: the job (jobs/offsets.py) calls :func:`fold_connector_offsets` once per (offsets topic,
+Pure Python, no Spark: spark/source_offsets.py calls :func:`fold_connector_offsets` once per (offsets topic,
 connector) and micro-batch from ``applyInPandasWithState``; tests call it directly.
 
 Connect keeps two structures per offsets topic (``KafkaOffsetBackingStore``, spec §4.2):
