@@ -11,6 +11,7 @@ MVN          ?= mvn
 MVN_FLAGS    := -q -B
 SPARK_LIB    := jvm/spark/lib
 KAFKA_LIB    := jvm/kafka/lib
+S3_LIB       := jvm/s3/lib
 CONSTRAINTS  := build/constraints.txt
 export PYSPARK_PYTHON        := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
@@ -33,7 +34,7 @@ $(CONSTRAINTS): conf/versions.env
 	  "kafka-python==$(KAFKA_PYTHON_VERSION)" "flask==$(FLASK_VERSION)" "gunicorn==$(GUNICORN_VERSION)" \
 	  "pytest==$(PYTEST_VERSION)" "pytest-timeout==$(PYTEST_TIMEOUT_VERSION)" "requests==$(REQUESTS_VERSION)" \
 	  "ruff==$(RUFF_VERSION)" "mypy==$(MYPY_VERSION)" "pandas-stubs==$(PANDAS_STUBS_VERSION)" \
-	  "types-requests==$(TYPES_REQUESTS_VERSION)" > $@
+	  "types-requests==$(TYPES_REQUESTS_VERSION)" "pyyaml==$(PYYAML_VERSION)" > $@
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: setup.cfg pyproject.toml $(CONSTRAINTS)
@@ -42,18 +43,24 @@ $(VENV)/.installed: setup.cfg pyproject.toml $(CONSTRAINTS)
 	$(PIP) install -q -c $(CONSTRAINTS) -e '.[test,lint]'
 	@touch $@
 
-jars: $(SPARK_LIB)/.fetched $(KAFKA_LIB)/.fetched
+jars: $(SPARK_LIB)/.fetched $(KAFKA_LIB)/.fetched $(S3_LIB)/.fetched
 $(SPARK_LIB)/.fetched: jvm/spark/pom.xml conf/versions.env $(VENV)/.installed
 	rm -rf $(SPARK_LIB)
 	$(MVN) $(MVN_FLAGS) -f jvm/spark/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
 	  -DoutputDirectory=lib -Ddelta.spark.artifact=$(DELTA_SPARK_ARTIFACT) \
-	  -Ddelta.spark.version=$(DELTA_SPARK_VERSION) -Dspark.sql.kafka.version=$(SPARK_SQL_KAFKA_VERSION)
+	  -Ddelta.spark.version=$(DELTA_SPARK_VERSION) -Dspark.sql.kafka.version=$(SPARK_SQL_KAFKA_VERSION) \
+	  -Dhadoop.aws.version=$(HADOOP_AWS_VERSION) -Daws.sdk.version=$(AWS_SDK_VERSION)
 	$(PY) scripts/dedupe_spark_jars.py $(SPARK_LIB)
 	@touch $@
 $(KAFKA_LIB)/.fetched: jvm/kafka/pom.xml conf/versions.env
 	rm -rf $(KAFKA_LIB)
 	$(MVN) $(MVN_FLAGS) -f jvm/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
 	  -DoutputDirectory=lib -Dkafka.version=$(KAFKA_VERSION) -Dlog4j2.version=$(LOG4J2_VERSION)
+	@touch $@
+$(S3_LIB)/.fetched: jvm/s3/pom.xml conf/versions.env
+	rm -rf $(S3_LIB)
+	$(MVN) $(MVN_FLAGS) -f jvm/s3/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	  -DoutputDirectory=lib -Ds3proxy.version=$(S3PROXY_VERSION)
 	@touch $@
 
 run: setup
@@ -82,4 +89,4 @@ clean:
 	rm -rf var spark-warehouse
 
 distclean: clean
-	rm -rf $(VENV) build $(SPARK_LIB) $(KAFKA_LIB)
+	rm -rf $(VENV) build $(SPARK_LIB) $(KAFKA_LIB) $(S3_LIB)

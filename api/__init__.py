@@ -11,6 +11,7 @@ from flask import Flask
 
 from connect_state.api.errors import register_error_handlers
 from connect_state.api.resources import AppResources, RecordWriter, TableSource, app_resources, init_app
+from connect_state.kafka.log import TopicLog
 from connect_state.settings import Settings, load_settings
 
 
@@ -19,28 +20,34 @@ def create_app(
     *,
     table_reader: TableSource | None = None,
     writer: RecordWriter | None = None,
+    topics: TopicLog | None = None,
 ) -> Flask:
     """The Flask app (application factory).
 
     ``settings`` default to :func:`connect_state.settings.load_settings`; ``table_reader`` to a
     :class:`connect_state.api.tables.TableReader` on ``delta.root``. Without ``writer`` the app creates one
     :class:`~connect_state.kafka.InternalTopicWriter` on the first write and closes it in
-    :func:`close_app` (or at exit); a ``writer`` passed in stays the caller's to close.
+    :func:`close_app` (or at exit); a ``writer`` passed in stays the caller's to close. Likewise the Kafka readers of
+    the fresh view and the lag header (:mod:`connect_state.kafka.log`), unless ``topics`` is given (it then serves
+    all of them and stays the caller's).
     """
-    from connect_state.api import connectors, deletions, heartbeats, offsets, topics
+    from connect_state.api import connectors, data_loss, deletions, heartbeats, lag, offsets
+    from connect_state.api import topics as topics_views
 
     settings = settings if settings is not None else load_settings()
     app = Flask(__name__)
     # Keep our field order (Connect's entities have a fixed one) and write non-ASCII as is, like Jackson.
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
-    init_app(app, settings, table_reader, writer)
+    init_app(app, settings, table_reader, writer, topics)
     register_error_handlers(app)
-    app.register_blueprint(topics.bp)
+    lag.init_app(app)
+    app.register_blueprint(topics_views.bp)
     app.register_blueprint(connectors.bp)
     app.register_blueprint(heartbeats.bp)
     app.register_blueprint(deletions.bp)
     app.register_blueprint(offsets.bp)
+    app.register_blueprint(data_loss.bp)
     return app
 
 

@@ -49,8 +49,15 @@
   Failures answer Connect's 500 messages (:mod:`connect_state.connect.rest`: ``sink_alter_zombie_message`` when sink
   tasks are still in the group, ``source_modify_timeout_message`` when the write is not acknowledged within
   ``api.kafka.write.timeout.ms``...).
-  Connect runs these on its leader after reading the config topic to its end; we judge from the ``connectors``
-  table, which is as fresh as the connector-state job's last run.
+  Connect runs these on its leader after reading the config topic to its end, and so do we (issue 10): the checks of
+  2. and 3. and the connector's config come from the config topic read to its end offset at the request
+  (:func:`connect_state.api.fresh.fresh_connector`), not from the ``connectors`` table, so a PATCH sent just after
+  a resume through Connect is refused like Connect refuses it. A source reset tombstones the partitions listed as of
+  the offsets topics' end offsets at the request (:func:`connect_state.api.fresh.fresh_source_rows`: the
+  ``source_offsets`` rows plus the records past the table's watermark), so partitions recorded since the offsets
+  job's last batch are reset too. When that cannot be established within ``api.fresh.read.timeout.ms`` the request
+  answers 409 (503 when Kafka cannot be reached) and writes nothing. A source write whose acknowledgement times out
+  answers Connect's 500 message followed by ours: the outcome is unknown, retrying is safe.
 """
 
 from __future__ import annotations
@@ -64,6 +71,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from connect_state.api.connectors import connector_row, is_configured
 from connect_state.api.errors import ConnectRestException
+from connect_state.api.fresh import fresh_connector, fresh_source_rows
 from connect_state.api.resources import TableSource, get_admin, get_settings, get_tables, get_writer
 from connect_state.connect.filestream import sink_connector_alter_offsets, source_connector_alter_offsets
 from connect_state.connect.offset_stores import ConnectorOffsetStores, connector_consumer_group, connector_offset_stores
@@ -81,7 +89,7 @@ from connect_state.connect.rest import (
     source_modify_timeout_message,
 )
 from connect_state.connect.vocabulary import ConnectorType, TargetState
-from connect_state.errors import KafkaWriteError, KafkaWriteTimeout, RecordFormatError
+from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout, RecordFormatError
 from connect_state.formats import jsonconv
 from connect_state.formats.offsets import (
     BadOffsetsRequest,
@@ -238,15 +246,27 @@ def _request_body() -> object:
         raise ConnectRestException(400, f"Request body is not valid JSON: {err}") from None
 
 
-def _stopped_connector(name: str) -> dict[str, Any]:
-    """404 unless configured; 400 unless STOPPED with no committed tasks."""
-    row = _configured_row(name)
-    if row.get("target_state") != TargetState.STOPPED or (row.get("task_count") or 0) != 0:
+def _stopped_connector(name: str) -> Mapping[str, Any]:
+    """``modifyConnectorOffsetsChecks`` on the config topic read to its end now: 404 unless the connector has a config;
+    400 unless STOPPED with no committed tasks. The connector's ``connectors``-shaped row (type, class, config)."""
+    view = fresh_connector(name)
+    if not view.exists:
+        raise ConnectRestException(404, connector_not_found_message(name))
+    if view.target_state != TargetState.STOPPED or view.task_count != 0:
         raise ConnectRestException(400, not_stopped_message(name))
-    return row
+    return view.row
 
 
-def _write_source_offsets(name: str, config: Mapping[str, Any], pairs: list[OffsetPair]) -> None:
+def source_timeout_message(name: str, verb: str) -> str:
+    """Connect's 500 for a source write not acknowledged in time, then ours: the outcome is unknown, how to find out."""
+    return (
+        f"{source_modify_timeout_message(name)}. The outcome is unknown: the offsets may still be written. "
+        f"GET /connectors/{name}/offsets shows them once the offsets job has caught up; retrying the {verb} is safe "
+        "(it writes the same records again)."
+    )
+
+
+def _write_source_offsets(name: str, config: Mapping[str, Any], pairs: list[OffsetPair], verb: str) -> None:
     """``OffsetStorageWriter`` + ``ConnectorOffsetBackingStore.set`` for normalised pairs (spec §4.4)."""
     settings = get_settings()
     writer = get_writer()
@@ -260,12 +280,14 @@ def _write_source_offsets(name: str, config: Mapping[str, Any], pairs: list[Offs
                 log.warning("Failed to write offsets of connector %s to secondary backing store: %s", name, err)
                 continue
             log.error("Failed to modify offsets for source connector %s: %s", name, err)
+            if isinstance(err, KafkaWriteTimeout) and not isinstance(err, KafkaUnavailableError):
+                raise ConnectRestException(500, source_timeout_message(name, verb)) from err
             timed_out = isinstance(err, KafkaWriteTimeout)
             message = source_modify_timeout_message if timed_out else source_modify_failed_message
             raise ConnectRestException(500, message(name)) from err
 
 
-def _modify_source_offsets(name: str, row: Mapping[str, Any], pairs: list[OffsetPair]) -> bool:
+def _modify_source_offsets(name: str, row: Mapping[str, Any], pairs: list[OffsetPair], verb: str) -> bool:
     """Normalise, ``alterOffsets``, write; returns what ``alterOffsets`` returned."""
     config = _config(row)
     try:
@@ -274,7 +296,7 @@ def _modify_source_offsets(name: str, row: Mapping[str, Any], pairs: list[Offset
     except BadOffsetsRequest as err:
         raise ConnectRestException(err.status, err.message) from None
     if normalized:
-        _write_source_offsets(name, config, normalized)
+        _write_source_offsets(name, config, normalized, verb)
     else:
         log.info("No offsets found for source connector %s", name)
     return managed
@@ -336,7 +358,7 @@ def alter_connector_offsets(connector: str) -> Response:
             raise ConnectRestException(err.status, err.message) from None
         managed = _alter_sink_offsets(connector, row, offsets)
     else:
-        managed = _modify_source_offsets(connector, row, pairs)
+        managed = _modify_source_offsets(connector, row, pairs, f"PATCH /connectors/{connector}/offsets")
     return jsonify({"message": offsets_success_message("altered", managed)})
 
 
@@ -348,7 +370,7 @@ def reset_connector_offsets(connector: str) -> Response:
         managed = _reset_sink_offsets(connector, row)
     else:
         stores = connector_offset_stores(get_settings().offset_storage_topic, _config(row))
-        rows = [r for r in _source_rows(get_tables(), connector) if r.get("offsets_topic") in stores.topics]
+        rows = fresh_source_rows(connector, stores)
         pairs: list[OffsetPair] = [(partition, None) for partition in listed_partitions(connector, rows)]
-        managed = _modify_source_offsets(connector, row, pairs)
+        managed = _modify_source_offsets(connector, row, pairs, f"DELETE /connectors/{connector}/offsets")
     return jsonify({"message": offsets_success_message("reset", managed)})

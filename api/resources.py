@@ -1,10 +1,18 @@
-"""The API's resources (settings, table reader, Kafka writer, consumer-group admin), one set per app, via ``flask.g``.
+"""The API's resources (settings, table reader, Kafka writer, consumer-group admin, Kafka readers), one set per app,
+via ``flask.g``.
 
 As in the Flask tutorial's ``get_db()``: a view calls :func:`get_settings`, :func:`get_tables`, :func:`get_writer`
 or :func:`get_admin`; the first call in a request puts the resource on ``g``. The Kafka writer behind
 :func:`get_writer` is one per app (one producer per process), created on first use and closed by
 :meth:`AppResources.close` (the server calls it on shutdown; an ``atexit`` hook is the fallback). The consumer-group
 admin behind :func:`get_admin` (sink connectors' offsets) has the same lifecycle; :func:`create_admin` makes it.
+
+The Kafka readers of the fresh view (:mod:`connect_state.api.fresh`) and of the lag header
+(:mod:`connect_state.api.lag`) have it too, one consumer each per process (:class:`~connect_state.kafka.log.
+TopicLogReader`): the config topic's tail (:meth:`AppResources.config_tail`), the reader of records past a table's
+watermark (:meth:`AppResources.topic_reader`) and the cached start and end offsets (:meth:`AppResources.
+offsets_cache`). A ``topics`` reader passed in (the unit tests' in-memory topics) serves all three and stays the
+caller's. :func:`get_tables` notes which tables a request read (:func:`tables_served`).
 """
 
 from __future__ import annotations
@@ -18,7 +26,9 @@ from flask import Flask, current_app, g
 
 from connect_state.api.tables import TableReader
 from connect_state.kafka import ConsumerGroupAdmin, GroupPartition, InternalTopicWriter
+from connect_state.kafka.log import ConfigTopicTail, OffsetsCache, TopicLog, TopicLogReader
 from connect_state.settings import Settings
+from connect_state.storage import deltalake_options
 
 EXTENSION = "connect_state"
 
@@ -65,12 +75,17 @@ class AppResources:
         settings: Settings,
         tables: TableSource,
         writer: RecordWriter | None = None,
+        topics: TopicLog | None = None,
     ) -> None:
         self.settings = settings
         self.tables = tables
         self._writer = writer
         self._owns_writer = False
         self._admin: GroupAdmin | None = None
+        self._topics = topics
+        self._config_tail: ConfigTopicTail | None = None
+        self._topic_reader: TopicLog | None = None
+        self._offsets_cache: OffsetsCache | None = None
         self._lock = threading.Lock()
 
     def writer(self) -> RecordWriter:
@@ -90,20 +105,63 @@ class AppResources:
                 atexit.register(self.close)  # close() is idempotent; unregister() drops every registration
             return self._admin
 
+    def _reader(self, client_id: str, timeout_ms: int | None = None) -> TopicLog:
+        """A new reader for this app (the injected one, shared, when there is one); call with the lock held."""
+        if self._topics is not None:
+            return self._topics
+        atexit.register(self.close)
+        return TopicLogReader(self.settings, client_id=client_id, timeout_ms=timeout_ms)
+
+    def config_tail(self) -> ConfigTopicTail:
+        """The app's config topic, read to its end on demand (one consumer per process), created on first use."""
+        with self._lock:
+            if self._config_tail is None:
+                reader = self._reader("connect-state-api-config")
+                self._config_tail = ConfigTopicTail(reader, self.settings.config_storage_topic)
+            return self._config_tail
+
+    def topic_reader(self) -> TopicLog:
+        """The app's reader of records past a table's watermark (resets), created on first use."""
+        with self._lock:
+            if self._topic_reader is None:
+                self._topic_reader = self._reader("connect-state-api-reader")
+            return self._topic_reader
+
+    def offsets_cache(self) -> OffsetsCache:
+        """The app's cache of the topics' start and end offsets (the lag header), created on first use."""
+        with self._lock:
+            if self._offsets_cache is None:
+                timeout_ms = self.settings.api_lag_timeout_ms
+                reader = self._reader("connect-state-api-lag", timeout_ms)
+                self._offsets_cache = OffsetsCache(reader, self.settings.api_lag_cache_ms, timeout_ms)
+            return self._offsets_cache
+
     def close(self) -> None:
-        """Close the writer if this object created it, and the admin (idempotent); a later request creates new ones."""
+        """Close the writer if this object created it, the admin and the readers this object created (idempotent); a
+        later request creates new ones."""
         with self._lock:
             writer, owned = self._writer, self._owns_writer
             admin, self._admin = self._admin, None
             if owned:
                 self._writer = None
                 self._owns_writer = False
-        if (owned and writer is not None) or admin is not None:
+            readers: list[TopicLog] = []
+            if self._topics is None:  # an injected reader stays the caller's
+                if self._config_tail is not None:
+                    readers.append(self._config_tail.log)
+                if self._topic_reader is not None:
+                    readers.append(self._topic_reader)
+                if self._offsets_cache is not None:
+                    readers.append(self._offsets_cache.log)
+            self._config_tail, self._topic_reader, self._offsets_cache = None, None, None
+        if (owned and writer is not None) or admin is not None or readers:
             atexit.unregister(self.close)
         if owned and writer is not None:
             writer.close()
         if admin is not None:
             admin.close()
+        for reader in readers:
+            reader.close()
 
 
 def create_writer(settings: Settings) -> RecordWriter:
@@ -121,9 +179,12 @@ def init_app(
     settings: Settings,
     tables: TableSource | None = None,
     writer: RecordWriter | None = None,
+    topics: TopicLog | None = None,
 ) -> AppResources:
     """Attach the resources to ``app`` (``app.extensions["connect_state"]``)."""
-    resources = AppResources(settings, tables if tables is not None else TableReader(settings.delta_root), writer)
+    if tables is None:
+        tables = TableReader(settings.delta_root, deltalake_options(settings))
+    resources = AppResources(settings, tables, writer, topics)
     app.extensions[EXTENSION] = resources
     app.teardown_appcontext(_release)
     return resources
@@ -142,11 +203,33 @@ def get_settings() -> Settings:
     return g.settings
 
 
+class _ServedTables:
+    """The app's table reader, noting the name of every table a request read successfully (for the lag header)."""
+
+    def __init__(self, tables: TableSource) -> None:
+        self.tables = tables
+        self.served: list[str] = []
+
+    def rows(
+        self, spec: Any, filters: Sequence[tuple[str, str, Any]] | None = None, columns: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        rows = self.tables.rows(spec, filters, columns)
+        if spec.name not in self.served:
+            self.served.append(spec.name)
+        return rows
+
+
 def get_tables() -> TableSource:
-    """The app's Delta table reader."""
+    """The app's Delta table reader (noting the tables the request reads: :func:`tables_served`)."""
     if "tables" not in g:
-        g.tables = app_resources().tables
+        g.tables = _ServedTables(app_resources().tables)
     return g.tables
+
+
+def tables_served() -> list[str]:
+    """The names of the tables the current request read through :func:`get_tables`, in the order first read."""
+    tables = g.get("tables")
+    return list(tables.served) if isinstance(tables, _ServedTables) else []
 
 
 def get_writer() -> RecordWriter:

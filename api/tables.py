@@ -11,10 +11,10 @@ immutable and shared by the request threads; refreshing one is serialised per ta
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -23,6 +23,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.errors import TableNotFoundError
+from connect_state.storage import Location
 from connect_state.tables import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
@@ -59,7 +60,7 @@ TABLE_JOBS: dict[str, str] = {
 }
 
 
-def missing_table_message(spec: TableSpec, path: Path) -> str:
+def missing_table_message(spec: TableSpec, path: str | os.PathLike[str]) -> str:
     """What the API says when a table has not been created yet."""
     job = TABLE_JOBS.get(spec.name)
     created_by = f"the {job} job" if job else "the job that writes it"
@@ -103,22 +104,28 @@ def filter_expression(filters: Sequence[Filter]) -> pc.Expression:
 
 
 class TableReader:
-    """Reads rows of the Delta tables under ``delta_root``, from per-table snapshots refreshed on every read."""
+    """Reads rows of the Delta tables under ``delta_root``, from per-table snapshots refreshed on every read.
 
-    def __init__(self, delta_root: str | Path) -> None:
-        self.delta_root = Path(delta_root)
+    ``delta_root`` is a local directory or an object-store URI (``s3a://``, ``s3://``, ``abfss://``, ``gs://``), read
+    through deltalake's object store with ``storage_options`` (:func:`connect_state.storage.deltalake_options`: the
+    endpoint, region and plain-HTTP settings; credentials come from the environment or the instance).
+    """
+
+    def __init__(self, delta_root: str | os.PathLike[str], storage_options: Mapping[str, str] | None = None) -> None:
+        self.delta_root = delta_root if isinstance(delta_root, Location) else Location.parse(os.fspath(delta_root))
+        self.storage_options = dict(storage_options or {})
         self._snapshots: dict[str, _Snapshot] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
-    def path(self, spec: TableSpec) -> Path:
+    def path(self, spec: TableSpec) -> Location:
         return self.delta_root / spec.name
 
     def table(self, spec: TableSpec) -> DeltaTable:
         """The table's latest version; raises TableNotFoundError when it does not exist."""
         path = self.path(spec)
         try:
-            return DeltaTable(path)
+            return DeltaTable(str(path), storage_options=self.storage_options or None)
         except DeltaTableNotFoundError:
             raise TableNotFoundError(missing_table_message(spec, path)) from None
 

@@ -27,8 +27,8 @@ import random
 import statistics
 import sys
 import time
-import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -53,24 +53,32 @@ if __package__ in (None, ""):  # run as a script (bench/ is not installed): make
 
 from bench.common import (
     BenchError,
-    JobRun,
     JobUnderTest,
     add_cluster_arguments,
     bench_main,
     bench_session,
-    machine_lines,
-    prepare_topic,
+    check_arguments,
+    new_topic,
     rate,
     run_rounds,
-    time_raw_read,
+    warm_up,
 )
-from bench.common import run_job as common_run_job
 
 PARTITIONS = 5
 """Connect's default partition count for ``connect-status``."""
 BASE_TIMESTAMP_MS = 1_700_000_000_000
 TASKS_PER_CONNECTOR = 4
-START_WHAT = "creating the tables, emptying active_topics, starting the query"
+JOB = JobUnderTest(
+    topic_setting="status.storage.topic",
+    start=job.start,
+    writer=(job.ActiveTopicsWriter, "__call__"),
+    writer_parts=(
+        (job.ActiveTopicsWriter, "_write_history", "history append"),
+        (job.ActiveTopicsWriter, "_merge_current", "active_topics MERGE"),
+        (job.ActiveTopicsWriter, "write_rejected", "rejected MERGE"),
+    ),
+    start_what="creating the tables, emptying active_topics, starting the query",
+)
 
 
 # --- the workload ---------------------------------------------------------------------------------------------------
@@ -140,38 +148,11 @@ def generate_workload(
 # --- Kafka and Spark ------------------------------------------------------------------------------------------------
 
 
-def prepare_workload_topic(settings: Settings, name: str, work: Workload, replication_factor: int) -> float:
-    """Create and fill a 5-partition topic with the workload; return the fill time in seconds."""
-    return prepare_topic(settings, name, work.records, PARTITIONS, replication_factor)
-
-
 def time_parse(spark: SparkSession, settings: Settings, topic: str) -> tuple[int, float]:
     """Breakdown only: the raw read plus the job's Python parse (``mapInPandas``) to a count of parsed rows."""
     started = time.perf_counter()
     count = classify_records(read_topic_batch(spark, settings, topic), job.classify, job.PARSED_SCHEMA).count()
     return count, time.perf_counter() - started
-
-
-WRITER_PARTS = (
-    (job.ActiveTopicsWriter, "_write_history"),
-    (job.ActiveTopicsWriter, "_merge_current"),
-    (job.ActiveTopicsWriter, "write_rejected"),
-)
-PART_LABELS = (
-    ("_write_history", "history append"),
-    ("_merge_current", "active_topics MERGE"),
-    ("write_rejected", "rejected MERGE"),
-)
-
-
-def run_job(spark: SparkSession, settings: Settings, timeout_s: float) -> JobRun:
-    """(b): the active-topics job with ``Trigger.AvailableNow`` from empty state, timed from ``start()`` to its end."""
-    return common_run_job(
-        lambda: job.start(spark, settings, available_now=True),
-        timeout_s,
-        (job.ActiveTopicsWriter, "__call__"),
-        WRITER_PARTS,
-    )
 
 
 def check_tables(spark: SparkSession, settings: Settings, work: Workload) -> str:
@@ -193,17 +174,6 @@ def check_tables(spark: SparkSession, settings: Settings, work: Workload) -> str
     if wrong:
         raise BenchError("check failed: " + "; ".join(wrong))
     return ", ".join(f"{name} {counts[name]:,} rows" for name in expected)
-
-
-def job_settings(cluster: Settings, work_dir: Path, topic: str, label: str) -> Settings:
-    """The cluster's settings with the bench topic as status topic and fresh Delta and checkpoint roots."""
-    return cluster.with_overrides(
-        **{
-            "status.storage.topic": topic,
-            "delta.root": str(work_dir / label / "delta"),
-            "checkpoint.root": str(work_dir / label / "checkpoints"),
-        }
-    )
 
 
 # --- the run ---------------------------------------------------------------------------------------------------------
@@ -231,39 +201,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def validate(args: argparse.Namespace) -> None:
-    checks = (
-        (args.records > 0, "--records must be positive"),
-        (args.connectors > 0 and args.topics_per_connector > 0, "--connectors and --topics-per-connector must be > 0"),
-        (min(args.tombstone_ratio, args.other_ratio) >= 0, "ratios must be >= 0"),
-        (args.tombstone_ratio + args.other_ratio < 1, "--tombstone-ratio + --other-ratio must be below 1"),
-        (args.repeat >= 1 and args.warmup_records >= 0, "--repeat must be >= 1, --warmup-records >= 0"),
-        (args.job_timeout > 0, "--job-timeout must be positive"),
+    check_arguments(
+        (
+            (args.records > 0, "--records must be positive"),
+            (
+                args.connectors > 0 and args.topics_per_connector > 0,
+                "--connectors and --topics-per-connector must be > 0",
+            ),
+            (min(args.tombstone_ratio, args.other_ratio) >= 0, "ratios must be >= 0"),
+            (args.tombstone_ratio + args.other_ratio < 1, "--tombstone-ratio + --other-ratio must be below 1"),
+            (args.repeat >= 1 and args.warmup_records >= 0, "--repeat must be >= 1, --warmup-records >= 0"),
+            (args.job_timeout > 0, "--job-timeout must be positive"),
+        )
     )
-    for ok, message in checks:
-        if not ok:
-            raise BenchError(message)
 
 
 def make_workload(args: argparse.Namespace, n: int, seed: int) -> Workload:
     return generate_workload(
         n, args.connectors, args.topics_per_connector, args.tombstone_ratio, args.other_ratio, seed
     )
-
-
-def warm_up(
-    spark: SparkSession, cluster: Settings, args: argparse.Namespace, work_dir: Path, topics: list[str]
-) -> None:
-    """A raw read and a job run on a small topic: JVM class loading, JIT, Python workers and Delta set-up are paid
-    before either measurement."""
-    work = make_workload(args, args.warmup_records, args.seed + 1)
-    topic = f"bench-status-warmup-{uuid.uuid4().hex[:8]}"
-    topics.append(topic)
-    prepare_workload_topic(cluster, topic, work, args.replication_factor)
-    _, raw_seconds = time_raw_read(spark, cluster, topic)
-    settings = job_settings(cluster, work_dir, topic, "warmup")
-    run = run_job(spark, settings, args.job_timeout)
-    check_tables(spark, settings, work)
-    print(f"warm-up ({len(work.records):,} records): raw read {raw_seconds:.2f} s, job {run.seconds:.2f} s", flush=True)
 
 
 def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics: list[str]) -> None:
@@ -277,31 +233,18 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
         f"{args.topics_per_connector} topics, seed {args.seed}; generated in {time.perf_counter() - started:.2f} s",
         flush=True,
     )
-    topic = f"bench-status-{uuid.uuid4().hex[:8]}"
-    topics.append(topic)
-    fill_seconds = prepare_workload_topic(cluster, topic, work, args.replication_factor)
-    print(f"fill ({PARTITIONS} partitions, kafka-python, acks=1; informational): {rate(n, fill_seconds)}", flush=True)
+    topic = new_topic(
+        cluster, "bench-status", work.records, PARTITIONS, args.replication_factor, topics, report_fill=True
+    )
 
     spark = bench_session(work_dir, args.master, "connect-state-bench-active-topics")
     try:
-        for line in machine_lines(spark, args.master):
-            print(line, flush=True)
         if args.warmup_records:
-            warm_up(spark, cluster, args, work_dir, topics)
+            warm = make_workload(args, args.warmup_records, args.seed + 1)
+            check_warm = partial(check_tables, work=warm)
+            warm_up(spark, args, cluster, work_dir, topics, JOB, "bench-status", PARTITIONS, warm.records, check_warm)
         raw_times, job_times, _ = run_rounds(
-            spark,
-            cluster,
-            topic,
-            len(work.records),
-            args.repeat,
-            args.job_timeout,
-            JobUnderTest(
-                settings_for=lambda label: job_settings(cluster, work_dir, topic, label),
-                run=run_job,
-                check=lambda spark_, settings_: check_tables(spark_, settings_, work),
-                part_labels=PART_LABELS,
-                start_what=START_WHAT,
-            ),
+            spark, args, cluster, work_dir, topic, n, JOB, partial(check_tables, work=work)
         )
         if args.breakdown:
             parsed, parse_seconds = time_parse(spark, cluster, topic)
@@ -317,13 +260,7 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return bench_main(
-        "bench/active_topics.py",
-        args,
-        lambda cluster, work_dir, topics: measure(args, cluster, work_dir, topics),
-        validate=lambda: validate(args),
-        keep=args.keep_dir,
-    )
+    return bench_main("bench/active_topics.py", args, measure, validate, keep=args.keep_dir)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import signal
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,6 +200,28 @@ def prepare_topic(
     return seconds
 
 
+def new_topic(
+    settings: Settings,
+    prefix: str,
+    records: Sequence[Record],
+    partitions: int,
+    replication_factor: int,
+    topics: list[str],
+    report_fill: bool = False,
+) -> str:
+    """A topic ``<prefix>-<random>``, added to ``topics`` (deleted at the end) and prepared (:func:`prepare_topic`);
+    with ``report_fill``, the fill rate is printed (informational only)."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    topics.append(name)
+    seconds = prepare_topic(settings, name, records, partitions, replication_factor)
+    if report_fill:
+        print(
+            f"fill ({partitions} partitions, kafka-python, acks=1; informational): {rate(len(records), seconds)}",
+            flush=True,
+        )
+    return name
+
+
 @contextlib.contextmanager
 def kafka_cluster(settings: Settings, bootstrap_servers: str | None, work_dir: Path) -> Iterator[Settings]:
     """The given cluster, or a temporary broker on free loopback ports (always stopped on the way out)."""
@@ -227,7 +250,8 @@ def kafka_cluster(settings: Settings, bootstrap_servers: str | None, work_dir: P
 
 
 def bench_session(work_dir: Path, master: str, app_name: str) -> SparkSession:
-    """The one SparkSession of the run: the tests' settings with the production JIT, scratch space in ``work_dir``."""
+    """The one SparkSession of the run: the tests' settings with the production JIT, scratch space in ``work_dir``;
+    prints the machine it runs on (:func:`machine_lines`)."""
     conf = {
         **BENCH_SPARK_CONF,
         "spark.sql.warehouse.dir": str(work_dir / "spark-warehouse"),
@@ -235,6 +259,8 @@ def bench_session(work_dir: Path, master: str, app_name: str) -> SparkSession:
     }
     spark = build_session(app_name, master, conf)
     spark.sparkContext.setLogLevel("ERROR")
+    for line in machine_lines(spark, master):
+        print(line, flush=True)
     return spark
 
 
@@ -406,12 +432,13 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 def bench_main(
     prog: str,
     args: Any,
-    measure: Callable[[Settings, Path, list[str]], None],
-    validate: Callable[[], None] = lambda: None,
+    measure: Callable[[Any, Settings, Path, list[str]], None],
+    validate: Callable[[Any], None],
     keep: bool = False,
 ) -> int:
-    """Run ``measure(cluster settings, work dir, topics to delete)`` in a new temporary work directory, on
-    ``args.bootstrap_servers`` or a temporary broker; clean up on the way out, also on Ctrl-C and SIGTERM.
+    """Check ``validate(args)``, then run ``measure(args, cluster settings, work dir, topics to delete)`` in a new
+    temporary work directory, on ``args.bootstrap_servers`` or a temporary broker; clean up on the way out, also on
+    Ctrl-C and SIGTERM.
 
     ``args`` carries the config flags (``--conf-file``, ``--set``) and ``bootstrap_servers``; ``keep`` keeps the
     work directory. Returns the exit code: 0, 1 (BenchError or a failing component), 130 (interrupted).
@@ -423,11 +450,11 @@ def bench_main(
     work_dir = Path(tempfile.mkdtemp(prefix="connect-state-bench-", dir=getattr(args, "work_dir", None))).resolve()
     topics: list[str] = []
     try:
-        validate()
+        validate(args)
         base = settings_from_args(args)
         with kafka_cluster(base, args.bootstrap_servers, work_dir) as cluster:
             try:
-                measure(cluster, work_dir, topics)
+                measure(args, cluster, work_dir, topics)
             finally:
                 if args.bootstrap_servers and topics:
                     delete_topics(cluster, topics)
@@ -445,37 +472,107 @@ def bench_main(
             shutil.rmtree(work_dir, ignore_errors=True)
 
 
-@dataclass
-class JobUnderTest:
-    """What a benchmark measures against the raw read: how to make a run's settings, run the job, check its tables."""
+Check = Callable[[SparkSession, Settings], str]
+"""Compares a job run's tables with what the workload must give: raises BenchError on a mismatch, else returns a
+one-line summary."""
 
-    settings_for: Callable[[str], Settings]
-    run: Callable[[SparkSession, Settings, float], JobRun]
-    check: Callable[[SparkSession, Settings], str]
-    part_labels: Any
+
+@dataclass(frozen=True)
+class JobUnderTest:
+    """The job a benchmark measures against the raw read of its input topic."""
+
+    topic_setting: str
+    """The setting that names the job's input topic (``status.storage.topic``, ``offset.storage.topic``)."""
+    start: Callable[..., StreamingQuery]
+    """The job's ``start(spark, settings, available_now=...)``."""
+    writer: Patchable
+    """Its ``foreachBatch`` writer's call, timed as a whole."""
+    writer_parts: Sequence[tuple[Any, str, str]]
+    """The writer's Delta writes, timed one by one: ``(class or module, callable name, label)``."""
     start_what: str
+    """What ``start()`` does before the query runs (for the report)."""
+
+    def settings(self, cluster: Settings, work_dir: Path, topic: str, label: str) -> Settings:
+        """The cluster's settings with ``topic`` as the job's input topic and fresh Delta and checkpoint roots."""
+        return cluster.with_overrides(
+            **{
+                self.topic_setting: topic,
+                "delta.root": str(work_dir / label / "delta"),
+                "checkpoint.root": str(work_dir / label / "checkpoints"),
+            }
+        )
+
+    def run(self, spark: SparkSession, settings: Settings, timeout_s: float) -> JobRun:
+        """(b): the job with ``Trigger.AvailableNow`` from empty state, timed from ``start()`` to its end."""
+        return run_job(
+            lambda: self.start(spark, settings, available_now=True),
+            timeout_s,
+            self.writer,
+            [(owner, name) for owner, name, _ in self.writer_parts],
+        )
+
+    @property
+    def part_labels(self) -> list[tuple[str, str]]:
+        return [(name, label) for _, name, label in self.writer_parts]
+
+
+def check_arguments(checks: Sequence[tuple[bool, str]]) -> None:
+    """Raise BenchError with the message of the first ``(ok, message)`` that is not ok."""
+    for ok, message in checks:
+        if not ok:
+            raise BenchError(message)
+
+
+def warm_up(
+    spark: SparkSession,
+    args: Any,
+    cluster: Settings,
+    work_dir: Path,
+    topics: list[str],
+    job: JobUnderTest,
+    topic_prefix: str,
+    partitions: int,
+    records: Sequence[Record],
+    check: Check,
+) -> None:
+    """A raw read and a job run on a small topic of ``records``: JVM class loading, JIT, Python workers and Delta
+    set-up are paid before either measurement. ``args``: ``replication_factor`` and ``job_timeout``."""
+    topic = new_topic(cluster, f"{topic_prefix}-warmup", records, partitions, args.replication_factor, topics)
+    _, raw_seconds = time_raw_read(spark, cluster, topic)
+    settings = job.settings(cluster, work_dir, topic, "warmup")
+    run = job.run(spark, settings, args.job_timeout)
+    check(spark, settings)
+    print(f"warm-up ({len(records):,} records): raw read {raw_seconds:.2f} s, job {run.seconds:.2f} s", flush=True)
 
 
 def run_rounds(
-    spark: SparkSession, cluster: Settings, topic: str, n: int, repeat: int, job_timeout: float, job: JobUnderTest
+    spark: SparkSession,
+    args: Any,
+    cluster: Settings,
+    work_dir: Path,
+    topic: str,
+    n: int,
+    job: JobUnderTest,
+    check: Check,
 ) -> tuple[list[float], list[float], Settings]:
-    """``repeat`` rounds of (a) a raw read of ``topic`` then (b) the job from empty state, each checked; return both
-    time lists and the settings of the last job run (whose tables a later step may serve)."""
+    """``args.repeat`` rounds of (a) a raw read of ``topic`` then (b) the job from empty state (at most
+    ``args.job_timeout`` seconds), each checked; return both time lists and the settings of the last job run (whose
+    tables a later step may serve)."""
     raw_times: list[float] = []
     job_times: list[float] = []
     settings = cluster
-    for round_no in range(1, repeat + 1):
+    for round_no in range(1, args.repeat + 1):
         print(f"round {round_no}: load average {load_average()} (includes this run's own work)", flush=True)
         count, seconds = time_raw_read(spark, cluster, topic)
         if count != n:
             raise BenchError(f"the raw read counted {count:,} records, expected {n:,}")
         raw_times.append(seconds)
         print(f"(a) raw read, run {round_no}: {rate(n, seconds)}", flush=True)
-        settings = job.settings_for(f"job-{round_no}")
-        run = job.run(spark, settings, job_timeout)
+        settings = job.settings(cluster, work_dir, topic, f"job-{round_no}")
+        run = job.run(spark, settings, args.job_timeout)
         job_times.append(run.seconds)
         print(f"(b) job, run {round_no}: {rate(n, run.seconds)}", flush=True)
         for line in progress_lines(run, job.part_labels, job.start_what):
             print(line, flush=True)
-        print(f"check: OK ({job.check(spark, settings)})", flush=True)
+        print(f"check: OK ({check(spark, settings)})", flush=True)
     return raw_times, job_times, settings

@@ -38,9 +38,7 @@ import argparse
 import contextlib
 import http.client
 import json
-import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -50,13 +48,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
 from connect_state.dev.filestream import file_source_config
-from connect_state.dev.local_stack import ConnectWorker, free_port
+from connect_state.dev.local_stack import ConnectWorker, free_port, tail, terminate_process_group
 from connect_state.formats.offsets import offset_key_bytes, serialize_offset_value
 from connect_state.settings import Settings, add_config_arguments
 from connect_state.spark import connector_states as states_job
@@ -68,18 +67,17 @@ if __package__ in (None, ""):  # run as a script (bench/ is not installed): make
 
 from bench.common import (
     BenchError,
-    JobRun,
     JobUnderTest,
     add_cluster_arguments,
     bench_main,
     bench_session,
+    check_arguments,
     load_average,
-    machine_lines,
-    prepare_topic,
+    new_topic,
     rate,
     run_job,
     run_rounds,
-    time_raw_read,
+    warm_up,
 )
 
 PARTITIONS = 25
@@ -93,17 +91,16 @@ PROCESS_STOP_TIMEOUT_S = 30.0
 HTTP_TIMEOUT_S = 60.0
 CREATE_TIMEOUT_S = 180.0
 """Longest time spent creating one connector, retries included."""
-START_WHAT = "creating the tables, emptying source_offsets, starting the query"
-
-WRITER_PARTS = (
-    (offsets_job, "append_once"),
-    (offsets_job.SourceOffsetsWriter, "_merge_current"),
-    (offsets_job.SourceOffsetsWriter, "write_rejected"),
-)
-PART_LABELS = (
-    ("append_once", "history append"),
-    ("_merge_current", "source_offsets MERGE"),
-    ("write_rejected", "rejected MERGE"),
+JOB = JobUnderTest(
+    topic_setting="offset.storage.topic",
+    start=offsets_job.start,
+    writer=(offsets_job.SourceOffsetsWriter, "__call__"),
+    writer_parts=(
+        (offsets_job, "append_once", "history append"),
+        (offsets_job.SourceOffsetsWriter, "_merge_current", "source_offsets MERGE"),
+        (offsets_job.SourceOffsetsWriter, "write_rejected", "rejected MERGE"),
+    ),
+    start_what="creating the tables, emptying source_offsets, starting the query",
 )
 
 
@@ -183,27 +180,6 @@ def canonical(entries: object) -> list[tuple[str, str]] | None:
 
 
 # --- Spark: the job and its check -----------------------------------------------------------------------------------
-
-
-def job_settings(cluster: Settings, work_dir: Path, topic: str, label: str) -> Settings:
-    """The cluster's settings with the bench topic as offsets topic and fresh Delta and checkpoint roots."""
-    return cluster.with_overrides(
-        **{
-            "offset.storage.topic": topic,
-            "delta.root": str(work_dir / label / "delta"),
-            "checkpoint.root": str(work_dir / label / "checkpoints"),
-        }
-    )
-
-
-def run_offsets_job(spark: SparkSession, settings: Settings, timeout_s: float) -> JobRun:
-    """(b): the source-offsets job with ``Trigger.AvailableNow`` from empty state, timed from ``start()`` to its end."""
-    return run_job(
-        lambda: offsets_job.start(spark, settings, available_now=True),
-        timeout_s,
-        (offsets_job.SourceOffsetsWriter, "__call__"),
-        WRITER_PARTS,
-    )
 
 
 def check_tables(spark: SparkSession, settings: Settings, work: Workload) -> str:
@@ -322,24 +298,12 @@ def create_connectors(client: ConnectRestClient, work: Workload, threads: int) -
     finally:
         cancelled.set()  # after an error or Ctrl-C, the requests still in flight end without retrying
         executor.shutdown(wait=False, cancel_futures=True)
-    wait_for(
+    client.wait_for(
         lambda: len(set(names) - set(client.list_connectors())) == 0,
         120.0,
-        f"Connect lists all {len(names):,} connectors",
+        description=f"Connect to list all {len(names):,} connectors",
     )
     return time.perf_counter() - started
-
-
-def wait_for(predicate, timeout_s: float, what: str, interval: float = 0.5) -> None:
-    """Poll ``predicate`` (a ConnectRestError counts as "not yet") until true; BenchError after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        with contextlib.suppress(ConnectRestError, OSError):
-            if predicate():
-                return
-        if time.monotonic() > deadline:
-            raise BenchError(f"timed out after {timeout_s:g}s waiting until {what}")
-        time.sleep(interval)
 
 
 def run_connector_states(spark: SparkSession, settings: Settings, work: Workload, timeout_s: float) -> str:
@@ -420,21 +384,11 @@ class ApiProcess:
     def stop(self) -> None:
         """SIGTERM the process group, wait, then SIGKILL."""
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        for sig, wait in ((signal.SIGTERM, PROCESS_STOP_TIMEOUT_S), (signal.SIGKILL, 10.0)):
-            if proc.poll() is not None:
-                break
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(wait)
+        if proc is not None:
+            terminate_process_group(proc, PROCESS_STOP_TIMEOUT_S)
 
     def log_tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log_file.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+        return tail(self.log_file, lines)
 
 
 # --- (c): GET /connectors/<name>/offsets latency ---------------------------------------------------------------------
@@ -561,38 +515,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def validate(args: argparse.Namespace) -> None:
-    checks = (
-        (args.records > 0, "--records must be positive"),
-        (args.connectors > 0 and args.partitions_per_connector > 0, "--connectors and partitions must be > 0"),
-        (0 <= args.tombstone_ratio < 1, "--tombstone-ratio must be in [0, 1)"),
-        (args.repeat >= 1 and args.warmup_records >= 0, "--repeat must be >= 1, --warmup-records >= 0"),
-        (args.requests >= 1 and args.warmup_requests >= 0, "--requests must be >= 1, --warmup-requests >= 0"),
-        (args.create_threads >= 1, "--create-threads must be >= 1"),
-        (args.job_timeout > 0, "--job-timeout must be positive"),
+    check_arguments(
+        (
+            (args.records > 0, "--records must be positive"),
+            (args.connectors > 0 and args.partitions_per_connector > 0, "--connectors and partitions must be > 0"),
+            (0 <= args.tombstone_ratio < 1, "--tombstone-ratio must be in [0, 1)"),
+            (args.repeat >= 1 and args.warmup_records >= 0, "--repeat must be >= 1, --warmup-records >= 0"),
+            (args.requests >= 1 and args.warmup_requests >= 0, "--requests must be >= 1, --warmup-requests >= 0"),
+            (args.create_threads >= 1, "--create-threads must be >= 1"),
+            (args.job_timeout > 0, "--job-timeout must be positive"),
+        )
     )
-    for ok, message in checks:
-        if not ok:
-            raise BenchError(message)
 
 
 def make_workload(args: argparse.Namespace, n: int, connectors: int, seed: int) -> Workload:
     return generate_workload(n, connectors, args.partitions_per_connector, args.tombstone_ratio, seed)
-
-
-def warm_up(
-    spark: SparkSession, cluster: Settings, args: argparse.Namespace, work_dir: Path, topics: list[str]
-) -> None:
-    """A raw read and a job run on a small topic: JVM class loading, JIT, Python workers and Delta set-up are paid
-    before either measurement."""
-    work = make_workload(args, args.warmup_records, min(args.connectors, 50), args.seed + 1)
-    topic = f"bench-offsets-warmup-{uuid.uuid4().hex[:8]}"
-    topics.append(topic)
-    prepare_topic(cluster, topic, work.records, PARTITIONS, args.replication_factor)
-    _, raw_seconds = time_raw_read(spark, cluster, topic)
-    settings = job_settings(cluster, work_dir, topic, "warmup")
-    run = run_offsets_job(spark, settings, args.job_timeout)
-    check_tables(spark, settings, work)
-    print(f"warm-up ({len(work.records):,} records): raw read {raw_seconds:.2f} s, job {run.seconds:.2f} s", flush=True)
 
 
 def rest_phase(
@@ -645,32 +582,19 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
         f"end, seed {args.seed}; generated in {time.perf_counter() - started:.2f} s",
         flush=True,
     )
-    topic = f"bench-offsets-{uuid.uuid4().hex[:8]}"
-    topics.append(topic)
-    fill_seconds = prepare_topic(cluster, topic, work.records, PARTITIONS, args.replication_factor)
-    print(f"fill ({PARTITIONS} partitions, kafka-python, acks=1; informational): {rate(n, fill_seconds)}", flush=True)
+    topic = new_topic(
+        cluster, "bench-offsets", work.records, PARTITIONS, args.replication_factor, topics, report_fill=True
+    )
 
     with contextlib.ExitStack() as stack:
         spark = bench_session(work_dir, args.master, "connect-state-bench-offsets")
         stack.callback(spark.stop)
-        for line in machine_lines(spark, args.master):
-            print(line, flush=True)
         if args.warmup_records:
-            warm_up(spark, cluster, args, work_dir, topics)
+            warm = make_workload(args, args.warmup_records, min(args.connectors, 50), args.seed + 1)
+            check_warm = partial(check_tables, work=warm)
+            warm_up(spark, args, cluster, work_dir, topics, JOB, "bench-offsets", PARTITIONS, warm.records, check_warm)
         raw_times, job_times, last_run = run_rounds(
-            spark,
-            cluster,
-            topic,
-            len(work.records),
-            args.repeat,
-            args.job_timeout,
-            JobUnderTest(
-                settings_for=lambda label: job_settings(cluster, work_dir, topic, label),
-                run=run_offsets_job,
-                check=lambda spark_, settings_: check_tables(spark_, settings_, work),
-                part_labels=PART_LABELS,
-                start_what=START_WHAT,
-            ),
+            spark, args, cluster, work_dir, topic, n, JOB, partial(check_tables, work=work)
         )
         api, connect_url = rest_phase(spark, args, stack, cluster, work_dir, last_run, work, topics)
         spark.stop()  # the API reads the tables with deltalake; no JVM of ours competes with the servers
@@ -708,13 +632,7 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return bench_main(
-        "bench/offsets.py",
-        args,
-        lambda cluster, work_dir, topics: measure(args, cluster, work_dir, topics),
-        validate=lambda: validate(args),
-        keep=args.keep,
-    )
+    return bench_main("bench/offsets.py", args, measure, validate, keep=args.keep)
 
 
 if __name__ == "__main__":

@@ -184,17 +184,13 @@ DEFAULT_PROVIDER = HeartbeatProvider()
 
 
 class _FunctionProvider(HeartbeatProvider):
+    """A plain function with the signature of :meth:`HeartbeatProvider.produce_heartbeat_records`, as a provider."""
+
     def __init__(self, function: Callable[..., list[HeartbeatRecord]]) -> None:
         self.function = function
 
-    def produce_heartbeat_records(
-        self,
-        connector: str,
-        config: Mapping[str, object],
-        partition: Mapping[str, object],
-        last_offset: Mapping[str, object] | None,
-    ) -> list[HeartbeatRecord]:
-        return self.function(connector, config, partition, last_offset)
+    def produce_heartbeat_records(self, *args: Any, **kwargs: Any) -> list[HeartbeatRecord]:
+        return self.function(*args, **kwargs)
 
 
 def as_provider(plugin: object) -> HeartbeatProvider:

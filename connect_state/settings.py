@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from connect_state.errors import ConfigError
+from connect_state.storage import Location, check_endpoint
 
 ENV_PREFIX = "CONNECT_STATE_"
 CONF_FILE_ENV = "CONNECT_STATE_CONF_FILE"
@@ -83,15 +84,24 @@ class Settings:
     config_storage_topic: str
     offset_storage_topic: str
     kafka_client_properties: dict[str, str]
-    delta_root: Path
-    checkpoint_root: Path
+    delta_root: Location
+    checkpoint_root: Location
+    storage_s3_endpoint: str
+    storage_s3_region: str
+    storage_s3_path_style_access: bool
+    storage_allow_http: bool
+    storage_options: dict[str, str]
     trigger_interval: str
     spark_master: str
+    spark_jars_dir: str
     api_host: str
     api_port: int
     topic_tracking_enable: bool
     topic_tracking_allow_reset: bool
     api_kafka_write_timeout_ms: int
+    api_fresh_read_timeout_ms: int
+    api_lag_cache_ms: int
+    api_lag_timeout_ms: int
     consumer_offsets_topic: str
     cleanup_offsets_on_delete: bool
     cleanup_hooks: str
@@ -104,6 +114,8 @@ class Settings:
     local_broker_port: int
     local_controller_port: int
     local_connect_port: int
+    local_s3_port: int
+    local_s3_bucket: str
     connect_rest_url: str
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -126,10 +138,16 @@ class Settings:
             elif f.type == "Path":
                 path = Path(value).expanduser()
                 values[f.name] = path if path.is_absolute() else base / path
+            elif f.type == "Location":
+                try:
+                    values[f.name] = Location.parse(value, base)
+                except ConfigError as err:
+                    raise ConfigError(f"{key}: {err}") from None
             elif f.type == "dict[str, str]":
                 values[f.name] = _to_client_props(key, value)
             else:
                 values[f.name] = value
+        check_endpoint(values["storage_s3_endpoint"], values["storage_allow_http"])
         return cls(**values, raw=dict(props))
 
     def with_overrides(self, **overrides: str) -> Settings:
@@ -138,11 +156,11 @@ class Settings:
         props.update(overrides)
         return Settings.from_mapping(props)
 
-    def table_path(self, name: str) -> Path:
+    def table_path(self, name: str) -> Location:
         """Where the Delta table ``name`` lives."""
         return self.delta_root / name
 
-    def checkpoint_path(self, job: str) -> Path:
+    def checkpoint_path(self, job: str) -> Location:
         return self.checkpoint_root / job
 
     def kafka_client_config(self) -> dict[str, str]:

@@ -352,6 +352,29 @@ WATERMARKS = TableSpec(
     ),
 )
 
+DATA_LOSS = TableSpec(
+    name="data_loss",
+    schema=pa.schema(
+        [
+            ("query", STRING),
+            ("topic", STRING),
+            ("partition", INT),
+            ("expected_offset", BIGINT),
+            ("earliest_offset", BIGINT),
+            ("cause", STRING),
+            ("batch_id", BIGINT),
+            ("detected_at", TIMESTAMP),
+        ]
+    ),
+    key=("query", "topic", "partition", "expected_offset"),
+    description=(
+        "Records a streaming query expected to read and could not: per (query, topic, partition), the offset it was "
+        "at, the earliest offset still there (null when the partition is gone), the cause (records_deleted: "
+        "retention or deleteRecords; partition_gone: topic deleted; offsets_went_back: topic recreated), the batch "
+        "that noticed it and when (connect_state/positions.py). The query goes on from the earliest offset."
+    ),
+)
+
 # Which streaming query (checkpoint name) writes each table: the tables' freshness is its query's watermark.
 TABLE_QUERIES: dict[str, str] = {
     "active_topics": "active_topics",
@@ -379,4 +402,5 @@ ALL_TABLES = (
     SOURCE_PARTITION_ACTIVITY,
     HEARTBEATS,
     WATERMARKS,
+    DATA_LOSS,
 )

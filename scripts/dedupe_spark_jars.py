@@ -23,6 +23,8 @@ REQUIRED = (
     "spark-token-provider-kafka-0-10_",
     "kafka-clients",
     "commons-pool2",
+    "hadoop-aws",
+    "s3-transfer-manager",
 )
 _VERSION = re.compile(r"-\d[\w.\-]*\.jar$")
 

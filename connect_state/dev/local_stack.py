@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import IO, ClassVar, TypeVar
+from typing import IO, ClassVar, Self
 from xml.sax.saxutils import quoteattr
 
 from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
@@ -52,7 +52,6 @@ DATA_DIR_MARKER = ".connect-state-local"
 REQUIRED_JARS = ("kafka_2.13-", "connect-runtime-", "connect-file-", "log4j-slf4j-impl-")
 LOG_TAIL_LINES = 40
 
-_S = TypeVar("_S", bound="_JavaService")
 _LIVE: set[_JavaService] = set()
 """Services started and not stopped yet, stopped at interpreter exit if the program forgot them."""
 
@@ -206,16 +205,38 @@ def ready_topics(bootstrap_servers: str, topics: list[str], timeout: float = 5.0
 # --- one JVM --------------------------------------------------------------------------------------------------------
 
 
-class _JavaService:
+class _Service:
+    """Something started and stopped; ``with`` starts it and stops it on the way out."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> object:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+class _JavaService(_Service):
     """A Kafka JVM (broker or worker) run from the jars: start, readiness, logs and a clean stop."""
 
     main_class: ClassVar[str]
+    config_name: ClassVar[str]
+    """The properties file the main class is started with, in the service's home."""
     ready_interval: ClassVar[float] = 0.25
 
     def __init__(
         self,
         name: str,
-        home: Path,
+        settings: Settings,
+        data_dir: str | os.PathLike[str] | None,
         *,
         lib_dir: str | os.PathLike[str] | None,
         heap: str,
@@ -223,7 +244,7 @@ class _JavaService:
         stop_timeout: float,
     ) -> None:
         self.name = name
-        self.home = Path(home)
+        self.home = Path(data_dir) if data_dir is not None else settings.local_data_dir / name
         self._lib_dir_arg = lib_dir
         self.heap = heap
         self.start_timeout = start_timeout
@@ -251,7 +272,15 @@ class _JavaService:
     def log4j2_file(self) -> Path:
         return self.home / "log4j2.xml"
 
+    @property
+    def config_file(self) -> Path:
+        return self.home / self.config_name
+
     # what subclasses provide
+
+    def _find_lib(self) -> Path:
+        """The directory of the jars the JVM runs from (Kafka's; the S3 server has its own)."""
+        return find_kafka_lib(self._lib_dir_arg)
 
     def _ports(self) -> dict[str, int]:
         """The ports this service binds, by the setting that names them."""
@@ -262,8 +291,8 @@ class _JavaService:
         raise NotImplementedError
 
     def _args(self) -> list[str]:
-        """The main class's arguments."""
-        raise NotImplementedError
+        """The main class's arguments: its properties file."""
+        return [str(self.config_file)]
 
     def _probe(self, timeout: float) -> str | None:
         """None when ready, else what is still missing (raising OSError counts as not ready)."""
@@ -282,7 +311,7 @@ class _JavaService:
         """Launch the JVM; with ``wait``, block until ready (at most ``start_timeout`` s) or stop it and raise."""
         if self.is_running():
             return
-        lib_dir = find_kafka_lib(self._lib_dir_arg)
+        lib_dir = self._find_lib()
         java = find_java()
         self._check_ports()
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -369,7 +398,7 @@ class _JavaService:
         proc, self._proc = self._proc, None
         code = None
         if proc is not None:
-            code = _terminate(proc, self.stop_timeout if timeout is None else timeout)
+            code = terminate_process_group(proc, self.stop_timeout if timeout is None else timeout)
         if self._out is not None:
             self._out.close()
             self._out = None
@@ -391,15 +420,6 @@ class _JavaService:
         """A LocalStackError with ``message`` and the log tail."""
         return LocalStackError(f"{message}\n{self.log_tail()}")
 
-    def __enter__(self: _S) -> _S:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
 
 def _read_pid(path: Path) -> int | None:
     try:
@@ -418,8 +438,9 @@ def _process_exists(pid: int) -> bool:
     return True
 
 
-def _terminate(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
-    """SIGTERM ``proc``'s process group, wait ``timeout`` s, then SIGKILL it and wait 10 s more."""
+def terminate_process_group(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
+    """SIGTERM ``proc``'s process group (started with ``start_new_session=True``), wait ``timeout`` s, then SIGKILL it
+    and wait 10 s more; return the exit code (None if it still runs)."""
     for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
         if proc.poll() is not None:
             break
@@ -448,6 +469,7 @@ class KafkaBroker(_JavaService):
     """
 
     main_class = "kafka.Kafka"
+    config_name = "server.properties"
     storage_tool = "kafka.tools.StorageTool"
     node_id = 1
 
@@ -464,9 +486,14 @@ class KafkaBroker(_JavaService):
         start_timeout: float = 90.0,
         stop_timeout: float = 30.0,
     ) -> None:
-        home = Path(data_dir) if data_dir is not None else settings.local_data_dir / "broker"
         super().__init__(
-            "broker", home, lib_dir=lib_dir, heap=heap, start_timeout=start_timeout, stop_timeout=stop_timeout
+            "broker",
+            settings,
+            data_dir,
+            lib_dir=lib_dir,
+            heap=heap,
+            start_timeout=start_timeout,
+            stop_timeout=stop_timeout,
         )
         self.port = settings.local_broker_port if port is None else port
         self.controller_port = settings.local_controller_port if controller_port is None else controller_port
@@ -480,10 +507,6 @@ class KafkaBroker(_JavaService):
     def storage_dir(self) -> Path:
         """``log.dirs``: the KRaft metadata log and the topic partitions."""
         return self.home / "kraft"
-
-    @property
-    def config_file(self) -> Path:
-        return self.home / "server.properties"
 
     @property
     def cluster_id(self) -> str | None:
@@ -544,9 +567,6 @@ class KafkaBroker(_JavaService):
             raise self.error("StorageTool random-uuid printed nothing")
         self._storage_tool(java, lib_dir, ["format", "-t", lines[-1], "-c", str(self.config_file)])
 
-    def _args(self) -> list[str]:
-        return [str(self.config_file)]
-
     def describe_cluster(self, timeout: float = 5.0) -> ClusterDescription:
         """The cluster as this broker describes it."""
         return describe_cluster(self.bootstrap_servers, timeout)
@@ -573,6 +593,7 @@ class ConnectWorker(_JavaService):
     """
 
     main_class = "org.apache.kafka.connect.cli.ConnectDistributed"
+    config_name = "worker.properties"
 
     def __init__(
         self,
@@ -590,8 +611,9 @@ class ConnectWorker(_JavaService):
         start_timeout: float = 120.0,
         stop_timeout: float = 30.0,
     ) -> None:
-        home = Path(data_dir) if data_dir is not None else settings.local_data_dir / name
-        super().__init__(name, home, lib_dir=lib_dir, heap=heap, start_timeout=start_timeout, stop_timeout=stop_timeout)
+        super().__init__(
+            name, settings, data_dir, lib_dir=lib_dir, heap=heap, start_timeout=start_timeout, stop_timeout=stop_timeout
+        )
         self.settings = settings
         self.port = settings.local_connect_port if port is None else port
         self.bootstrap_servers = bootstrap_servers or f"{LOOPBACK}:{settings.local_broker_port}"
@@ -603,10 +625,6 @@ class ConnectWorker(_JavaService):
     @property
     def rest_url(self) -> str:
         return f"http://{LOOPBACK}:{self.port}"
-
-    @property
-    def config_file(self) -> Path:
-        return self.home / "worker.properties"
 
     @property
     def status_topic(self) -> str:
@@ -682,9 +700,6 @@ class ConnectWorker(_JavaService):
         self.properties = self.worker_properties()
         write_properties(self.config_file, self.properties, "Connect worker, written by local_stack.py")
 
-    def _args(self) -> list[str]:
-        return [str(self.config_file)]
-
     def _probe(self, timeout: float) -> str | None:
         client = ConnectRestClient(self.rest_url, timeout)
         for path in ("/", "/health", "/connectors"):
@@ -703,7 +718,7 @@ class ConnectWorker(_JavaService):
 # --- broker + worker ------------------------------------------------------------------------------------------------
 
 
-class LocalStack:
+class LocalStack(_Service):
     """A broker, then a worker on it, from one Settings; stopped in reverse order."""
 
     def __init__(
@@ -715,9 +730,13 @@ class LocalStack:
         worker_overrides: Mapping[str, str] | None = None,
         offset_flush_interval_ms: int = 1000,
         fresh: bool = False,
+        s3: bool = False,
     ) -> None:
+        from connect_state.dev.s3_server import S3Server  # it builds on this module
+
         self.settings = settings
         self.fresh = fresh
+        self.s3: _JavaService | None = S3Server(settings) if s3 else None
         self.broker = KafkaBroker(settings, overrides=broker_overrides, lib_dir=lib_dir)
         self.worker = ConnectWorker(
             settings,
@@ -740,9 +759,14 @@ class LocalStack:
         find_kafka_lib(self.broker._lib_dir_arg)  # fail fast, before touching the data dir
         self.broker._check_ports()
         self.worker._check_ports()
+        if self.s3 is not None:
+            self.s3._find_lib()
+            self.s3._check_ports()
         prepare_data_dir(self.settings.local_data_dir, wipe=self.fresh)
         self.fresh = False  # a restart of the same object keeps the data
         try:
+            if self.s3 is not None:
+                self.s3.start()
             self.broker.start()
             self.worker.start()
         except BaseException:
@@ -755,25 +779,18 @@ class LocalStack:
         self.worker.wait_ready(max(0.0, deadline - time.monotonic()))
 
     def stop(self) -> None:
-        """Stop the worker, then the broker."""
+        """Stop the worker, then the broker (then the S3 server)."""
         self.worker.stop()
         self.broker.stop()
+        if self.s3 is not None:
+            self.s3.stop()
 
     def dead_service(self) -> _JavaService | None:
         """A service that was started and has exited since, if any."""
-        for service in (self.broker, self.worker):
+        for service in (self.broker, self.worker, *([self.s3] if self.s3 is not None else [])):
             if service._proc is not None and service._proc.poll() is not None:
                 return service
         return None
-
-    def __enter__(self) -> LocalStack:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 def prepare_data_dir(path: Path, wipe: bool = False) -> None:
@@ -823,6 +840,8 @@ def run_foreground(stack: LocalStack, out: IO[str] = sys.stdout) -> int:
             file=out,
             flush=True,
         )
+        if stack.s3 is not None:
+            print(s3_instructions(stack.s3), file=out, flush=True)
         while (dead := stack.dead_service()) is None:
             time.sleep(1.0)
         raise dead.error(f"{dead.name} exited unexpectedly")
@@ -845,7 +864,22 @@ def build_parser() -> argparse.ArgumentParser:
     start = sub.add_parser("start", help="start broker and worker in the foreground until Ctrl-C or SIGTERM")
     start.add_argument("--fresh", action="store_true", help="wipe local.data.dir first (a new, empty cluster)")
     start.add_argument("--lib-dir", help=f"directory of Kafka jars (default: ${KAFKA_LIB_ENV} or {DEFAULT_KAFKA_LIB})")
+    start.add_argument(
+        "--s3",
+        action="store_true",
+        help="also start an S3-compatible server (s3proxy, in memory) on local.s3.port with bucket local.s3.bucket",
+    )
     return parser
+
+
+def s3_instructions(server: _JavaService) -> str:
+    """How to point the jobs and the API at the stack's S3 server: its credentials and the settings."""
+    from connect_state.dev.s3_server import S3Server, credentials_env
+
+    assert isinstance(server, S3Server)
+    env = " ".join(f"{k}={v}" for k, v in credentials_env().items())
+    sets = " ".join(f"--set {k}={v}" for k, v in server.storage_settings().items())
+    return f"S3 server      {server.endpoint}  (bucket {server.buckets[0]}; in memory)\n  {env}\n  {sets}"
 
 
 def _warn_if_elsewhere(settings: Settings, stack: LocalStack) -> None:
@@ -864,7 +898,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = settings_from_args(args)
-        stack = LocalStack(settings, lib_dir=args.lib_dir, fresh=args.fresh)
+        stack = LocalStack(settings, lib_dir=args.lib_dir, fresh=args.fresh, s3=args.s3)
         _warn_if_elsewhere(settings, stack)
         return run_foreground(stack)
     except ConnectStateError as err:

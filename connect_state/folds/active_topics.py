@@ -16,8 +16,12 @@ Rules, as ``KafkaStatusBackingStore`` applies them:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
+
+from connect_state.errors import RecordFormatError
+from connect_state.formats.status import TopicStatus, TopicStatusKey, parse_status_record
 
 ADDED = "added"
 UPDATED = "updated"
@@ -39,6 +43,29 @@ class TopicRecord:
     @property
     def is_tombstone(self) -> bool:
         return self.task is None
+
+    @classmethod
+    def from_kafka(
+        cls, key: bytes | None, value: bytes | None, kafka_partition: int, kafka_offset: int, kafka_timestamp: int
+    ) -> TopicRecord | None:
+        """The record of one raw status-topic record, or None when it is no topic status (another status kind, or a
+        record Connect discards: the job quarantines those, they change no topic set)."""
+        try:
+            record = parse_status_record(key, value)
+        except RecordFormatError:
+            return None
+        if not isinstance(record.key, TopicStatusKey):
+            return None
+        status = record.value if isinstance(record.value, TopicStatus) else None
+        return cls(
+            connector=record.key.connector,
+            topic=record.key.topic,
+            task=status.task if status else None,
+            discover_timestamp=status.discover_timestamp if status else None,
+            kafka_partition=kafka_partition,
+            kafka_offset=kafka_offset,
+            kafka_timestamp=kafka_timestamp,
+        )
 
 
 @dataclass(frozen=True)
@@ -131,6 +158,26 @@ def fold_connector_topics(
 def active_topics(state: ConnectorTopics) -> dict[str, TopicEntry]:
     """The topics currently in the connector's active set."""
     return {topic: entry for topic, entry in state.items() if entry.active}
+
+
+def state_from_rows(rows: Iterable[Mapping[str, Any]]) -> ConnectorTopics:
+    """A connector's state from its ``active_topics`` table rows (its active topics, each with the status-topic
+    partition and offset of the record in effect, so records the table already holds are skipped as replays).
+
+    Topics removed before the table's version are not in it: folding records from before that version over this state
+    may add such a topic back until its tombstone is folded again, never lose an active one.
+    """
+    state: ConnectorTopics = {}
+    for row in rows:
+        partition, offset = row.get("kafka_partition"), row.get("kafka_offset")
+        state[row["topic"]] = TopicEntry(
+            task=row.get("task"),
+            discover_timestamp=row.get("discover_timestamp"),
+            kafka_partition=-1 if partition is None else int(partition),
+            kafka_offset=-1 if offset is None else int(offset),
+            active=True,
+        )
+    return state
 
 
 def fold_all(records: Iterable[TopicRecord]) -> dict[str, ConnectorTopics]:

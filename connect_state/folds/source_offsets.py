@@ -31,6 +31,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
@@ -275,6 +276,57 @@ def fold_connector_offsets(
             if listed_now != (identity in before.listed):
                 rows.append(CurrentRow(LISTED, any_record.connector, any_record.offsets_topic, key, listed=listed_now))
     return new_state, changes, rows
+
+
+def state_from_rows(rows: Iterable[Mapping[str, Any]]) -> OffsetsState:
+    """The state of one (offsets topic, connector) from its ``source_offsets`` table rows.
+
+    Exact: every row is a live key of ``data``, and every map of ``connectorPartitions`` has a live key (the record
+    that last added a map is live until a tombstone, which removes the map too), flagged ``listed``. Rows whose key
+    does not parse are left out (the job never writes them).
+    """
+    state = OffsetsState()
+    for row in rows:
+        key = row.get("key")
+        if key is None:
+            continue
+        try:
+            parsed = parse_offset_key(bytes(key))
+        except RecordFormatError:
+            continue
+        identity = None if parsed.partition is None else partition_identity(parsed.partition)
+        state.keys[bytes(key)] = identity
+        if row.get("listed") and identity is not None:
+            state.listed.add(identity)
+    return state
+
+
+def apply_current_rows(rows: Iterable[Mapping[str, Any]], changes: Iterable[CurrentRow]) -> list[dict[str, Any]]:
+    """The ``source_offsets`` rows after a fold's current-table changes, as the job's merge applies them (by
+    ``(offsets_topic, key)``: ``upsert`` replaces or inserts, ``delete`` removes, ``listed`` updates the flag)."""
+    merged: dict[tuple[str, bytes], dict[str, Any]] = {
+        (row["offsets_topic"], bytes(row["key"])): dict(row) for row in rows if row.get("key") is not None
+    }
+    for change in changes:
+        where = (change.offsets_topic, change.key)
+        if change.op == DELETE:
+            merged.pop(where, None)
+        elif change.op == LISTED:
+            if where in merged:
+                merged[where]["listed"] = change.listed
+        else:
+            merged[where] = {
+                "connector": change.connector,
+                "offsets_topic": change.offsets_topic,
+                "partition": change.partition,
+                "key": change.key,
+                "offset": change.offset,
+                "value": change.value,
+                "listed": change.listed,
+                "kafka_partition": change.kafka_partition,
+                "kafka_offset": change.kafka_offset,
+            }
+    return list(merged.values())
 
 
 def fold_all(records: Iterable[OffsetRecord]) -> dict[tuple[str, str], OffsetsState]:

@@ -44,8 +44,13 @@ from dataclasses import dataclass, field
 from connect_state.connect.vocabulary import TargetState
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
-from connect_state.formats.javalang import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, java_parse_int, java_split_dash
 from connect_state.formats.javalang import java_class_name as java_class_name  # re-export
+from connect_state.formats.javalang import (
+    java_parse_int,
+    java_split_dash,
+    require_int,
+    require_str,
+)
 
 __all__ = [
     "COMMIT_TASKS_PREFIX",
@@ -435,12 +440,10 @@ def _connector_config(connector: str, value: object) -> ConnectorConfig | None:
     fields = _require_map(
         value, f"Ignoring configuration for connector '{connector}' because it is in the wrong format: "
     )
-    properties = fields.get("properties")
-    if not isinstance(properties, dict):
-        raise _Ignored(
-            f"Invalid data for config for connector '{connector}': 'properties' field should be a Map but is "
-            f"{java_class_name(properties)}"
-        )
+    properties = _require_map(
+        fields.get("properties"),
+        f"Invalid data for config for connector '{connector}': 'properties' field should be a Map but is ",
+    )
     return ConnectorConfig(properties)
 
 
@@ -452,12 +455,10 @@ def _task_config(key: TaskConfigKey, value: object) -> TaskConfig:
     fields = _require_map(
         value, f"Ignoring task configuration for task {task_id} because the value is not a Map but is "
     )
-    properties = fields.get("properties")
-    if not isinstance(properties, dict):
-        raise _Ignored(
-            f"Invalid data for config of task {task_id} 'properties' field should be a Map but is "
-            f"{java_class_name(properties)}"
-        )
+    properties = _require_map(
+        fields.get("properties"),
+        f"Invalid data for config of task {task_id} 'properties' field should be a Map but is ",
+    )
     return TaskConfig(properties)
 
 
@@ -676,24 +677,12 @@ def parse_config_record(key: str | bytes | None, value: bytes | None) -> ConfigR
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def _require_int(name: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name} must be an int in [{low}, {high}], got {value!r}")
-    return value
-
-
-def _require_str(name: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{name} must be a str, got {type(value).__name__}")
-    return value
-
-
 def _properties_value(properties: Mapping[str, str | None]) -> bytes:
     """``{"properties":{...}}``: the map schema is string to optional string; entries in the mapping's order."""
     for name, item in properties.items():
-        _require_str("property name", name)
+        require_str("property name", name)
         if item is not None:
-            _require_str(f"property {name!r}", item)
+            require_str(f"property {name!r}", item)
     return jsonconv.dumps({"properties": dict(properties)})
 
 
@@ -713,7 +702,7 @@ def serialize_task_config(properties: Mapping[str, str | None]) -> bytes:
 
 def serialize_task_commit(tasks: int) -> bytes:
     """``{"tasks":<n>}`` (``CONNECTOR_TASKS_COMMIT_V0``, an int32)."""
-    return jsonconv.dumps({"tasks": _require_int("tasks", tasks, INT32_MIN, INT32_MAX)})
+    return jsonconv.dumps({"tasks": require_int("tasks", tasks, 32)})
 
 
 def serialize_target_state(state: TargetState | str) -> bytes:
@@ -731,7 +720,7 @@ def serialize_target_state(state: TargetState | str) -> bytes:
 
 def serialize_task_count(task_count: int) -> bytes:
     """``{"task-count":<n>}`` (``TASK_COUNT_RECORD_V0``, an int32)."""
-    return jsonconv.dumps({"task-count": _require_int("task_count", task_count, INT32_MIN, INT32_MAX)})
+    return jsonconv.dumps({"task-count": require_int("task_count", task_count, 32)})
 
 
 def serialize_session_key(session_key: SessionKey) -> bytes:
@@ -740,8 +729,8 @@ def serialize_session_key(session_key: SessionKey) -> bytes:
         raise ValueError("a session key cannot be empty")
     fields = {
         "key": base64.b64encode(session_key.key).decode("ascii"),
-        "algorithm": _require_str("algorithm", session_key.algorithm),
-        "creation-timestamp": _require_int("creation_timestamp", session_key.creation_timestamp, INT64_MIN, INT64_MAX),
+        "algorithm": require_str("algorithm", session_key.algorithm),
+        "creation-timestamp": require_int("creation_timestamp", session_key.creation_timestamp, 64),
     }
     return jsonconv.dumps(fields)
 
@@ -756,7 +745,7 @@ def serialize_restart_request(request: RestartRequest) -> bytes:
 
 def serialize_logger_level(level: str) -> bytes:
     """``putLoggerLevel``: ``{"level":"<level>"}``."""
-    return jsonconv.dumps({"level": _require_str("level", level)})
+    return jsonconv.dumps({"level": require_str("level", level)})
 
 
 # ---------------------------------------------------------------------------------------------------------------------

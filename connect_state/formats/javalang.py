@@ -1,5 +1,5 @@
 """Java language semantics the formats mirror: int/long ranges and narrowing, Integer.parseInt/Long.parseLong, the
-class names JsonConverter's values have.
+class names JsonConverter's values have, and the checks of a value written to a ``Struct`` field of a Java type.
 
 Pure standard library.
 """
@@ -22,6 +22,8 @@ __all__ = [
     "java_parse_int",
     "java_parse_long",
     "java_trim",
+    "require_int",
+    "require_str",
 ]
 
 INT32_MIN = -(2**31)
@@ -165,3 +167,23 @@ def java_equality_key(value: object) -> object:
     if isinstance(value, (list, tuple)):
         return ("list", tuple(java_equality_key(item) for item in value))
     raise TypeError(f"not a value JsonConverter reads: {type(value).__name__}")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Values written to a Struct field
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def require_int(name: str, value: object, bits: int) -> int:
+    """``value`` for a ``Struct`` field of type ``INT32`` or ``INT64`` (``bits``), else ValueError."""
+    low, high, _ = _PARSE_RANGES[bits]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an int in [{low}, {high}], got {value!r}")
+    return value
+
+
+def require_str(name: str, value: object) -> str:
+    """``value`` for a ``Struct`` field of type ``STRING``, else ValueError."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a str, got {type(value).__name__}")
+    return value

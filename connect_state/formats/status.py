@@ -28,7 +28,12 @@ from typing import Literal
 from connect_state.connect.vocabulary import State
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
-from connect_state.formats.javalang import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, java_class_name, java_split_dash
+from connect_state.formats.javalang import (
+    java_class_name,
+    java_split_dash,
+    require_int,
+    require_str,
+)
 from connect_state.formats.javalang import java_parse_int as java_parse_int  # re-export
 
 __all__ = [
@@ -248,16 +253,6 @@ class StatusRecord:
     value: Status | TopicStatus | None
 
 
-def _require_string(field: str, value: object) -> None:
-    if not isinstance(value, str):
-        raise ValueError(f"{field} must be a str, got {type(value).__name__}")
-
-
-def _require_int(field: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{field} must be an int in [{low}, {high}], got {value!r}")
-
-
 def serialize_status(status: Status, *, with_version: bool = True) -> bytes | None:
     """The value bytes ``KafkaStatusBackingStore.serialize`` produces; ``None`` (a tombstone) for ``DESTROYED``.
 
@@ -276,9 +271,9 @@ def serialize_status(status: Status, *, with_version: bool = True) -> bytes | No
     if state is State.DESTROYED:
         return None
     if status.trace is not None:
-        _require_string("trace", status.trace)
-    _require_string("worker_id", status.worker_id)
-    _require_int("generation", status.generation, INT32_MIN, INT32_MAX)
+        require_str("trace", status.trace)
+    require_str("worker_id", status.worker_id)
+    require_int("generation", status.generation, 32)
     fields: dict[str, object] = {
         "state": status.state,
         "trace": status.trace,
@@ -287,7 +282,7 @@ def serialize_status(status: Status, *, with_version: bool = True) -> bytes | No
     }
     if with_version:
         if status.version is not None:
-            _require_string("version", status.version)
+            require_str("version", status.version)
         fields["version"] = status.version
     elif status.version is not None:
         raise ValueError("version is set but with_version=False would drop it")
@@ -299,10 +294,10 @@ def serialize_topic_status(status: TopicStatus) -> bytes:
 
     {"topic":{"name":"foo-topic","connector":"foo-source","task":0,"discoverTimestamp":1746009337985}}
     """
-    _require_string("topic", status.topic)
-    _require_string("connector", status.connector)
-    _require_int("task", status.task, INT32_MIN, INT32_MAX)
-    _require_int("discover_timestamp", status.discover_timestamp, INT64_MIN, INT64_MAX)
+    require_str("topic", status.topic)
+    require_str("connector", status.connector)
+    require_int("task", status.task, 32)
+    require_int("discover_timestamp", status.discover_timestamp, 64)
     inner = {
         "name": status.topic,
         "connector": status.connector,

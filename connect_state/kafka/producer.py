@@ -8,8 +8,10 @@ or Spark.
 
 What it guarantees (spec §1):
 
-* ``acks=all``, idempotence off (Connect forces it off on its stores), raw ``bytes`` keys and values, a ``None``
-  value is a tombstone. :meth:`InternalTopicWriter.send` refuses null keys (a null key makes a Connect worker skip
+* ``acks=all``, idempotence on by default (kafka-python 3.x's idempotent producer: a retried batch is never written
+  twice; ``enable.idempotence=false`` in ``kafka.client.properties`` turns it off, e.g. for a cluster whose ACLs do
+  not grant ``IDEMPOTENT_WRITE``, which is why Connect turns it off on its stores), raw ``bytes`` keys and values, a
+  ``None`` value is a tombstone. :meth:`InternalTopicWriter.send` refuses null keys (a null key makes a Connect worker skip
   the rest of its poll batch); :meth:`InternalTopicWriter.send_messages` (the heartbeat topic) takes records with
   headers and optional keys.
 * The partition of a keyed record is chosen **explicitly** with
@@ -60,10 +62,14 @@ Message = tuple[bytes | None, bytes | None, Sequence[Header] | None]
 
 CLIENT_ID = "connect-state-writer"
 
+# Defaults the client properties may change: idempotence (it needs acks=all and at most 5 requests in flight, both
+# forced below; verified against the real broker by tests/integration/test_kafka_writer.py).
+_DEFAULT_PRODUCER_CONFIG: dict[str, Any] = {
+    "enable_idempotence": True,
+}
 # Settings Connect forces on its internal-topic producers (plus what keeps `send` ordered and explicit).
 _FORCED_PRODUCER_CONFIG: dict[str, Any] = {
     "acks": -1,  # "all"
-    "enable_idempotence": False,
     "allow_auto_create_topics": False,
     "max_in_flight_requests_per_connection": 1,
 }
@@ -112,6 +118,7 @@ class InternalTopicWriter:
             "client_id": self.client_id,
             "max_block_ms": timeout,
             "bootstrap_timeout_ms": timeout,
+            **_DEFAULT_PRODUCER_CONFIG,
         }
         config.update(kafka_python_config(self.settings.kafka_client_config(), KafkaProducer.DEFAULT_CONFIG))
         for key, value in _FORCED_PRODUCER_CONFIG.items():

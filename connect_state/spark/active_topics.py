@@ -29,19 +29,21 @@ from connect_state.folds.active_topics import (
 )
 from connect_state.formats.status import TopicStatus, TopicStatusKey, parse_status_record
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import append_once, delta_transaction
+from connect_state.spark.delta_io import delta_transaction, insert_new_once
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldJob,
     FoldWriter,
     RecordKind,
     classify_records,
+    fold_reconciler,
     pandas_frame,
     passed_through,
     rejected,
     start_fold_query,
 )
 from connect_state.spark.kafka_source import read_internal_topic
+from connect_state.spark.reconcile import Reconciler
 from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY
 
 JOB_NAME = "active_topics"
@@ -153,7 +155,8 @@ class ActiveTopicsWriter(FoldWriter):
             "kafka_offset",
             F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
         )
-        append_once(rows, self.path(ACTIVE_TOPICS_HISTORY), self.app_id(ACTIVE_TOPICS_HISTORY), batch_id)
+        spec = ACTIVE_TOPICS_HISTORY
+        insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id)
 
     def _merge_current(self, changes: DataFrame, batch_id: int) -> None:
         latest = (
@@ -203,6 +206,20 @@ def start(
         tables=(ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY),
         current_tables=(ACTIVE_TOPICS,),
         available_now=available_now,
+        reconciler=reconciler(settings),
+    )
+
+
+def reconciler(settings: Settings) -> Reconciler:
+    """``active_topics`` rows whose (connector, topic) has no record left in the status topic are ghosts."""
+    return fold_reconciler(
+        settings,
+        ACTIVE_TOPICS,
+        lambda _spark: [settings.status_storage_topic],
+        classify,
+        PARSED_SCHEMA,
+        [RecordKind.TOPIC],
+        ["connector", "topic"],
     )
 
 

@@ -34,13 +34,14 @@ from connect_state.folds.connector_states import (
 from connect_state.formats.config import TaskCommitKey, parse_config_key, parse_config_record
 from connect_state.formats.status import TopicStatusKey, parse_status_record
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import append_once, delta_transaction, spark_type
+from connect_state.spark.delta_io import delta_transaction, insert_new_once, spark_type
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldJob,
     FoldWriter,
     RecordKind,
     classify_records,
+    fold_reconciler,
     pandas_frame,
     passed_through,
     rejected,
@@ -48,6 +49,7 @@ from connect_state.spark.foldjob import (
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
+from connect_state.spark.reconcile import Reconciler
 from connect_state.tables import CONNECTOR_EVENTS, CONNECTORS
 
 JOB_NAME = "connector_states"
@@ -178,7 +180,9 @@ class ConnectorStatesWriter(FoldWriter):
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
                 F.current_timestamp().alias("recorded_at"),
             )
-            append_once(history, self.path(CONNECTOR_EVENTS), self.app_id(CONNECTOR_EVENTS), batch_id)
+            insert_new_once(
+                history, self.path(CONNECTOR_EVENTS), CONNECTOR_EVENTS.key, self.app_id(CONNECTOR_EVENTS), batch_id
+            )
         if n_rows:
             self._merge_connectors(rows, batch_id)
         return f"{n_rows} connectors updated, {n_events} events"
@@ -220,6 +224,22 @@ def start(
         tables=(CONNECTORS, CONNECTOR_EVENTS),
         current_tables=(CONNECTORS,),
         available_now=available_now,
+        reconciler=reconciler(settings),
+    )
+
+
+def reconciler(settings: Settings) -> Reconciler:
+    """``connectors`` rows of a name with no record left in the config and status topics are ghosts (a from-scratch
+    fold has no such connector, not even a deleted one)."""
+    config_topic = settings.config_storage_topic
+    return fold_reconciler(
+        settings,
+        CONNECTORS,
+        lambda _spark: [config_topic, settings.status_storage_topic],
+        lambda key, value, kafka: classify(key, value, kafka, config_topic),
+        PARSED_SCHEMA,
+        [RecordKind.CONFIG, RecordKind.STATUS, RecordKind.UNREADABLE_COMMIT],
+        [F.col("connector").alias("name")],
     )
 
 

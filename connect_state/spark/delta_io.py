@@ -11,7 +11,6 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pyarrow as pa
 from delta.tables import DeltaTable
@@ -19,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from pyspark.sql.types import DataType, StructType
 
+from connect_state.storage import Location
 from connect_state.tables import TableSpec
 
 log = logging.getLogger("connect_state.delta_io")
@@ -48,7 +48,7 @@ def schema_of(spec: TableSpec) -> StructType:
     return spark_schema(spec.schema)
 
 
-def ensure_table(spark: SparkSession, root: Path, spec: TableSpec) -> str:
+def ensure_table(spark: SparkSession, root: Location, spec: TableSpec) -> str:
     """Create the table at ``root/spec.name`` if it does not exist yet; return its path."""
     path = str(root / spec.name)
     builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema_of(spec))

@@ -8,22 +8,41 @@ it writes per batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from connect_state.kafka.topic_positions import TopicPositions, shared_positions
+from connect_state.positions import DataLoss, detect_losses, partitions_to_check, watermark_rows
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import ensure_table, insert_new_once, retry_on_conflict
+from connect_state.spark import storage
+from connect_state.spark.checkpoint import planned_positions
+from connect_state.spark.delta_io import (
+    delta_transaction,
+    ensure_table,
+    insert_new_once,
+    retry_on_conflict,
+    spark_schema,
+)
+from connect_state.spark.kafka_source import read_topic_batch
+from connect_state.spark.reconcile import RECONCILE_INTERVAL_S, Reconciler
 from connect_state.spark.streaming import QueryTask, Run, checkpoint_query_id, job_logger
-from connect_state.tables import REJECTED_RECORDS, TableSpec
+from connect_state.storage import Location
+from connect_state.tables import DATA_LOSS, REJECTED_RECORDS, WATERMARKS, TableSpec
+
+# Concurrent queries write these shared tables every batch: more attempts than a job's own table needs.
+SHARED_TABLE_ATTEMPTS = 10
+_WATERMARK_ROWS = spark_schema(pa.schema([f for f in WATERMARKS.schema if f.name != "committed_at"]))
+_DATA_LOSS_ROWS = spark_schema(pa.schema([f for f in DATA_LOSS.schema if f.name != "detected_at"]))
 
 
 class RecordKind(StrEnum):
@@ -129,22 +148,68 @@ def classify_records(kafka_rows: DataFrame, classify: Classifier, ddl: str) -> D
     return kafka_rows.selectExpr(*columns).mapInPandas(parse, ddl)
 
 
+def fold_reconciler(
+    settings: Settings,
+    table: TableSpec,
+    topics: Callable[[SparkSession], Sequence[str]],
+    classify: Classifier,
+    ddl: str,
+    kinds: Sequence[str],
+    columns: Sequence[str | Column],
+    conf: Mapping[str, str] | None = None,
+) -> Reconciler:
+    """The :class:`Reconciler` of a pipeline's current ``table``: the key ``columns`` of the rows of ``kinds`` that the
+    pipeline's parse step (``classify``, ``ddl``) makes of every record of ``topics`` (a batch read)."""
+
+    def live_keys(spark: SparkSession, names: Sequence[str]) -> DataFrame:
+        parsed = classify_records(read_topic_batch(spark, settings, names), classify, ddl)
+        return parsed.filter(F.col("record_kind").isin(*[str(kind) for kind in kinds])).select(*columns)
+
+    return Reconciler(
+        table,
+        str(settings.delta_root / table.name),
+        topics,
+        live_keys,
+        shared_positions(settings),
+        dict(conf or {}),
+        job_logger(table.name),
+    )
+
+
 class FoldWriter:
     """Base of a job's ``foreachBatch`` sink: persists the batch, calls :meth:`write`, quarantines rejected rows.
 
     Every Delta write of a batch is tagged with (this query's id + table, batch id), so a batch replayed after a crash
     changes nothing that already committed. The query id comes from the checkpoint, so a new checkpoint never collides
     with the batch ids an earlier one recorded.
+
+    Around the table writes (:mod:`connect_state.positions`):
+
+    * before the batch's records are read, the batch's start (``offsets/N-1`` of the checkpoint) is compared with its
+      planned end (``offsets/N``) and the partitions' log start offsets: records lost to retention, a deleted or a
+      recreated topic go to ``data_loss`` (and a log line); Spark's source goes on from the earliest offset;
+    * after them, the batch's end offsets go to ``watermarks``: the position the tables reflect. A crash in between
+      replays the batch, whose writes are idempotent, so a watermark never claims more than the tables hold;
+    * then, every ``reconcile_interval_s`` (and after a data loss), the :class:`Reconciler` of the query's current
+      table removes rows whose key is no longer in the topics.
+
+    :func:`start_fold_query` gives the writer its Kafka positions client and reconciler; without them (a writer
+    called directly) it records watermarks only.
     """
 
     job_name = "fold"
+    reconcile_interval_s = RECONCILE_INTERVAL_S
 
-    def __init__(self, delta_root: Path, checkpoint: Path) -> None:
+    def __init__(self, delta_root: Location, checkpoint: Location) -> None:
         self.delta_root = delta_root
         self.checkpoint = str(checkpoint)
         self.rejected_path = str(delta_root / REJECTED_RECORDS.name)
         self._query_id: str | None = None
         self.log = job_logger(self.job_name)
+        self.positions: TopicPositions | None = None
+        self.reconciler: Reconciler | None = None
+        self._next_reconcile = 0.0
+        self._shared_tables_ready = False
 
     def path(self, spec: TableSpec) -> str:
         return str(self.delta_root / spec.name)
@@ -156,8 +221,10 @@ class FoldWriter:
         return f"connect-state:{self.job_name}:{self._query_id}:{spec.name}"
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        spark = batch.sparkSession
         if self._query_id is None:
-            self._query_id = checkpoint_query_id(batch.sparkSession, self.checkpoint)
+            self._query_id = checkpoint_query_id(spark, self.checkpoint)
+        losses = self.record_data_loss(spark, batch_id)  # before the batch's records are read
         batch.persist()
         try:
             rejected = batch.filter(F.col("record_kind") == RecordKind.REJECTED)
@@ -168,6 +235,91 @@ class FoldWriter:
             self.log.info("batch %d: %s, %d rejected records", batch_id, summary, n_rejected)
         finally:
             batch.unpersist()
+        self.record_watermark(spark, batch_id)  # after the batch's table writes
+        if self.reconciler is not None and (losses or time.monotonic() >= self._next_reconcile):
+            self.reconcile(spark)
+
+    def attach(self, positions: TopicPositions, reconciler: Reconciler | None) -> None:
+        """Give the writer its Kafka positions client (data loss) and its table's reconciler; the query's start has
+        just reconciled, so the next pass is due in ``reconcile_interval_s``."""
+        self.positions = positions
+        self.reconciler = reconciler
+        self._next_reconcile = time.monotonic() + self.reconcile_interval_s
+
+    def _ensure_shared_tables(self, spark: SparkSession) -> None:
+        if not self._shared_tables_ready:
+            for spec in (WATERMARKS, DATA_LOSS):
+                ensure_table(spark, self.delta_root, spec)
+            self._shared_tables_ready = True
+
+    def record_data_loss(self, spark: SparkSession, batch_id: int) -> list[DataLoss]:
+        """Compare the batch's start and planned end with the partitions' log start offsets; record what was lost
+        (``data_loss``, idempotent per batch) and log it. Needs the positions client (:meth:`attach`)."""
+        if self.positions is None:
+            return []
+        previous = planned_positions(spark, self.checkpoint, batch_id - 1)
+        planned = planned_positions(spark, self.checkpoint, batch_id)
+        if not previous or planned is None:
+            return []
+        check = partitions_to_check(previous, planned)
+        earliest = self.positions.earliest_offsets(check) if check else {}
+        losses = detect_losses(previous, planned, earliest)
+        if not losses:
+            return []
+        for loss in losses:
+            self.log.warning("batch %d: %s", batch_id, loss.describe(self.job_name))
+        self._ensure_shared_tables(spark)
+        rows = [
+            (self.job_name, x.topic, x.partition, x.expected_offset, x.earliest_offset, str(x.cause), batch_id)
+            for x in losses
+        ]
+        frame = spark.createDataFrame(rows, _DATA_LOSS_ROWS).withColumn("detected_at", F.current_timestamp())
+        retry_on_conflict(
+            lambda: insert_new_once(frame, self.path(DATA_LOSS), DATA_LOSS.key, self.app_id(DATA_LOSS), batch_id),
+            DATA_LOSS.name,
+            SHARED_TABLE_ATTEMPTS,
+        )
+        return losses
+
+    def record_watermark(self, spark: SparkSession, batch_id: int) -> None:
+        """The batch's planned end offsets as this query's rows of ``watermarks`` (partitions the query no longer
+        reads are removed), once per batch."""
+        positions = planned_positions(spark, self.checkpoint, batch_id)
+        if not positions:
+            return
+        self._ensure_shared_tables(spark)
+        source = spark.createDataFrame(watermark_rows(self.job_name, positions, batch_id), _WATERMARK_ROWS)
+        source = source.withColumn("committed_at", F.current_timestamp())
+        condition = "t.query = s.query AND t.topic = s.topic AND t.`partition` = s.`partition`"
+
+        def merge() -> None:
+            table = DeltaTable.forPath(spark, self.path(WATERMARKS))
+            with delta_transaction(spark, self.app_id(WATERMARKS), batch_id):
+                (
+                    table.alias("t")
+                    .merge(source.alias("s"), condition)
+                    .whenMatchedUpdateAll()
+                    .whenNotMatchedInsertAll()
+                    .whenNotMatchedBySourceDelete(f"t.query = '{self.job_name}'")
+                    .execute()
+                )
+
+        retry_on_conflict(merge, WATERMARKS.name, SHARED_TABLE_ATTEMPTS)
+
+    def reconcile(self, spark: SparkSession) -> None:
+        """A reconcile pass of the query's current table (a failed pass is logged; the next one is due later)."""
+        if self.reconciler is None:
+            return
+        self._next_reconcile = time.monotonic() + self.reconcile_interval_s
+        try:
+            self.reconciler(spark)
+        except Exception:
+            self.log.warning(
+                "reconcile %s failed; next pass in %.0f s",
+                self.reconciler.table.name,
+                self.reconcile_interval_s,
+                exc_info=True,
+            )
 
     def write(self, batch: DataFrame, batch_id: int) -> str:
         """Write the batch's non-rejected rows; return a short summary for the log."""
@@ -202,19 +354,31 @@ def start_fold_query(
     tables: Sequence[TableSpec],
     current_tables: Sequence[TableSpec],
     available_now: bool,
+    reconciler: Reconciler | None = None,
 ) -> StreamingQuery:
     """Create ``tables`` if needed and start ``folded`` (update mode) into ``writer``.
 
     With a new checkpoint the fold starts from the first record of its topics, so the ``current_tables`` (snapshots,
-    not history) are emptied first: rows whose tombstones were compacted away must not linger.
+    not history) are emptied first (rows whose tombstones were compacted away must not linger), and so are the
+    query's watermarks; the history tables are kept (their rows are keyed by their Kafka coordinates: a record folded
+    again adds nothing). With an existing checkpoint, ``reconciler`` runs a pass first (rows whose keys left the
+    topics while the job was down); the writer gets it for the passes that follow (:meth:`FoldWriter.attach`).
     """
-    for spec in (*tables, REJECTED_RECORDS):
+    for spec in (*tables, REJECTED_RECORDS, WATERMARKS, DATA_LOSS):
         ensure_table(spark, settings.delta_root, spec)
+    writer._shared_tables_ready = True
     checkpoint = settings.checkpoint_path(job_name)
-    if not checkpoint.exists():
+    if not storage.exists(spark, checkpoint):  # Hadoop's filesystem: the checkpoint may be in object storage
         for spec in current_tables:
             writer.log.info("no checkpoint at %s: rebuilding %s from the start of the topics", checkpoint, spec.name)
             DeltaTable.forPath(spark, str(settings.delta_root / spec.name)).delete()
+        DeltaTable.forPath(spark, str(settings.delta_root / WATERMARKS.name)).delete(f"query = '{job_name}'")
+    elif reconciler is not None:
+        try:
+            reconciler(spark)
+        except Exception:
+            writer.log.warning("reconcile %s failed; the query starts anyway", reconciler.table.name, exc_info=True)
+    writer.attach(shared_positions(settings), reconciler)
     stream = (
         folded.writeStream.queryName(job_name)
         .outputMode("update")
@@ -236,4 +400,7 @@ class FoldJob:
         return None
 
     def start(self, spark: SparkSession, settings: Settings, available_now: bool, max_offsets: int | None) -> Run:
-        return Run([QueryTask(self.start_query(spark, settings, available_now, max_offsets))])
+        def start_query() -> StreamingQuery:
+            return self.start_query(spark, settings, available_now, max_offsets)
+
+        return Run([QueryTask(start_query(), restart=start_query)])

@@ -471,5 +471,8 @@ class HeartbeatsJob:
 
     def start(self, spark: SparkSession, settings: Settings, available_now: bool, max_offsets: int | None) -> Run:
         sink = HeartbeatSink(settings, providers=self.providers)
-        query = start(spark, settings, available_now, max_offsets, sink)
-        return Run([QueryTask(query)], catch_up=lambda: sweep(spark, settings, sink), closers=[sink.close])
+        def start_query() -> StreamingQuery:
+            return start(spark, settings, available_now, max_offsets, sink)
+
+        task = QueryTask(start_query(), restart=start_query)
+        return Run([task], catch_up=lambda: sweep(spark, settings, sink), closers=[sink.close])

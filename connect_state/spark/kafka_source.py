@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
@@ -14,23 +15,40 @@ def kafka_options(settings: Settings) -> dict[str, str]:
     return {f"kafka.{key}": value for key, value in settings.kafka_client_config().items()}
 
 
+def topics_pattern(topics: Sequence[str]) -> str:
+    """A Java regex matching exactly ``topics`` (for ``subscribePattern``)."""
+    return "^(?:" + "|".join(re.escape(topic) for topic in sorted(set(topics))) + ")$"
+
+
 def read_internal_topic(
     spark: SparkSession,
     settings: Settings,
     topic: str | Sequence[str],
     max_offsets_per_trigger: int | None = None,
+    *,
+    as_pattern: bool = False,
 ) -> DataFrame:
     """A streaming frame over whole compacted internal topics (one or several), from their earliest offsets.
 
     Columns are the Kafka source's: key and value (binary; value null for tombstones), topic, partition, offset,
     timestamp. ``startingOffsets`` applies to a new checkpoint only; a restarted query resumes from its checkpoint.
     ``read_committed`` matches what Connect's own readers use when exactly-once source support is on.
+
+    ``failOnDataLoss=false``: when records past the checkpoint were deleted (retention, ``deleteRecords``), a topic
+    was deleted or recreated, the query goes on from the earliest offset still there instead of failing at every
+    restart; the writers record what was lost (:mod:`connect_state.positions`, the ``data_loss`` table).
+
+    ``as_pattern``: subscribe with a pattern matching exactly the topics (``subscribePattern``), so that a topic that
+    is deleted leaves the subscription instead of failing the query (``subscribe`` describes every topic it names).
     """
+    topics = [topic] if isinstance(topic, str) else list(topic)
+    subscription = ("subscribePattern", topics_pattern(topics)) if as_pattern else ("subscribe", ",".join(topics))
     reader = (
         spark.readStream.format("kafka")
         .options(**kafka_options(settings))
-        .option("subscribe", topic if isinstance(topic, str) else ",".join(topic))
+        .option(*subscription)
         .option("startingOffsets", "earliest")
+        .option("failOnDataLoss", "false")
         .option("kafka.isolation.level", "read_committed")
     )
     if max_offsets_per_trigger:
@@ -38,12 +56,13 @@ def read_internal_topic(
     return reader.load().select("key", "value", "topic", "partition", "offset", "timestamp")
 
 
-def read_topic_batch(spark: SparkSession, settings: Settings, topic: str) -> DataFrame:
-    """A batch read of a whole topic (earliest to latest): for checks, backfills and benchmarks."""
+def read_topic_batch(spark: SparkSession, settings: Settings, topic: str | Sequence[str]) -> DataFrame:
+    """A batch read of a whole topic, or of several (earliest to latest): for checks, reconciles, backfills and
+    benchmarks."""
     return (
         spark.read.format("kafka")
         .options(**kafka_options(settings))
-        .option("subscribe", topic)
+        .option("subscribe", topic if isinstance(topic, str) else ",".join(topic))
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")
         .option("kafka.isolation.level", "read_committed")

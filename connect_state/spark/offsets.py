@@ -12,6 +12,7 @@ The console script is ``connect-state-offsets`` (jobs/offsets.py).
 from __future__ import annotations
 
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
 
 from connect_state.settings import Settings
 from connect_state.spark import sink_offsets, source_offsets
@@ -29,9 +30,11 @@ class OffsetsJob:
         return None
 
     def start(self, spark: SparkSession, settings: Settings, available_now: bool, max_offsets: int | None) -> Run:
+        def start_sink() -> StreamingQuery:
+            return sink_offsets.start(spark, settings, available_now, max_offsets)
+
         source = source_offsets.SourceOffsetsTask(spark, settings, available_now, max_offsets)
-        sink = QueryTask(sink_offsets.start(spark, settings, available_now, max_offsets))
-        return Run([source, sink])
+        return Run([source, QueryTask(start_sink(), restart=start_sink)])
 
 
 JOB = OffsetsJob()

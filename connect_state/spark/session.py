@@ -1,12 +1,16 @@
-"""Building a SparkSession with Delta Lake and Spark's Kafka source from the jars `make jars` fetched.
+"""Building a SparkSession with Delta Lake, Spark's Kafka source and Hadoop's S3A connector.
 
-The jars are handed to Spark with ``spark.jars`` (never Ivy ``spark.jars.packages``, never ``extraClassPath``):
-see ../shared/spec/spark-delta-stack.md §2. Under ``spark-submit`` pass the same list with ``--jars``
-(``connect-state-jars`` prints it) and this module leaves the classpath alone.
+Started by a console script (``connect-state-jobs`` ...), the session gets the jars of ``spark.jars.dir`` (default: the
+source checkout's ``jvm/spark/lib``, fetched by ``make jars``) with ``spark.jars`` (never Ivy ``spark.jars.packages``,
+never ``extraClassPath``: see ../shared/spec/spark-delta-stack.md §2), the master of ``spark.master`` and a small
+number of shuffle partitions. Under ``spark-submit`` (or on Databricks) the JVM was launched before us: the jars come
+from ``--jars`` (``connect-state-jars`` prints the list), and the master and the shuffle partitions are the submitter's
+to choose (``--master``, ``--conf spark.sql.shuffle.partitions=N``); this module leaves them alone.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Mapping
@@ -15,9 +19,14 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from connect_state.errors import ConfigError
+from connect_state.settings import Settings, add_config_arguments, settings_from_args
 
-SPARK_LIB_ENV = "CONNECT_STATE_SPARK_LIB"
-DEFAULT_SPARK_LIB = Path(__file__).resolve().parents[2] / "jvm" / "spark" / "lib"
+#: ``jvm/spark/lib`` of the source checkout this module runs from (absent in an installed wheel).
+CHECKOUT_SPARK_LIB = Path(__file__).resolve().parents[2] / "jvm" / "spark" / "lib"
+
+#: Shuffle partitions of a session the console scripts start themselves (local masters). The number is frozen into a
+#: stateful query's checkpoint at its first run: changing it later needs new checkpoints.
+LOCAL_SHUFFLE_PARTITIONS = "4"
 
 # Table features deltalake (delta-rs) cannot read through to_pyarrow/to_pandas stay off (stack notes §4.3/§4.4).
 DELTA_DEFAULTS = {
@@ -29,50 +38,72 @@ DELTA_DEFAULTS = {
 }
 
 
-def jar_paths(lib: Path | None = None) -> list[str]:
-    """Sorted absolute paths of the Delta and Kafka-source jars."""
-    folder = Path(os.environ.get(SPARK_LIB_ENV) or lib or DEFAULT_SPARK_LIB)
-    jars = sorted(str(p.resolve()) for p in folder.glob("*.jar"))
+def jar_paths(jars_dir: str | os.PathLike[str] | None = None) -> list[str]:
+    """Sorted absolute paths of the jars in ``jars_dir`` (``spark.jars.dir``), default the checkout's jvm/spark/lib."""
+    folder = Path(jars_dir) if jars_dir else CHECKOUT_SPARK_LIB
+    jars = sorted(str(p.resolve()) for p in folder.glob("*.jar")) if folder.is_dir() else []
     if not jars:
-        raise ConfigError(f"no Spark jars in {folder}: run `make jars` (or set {SPARK_LIB_ENV})")
+        hint = "run `make jars`" if not jars_dir else "point spark.jars.dir at the jars `make jars` fetched"
+        raise ConfigError(
+            f"no Spark jars in {folder}: {hint} (or set spark.jars.dir; under spark-submit pass them with --jars)"
+        )
     return jars
 
 
-def _under_spark_submit() -> bool:
-    """True when a JVM was already launched for us (spark-submit, Databricks): the classpath is not ours to set."""
-    return "PYSPARK_GATEWAY_PORT" in os.environ
+def under_spark_submit() -> bool:
+    """True when a JVM was already launched for us (spark-submit, Databricks): the classpath, the master and the
+    shuffle partitions are not ours to set."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ or "DATABRICKS_RUNTIME_VERSION" in os.environ
 
 
 def build_session(
     app_name: str,
     master: str | None = "local[2]",
     extra_conf: Mapping[str, str] | None = None,
+    jars_dir: str | os.PathLike[str] | None = None,
 ) -> SparkSession:
     """Get or create the SparkSession with Delta configured.
 
-    Outside spark-submit the jars from ``jvm/spark/lib`` are added and the Python workers are pinned to this
-    interpreter (``PYSPARK_PYTHON``), so executors find pandas and pyarrow.
+    Outside spark-submit the jars of ``jars_dir`` are added, ``master`` and :data:`LOCAL_SHUFFLE_PARTITIONS` are set,
+    and the Python workers are pinned to this interpreter (``PYSPARK_PYTHON``), so executors find pandas and pyarrow.
     """
     builder = SparkSession.builder.appName(app_name)
-    if not _under_spark_submit():
+    conf = {**DELTA_DEFAULTS, "spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false"}
+    if not under_spark_submit():
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         if master:
             builder = builder.master(master)
-        builder = builder.config("spark.jars", ",".join(jar_paths()))
-    conf = {
-        **DELTA_DEFAULTS,
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.shuffle.partitions": "4",
-        "spark.ui.showConsoleProgress": "false",
-        **(extra_conf or {}),
-    }
+        conf["spark.jars"] = ",".join(jar_paths(jars_dir))
+        conf["spark.sql.shuffle.partitions"] = LOCAL_SHUFFLE_PARTITIONS
+    conf.update(extra_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 
 
-def main() -> None:
+def job_session(app_name: str, settings: Settings) -> SparkSession:
+    """The session of a job's console script: :func:`build_session` with the settings' master and jars, then the
+    settings' storage options (:func:`connect_state.spark.storage.configure_storage`)."""
+    from connect_state.spark.storage import configure_storage
+
+    spark = build_session(app_name, settings.spark_master, jars_dir=settings.spark_jars_dir or None)
+    configure_storage(spark, settings)
+    return spark
+
+
+def main(argv: list[str] | None = None) -> int:
     """Console script ``connect-state-jars``: print the comma-separated jar list for ``spark-submit --jars``."""
-    print(",".join(jar_paths()))
+    parser = argparse.ArgumentParser(
+        prog="connect-state-jars",
+        description="Print the jars of spark.jars.dir (default: the checkout's jvm/spark/lib) for spark-submit --jars.",
+    )
+    add_config_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        print(",".join(jar_paths(settings_from_args(args).spark_jars_dir or None)))
+    except ConfigError as err:
+        print(f"connect-state-jars: {err}", file=sys.stderr)
+        return 2
+    return 0

@@ -27,12 +27,13 @@ from connect_state.errors import RecordFormatError
 from connect_state.folds import sink_offsets as sink_fold
 from connect_state.formats.consumer_offsets import OffsetCommitKey, OffsetCommitValue, parse_consumer_offsets_record
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import append_once, delta_transaction
+from connect_state.spark.delta_io import delta_transaction, insert_new_once
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldWriter,
     RecordKind,
     classify_records,
+    fold_reconciler,
     pandas_frame,
     passed_through,
     rejected,
@@ -40,6 +41,7 @@ from connect_state.spark.foldjob import (
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
+from connect_state.spark.reconcile import Reconciler
 from connect_state.tables import SINK_OFFSETS, SINK_OFFSETS_HISTORY
 
 JOB_NAME = "sink_offsets"
@@ -168,7 +170,8 @@ class SinkOffsetsWriter(FoldWriter):
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
                 F.current_timestamp().alias("recorded_at"),
             )
-            append_once(rows, self.path(SINK_OFFSETS_HISTORY), self.app_id(SINK_OFFSETS_HISTORY), batch_id)
+            spec = SINK_OFFSETS_HISTORY
+            insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id)
         if n_current:
             self._merge_current(current, batch_id)
         return f"{n_history} offset commits, {n_current} committed offsets changed"
@@ -202,6 +205,21 @@ class SinkOffsetsWriter(FoldWriter):
             )
 
 
+def reconciler(settings: Settings) -> Reconciler:
+    """``sink_offsets`` rows whose (group, topic, partition) has no offset-commit record left in
+    ``__consumer_offsets`` are ghosts (read with the consumer-based offset fetching, as the query reads it)."""
+    return fold_reconciler(
+        settings,
+        SINK_OFFSETS,
+        lambda _spark: [settings.consumer_offsets_topic],
+        classify,
+        PARSED_SCHEMA,
+        [RecordKind.RECORD],
+        ["group_id", "topic", "partition"],
+        conf={DEPRECATED_OFFSET_FETCHING: "true"},
+    )
+
+
 def start(
     spark: SparkSession,
     settings: Settings,
@@ -223,6 +241,7 @@ def start(
             tables=(SINK_OFFSETS, SINK_OFFSETS_HISTORY),
             current_tables=(SINK_OFFSETS,),
             available_now=available_now,
+            reconciler=reconciler(settings),
         )
     finally:
         if previous is None:

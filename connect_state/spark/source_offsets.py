@@ -11,10 +11,16 @@ to ``rejected_records`` with the reason. Part of the offsets job (:mod:`connect_
 **Topics of the query.** The subscription is fixed when the query starts: the worker's offsets topic, the
 ``offsets.storage.topic`` of every config in the ``connectors`` table (when it exists), and every topic the
 checkpoint has already read. Spark's Kafka source reads the partitions of a topic added to the subscription of an
-existing checkpoint from their earliest offset (``getOffsetRangesFromResolvedOffsets``: "Partitions added"), but
-fails with "... are gone" (``failOnDataLoss``) when a topic of the checkpoint leaves it, so topics are never dropped.
-A continuous run checks after every micro-batch whether a new topic appeared and then restarts the query
-(:class:`SourceOffsetsTask`).
+existing checkpoint from their earliest offset (``getOffsetRangesFromResolvedOffsets``: "Partitions added"), so topics
+are never dropped. A continuous run checks after every micro-batch whether a new topic appeared and then restarts the
+query (:class:`SourceOffsetsTask`).
+
+**A deleted offsets topic.** The query subscribes with a pattern matching exactly those topics (``subscribePattern``):
+a topic that is deleted (a connector's own offsets topic, by an operator) simply stops matching, where ``subscribe``
+would fail every micro-batch describing it. Its partitions leave the query's offsets ("... are gone", not fatal with
+``failOnDataLoss=false``); the writer records the loss in ``data_loss`` and the reconcile pass removes the topic's
+rows from ``source_offsets`` (:mod:`connect_state.spark.reconcile`). A topic created again under that name is read
+from its start.
 """
 
 from __future__ import annotations
@@ -22,7 +28,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pandas as pd
 from delta.tables import DeltaTable
@@ -35,13 +40,16 @@ from connect_state.connect.offset_stores import offsets_topics
 from connect_state.errors import RecordFormatError
 from connect_state.folds import source_offsets as source_fold
 from connect_state.formats.offsets import parse_offset_key
+from connect_state.positions import topics_of
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import append_once, delta_transaction
+from connect_state.spark.checkpoint import latest_positions
+from connect_state.spark.delta_io import delta_transaction, insert_new_once
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldWriter,
     RecordKind,
     classify_records,
+    fold_reconciler,
     pandas_frame,
     passed_through,
     rejected,
@@ -49,7 +57,9 @@ from connect_state.spark.foldjob import (
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
+from connect_state.spark.reconcile import Reconciler
 from connect_state.spark.streaming import QueryTask, job_logger, stop_between_batches
+from connect_state.storage import Location
 from connect_state.tables import CONNECTORS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY
 
 JOB_NAME = "source_offsets"
@@ -77,30 +87,16 @@ def configured_topics(spark: SparkSession, settings: Settings) -> set[str]:
     return offsets_topics(settings.offset_storage_topic, configs)
 
 
-def checkpoint_topics(checkpoint: Path) -> set[str]:
+def checkpoint_topics(spark: SparkSession, checkpoint: Location) -> set[str]:
     """The topics in the newest entry of a checkpoint's offset log (``offsets/<batch>``: ``v1``, the batch metadata,
     then one JSON line per source, ``{"topic":{"partition":offset}}``); none for a new checkpoint.
     """
-    offsets_dir = checkpoint / "offsets"
-    batches = [int(p.name) for p in offsets_dir.glob("*") if p.name.isdigit()] if offsets_dir.is_dir() else []
-    if not batches:
-        return set()
-    lines = (offsets_dir / str(max(batches))).read_text(encoding="utf-8").splitlines()
-    topics: set[str] = set()
-    for line in lines[2:]:
-        try:
-            offsets = json.loads(line)
-        except ValueError:
-            log.warning("cannot read the offset log line %r of %s", line, checkpoint)
-            continue
-        if isinstance(offsets, dict):
-            topics.update(offsets)
-    return topics
+    return topics_of(latest_positions(spark, checkpoint) or {})
 
 
 def source_topics(spark: SparkSession, settings: Settings) -> list[str]:
     """The query's subscription: worker topic, connector-specific topics, and the checkpoint's topics."""
-    return sorted(configured_topics(spark, settings) | checkpoint_topics(settings.checkpoint_path(JOB_NAME)))
+    return sorted(configured_topics(spark, settings) | checkpoint_topics(spark, settings.checkpoint_path(JOB_NAME)))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -251,7 +247,8 @@ class SourceOffsetsWriter(FoldWriter):
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
                 F.current_timestamp().alias("recorded_at"),
             )
-            append_once(rows, self.path(SOURCE_OFFSETS_HISTORY), self.app_id(SOURCE_OFFSETS_HISTORY), batch_id)
+            spec = SOURCE_OFFSETS_HISTORY
+            insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id)
         if n_current:
             self._merge_current(current, batch_id)
         return f"{n_history} offset records, {n_current} current rows changed"
@@ -297,7 +294,7 @@ def start_with_writer(
     topics it has seen (continuous runs)."""
     topics = source_topics(spark, settings)
     log.info("source offsets: reading %s", ", ".join(topics))
-    rows = read_internal_topic(spark, settings, topics, max_offsets_per_trigger)
+    rows = read_internal_topic(spark, settings, topics, max_offsets_per_trigger, as_pattern=True)
     writer = SourceOffsetsWriter(settings, topics, watch_topics=not available_now)
     query = start_fold_query(
         spark,
@@ -308,8 +305,23 @@ def start_with_writer(
         tables=(SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY),
         current_tables=(SOURCE_OFFSETS,),
         available_now=available_now,
+        reconciler=reconciler(settings),
     )
     return query, writer
+
+
+def reconciler(settings: Settings) -> Reconciler:
+    """``source_offsets`` rows whose exact key bytes have no record left in their offsets topic, or whose offsets
+    topic is gone, are ghosts."""
+    return fold_reconciler(
+        settings,
+        SOURCE_OFFSETS,
+        lambda spark: source_topics(spark, settings),
+        classify,
+        PARSED_SCHEMA,
+        [RecordKind.RECORD],
+        ["offsets_topic", F.col("raw_key").alias("key")],
+    )
 
 
 def start(
@@ -344,6 +356,14 @@ class SourceOffsetsTask(QueryTask):
         query, self.writer = start_with_writer(spark, settings, available_now, max_offsets_per_trigger)
         self.next_topic_check = time.monotonic() + topic_check_seconds
         super().__init__(query, poll_seconds)
+
+    def restart(self) -> None:
+        """Start the query again after a failure (with the subscription the tables and the checkpoint give now)."""
+        if self.query.isActive:
+            self.query.stop()
+        self.query, self.writer = start_with_writer(
+            self.spark, self.settings, self.available_now, self.max_offsets_per_trigger
+        )
 
     def new_topics(self, look_now: bool = False) -> frozenset[str]:
         """The connector offsets topics configured since the query started: what its last micro-batch saw, or, with

@@ -4,19 +4,28 @@ A **job** (:class:`Job`) is what a console script runs: ``start`` creates its ta
 :class:`Run`: the **tasks** the supervisor runs (a streaming query, a query that restarts itself, a loop of passes),
 the job's **catch-up step** (run once after a catch-up run's tasks all ended well: the heartbeats' sweep), and what to
 close at the end. :func:`run_job` runs one job, continuous or catch-up, for a job's console script and for each step
-of ``connect-state-jobs --available-now``; :func:`supervise` runs tasks side by side, one thread each, until they end,
-a signal arrives or one of them fails.
+of ``connect-state-jobs --available-now``; :class:`Supervisor` (:func:`supervise`) runs tasks side by side, one
+thread each, until they end or a signal arrives.
+
+**Healing.** In a continuous run a task that fails (a query that terminated with an error, a restart that raised) is
+restarted with exponential backoff (:class:`Backoff`) while the others keep running; each failure and restart is
+logged with its count, and the supervisor's :meth:`Supervisor.state` holds the counts. ``connect-state-jobs``
+supervises each job as one task (:class:`JobTask`: a job whose start fails is started again with backoff) whose own
+supervisor restarts its queries one by one. A catch-up run does not restart: a failed task fails its job, and
+:func:`run_catch_up` still runs the other jobs, then names the failed ones and exits non-zero.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any, Protocol
 
 from pyspark.sql import SparkSession
@@ -24,6 +33,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from connect_state.errors import ConnectStateError
 from connect_state.settings import Settings, add_config_arguments, settings_from_args
+from connect_state.spark import storage
 
 log = logging.getLogger("connect_state.streaming")
 
@@ -36,11 +46,15 @@ def job_logger(name: str) -> logging.Logger:
 
 
 def checkpoint_query_id(spark: SparkSession, checkpoint: str) -> str:
-    """The id Spark stored in a checkpoint's ``metadata`` file: stable across restarts, new for a new checkpoint."""
-    metadata = spark.read.json(f"{checkpoint}/metadata").first()
-    if metadata is None:
-        raise ConnectStateError(f"checkpoint {checkpoint} has an empty metadata file")
-    return str(metadata["id"])
+    """The id Spark stored in a checkpoint's ``metadata`` file: stable across restarts, new for a new checkpoint.
+
+    Read through Hadoop's filesystem (:mod:`connect_state.spark.storage`): the checkpoint may be in object storage.
+    """
+    text = storage.read_text(spark, f"{checkpoint}/metadata") or ""
+    try:
+        return str(json.loads(text.splitlines()[0])["id"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        raise ConnectStateError(f"checkpoint {checkpoint} has no readable metadata file") from None
 
 
 def stop_on_signals(stop: threading.Event, what: str) -> dict[int, Any]:
@@ -64,7 +78,11 @@ def restore_signals(previous: dict[int, Any]) -> None:
 
 
 class Task(Protocol):
-    """Something the supervisor runs in a thread of its own until it ends or ``stop`` is set."""
+    """Something the supervisor runs in a thread of its own until it ends or ``stop`` is set.
+
+    A task may have a ``restart()`` method: a continuous run's supervisor calls it before running a failed task again
+    (a streaming query is started again from its checkpoint); a task without one is simply run again.
+    """
 
     name: str
 
@@ -87,13 +105,27 @@ class QueryTask:
     """A streaming query: each new micro-batch's progress in the log; stopped when ``stop`` is set.
 
     Subclasses may replace :attr:`query` in :meth:`after_poll` (a query that restarts itself with another
-    subscription keeps its task).
+    subscription keeps its task). ``restart`` starts the query again (from its checkpoint) after a failure.
     """
 
-    def __init__(self, query: StreamingQuery, poll_seconds: float = 10.0) -> None:
+    def __init__(
+        self,
+        query: StreamingQuery,
+        poll_seconds: float = 10.0,
+        restart: Callable[[], StreamingQuery] | None = None,
+    ) -> None:
         self.query = query
         self.name = query.name or str(query.id)
         self.poll_seconds = poll_seconds
+        self._restart = restart
+
+    def restart(self) -> None:
+        """Start the query again from its checkpoint (the failed one is stopped first if it still runs)."""
+        if self._restart is None:
+            raise ConnectStateError(f"query {self.name} cannot be restarted")
+        if self.query.isActive:
+            self.query.stop()
+        self.query = self._restart()
 
     def after_poll(self) -> None:
         """Called after every wait while the query runs and no stop was asked for."""
@@ -158,47 +190,185 @@ class PeriodicTask:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def supervise(tasks: Sequence[Task], stop: threading.Event | None = None, timeout_s: float | None = None) -> int:
-    """Run ``tasks`` side by side (one thread each) until all have ended, SIGINT/SIGTERM arrives, or ``stop`` is set
-    (then the caller handles signals); when one task fails the others are stopped. With ``timeout_s``, tasks still
-    running after that long are stopped and count as failed.
+@dataclass(frozen=True)
+class Backoff:
+    """The wait before a failed task runs again: ``initial_s``, times ``factor`` for each further failure in a row, at
+    most ``max_s``; a task that ran ``healthy_s`` before it failed starts again from ``initial_s``."""
 
-    Returns 0 when every task ended well (a catch-up run that caught up, or a requested stop), 1 otherwise.
+    initial_s: float = 5.0
+    max_s: float = 300.0
+    factor: float = 2.0
+    healthy_s: float = 600.0
+
+    def delay(self, failures_in_a_row: int) -> float:
+        return min(self.max_s, self.initial_s * self.factor ** max(failures_in_a_row - 1, 0))
+
+
+RESTART_BACKOFF = Backoff()
+"""The backoff of continuous runs (``connect-state-jobs`` and each job's console script)."""
+
+
+class TaskStatus(StrEnum):
+    """Where a supervised task is (:class:`TaskState`)."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    RESTARTING = "restarting"  # failed; waiting for its backoff
+    ENDED = "ended"  # ended well (a catch-up that caught up)
+    STOPPED = "stopped"  # stopped on request
+    FAILED = "failed"  # failed for good (no restarts: a catch-up run)
+
+
+@dataclass
+class TaskState:
+    """What the supervisor knows of a task: its status, how often it failed and was restarted, the last error."""
+
+    name: str
+    status: TaskStatus = TaskStatus.STARTING
+    failures: int = 0
+    restarts: int = 0
+    failures_in_a_row: int = 0
+    last_error: str | None = None
+    next_restart_in_s: float | None = None
+
+
+class Supervisor:
+    """Runs ``tasks`` side by side (one thread each) until all have ended, SIGINT/SIGTERM arrives (when no ``stop``
+    is given; else the caller handles signals and sets ``stop``), or ``timeout_s`` has passed (tasks still running
+    then are stopped and count as failed).
+
+    Without ``backoff`` (catch-up runs) a task that fails stops the others. With ``backoff`` (continuous runs) it
+    runs again after the backoff (its ``restart()`` first, when it has one) while the others keep running; every
+    failure and restart is logged with its count and kept in :meth:`state`.
     """
-    stop_requested = stop if stop is not None else threading.Event()
-    names = ", ".join(task.name for task in tasks)
-    previous = stop_on_signals(stop_requested, names) if stop is None else {}
-    statuses: dict[str, int] = {}
 
-    def target(task: Task) -> None:
+    def __init__(
+        self,
+        tasks: Sequence[Task],
+        stop: threading.Event | None = None,
+        timeout_s: float | None = None,
+        backoff: Backoff | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.tasks = list(tasks)
+        self.stop = stop
+        self.timeout_s = timeout_s
+        self.backoff = backoff
+        self.name = name or ", ".join(task.name for task in self.tasks)
+        self.halt = threading.Event()  # what the tasks watch: a stop, a signal, a failure without backoff, a timeout
+        self._states = {task.name: TaskState(task.name) for task in self.tasks}
+        self._exits: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def state(self) -> dict[str, TaskState]:
+        """A copy of every task's state; a task that supervises tasks of its own (:class:`JobTask`) adds theirs as
+        ``<task>/<its task>``."""
+        with self._lock:
+            states = {name: replace(state) for name, state in self._states.items()}
+        for task in self.tasks:
+            inner = getattr(task, "supervisor", None)
+            if isinstance(inner, Supervisor):
+                states.update({f"{task.name}/{name}": state for name, state in inner.state().items()})
+        return states
+
+    def _set(self, task: Task, **changes: Any) -> TaskState:
+        with self._lock:
+            state = self._states[task.name]
+            for key, value in changes.items():
+                setattr(state, key, value)
+            return replace(state)
+
+    def _run_task(self, task: Task) -> None:
+        restart_first = False
+        while True:
+            started = time.monotonic()
+            try:
+                if restart_first:
+                    restart = getattr(task, "restart", None)
+                    if callable(restart):
+                        restart()
+                    state = self._set(task, restarts=self._states[task.name].restarts + 1)
+                    log.info("%s: %s restarted (restart %d)", self.name, task.name, state.restarts)
+                self._set(task, status=TaskStatus.RUNNING, next_restart_in_s=None)
+                status = task.run(self.halt)
+                error = None if status == 0 else f"ended with status {status}"
+            except Exception as err:
+                status, error = 1, f"{type(err).__name__}: {err}"
+                log.exception("%s: %s failed", self.name, task.name)
+            if status == 0:
+                self._set(task, status=TaskStatus.STOPPED if self.halt.is_set() else TaskStatus.ENDED)
+                self._exits[task.name] = 0
+                return
+            failed = self._states[task.name]
+            in_a_row = 1 if time.monotonic() - started >= self._healthy_s() else failed.failures_in_a_row + 1
+            state = self._set(task, failures=failed.failures + 1, failures_in_a_row=in_a_row, last_error=error)
+            if self.backoff is None or self.halt.is_set():
+                self._set(task, status=TaskStatus.FAILED)
+                self._exits[task.name] = 1
+                log.error("%s: %s failed: %s", self.name, task.name, error)
+                self.halt.set()  # one task failed: stop the others and report it
+                return
+            delay = self.backoff.delay(in_a_row)
+            self._set(task, status=TaskStatus.RESTARTING, next_restart_in_s=delay)
+            log.error(
+                "%s: %s failed (%s): failure %d (%d in a row), restarting it in %.1f s; the other tasks keep running",
+                self.name,
+                task.name,
+                error,
+                state.failures,
+                in_a_row,
+                delay,
+            )
+            if self.halt.wait(delay):
+                self._set(task, status=TaskStatus.STOPPED, next_restart_in_s=None)
+                self._exits[task.name] = 0
+                return
+            restart_first = True
+
+    def _healthy_s(self) -> float:
+        return self.backoff.healthy_s if self.backoff is not None else float("inf")
+
+    def run(self) -> int:
+        """0 when every task ended well or was stopped on request, 1 otherwise."""
+        previous = stop_on_signals(self.halt, self.name) if self.stop is None else {}
+        threads = [
+            threading.Thread(target=self._run_task, args=(task,), name=task.name, daemon=True) for task in self.tasks
+        ]
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+        timed_out = False
         try:
-            statuses[task.name] = task.run(stop_requested)
-        except Exception:
-            log.exception("%s failed", task.name)
-            statuses[task.name] = 1
-        if statuses[task.name] != 0:
-            stop_requested.set()  # one task failed: stop the others and report it
+            for thread in threads:
+                thread.start()
+            while any(thread.is_alive() for thread in threads) and not self.halt.wait(0.5):
+                if self.stop is not None and self.stop.is_set():
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    log.error("%s did not finish within %.0f s: stopping", self.name, self.timeout_s)
+                    timed_out = True
+                    break
+            self.halt.set()
+            for thread in threads:
+                thread.join(timeout=JOIN_TIMEOUT_S)
+            failed = sorted(task.name for task in self.tasks if self._exits.get(task.name, 1) != 0 or timed_out)
+            if failed:
+                log.error("%s: failed: %s", self.name, ", ".join(failed))
+            restarted = {name: state.restarts for name, state in self.state().items() if state.restarts}
+            if restarted:
+                log.info("%s: restarts: %s", self.name, ", ".join(f"{k} {v}" for k, v in sorted(restarted.items())))
+            return 1 if failed else 0
+        finally:
+            restore_signals(previous)
 
-    threads = [threading.Thread(target=target, args=(task,), name=task.name, daemon=True) for task in tasks]
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    timed_out = False
-    try:
-        for thread in threads:
-            thread.start()
-        while any(thread.is_alive() for thread in threads) and not stop_requested.wait(0.5):
-            if deadline is not None and time.monotonic() > deadline:
-                log.error("%s did not finish within %.0f s: stopping", names, timeout_s)
-                timed_out = True
-                break
-        stop_requested.set()
-        for thread in threads:
-            thread.join(timeout=JOIN_TIMEOUT_S)
-        failed = sorted(task.name for task in tasks if statuses.get(task.name, 1) != 0 or timed_out)
-        if failed and len(tasks) > 1:
-            log.error("failed: %s", ", ".join(failed))
-        return 1 if failed else 0
-    finally:
-        restore_signals(previous)
+
+def supervise(
+    tasks: Sequence[Task],
+    stop: threading.Event | None = None,
+    timeout_s: float | None = None,
+    backoff: Backoff | None = None,
+    name: str | None = None,
+) -> int:
+    """Run ``tasks`` under a :class:`Supervisor`; 0 when every task ended well or was stopped on request."""
+    return Supervisor(tasks, stop, timeout_s, backoff, name).run()
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -244,12 +414,16 @@ def run_job(
     max_offsets: int | None = None,
     stop: threading.Event | None = None,
     timeout_s: float | None = None,
+    backoff: Backoff | None = RESTART_BACKOFF,
 ) -> int:
     """Start ``job`` and supervise it until it ends (a catch-up run, then its catch-up step), a signal arrives,
-    ``stop`` is set, or ``timeout_s`` has passed (then it failed). 0 on success."""
+    ``stop`` is set, or ``timeout_s`` has passed (then it failed). 0 on success.
+
+    A continuous run restarts a failed task with ``backoff`` (None: a failed task ends the run); a catch-up run never
+    restarts."""
     run = job.start(spark, settings, available_now, max_offsets)
     try:
-        status = supervise(run.tasks, stop, timeout_s)
+        status = supervise(run.tasks, stop, timeout_s, None if available_now else backoff, job.name)
         if status == 0 and available_now and run.catch_up is not None:
             run.catch_up()
         return status
@@ -290,7 +464,7 @@ def main_of(
 ) -> int:
     """What a job's ``main()`` does once its arguments are parsed: logging, settings, every job's ``check`` (a bad
     setting: exit status 2, said in ``logger``), the SparkSession ``connect-state-<app_name>``, then ``run``."""
-    from connect_state.spark.session import build_session
+    from connect_state.spark.session import job_session
 
     setup_logging()
     try:
@@ -300,7 +474,7 @@ def main_of(
     except ConnectStateError as err:
         logger.error("%s", err)
         return 2
-    spark = build_session(f"connect-state-{app_name}", settings.spark_master)
+    spark = job_session(f"connect-state-{app_name}", settings)
     return run(spark, settings)
 
 
@@ -332,14 +506,61 @@ def cloned_session(spark: SparkSession) -> SparkSession:
 
 
 def run_catch_up(jobs: Sequence[Job], spark: SparkSession, settings: Settings, max_offsets: int | None = None) -> int:
-    """One catch-up run of each job, in the given order; stops at the first failure."""
+    """One catch-up run of each job, in the given order. A job that fails does not stop the ones after it (they read
+    its tables as they are); the run then names the failed jobs and returns 1."""
+    failed: list[str] = []
     for job in jobs:
         log.info("catch-up: %s", job.name)
-        status = run_job(job, spark, settings, True, max_offsets)
+        try:
+            status = run_job(job, spark, settings, True, max_offsets)
+        except Exception:
+            log.exception("catch-up: %s failed", job.name)
+            status = 1
         if status != 0:
-            log.error("catch-up: %s failed (status %d); not running the rest", job.name, status)
-            return status
+            log.error("catch-up: %s failed (status %d); running the other jobs", job.name, status)
+            failed.append(job.name)
+    if failed:
+        log.error("catch-up failed: %s (exit status 1)", ", ".join(failed))
+        return 1
     return 0
+
+
+class JobTask:
+    """One job of a continuous ``connect-state-jobs`` run, as one task of the top supervisor: :meth:`start` starts
+    the job (:meth:`run` does, if that has not happened or failed), then a :class:`Supervisor` of its own runs the
+    job's tasks and restarts each failed one with ``backoff``. When the job's start fails, the top supervisor runs
+    the task again (and so starts the job again) after its backoff."""
+
+    def __init__(
+        self, job: Job, spark: SparkSession, settings: Settings, max_offsets: int | None, backoff: Backoff
+    ) -> None:
+        self.job = job
+        self.name = job.name
+        self.spark = spark
+        self.settings = settings
+        self.max_offsets = max_offsets
+        self.backoff = backoff
+        self.started: Run | None = None
+        self.supervisor: Supervisor | None = None
+
+    def start(self) -> None:
+        if self.started is None:
+            self.started = self.job.start(self.spark, self.settings, False, self.max_offsets)
+
+    def run(self, stop: threading.Event) -> int:
+        self.start()
+        assert self.started is not None
+        self.supervisor = Supervisor(self.started.tasks, stop, backoff=self.backoff, name=self.name)
+        return self.supervisor.run()
+
+    def restart(self) -> None:
+        """Close what the job started; :meth:`run` starts it again."""
+        self.close()
+
+    def close(self) -> None:
+        if self.started is not None:
+            started, self.started = self.started, None
+            started.close()
 
 
 def run_continuous(
@@ -348,16 +569,27 @@ def run_continuous(
     settings: Settings,
     max_offsets: int | None = None,
     stop: threading.Event | None = None,
+    backoff: Backoff = RESTART_BACKOFF,
+    supervisors: list[Supervisor] | None = None,
 ) -> int:
-    """Every job side by side until a signal (or ``stop``) or a failure; 1 when one of them failed.
+    """Every job side by side until a signal (or ``stop``); a failed query restarts with ``backoff`` while the others
+    keep running. 0 once stopped on request.
 
     The jobs are started one after the other from this thread, each on its own :func:`cloned_session` (some starts
-    toggle a session setting for their own query), then supervised together."""
-    runs: list[Run] = []
+    toggle a session setting for their own query), then supervised together (:class:`JobTask`); a job whose start
+    failed is started again by its task. ``supervisors`` (if given) receives the top supervisor, whose
+    :meth:`~Supervisor.state` has every task's failures and restarts."""
+    tasks = [JobTask(job, cloned_session(spark), settings, max_offsets, backoff) for job in jobs]
     try:
-        for job in jobs:
-            runs.append(job.start(cloned_session(spark), settings, False, max_offsets))
-        return supervise([task for run in runs for task in run.tasks], stop)
+        for task in tasks:
+            try:
+                task.start()
+            except Exception:
+                log.exception("starting %s failed: it is started again", task.name)
+        supervisor = Supervisor(tasks, stop, backoff=backoff, name="connect-state-jobs")
+        if supervisors is not None:
+            supervisors.append(supervisor)
+        return supervisor.run()
     finally:
-        for run in runs:
-            run.close()
+        for task in tasks:
+            task.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -114,29 +114,27 @@ def source_position(connect: ConnectRestClient, name: str) -> int | None:
 # --- Kafka ----------------------------------------------------------------------------------------------------------
 
 
-def produce_keyed(bootstrap: str, topic: str, records: Sequence[tuple[bytes, bytes | None]], partitions: int) -> None:
-    """Send ``(key, value)`` records with a real producer (acks=all), each to the partition the Java producer picks
-    for its key on a topic of ``partitions`` partitions, as Connect's workers write their internal topics."""
+def _produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes | None, int]]) -> None:
+    """Send ``(key, value, partition)`` records with a real producer (acks=all); wait until each is acknowledged."""
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
     try:
-        futures = [producer.send(topic, key=k, value=v, partition=partition_for_key(k, partitions)) for k, v in records]
+        futures = [producer.send(topic, key=k, value=v, partition=partition) for k, v, partition in records]
         producer.flush(30)
         for future in futures:
             future.get(timeout=30)
     finally:
         producer.close()
+
+
+def produce_keyed(bootstrap: str, topic: str, records: Sequence[tuple[bytes, bytes | None]], partitions: int) -> None:
+    """Send ``(key, value)`` records with a real producer (acks=all), each to the partition the Java producer picks
+    for its key on a topic of ``partitions`` partitions, as Connect's workers write their internal topics."""
+    _produce(bootstrap, topic, [(k, v, partition_for_key(k, partitions)) for k, v in records])
 
 
 def produce_values(bootstrap: str, topic: str, records: Sequence[tuple[int, bytes]]) -> None:
     """Send values without a key with a real producer (acks=all), each ``(partition, value)`` to its partition."""
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
-    try:
-        futures = [producer.send(topic, value=value, partition=partition) for partition, value in records]
-        producer.flush(30)
-        for future in futures:
-            future.get(timeout=30)
-    finally:
-        producer.close()
+    _produce(bootstrap, topic, [(None, value, partition) for partition, value in records])
 
 
 def read_topic(

@@ -259,7 +259,8 @@ def test_api_reset_through_the_real_writer_resets_connect(
         "kafka_partition": 0,
         "kafka_offset": 0,
     }
-    write_deltalake(settings.delta_root / ACTIVE_TOPICS.name, pa.Table.from_pylist([row], schema=ACTIVE_TOPICS.schema))
+    table = pa.Table.from_pylist([row], schema=ACTIVE_TOPICS.schema)
+    write_deltalake(str(settings.delta_root / ACTIVE_TOPICS.name), table)
     app = create_app(settings)
     try:
         client = app.test_client()

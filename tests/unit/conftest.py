@@ -1,4 +1,5 @@
-"""Fixtures shared by the unit tests: settings on a temporary ``delta.root``, the recording writer, the API's clients.
+"""Fixtures shared by the unit tests: settings on a temporary ``delta.root``, the in-memory Kafka topics, the
+recording writer (which appends to them), the API's clients.
 
 Modules whose clients need tables or fakes of their own define ``client`` on top of ``make_client``.
 """
@@ -14,7 +15,7 @@ from flask.testing import FlaskClient
 from connect_state.api import create_app
 from connect_state.api.resources import TableSource
 from connect_state.settings import Settings, load_settings
-from tests.unit.fakes import RecordingWriter
+from tests.unit.fakes import InMemoryTopics, RecordingWriter
 
 MakeClient = Callable[..., FlaskClient]
 
@@ -26,28 +27,44 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def writer() -> RecordingWriter:
-    """The app's Kafka writer: records every send."""
-    return RecordingWriter()
+def kafka_log(settings: Settings) -> InMemoryTopics:
+    """The app's Kafka topics, in memory: the config topic (1 partition), the status topic (5), the offsets topic
+    (25, Connect's defaults), any other topic with 5 partitions once named."""
+    return InMemoryTopics(
+        {settings.config_storage_topic: 1, settings.status_storage_topic: 5, settings.offset_storage_topic: 25}
+    )
 
 
 @pytest.fixture
-def make_client(settings: Settings, writer: RecordingWriter) -> MakeClient:
-    """``make_client(writer=None, tables=None, overrides=None)``: a test client of an app on ``settings``.
+def writer(kafka_log: InMemoryTopics) -> RecordingWriter:
+    """The app's Kafka writer: records every send and appends the records to ``kafka_log``."""
+    return RecordingWriter(topics=kafka_log)
+
+
+@pytest.fixture
+def make_client(settings: Settings, writer: RecordingWriter, kafka_log: InMemoryTopics) -> MakeClient:
+    """``make_client(writer=None, tables=None, overrides=None, topics=None)``: a test client of an app on ``settings``.
 
     ``writer`` replaces the ``writer`` fixture (e.g. a failing one), ``tables`` the app's Delta table reader (e.g.
-    :class:`tests.unit.fakes.InMemoryTables`), ``overrides`` are settings (``{"topic.tracking.enable": "false"}``).
+    :class:`tests.unit.fakes.InMemoryTables`), ``overrides`` are settings (``{"topic.tracking.enable": "false"}``),
+    ``topics`` the ``kafka_log`` fixture (the app's Kafka readers).
     """
-    default_writer = writer
+    default_writer, default_topics = writer, kafka_log
 
     def make(
         *,
         writer: RecordingWriter | None = None,
         tables: TableSource | None = None,
         overrides: Mapping[str, str] | None = None,
+        topics: InMemoryTopics | None = None,
     ) -> FlaskClient:
         app_settings = settings.with_overrides(**overrides) if overrides else settings
-        app = create_app(app_settings, table_reader=tables, writer=writer if writer is not None else default_writer)
+        app = create_app(
+            app_settings,
+            table_reader=tables,
+            writer=writer if writer is not None else default_writer,
+            topics=topics if topics is not None else default_topics,
+        )
         app.testing = True
         return app.test_client()
 

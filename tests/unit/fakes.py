@@ -1,11 +1,15 @@
 """In-memory stand-ins shared by the unit tests (no broker in unit tests; the integration tests use real ones).
 
 * :class:`RecordingWriter`: the one fake Kafka writer (the API's ``RecordWriter``, the heartbeat offset sender);
-* :class:`InMemoryTables`: the one in-memory table fake (the API's ``TableSource``), filtered by the real reader.
+* :class:`InMemoryTables`: the one in-memory table fake (the API's ``TableSource``), filtered by the real reader;
+* :class:`InMemoryTopics`: the one in-memory Kafka log (the API's ``TopicLog``: the config topic's tail, the records
+  past a table's watermark, the topics' end offsets); a :class:`RecordingWriter` given ``topics`` appends what it
+  sends there, so the API reads its own writes back as it would from Kafka.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,7 +17,8 @@ from typing import Any
 import pyarrow as pa
 
 from connect_state.api.tables import TableReader, missing_table_message
-from connect_state.errors import TableNotFoundError
+from connect_state.errors import TableNotFoundError, TopicNotFoundError
+from connect_state.kafka.log import LogRecord, TopicOffsets
 from connect_state.kafka.partitioner import partition_for_key
 from connect_state.tables import TableSpec
 
@@ -27,16 +32,20 @@ class RecordingWriter:
     ``(partition, offset)`` of each record, placed as the Java producer would place it on a topic of ``partitions``.
 
     ``fail`` makes sends fail: an exception, or a function of the topic returning one (or None to let it through).
+    With ``topics`` (:class:`InMemoryTopics`) every record sent is appended there, placed on the topic's partitions as
+    the Java producer would, and the answer is its real ``(partition, offset)``.
     """
 
     def __init__(
         self,
         fail: Exception | Callable[[str], Exception | None] | None = None,
         partitions: int = STATUS_PARTITIONS,
+        topics: InMemoryTopics | None = None,
     ) -> None:
         self.sends: list[tuple[str, list[Record], int | None]] = []
         self.fail = fail
         self.partitions = partitions
+        self.topics = topics
         self.closed = False
 
     def send(self, topic: str, records: Sequence[Record], timeout_ms: int | None = None) -> list[tuple[int, int]]:
@@ -44,6 +53,8 @@ class RecordingWriter:
         if error is not None:
             raise error
         self.sends.append((topic, list(records), timeout_ms))
+        if self.topics is not None:
+            return [self.topics.append_keyed(topic, key, value) for key, value in records]
         return [(partition_for_key(key, self.partitions), offset) for offset, (key, _) in enumerate(records)]
 
     def close(self) -> None:
@@ -80,3 +91,96 @@ class InMemoryTables(TableReader):
         if spec.name not in self.tables:
             raise TableNotFoundError(missing_table_message(spec, self.path(spec)))
         return pa.Table.from_pylist(self.tables[spec.name], schema=spec.schema)
+
+
+class InMemoryTopics:
+    """Kafka topics in memory, for the API's Kafka readers (:class:`~connect_state.kafka.log.TopicLog`).
+
+    ``partitions`` maps a topic to its partition count (topics not named have ``default_partitions``; the config topic
+    has one, as Connect requires). A topic exists once it is named, created or written. ``fail`` makes reads fail: an
+    exception, or a function of the topics returning one (or None). ``start`` offsets (a log start past 0, as after
+    retention) are set per partition with :meth:`truncate`. Records get offsets 0, 1, ... per partition and the
+    current time as their timestamp unless given one.
+    """
+
+    def __init__(
+        self,
+        partitions: Mapping[str, int] | None = None,
+        default_partitions: int = STATUS_PARTITIONS,
+        fail: Exception | Callable[[Sequence[str]], Exception | None] | None = None,
+    ) -> None:
+        self.partition_counts = dict(partitions or {})
+        self.default_partitions = default_partitions
+        self.fail = fail
+        self.logs: dict[tuple[str, int], list[LogRecord]] = {}
+        self.starts: dict[tuple[str, int], int] = {}
+        self.reads: list[dict[tuple[str, int], tuple[int | None, int]]] = []
+        self.closed = False
+
+    def create(self, topic: str, partitions: int | None = None) -> None:
+        self.partition_counts.setdefault(topic, partitions or self.default_partitions)
+
+    def partition_count(self, topic: str) -> int:
+        self.create(topic)
+        return self.partition_counts[topic]
+
+    def append(
+        self, topic: str, partition: int, key: bytes | None, value: bytes | None, timestamp: int | None = None
+    ) -> tuple[int, int]:
+        """Append one record to ``topic``'s ``partition``; its ``(partition, offset)``."""
+        self.create(topic)
+        log = self.logs.setdefault((topic, partition), [])
+        offset = len(log) + self.starts.get((topic, partition), 0) if not log else log[-1].offset + 1
+        when = int(time.time() * 1000) if timestamp is None else timestamp
+        log.append(LogRecord(topic, partition, offset, when, key, value))
+        return partition, offset
+
+    def append_keyed(
+        self, topic: str, key: bytes, value: bytes | None, timestamp: int | None = None
+    ) -> tuple[int, int]:
+        """Append a keyed record where the Java producer would put it."""
+        return self.append(topic, partition_for_key(key, self.partition_count(topic)), key, value, timestamp)
+
+    def truncate(self, topic: str, partition: int, start: int) -> None:
+        """Drop the records below ``start`` (retention): the partition's log start becomes ``start``."""
+        log = self.logs.get((topic, partition), [])
+        self.logs[(topic, partition)] = [r for r in log if r.offset >= start]
+        self.starts[(topic, partition)] = start
+
+    def end(self, topic: str, partition: int) -> int:
+        log = self.logs.get((topic, partition), [])
+        return log[-1].offset + 1 if log else self.starts.get((topic, partition), 0)
+
+    def _check(self, topics: Sequence[str]) -> None:
+        error = self.fail(topics) if callable(self.fail) else self.fail
+        if error is not None:
+            raise error
+        for topic in topics:
+            if topic not in self.partition_counts:
+                raise TopicNotFoundError(f"topic {topic!r} does not exist")
+
+    def offsets(self, topics: Sequence[str], timeout_ms: int | None = None) -> TopicOffsets:
+        self._check(topics)
+        partitions = [(t, p) for t in dict.fromkeys(topics) for p in range(self.partition_counts[t])]
+        return TopicOffsets(
+            {tp: self.starts.get(tp, 0) for tp in partitions},
+            {tp: self.end(*tp) for tp in partitions},
+            time.monotonic(),
+        )
+
+    def read(
+        self, ranges: Mapping[tuple[str, int], tuple[int | None, int]], timeout_ms: int | None = None
+    ) -> list[LogRecord]:
+        self._check(sorted({topic for topic, _ in ranges}))
+        wanted = {tp: (start, end) for tp, (start, end) in ranges.items() if end > (start or 0)}
+        if wanted:  # as the real reader, which asks Kafka nothing for empty ranges
+            self.reads.append(wanted)
+        return [
+            record
+            for (topic, partition), (start, end) in ranges.items()
+            for record in self.logs.get((topic, partition), [])
+            if (start is None or record.offset >= start) and record.offset < end
+        ]
+
+    def close(self) -> None:
+        self.closed = True

@@ -1,7 +1,10 @@
-"""Helpers shared by the API unit tests: Delta tables written with ``deltalake``, Connect's answers checked."""
+"""Helpers shared by the API unit tests: Delta tables written with ``deltalake``, config-topic records in the
+in-memory topics, Connect's answers checked."""
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -9,15 +12,27 @@ from typing import Any
 import pyarrow as pa
 from deltalake import write_deltalake
 
+from connect_state.formats.config import (
+    connector_config_key,
+    delete_records,
+    serialize_connector_config,
+    serialize_target_state,
+    target_state_key,
+    task_config_records,
+)
+from connect_state.formats.status import TopicStatus, serialize_topic_status
 from connect_state.tables import TableSpec
 
 
-def write_table(delta_root: Path, spec: TableSpec, rows: Iterable[Mapping[str, Any]], mode: str = "append") -> None:
+def write_table(
+    delta_root: str | os.PathLike[str], spec: TableSpec, rows: Iterable[Mapping[str, Any]], mode: str = "append"
+) -> None:
     """Write ``rows`` to the table of ``spec`` under ``delta_root`` in the table's schema (missing columns null).
 
     The jobs write the same schema with Spark; ``mode="overwrite"`` replaces the rows, as a new table version.
     """
-    write_deltalake(delta_root / spec.name, pa.Table.from_pylist(list(rows), schema=spec.schema), mode=mode)
+    path = Path(delta_root, spec.name)
+    write_deltalake(path, pa.Table.from_pylist(list(rows), schema=spec.schema), mode=mode)
 
 
 def assert_connect_error(response: Any, status: int, message: str | None) -> None:
@@ -33,3 +48,58 @@ def assert_no_content(response: Any, status: int) -> None:
     assert response.status_code == status
     assert response.get_data() == b""
     assert "Content-Type" not in response.headers
+
+
+# --- the config topic, in memory ------------------------------------------------------------------------------------
+
+
+def write_config(topics: Any, records: Iterable[tuple[str, bytes | None]], topic: str = "connect-configs") -> None:
+    """Append config-topic records (``(key, value)``, as :mod:`connect_state.formats.config` builds them)."""
+    for key, value in records:
+        topics.append(topic, 0, key.encode("utf-8"), value)
+
+
+def configure(
+    topics: Any,
+    name: str,
+    config: Mapping[str, str] | None = None,
+    *,
+    target_state: str | None = None,
+    tasks: int | None = None,
+    topic: str = "connect-configs",
+) -> None:
+    """What Connect writes for a connector: its target state (when given, first, as for ``initial_state``), its
+    config, then ``tasks`` task configs and their commit (when given)."""
+    records: list[tuple[str, bytes | None]] = []
+    if target_state is not None:
+        records.append((target_state_key(name), serialize_target_state(target_state)))
+    properties = dict(config or {"connector.class": "FileStreamSource", "name": name})
+    records.append((connector_config_key(name), serialize_connector_config(properties)))
+    if tasks is not None:
+        records += task_config_records(name, [{"task.id": str(task)} for task in range(tasks)])
+    write_config(topics, records, topic)
+
+
+def mirror_connectors(topics: Any, rows: Iterable[Mapping[str, Any]], topic: str = "connect-configs") -> None:
+    """Write the config-topic records behind ``connectors`` table rows, so the config topic read to its end agrees
+    with the table: a configured row gets its target state, config and task commit; a deleted one is configured then
+    deleted with both tombstones (as Connect deletes); a row without config (status only) gets nothing."""
+    for row in rows:
+        if row.get("config") is None and not row.get("deleted"):
+            continue
+        config = json.loads(row["config"]) if row.get("config") is not None else {"connector.class": "X"}
+        configure(
+            topics,
+            row["name"],
+            config,
+            target_state=row.get("target_state") or "STARTED",
+            tasks=row.get("task_count") or 0,
+            topic=topic,
+        )
+        if row.get("deleted"):
+            write_config(topics, delete_records(row["name"]), topic)
+
+
+def topic_status_value(topic: str, connector: str, task: int = 0, discover_timestamp: int = 1_746_009_337_985) -> bytes:
+    """The value of a ``status-topic-<topic>:connector-<connector>`` record, as a worker writes it."""
+    return serialize_topic_status(TopicStatus(topic, connector, task, discover_timestamp))

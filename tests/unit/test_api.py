@@ -30,12 +30,13 @@ from connect_state.api.server import bind_address, gunicorn_options
 from connect_state.api.tables import TableReader
 from connect_state.dev.local_stack import free_port
 from connect_state.errors import KafkaWriteError, TableNotFoundError
+from connect_state.freshness import HEADER, parse_lag_header
 from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings
 from connect_state.tables import ACTIVE_TOPICS, ALL_TABLES, TableSpec
 from tests.unit.conftest import MakeClient
-from tests.unit.fakes import RecordingWriter
-from tests.unit.helpers import assert_connect_error, write_table
+from tests.unit.fakes import InMemoryTopics, RecordingWriter
+from tests.unit.helpers import assert_connect_error, topic_status_value, write_table
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TRACKING_DISABLED = {"error_code": 403, "message": "Topic tracking is disabled."}
@@ -272,11 +273,17 @@ def test_reset_unknown_connector_is_202_without_a_write(
     assert writer.sends == []
 
 
-def test_reset_table_missing_is_503(client: FlaskClient, writer: RecordingWriter) -> None:
+def test_reset_without_table_reads_the_status_topic_from_its_start(
+    client: FlaskClient, writer: RecordingWriter, kafka_log: InMemoryTopics
+) -> None:
+    """No ``active_topics`` table (the job never ran): nothing is folded yet, so the whole status topic is."""
+    kafka_log.append_keyed("connect-status", b"status-topic-t1:connector-baz-sink", topic_status_value("t1", "baz-sink"))
+    kafka_log.append_keyed("connect-status", b"status-topic-t2:connector-baz-sink", topic_status_value("t2", "baz-sink"))
+    kafka_log.append_keyed("connect-status", b"status-topic-t2:connector-baz-sink", None)
+    kafka_log.append_keyed("connect-status", b"status-topic-t3:connector-other", topic_status_value("t3", "other"))
     response = client.put("/connectors/baz-sink/topics/reset")
-    assert response.status_code == 503
-    assert "active_topics" in response.get_json()["message"]
-    assert writer.sends == []
+    assert response.status_code == 202
+    assert writer.keys == [b"status-topic-t1:connector-baz-sink"]
 
 
 def test_reset_write_failure_is_500_with_the_message(make_client: MakeClient, topics_table: Path) -> None:
@@ -348,7 +355,7 @@ def test_resources_on_g(settings: Settings, writer: RecordingWriter) -> None:
     app = create_app(settings, table_reader=tables, writer=writer)
     with app.app_context():
         assert get_settings() is settings
-        assert get_tables() is tables
+        assert get_tables().tables is tables  # type: ignore[attr-defined]  # noting the tables a request reads
         assert get_writer() is writer
 
 
@@ -356,13 +363,13 @@ def test_default_resources(settings: Settings, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("CONNECT_STATE_DELTA_ROOT", str(settings.delta_root))
     app = create_app()
     with app.app_context():
-        tables = get_tables()
+        tables = get_tables().tables  # type: ignore[attr-defined]
         assert isinstance(tables, TableReader)
         assert tables.delta_root == settings.delta_root
 
 
 def test_writer_is_created_lazily_once_and_closed(
-    settings: Settings, topics_table: Path, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, topics_table: Path, monkeypatch: pytest.MonkeyPatch, kafka_log: InMemoryTopics
 ) -> None:
     created: list[RecordingWriter] = []
 
@@ -371,7 +378,7 @@ def test_writer_is_created_lazily_once_and_closed(
         return created[-1]
 
     monkeypatch.setattr(api_resources, "create_writer", factory)
-    app = create_app(settings)
+    app = create_app(settings, topics=kafka_log)
     client = app.test_client()
 
     assert client.get("/connectors/baz-sink/topics").status_code == 200
@@ -472,6 +479,9 @@ def test_server_serves_and_stops_cleanly(
         response = _wait_for_http(f"http://127.0.0.1:{port}/connectors/baz-sink/topics", proc)
         assert response.status_code == 200
         assert response.json() == {"baz-sink": {"topics": ["bar-topic", "foo-topic"]}}
+        # The lag header even without a reachable Kafka (then "unknown", within api.lag.timeout.ms).
+        [lag] = parse_lag_header(response.headers[HEADER])
+        assert lag.table == "active_topics"
         missing = requests.get(f"http://127.0.0.1:{port}/nope", timeout=5)
         assert missing.status_code == 404
         assert missing.headers["Content-Type"] == "application/json"

@@ -22,8 +22,8 @@ from connect_state.formats.config import pause_records, resume_records, stop_rec
 from connect_state.settings import Settings
 from connect_state.tables import CONNECTORS
 from tests.unit.conftest import MakeClient
-from tests.unit.fakes import RecordingWriter
-from tests.unit.helpers import assert_connect_error, assert_no_content, write_table
+from tests.unit.fakes import InMemoryTopics, RecordingWriter
+from tests.unit.helpers import assert_connect_error, assert_no_content, mirror_connectors, write_table
 
 # --- helpers and fixtures -------------------------------------------------------------------------------------------
 
@@ -93,9 +93,11 @@ ROWS = [
 
 
 @pytest.fixture
-def client(make_client: MakeClient, settings: Settings) -> FlaskClient:
-    """A client of an app whose ``connectors`` table holds :data:`ROWS`."""
+def client(make_client: MakeClient, settings: Settings, kafka_log: InMemoryTopics) -> FlaskClient:
+    """A client of an app whose ``connectors`` table holds :data:`ROWS`, and whose config topic has the records behind
+    them (the writes decide on the config topic read to its end)."""
     write_table(settings.delta_root, CONNECTORS, ROWS)
+    mirror_connectors(kafka_log, ROWS)
     return make_client()
 
 
@@ -274,8 +276,9 @@ def test_lifecycle_without_status_still_writes(client: FlaskClient, writer: Reco
     assert len(writer.sends) == 1
 
 
-def test_lifecycle_kafka_failure_is_500(settings: Settings, make_client: MakeClient) -> None:
+def test_lifecycle_kafka_failure_is_500(settings: Settings, make_client: MakeClient, kafka_log: InMemoryTopics) -> None:
     write_table(settings.delta_root, CONNECTORS, ROWS)
+    mirror_connectors(kafka_log, ROWS)
     failing = RecordingWriter(fail=KafkaWriteError("Timed out after 30000 ms"))
     assert_connect_error(
         make_client(writer=failing).put("/connectors/foo-source/stop"), 500, "Timed out after 30000 ms"

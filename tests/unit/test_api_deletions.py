@@ -18,8 +18,8 @@ from connect_state.errors import KafkaWriteError
 from connect_state.settings import Settings
 from connect_state.tables import CONNECTOR_DELETIONS, CONNECTORS
 from tests.unit.conftest import MakeClient
-from tests.unit.fakes import RecordingWriter
-from tests.unit.helpers import write_table
+from tests.unit.fakes import InMemoryTopics, RecordingWriter
+from tests.unit.helpers import mirror_connectors, write_table
 
 UTC = dt.UTC
 
@@ -64,18 +64,19 @@ def step_row(offset: int, step: str, status: str, **fields: Any) -> dict[str, An
     return row
 
 
+ROWS = [
+    connector("live"),
+    connector("deleted", deleted=True, config=None),
+    connector("status-only", config=None, type="unknown"),
+]
+
+
 @pytest.fixture
-def client(settings: Settings, make_client: MakeClient) -> FlaskClient:
-    """A client of an app whose ``connectors`` table knows ``live``, ``deleted`` and ``status-only``."""
-    write_table(
-        settings.delta_root,
-        CONNECTORS,
-        [
-            connector("live"),
-            connector("deleted", deleted=True, config=None),
-            connector("status-only", config=None, type="unknown"),
-        ],
-    )
+def client(settings: Settings, make_client: MakeClient, kafka_log: InMemoryTopics) -> FlaskClient:
+    """A client of an app whose ``connectors`` table knows ``live``, ``deleted`` and ``status-only``, and whose config
+    topic has the records behind them (a DELETE decides on the config topic read to its end)."""
+    write_table(settings.delta_root, CONNECTORS, ROWS)
+    mirror_connectors(kafka_log, ROWS)
     return make_client()
 
 
@@ -98,19 +99,23 @@ def test_delete_unknown_connector_is_404(client: FlaskClient, writer: RecordingW
     assert writer.sends == []
 
 
-def test_delete_kafka_failure_is_500(settings: Settings, make_client: MakeClient) -> None:
+def test_delete_kafka_failure_is_500(settings: Settings, make_client: MakeClient, kafka_log: InMemoryTopics) -> None:
     write_table(settings.delta_root, CONNECTORS, [connector("live")])
+    mirror_connectors(kafka_log, [connector("live")])
     client = make_client(writer=RecordingWriter(fail=KafkaWriteError("not acknowledged")))
     response = client.delete("/connectors/live")
     assert response.status_code == 500
     assert response.get_json() == {"error_code": 500, "message": "not acknowledged"}
 
 
-def test_delete_without_connectors_table_is_503(make_client: MakeClient, writer: RecordingWriter) -> None:
-    response = make_client().delete("/connectors/live")
-    assert response.status_code == 503
-    assert "connect-state-connector-states" in response.get_json()["message"]
-    assert writer.sends == []
+def test_delete_needs_no_connectors_table(
+    make_client: MakeClient, writer: RecordingWriter, kafka_log: InMemoryTopics
+) -> None:
+    """Decided on the config topic read to its end: no table, no job needed."""
+    mirror_connectors(kafka_log, [connector("live")])
+    assert make_client().delete("/connectors/live").status_code == 204
+    assert make_client().delete("/connectors/live").status_code == 404
+    assert writer.keys == [b"connector-live", b"target-state-live"]
 
 
 # --- GET /connectors/<name>/deletions -------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from flask.testing import FlaskClient
 from kafka import errors as kafka_errors
 
 import connect_state.api.resources as api_resources
+from connect_state.api.offsets import source_timeout_message
 from connect_state.connect.filestream import FILE_SINK_CLASS as FILE_STREAM_SINK_CLASS
 from connect_state.connect.filestream import FILE_SOURCE_CLASS as FILE_STREAM_SOURCE_CLASS
 from connect_state.connect.rest import (
@@ -35,7 +36,8 @@ from connect_state.kafka import ConsumerGroupAdminError, ConsumerGroupAdminTimeo
 from connect_state.settings import Settings
 from connect_state.tables import CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS
 from tests.unit.conftest import MakeClient
-from tests.unit.fakes import InMemoryTables, RecordingWriter
+from tests.unit.fakes import InMemoryTables, InMemoryTopics, RecordingWriter
+from tests.unit.helpers import mirror_connectors
 
 WORKER_TOPIC = "connect-offsets"
 EMPTY = "Partitions / offsets need to be provided for an alter offsets request"
@@ -184,6 +186,13 @@ def tables() -> InMemoryTables:
     return InMemoryTables(
         {CONNECTORS.name: CONNECTORS_ROWS, SOURCE_OFFSETS.name: SOURCE_ROWS, SINK_OFFSETS.name: SINK_ROWS}
     )
+
+
+@pytest.fixture(autouse=True)
+def config_topic(kafka_log: InMemoryTopics) -> InMemoryTopics:
+    """The config topic behind :data:`CONNECTORS_ROWS`: the writes decide on it, read to its end (issue 10)."""
+    mirror_connectors(kafka_log, CONNECTORS_ROWS)
+    return kafka_log
 
 
 @pytest.fixture
@@ -516,15 +525,21 @@ def test_patch_source_tolerates_a_tombstone_for_anything(client, writer):
 @pytest.mark.parametrize(
     ("failure", "message"),
     [
-        (KafkaWriteTimeout("timed out after 30000 ms waiting for Kafka"), source_modify_timeout_message("src")),
+        (KafkaWriteTimeout("timed out after 30000 ms waiting for Kafka"), "TIMEOUT"),
         (KafkaWriteError("write to topic 'connect-offsets' failed: boom"), source_modify_failed_message("src")),
     ],
 )
 def test_source_write_failures(make_client, tables, admin, failure, message):
+    """A timed-out write answers Connect's message, then ours: the outcome is unknown, how to find out."""
     client = make_client(tables=tables, writer=RecordingWriter(fail=failure))
-    assert patch(client, "src", VALID_SOURCE_BODY) == (500, error(500, message))
+    patch_message = source_timeout_message("src", "PATCH /connectors/src/offsets") if message == "TIMEOUT" else message
+    assert patch(client, "src", VALID_SOURCE_BODY) == (500, error(500, patch_message))
     response = client.delete("/connectors/src/offsets")
-    assert (response.status_code, response.get_json()) == (500, error(500, message))
+    delete_message = source_timeout_message("src", "DELETE /connectors/src/offsets") if message == "TIMEOUT" else message
+    assert (response.status_code, response.get_json()) == (500, error(500, delete_message))
+    if message == "TIMEOUT":
+        assert delete_message.startswith(source_modify_timeout_message("src") + ". The outcome is unknown")
+        assert "GET /connectors/src/offsets" in delete_message
 
 
 def test_secondary_write_failure_is_only_logged(make_client, tables, admin):

@@ -35,7 +35,6 @@ from connect_state.formats.config import (
     connector_config_key,
     delete_records,
     format_config_key,
-    java_class_name,
     logger_level_key,
     parse_config_key,
     parse_config_record,
@@ -440,22 +439,6 @@ def test_commit_without_connector_reason() -> None:
         "Ignoring task configs for connector foo; it appears that the connector was deleted previously and that log "
         "compaction has since removed any trace of its previous configurations from the config topic"
     )
-
-
-@pytest.mark.parametrize(
-    ("value", "name"),
-    [
-        (None, "null"),
-        (True, "java.lang.Boolean"),
-        (5, "java.lang.Long"),
-        (1.5, "java.lang.Double"),
-        ("s", "java.lang.String"),
-        ({}, "java.util.HashMap"),
-        ([], "java.util.ArrayList"),
-    ],
-)
-def test_java_class_name(value: object, name: str) -> None:
-    assert java_class_name(value) == name
 
 
 # --------------------------------------------------------------------------------------------------------------------

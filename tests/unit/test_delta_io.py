@@ -52,6 +52,8 @@ CREATED_WITH_DDL = {
     "emitted_at TIMESTAMP",
     "watermarks": "query STRING, topic STRING, partition INT, next_offset BIGINT, batch_id BIGINT, "
     "committed_at TIMESTAMP",
+    "data_loss": "query STRING, topic STRING, partition INT, expected_offset BIGINT, earliest_offset BIGINT, "
+    "cause STRING, batch_id BIGINT, detected_at TIMESTAMP",
 }
 
 

@@ -205,19 +205,29 @@ def test_admin_config_keeps_only_what_the_admin_client_accepts(settings: Setting
 
 
 def test_producer_config_forces_connect_settings(settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
-    props = "acks=1,enable.idempotence=true,allow.auto.create.topics=true,security.protocol=SSL,linger.ms=5"
+    props = "acks=1,enable.idempotence=false,allow.auto.create.topics=true,security.protocol=SSL,linger.ms=5"
     writer = InternalTopicWriter(settings.with_overrides(**{"kafka.client.properties": props}))
     with caplog.at_level(logging.WARNING):
         config = writer.producer_config()
     assert set(config) <= set(KafkaProducer.DEFAULT_CONFIG)
     assert config["acks"] == -1
-    assert config["enable_idempotence"] is False
+    assert config["enable_idempotence"] is False  # the client properties may turn idempotence off
     assert config["allow_auto_create_topics"] is False
     assert config["max_in_flight_requests_per_connection"] == 1
     assert config["bootstrap_servers"] == settings.bootstrap_servers
     assert (config["security_protocol"], config["linger_ms"]) == ("SSL", 5)
     assert config["max_block_ms"] == config["bootstrap_timeout_ms"] == 5000
-    assert "enable_idempotence" in caplog.text and "acks" in caplog.text
+    assert "acks" in caplog.text and "enable_idempotence" not in caplog.text
+
+
+def test_producer_is_idempotent_by_default(settings: Settings) -> None:
+    """Idempotence (kafka-python 3.x) with acks=all and one request in flight: a retried batch is written once."""
+    config = InternalTopicWriter(settings).producer_config()
+    assert (config["enable_idempotence"], config["acks"], config["max_in_flight_requests_per_connection"]) == (
+        True,
+        -1,
+        1,
+    )
 
 
 def test_send_places_every_key_explicitly(settings: Settings, fake_kafka: None) -> None:

@@ -241,17 +241,3 @@ def test_classify_keeps_null_partitions_and_quarantines_unreadable_values() -> N
     kept, rejected = classify_source(b'["c",{"f":"x"}]', b"{bad", kafka)
     assert kept["record_kind"] == "record"
     assert rejected["record_kind"] == "rejected" and "Failed to deserialize offset data" in rejected["reason"]
-
-
-def test_checkpoint_topics_reads_the_newest_offset_log_entry(tmp_path) -> None:
-    """The topics a checkpoint has read (Spark's offset log: ``v1``, batch metadata, one JSON line per source)."""
-    from connect_state.spark.source_offsets import checkpoint_topics
-
-    assert checkpoint_topics(tmp_path / "none") == set()
-    log_dir = tmp_path / "offsets"
-    log_dir.mkdir()
-    metadata = '{"batchWatermarkMs":0,"batchTimestampMs":1700000000000,"conf":{}}'
-    (log_dir / "1").write_text(f'v1\n{metadata}\n{{"connect-offsets":{{"0":3}}}}')
-    (log_dir / "10").write_text(f'v1\n{metadata}\n{{"connect-offsets":{{"0":5,"1":2}},"own-offsets":{{"0":1}}}}')
-    (log_dir / ".10.crc").write_text("ignored")
-    assert checkpoint_topics(tmp_path) == {"connect-offsets", "own-offsets"}

@@ -9,7 +9,17 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from connect_state.spark.streaming import PeriodicTask, Run, run_catch_up, run_job, supervise
+from connect_state.spark.streaming import (
+    Backoff,
+    PeriodicTask,
+    Run,
+    Supervisor,
+    TaskStatus,
+    run_catch_up,
+    run_continuous,
+    run_job,
+    supervise,
+)
 
 
 @dataclass
@@ -88,10 +98,176 @@ def test_run_job_runs_the_catch_up_step_only_after_a_successful_catch_up() -> No
     assert failed.journal == ["start available_now=True max_offsets=None", "closed"]
 
 
-def test_catch_up_of_several_jobs_stops_at_the_first_failure() -> None:
+def test_catch_up_of_several_jobs_runs_them_all_and_names_the_failed_one(caplog: pytest.LogCaptureFixture) -> None:
     jobs = [FakeJob("a", [FakeTask("a")]), FakeJob("b", [FakeTask("b", status=1)]), FakeJob("c", [FakeTask("c")])]
-    assert run_catch_up(jobs, None, None) == 1  # type: ignore[arg-type]
-    assert [len(job.journal) for job in jobs] == [3, 2, 0]
+    with caplog.at_level(logging.ERROR, logger="connect_state.streaming"):
+        assert run_catch_up(jobs, None, None) == 1  # type: ignore[arg-type]
+    assert [len(job.journal) for job in jobs] == [3, 2, 3]  # b's catch-up step did not run; c did run
+    assert caplog.records[-1].getMessage() == "catch-up failed: b (exit status 1)"
+
+
+def test_catch_up_names_a_job_whose_start_raised(caplog: pytest.LogCaptureFixture) -> None:
+    broken = BrokenStartJob("broken", failures=1)
+    with caplog.at_level(logging.ERROR, logger="connect_state.streaming"):
+        assert run_catch_up([broken, FakeJob("ok", [FakeTask("ok")])], None, None) == 1  # type: ignore[arg-type]
+    assert caplog.records[-1].getMessage() == "catch-up failed: broken (exit status 1)"
+
+
+# --- healing: continuous runs restart a failed task with backoff -----------------------------------------------------
+
+FAST = Backoff(initial_s=0.05, max_s=0.2, factor=2.0, healthy_s=30.0)
+
+
+@dataclass
+class FlakyTask:
+    """Fails (status 1, or raises) ``failures`` times, then runs until stopped; counts its restarts."""
+
+    name: str
+    failures: int
+    raises: bool = False
+    runs: int = 0
+    restarts: int = 0
+    stopped: bool = False
+
+    def run(self, stop: threading.Event) -> int:
+        self.runs += 1
+        if self.runs <= self.failures:
+            if self.raises:
+                raise RuntimeError(f"{self.name} broke")
+            return 1
+        stop.wait()
+        self.stopped = True
+        return 0
+
+    def restart(self) -> None:
+        self.restarts += 1
+
+
+def wait_until(condition, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.01)
+
+
+def test_backoff_doubles_up_to_its_maximum() -> None:
+    backoff = Backoff(initial_s=1.0, max_s=5.0, factor=2.0)
+    assert [backoff.delay(n) for n in range(1, 6)] == [1.0, 2.0, 4.0, 5.0, 5.0]
+
+
+@pytest.mark.parametrize("raises", [False, True])
+def test_a_failed_task_restarts_with_backoff_while_the_others_keep_running(raises: bool) -> None:
+    flaky, steady = FlakyTask("flaky", failures=3, raises=raises), FakeTask("steady", seconds=60.0)
+    stop = threading.Event()
+    supervisor = Supervisor([flaky, steady], stop, backoff=FAST)
+    result: list[int] = []
+    runner = threading.Thread(target=lambda: result.append(supervisor.run()), daemon=True)
+    started = time.monotonic()
+    runner.start()
+    wait_until(lambda: supervisor.state()["flaky"].status == TaskStatus.RUNNING and flaky.runs == 4)
+    elapsed = time.monotonic() - started
+    assert elapsed >= 0.05 + 0.1 + 0.2 - 0.01  # three backoffs: 0.05, 0.1, 0.2 s
+    state = supervisor.state()
+    assert (state["flaky"].failures, state["flaky"].restarts, flaky.restarts) == (3, 3, 3)
+    assert state["flaky"].last_error is not None
+    assert state["steady"].status == TaskStatus.RUNNING and not steady.stopped
+    stop.set()
+    runner.join(10)
+    assert result == [0]  # healed, then stopped on request
+    assert flaky.stopped and steady.stopped
+    assert supervisor.state()["flaky"].status == TaskStatus.STOPPED
+
+
+def test_a_stop_during_the_backoff_ends_the_task() -> None:
+    flaky = FlakyTask("flaky", failures=100)
+    stop = threading.Event()
+    supervisor = Supervisor([flaky], stop, backoff=Backoff(initial_s=30.0))
+    runner = threading.Thread(target=supervisor.run, daemon=True)
+    runner.start()
+    wait_until(lambda: supervisor.state()["flaky"].status == TaskStatus.RESTARTING)
+    assert supervisor.state()["flaky"].next_restart_in_s == 30.0
+    stop.set()
+    runner.join(5)
+    assert not runner.is_alive() and flaky.runs == 1
+
+
+def test_the_failure_count_in_a_row_resets_after_a_healthy_run() -> None:
+    backoff = Backoff(initial_s=0.01, max_s=0.01, healthy_s=0.0)  # every run counts as healthy
+    flaky = FlakyTask("flaky", failures=3)
+    stop = threading.Event()
+    supervisor = Supervisor([flaky], stop, backoff=backoff)
+    runner = threading.Thread(target=supervisor.run, daemon=True)
+    runner.start()
+    wait_until(lambda: flaky.runs == 4)
+    state = supervisor.state()["flaky"]
+    assert (state.failures, state.failures_in_a_row) == (3, 1)
+    stop.set()
+    runner.join(5)
+
+
+@dataclass
+class BrokenStartJob:
+    """A job whose ``start`` raises ``failures`` times, then starts one task that runs until stopped."""
+
+    name: str
+    failures: int
+    starts: int = 0
+    task: FakeTask = field(default_factory=lambda: FakeTask("after-start", seconds=60.0))
+
+    def check(self, settings: object) -> None:
+        return None
+
+    def start(self, spark: object, settings: object, available_now: bool, max_offsets: int | None) -> Run:
+        self.starts += 1
+        if self.starts <= self.failures:
+            raise RuntimeError("Kafka is away")
+        return Run([self.task])
+
+
+class FakeSpark:
+    """What ``cloned_session`` needs of a session."""
+
+    class conf:  # noqa: N801
+        getAll: dict[str, str] = {}  # noqa: N815
+
+    def newSession(self) -> FakeSpark:  # noqa: N802
+        return self
+
+
+def test_continuous_jobs_heal_a_failed_query_and_a_failed_start() -> None:
+    flaky = FlakyTask("flaky-query", failures=2)
+    steady = FakeTask("steady-query", seconds=60.0)
+    jobs = [FakeJob("flaky", [flaky]), FakeJob("steady", [steady]), BrokenStartJob("late", failures=2)]
+    stop = threading.Event()
+    supervisors: list[Supervisor] = []
+    result: list[int] = []
+    runner = threading.Thread(
+        target=lambda: result.append(
+            run_continuous(jobs, FakeSpark(), None, stop=stop, backoff=FAST, supervisors=supervisors)  # type: ignore[arg-type]
+        ),
+        daemon=True,
+    )
+    runner.start()
+    wait_until(lambda: bool(supervisors))
+    top = supervisors[0]
+    wait_until(lambda: flaky.runs == 3 and top.state().get("late/after-start", None) is not None)
+    state = top.state()
+    assert state["flaky/flaky-query"].restarts == 2 and state["flaky/flaky-query"].status == TaskStatus.RUNNING
+    assert state["steady"].restarts == 0 and state["steady/steady-query"].status == TaskStatus.RUNNING
+    assert state["late"].failures >= 1 and state["late"].restarts >= 1  # its start failed twice (once in the main thread)
+    assert jobs[2].starts == 3
+    stop.set()
+    runner.join(10)
+    assert result == [0]
+    assert steady.stopped and flaky.stopped
+    assert jobs[0].journal[-1] == "closed" and jobs[1].journal[-1] == "closed"
+
+
+def test_a_catch_up_never_restarts() -> None:
+    flaky = FlakyTask("flaky", failures=1)
+    job = FakeJob("job", [flaky])
+    assert run_job(job, None, None, True, stop=threading.Event()) == 1  # type: ignore[arg-type]
+    assert (flaky.runs, flaky.restarts) == (1, 0)
 
 
 def test_periodic_task_passes_until_stopped_and_a_single_failing_pass_fails() -> None:

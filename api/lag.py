@@ -1,0 +1,82 @@
+"""The ``X-Connect-State-Lag`` header of every GET: how far behind the topics' end each table served is (issue 10).
+
+After a GET, for every table the view read (:func:`~connect_state.api.resources.tables_served`), the header says how
+many records of the table's topics are not folded into it yet and how old its view is
+(:mod:`connect_state.freshness` has the format). The inputs are the ``watermarks`` table (read like any table, from
+its in-memory snapshot) and the topics' start and end offsets from :meth:`~connect_state.api.resources.AppResources.
+offsets_cache`: asked at most once per ``api.lag.cache.ms`` and within ``api.lag.timeout.ms``, so a GET stays cheap
+and answers from the tables even while Kafka is away (the header then says ``unknown``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+from flask import Flask, Response, current_app, request
+
+from connect_state.api.resources import app_resources, get_settings, tables_served
+from connect_state.errors import TableNotFoundError
+from connect_state.freshness import HEADER, TableLag, Watermark, format_lag_header, query_topics, table_lag
+from connect_state.tables import TABLE_QUERIES, WATERMARKS
+
+
+def _epoch_ms(value: object) -> int | None:
+    if isinstance(value, dt.datetime):
+        when = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+        return int(when.timestamp() * 1000)
+    return None
+
+
+def watermarks() -> list[Watermark]:
+    """Every row of the ``watermarks`` table (none when the jobs have not created it)."""
+    try:
+        rows = app_resources().tables.rows(WATERMARKS)
+    except TableNotFoundError:
+        return []
+    return [
+        Watermark(
+            row["query"], row["topic"], int(row["partition"]), int(row["next_offset"]), _epoch_ms(row["committed_at"])
+        )
+        for row in rows
+        if row.get("query")
+        and row.get("topic")
+        and row.get("partition") is not None
+        and row.get("next_offset") is not None
+    ]
+
+
+def table_lags(tables: list[str]) -> list[TableLag]:
+    """The lag of each of ``tables`` now."""
+    settings = get_settings()
+    cache = app_resources().offsets_cache()
+    marks = watermarks()
+    now_ms = int(time.time() * 1000)
+    lags = []
+    for table in tables:
+        query = TABLE_QUERIES.get(table)
+        if query is None:
+            lags.append(table_lag(table, marks, None, None, now_ms))
+            continue
+        offsets, _reason = cache.get(query_topics(query, settings, marks))
+        starts, ends = (offsets.starts, offsets.ends) if offsets is not None else (None, None)
+        lags.append(table_lag(table, marks, starts, ends, now_ms))
+    return lags
+
+
+def add_lag_header(response: Response) -> Response:
+    """``after_request``: the header on a GET that read tables (a failure here only leaves the header out)."""
+    if request.method not in ("GET", "HEAD"):
+        return response
+    tables = [name for name in tables_served() if name != WATERMARKS.name]
+    if not tables:
+        return response
+    try:
+        response.headers[HEADER] = format_lag_header(table_lags(tables))
+    except Exception:  # the answer itself is fine: never fail it for its header
+        current_app.logger.warning("cannot compute the %s header", HEADER, exc_info=True)
+    return response
+
+
+def init_app(app: Flask) -> None:
+    app.after_request(add_lag_header)

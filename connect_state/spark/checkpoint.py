@@ -1,0 +1,39 @@
+"""Reading a streaming query's checkpoint without a Spark job: the entries of its offsets log.
+
+A checkpoint's ``offsets/<batch id>`` files are small JSON-lines files Spark writes before it runs each micro-batch
+(:mod:`connect_state.positions` reads them). Every read of the checkpoint goes through :func:`read_offset_log` and
+:func:`offset_log_batches`, through Hadoop's filesystem in the Spark JVM (:mod:`connect_state.spark.storage`), so a
+checkpoint in object storage (``s3a://``, ``abfss://``, ...) reads like a local one.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from connect_state.positions import Positions, parse_offset_log
+from connect_state.spark import storage
+from connect_state.spark.storage import Where
+
+
+def offset_log_batches(spark: SparkSession, checkpoint: Where) -> list[int]:
+    """The batch ids of the offsets log's entries, ascending (none for a new checkpoint)."""
+    return sorted(int(name) for name in storage.list_names(spark, f"{checkpoint}/offsets") if name.isdigit())
+
+
+def read_offset_log(spark: SparkSession, checkpoint: Where, batch_id: int) -> str | None:
+    """The text of the offsets log's entry of ``batch_id``; None when there is none."""
+    return storage.read_text(spark, f"{checkpoint}/offsets/{batch_id}")
+
+
+def planned_positions(spark: SparkSession, checkpoint: Where, batch_id: int) -> Positions | None:
+    """The Kafka end offsets Spark planned for ``batch_id`` (the start of ``batch_id + 1``); None without an entry."""
+    if batch_id < 0:
+        return None
+    text = read_offset_log(spark, checkpoint, batch_id)
+    return parse_offset_log(text) if text is not None else None
+
+
+def latest_positions(spark: SparkSession, checkpoint: Where) -> Positions | None:
+    """The positions of the newest entry of the offsets log; None for a new checkpoint."""
+    batches = offset_log_batches(spark, checkpoint)
+    return planned_positions(spark, checkpoint, batches[-1]) if batches else None

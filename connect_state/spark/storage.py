@@ -1,0 +1,110 @@
+"""Checkpoints and tables seen through Hadoop's ``FileSystem`` in the Spark JVM: the one way the jobs look at storage.
+
+Spark writes the checkpoints and Delta the tables through Hadoop's filesystems (local disk, ``s3a://``, ``abfss://``,
+``gs://``, ``dbfs:/`` ...); every existence check, listing or read of them by the jobs goes through the same
+filesystems here, never through ``pathlib``, so a checkpoint in object storage is found like a local one.
+
+:func:`configure_storage` hands the ``storage.*`` settings (:func:`connect_state.storage.hadoop_options`) to the
+SparkContext's Hadoop configuration before the first access.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+
+from connect_state.settings import Settings
+from connect_state.storage import Location, hadoop_options
+
+log = logging.getLogger("connect_state.spark.storage")
+
+Where = Location | str
+
+
+def configure_storage(spark: SparkSession, settings: Settings) -> dict[str, str]:
+    """Set the Hadoop options the settings ask for (S3 endpoint, region, path style) on the SparkContext's Hadoop
+    configuration, which the jobs' filesystems, Spark's checkpoints and Delta read; return them."""
+    options = hadoop_options(settings)
+    if options:
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
+        for key, value in options.items():
+            conf.set(key, value)
+        log.info("Hadoop storage options: %s", ", ".join(f"{k}={v}" for k, v in sorted(options.items())))
+    return options
+
+
+def _filesystem(spark: SparkSession, location: Where) -> tuple[Any, Any]:
+    """Hadoop's ``FileSystem`` of ``location`` and its ``Path``, with the session's Hadoop configuration (the one
+    Spark's streaming checkpoints and Delta use)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(str(location))
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    return path.getFileSystem(conf), path
+
+
+def exists(spark: SparkSession, location: Where) -> bool:
+    """Whether ``location`` (a file or a directory) exists."""
+    fs, path = _filesystem(spark, location)
+    return bool(fs.exists(path))
+
+
+def is_dir(spark: SparkSession, location: Where) -> bool:
+    """Whether ``location`` is a directory (on object stores: a prefix with objects under it, or a marker)."""
+    fs, path = _filesystem(spark, location)
+    try:
+        return bool(fs.getFileStatus(path).isDirectory())
+    except Exception as err:  # Py4J wraps java.io.FileNotFoundException
+        if _not_found(err):
+            return False
+        raise
+
+
+def list_names(spark: SparkSession, location: Where) -> list[str]:
+    """The names of the entries directly under ``location``, sorted; none when it does not exist."""
+    fs, path = _filesystem(spark, location)
+    try:
+        statuses = fs.listStatus(path)
+    except Exception as err:
+        if _not_found(err):
+            return []
+        raise
+    return sorted(str(status.getPath().getName()) for status in statuses)
+
+
+def read_text(spark: SparkSession, location: Where) -> str | None:
+    """The UTF-8 text of the file at ``location``; None when there is none."""
+    fs, path = _filesystem(spark, location)
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    try:
+        stream = fs.open(path)
+    except Exception as err:
+        if _not_found(err):
+            return None
+        raise
+    try:
+        data = jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+    finally:
+        stream.close()
+    return bytes(data).decode("utf-8")
+
+
+def delete(spark: SparkSession, location: Where) -> bool:
+    """Delete ``location`` and everything under it; False when there was nothing."""
+    fs, path = _filesystem(spark, location)
+    return bool(fs.delete(path, True))
+
+
+def _not_found(err: Exception) -> bool:
+    """A Py4J error whose Java exception is ``java.io.FileNotFoundException`` (told apart by its class, not text)."""
+    java_exception = getattr(err, "java_exception", None)
+    if java_exception is None:
+        return False
+    jvm = SparkContext._jvm
+    if jvm is None:
+        return False
+    return bool(jvm.java.lang.Class.forName("java.io.FileNotFoundException").isInstance(java_exception))
