@@ -17,14 +17,22 @@ export PYSPARK_PYTHON        := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP        ?= 127.0.0.1
 
-.PHONY: help setup venv jars run test test-unit lint format bench clean distclean
+.PHONY: help setup venv jars browser run test test-unit lint format bench clean distclean
 
 help:
 	@echo "make run     set everything up and start broker, Connect worker, demo connectors, jobs and API"
 	@echo "make test    set everything up and run the test suite"
 	@echo "make lint    ruff check + format check + mypy;  make bench  run the benchmarks;  make clean  remove var/"
 
-setup: venv jars
+setup: venv jars browser
+
+# The dashboard's test drives Debian's headless chromium through its chromedriver (Selenium): installed when missing
+# (as root, like CI; elsewhere through sudo).
+browser:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; \
+	fi
 
 $(CONSTRAINTS): conf/versions.env
 	@mkdir -p build
@@ -34,13 +42,15 @@ $(CONSTRAINTS): conf/versions.env
 	  "kafka-python==$(KAFKA_PYTHON_VERSION)" "flask==$(FLASK_VERSION)" "gunicorn==$(GUNICORN_VERSION)" \
 	  "pytest==$(PYTEST_VERSION)" "pytest-timeout==$(PYTEST_TIMEOUT_VERSION)" "requests==$(REQUESTS_VERSION)" \
 	  "ruff==$(RUFF_VERSION)" "mypy==$(MYPY_VERSION)" "pandas-stubs==$(PANDAS_STUBS_VERSION)" \
-	  "types-requests==$(TYPES_REQUESTS_VERSION)" "pyyaml==$(PYYAML_VERSION)" > $@
+	  "types-requests==$(TYPES_REQUESTS_VERSION)" "pyyaml==$(PYYAML_VERSION)" \
+	  "prometheus-client==$(PROMETHEUS_CLIENT_VERSION)" "selenium==$(SELENIUM_VERSION)" \
+	  "schemathesis==$(SCHEMATHESIS_VERSION)" > $@
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: setup.cfg pyproject.toml $(CONSTRAINTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip wheel "setuptools>=68"
-	$(PIP) install -q -c $(CONSTRAINTS) -e '.[test,lint]'
+	$(PIP) install -q -c $(CONSTRAINTS) -e '.[spark,test,lint]'
 	@touch $@
 
 jars: $(SPARK_LIB)/.fetched $(KAFKA_LIB)/.fetched $(S3_LIB)/.fetched

@@ -31,7 +31,22 @@ def create_app(
     the fresh view and the lag header (:mod:`connect_state.kafka.log`), unless ``topics`` is given (it then serves
     all of them and stays the caller's).
     """
-    from connect_state.api import connectors, data_loss, deletions, heartbeats, lag, offsets
+    from connect_state.api import (
+        connect_read,
+        connectors,
+        dashboard,
+        data_loss,
+        deletions,
+        health,
+        heartbeats,
+        history,
+        lag,
+        leases,
+        metrics,
+        offsets,
+        openapi,
+        restart,
+    )
     from connect_state.api import topics as topics_views
 
     settings = settings if settings is not None else load_settings()
@@ -40,6 +55,7 @@ def create_app(
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
     init_app(app, settings, table_reader, writer, topics)
+    metrics.init_app(app)  # first: its after_request runs last, when the answer is final
     register_error_handlers(app)
     lag.init_app(app)
     app.register_blueprint(topics_views.bp)
@@ -48,6 +64,14 @@ def create_app(
     app.register_blueprint(deletions.bp)
     app.register_blueprint(offsets.bp)
     app.register_blueprint(data_loss.bp)
+    app.register_blueprint(connect_read.bp)
+    app.register_blueprint(restart.bp)
+    app.register_blueprint(history.bp)
+    app.register_blueprint(openapi.bp)
+    app.register_blueprint(health.bp)
+    app.register_blueprint(metrics.bp)
+    app.register_blueprint(dashboard.bp)
+    app.register_blueprint(leases.bp)
     return app
 
 

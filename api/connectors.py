@@ -43,7 +43,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from flask import Blueprint, Response, jsonify
+from flask import Blueprint, Response, jsonify, request
 
 from connect_state.api.errors import ConnectRestException, no_content
 from connect_state.api.fresh import fresh_connector, position_offset, read_config
@@ -84,6 +84,10 @@ def is_configured(row: dict[str, Any] | None) -> bool:
 @bp.get("")
 def list_connectors() -> Response:
     """``GET /connectors`` without ``expand``: a JSON list of the configured connectors' names, sorted."""
+    if "expand" in request.args:  # issue 14: connect_state.api.connect_read
+        from connect_state.api.connect_read import expanded_connectors
+
+        return expanded_connectors(request.args.getlist("expand"))
     rows = get_tables().rows(CONNECTORS, columns=["name", "config", "deleted"])
     return jsonify(sorted({row["name"] for row in rows if is_configured(row)}))
 

@@ -52,6 +52,8 @@ class ApiServer(BaseApplication):
 def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: int = 4) -> dict[str, Any]:
     """gunicorn settings for ``app``: bound to ``api.host:api.port``, threads, access log to stdout."""
 
+    request_bound_s = (settings.api_kafka_write_timeout_ms + 2 * settings.api_fresh_read_timeout_ms) // 1000
+
     def worker_exit(_server: Any, _worker: Any) -> None:
         close_app(app)  # this worker's copy of the app: flush and close its Kafka writer
 
@@ -64,9 +66,10 @@ def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: 
         "errorlog": "-",
         "loglevel": "info",
         "proc_name": "connect-state-api",
-        # A reset may wait api.kafka.write.timeout.ms for Kafka; let it finish before a worker is recycled.
-        "timeout": max(30, settings.api_kafka_write_timeout_ms // 1000 + 10),
-        "graceful_timeout": max(30, settings.api_kafka_write_timeout_ms // 1000 + 5),
+        # A write may wait api.fresh.read.timeout.ms (the fresh read before it, the check after it) and
+        # api.kafka.write.timeout.ms for Kafka; let it finish before a worker is recycled.
+        "timeout": max(30, request_bound_s + 10),
+        "graceful_timeout": max(30, request_bound_s + 5),
         # gunicorn >= 25 opens a control socket in $HOME/.gunicorn by default; two servers would share it.
         "control_socket_disable": True,
         "worker_exit": worker_exit,

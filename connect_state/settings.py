@@ -102,6 +102,8 @@ class Settings:
     api_fresh_read_timeout_ms: int
     api_lag_cache_ms: int
     api_lag_timeout_ms: int
+    api_health_max_age_ms: int
+    jobs_metrics_port: int
     consumer_offsets_topic: str
     cleanup_offsets_on_delete: bool
     cleanup_hooks: str
@@ -110,6 +112,8 @@ class Settings:
     heartbeat_interval_ms: int
     heartbeat_records_topic: str
     heartbeat_providers: dict[str, str]
+    lease_duration_ms: int
+    lease_renew_interval_ms: int
     local_data_dir: Path
     local_broker_port: int
     local_controller_port: int

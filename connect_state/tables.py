@@ -114,6 +114,7 @@ CONNECTORS = TableSpec(
             ("config", STRING),
             ("target_state", STRING),
             ("task_count", INT),
+            ("task_configs", STRING),
             ("inconsistent", BOOLEAN),
             ("connector_state", STRING),
             ("connector_worker_id", STRING),
@@ -130,7 +131,8 @@ CONNECTORS = TableSpec(
     key=("name",),
     description=(
         "KIP-875: every connector the config and status topics know: config (JSON), type, effective target state, "
-        "committed task count, connector and task statuses, deleted flag (connect_state/folds/connector_states.py)."
+        "committed task count, applied task configs (JSON by task id), connector and task statuses, deleted flag "
+        "(connect_state/folds/connector_states.py)."
     ),
 )
 
@@ -375,6 +377,26 @@ DATA_LOSS = TableSpec(
     ),
 )
 
+LEASES = TableSpec(
+    name="leases",
+    schema=pa.schema(
+        [
+            ("name", STRING),
+            ("holder", STRING),
+            ("epoch", BIGINT),
+            ("acquired_at", TIMESTAMP),
+            ("renewed_at", TIMESTAMP),
+            ("expires_at", TIMESTAMP),
+        ]
+    ),
+    key=("name",),
+    description=(
+        "One writer where it matters: per job whose side effects must not happen twice (cleanup, heartbeats), the "
+        "instance holding its lease, the epoch (fencing token: +1 at every change of holder), when it was taken, last "
+        "renewed and when it expires (connect_state/leases.py, connect_state/spark/leases.py)."
+    ),
+)
+
 # Which streaming query (checkpoint name) writes each table: the tables' freshness is its query's watermark.
 TABLE_QUERIES: dict[str, str] = {
     "active_topics": "active_topics",
@@ -403,4 +425,5 @@ ALL_TABLES = (
     HEARTBEATS,
     WATERMARKS,
     DATA_LOSS,
+    LEASES,
 )

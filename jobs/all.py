@@ -7,29 +7,37 @@ machine (``make run``'s demo) or as a single scheduled Databricks task, one driv
   source one restarting itself when a connector's own offsets topic appears) and the cleanup passes run side by side
   in one driver until SIGINT/SIGTERM. Each job runs on its own cloned session, so the settings a query's start or its
   ``foreachBatch`` changes (Delta transaction ids) never leak into another job's. The jobs are started one after the
-  other from the main thread, then supervised by one thread per query or loop of passes.
+  other from the main thread, then supervised by one thread per query or loop of passes. A query that fails is
+  restarted with exponential backoff, logged and counted, while the others keep running (a job whose start fails is
+  started again the same way).
 * ``--available-now``: one catch-up run of each, in dependency order — active topics, connector states (which the
-  offsets, heartbeats and cleanup jobs read), offsets, heartbeats (with its sweep), one cleanup pass — then exit.
+  offsets, heartbeats and cleanup jobs read), offsets, heartbeats (with its sweep), one cleanup pass — then exit. A job
+  that fails does not stop the ones after it; the run ends by naming the failed jobs.
 
-Exit status 0, 1 when a job failed (the others are stopped then), 2 for a bad setting.
+Exit status 0; 1 when a job of a catch-up run failed (named in the log: ``catch-up failed: <jobs>``); 2 for a bad
+setting.
 
     connect-state-jobs [--available-now] [--max-offsets-per-trigger N] [--conf-file F] [--set key=value ...]
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 
 from connect_state.spark.all_jobs import every_job
 from connect_state.spark.streaming import job_arguments, main_of, run_catch_up, run_continuous
 
 
+def parser() -> argparse.ArgumentParser:
+    """The arguments of ``connect-state-jobs`` (also a Databricks wheel task's parameters)."""
+    description = __doc__.split("\n\n")[0]
+    return job_arguments("jobs", description, "one catch-up run of every job in dependency order, then stop")
+
+
 def main(argv: list[str] | None = None) -> int:
     """The console script ``connect-state-jobs``."""
-    description = __doc__.split("\n\n")[0]
-    args = job_arguments(
-        "jobs", description, "one catch-up run of every job in dependency order, then stop"
-    ).parse_args(argv)
+    args = parser().parse_args(argv)
     jobs = every_job()  # their check() loads the heartbeat providers and the deletion hooks once, before any start
     run = run_catch_up if args.available_now else run_continuous
     return main_of(

@@ -14,9 +14,10 @@ its triggers and timeouts: :mod:`connect_state.spark.heartbeats`.
   otherwise), then the job **sweeps** ``source_partition_activity``: partitions that went idle while no job ran get
   their heartbeat.
 
-Delivery is at least once: a crash between sending and recording may send a heartbeat again. Run one heartbeats job
-per set of tables (not a continuous one and scheduled catch-up runs at once). Records a worker would discard are
-skipped here; the connector-states and offsets jobs quarantine them::
+Delivery is at least once: a crash between sending and recording may send a heartbeat again. A second instance on
+the same tables (a continuous one and a scheduled catch-up run, say) waits for the ``heartbeats`` lease instead of
+sending heartbeats too. Records a worker would discard are skipped here; the connector-states and offsets jobs
+quarantine them::
 
     connect-state-heartbeats [--available-now] [--conf-file F] [--set key=value ...]
 """

@@ -2,4 +2,6 @@
 
 # tests.fixtures.stack: the real KRaft broker and Connect worker (session-scoped), REST client, extra workers.
 # tests.fixtures.spark: the one SparkSession of the test session.
-pytest_plugins = ["tests.fixtures.stack", "tests.fixtures.spark"]
+# tests.fixtures.s3: the S3-compatible server (s3proxy) on loopback (session-scoped).
+# tests.fixtures.wheel: the wheel built from the checkout and virtualenvs outside it (session-scoped).
+pytest_plugins = ["tests.fixtures.stack", "tests.fixtures.spark", "tests.fixtures.s3", "tests.fixtures.wheel"]

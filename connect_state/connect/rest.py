@@ -7,21 +7,29 @@ are Connect's ``ErrorMessage`` entity, ``{"error_code": <status>, "message": <te
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, cast
 
 __all__ = [
+    "MIRRORED_CONNECT_VERSION",
     "RESET_DISABLED",
     "TRACKING_DISABLED",
     "UNDEFINED_VERSION",
     "active_topics_info",
+    "connector_config",
+    "connector_info",
     "connector_not_found_message",
     "connector_offsets",
     "connector_state_info",
     "error_message",
+    "expanded_connectors",
     "http_error_message",
     "not_stopped_message",
     "offsets_success_message",
+    "restart_state_info",
+    "restart_status_not_found_message",
+    "server_info",
     "sink_alter_failed_message",
     "sink_alter_zombie_message",
     "sink_list_failed_message",
@@ -30,6 +38,10 @@ __all__ = [
     "source_modify_failed_message",
     "source_modify_timeout_message",
     "status_not_found_message",
+    "task_infos",
+    "task_state",
+    "task_status_not_found_message",
+    "unknown_connector_colon_message",
     "unknown_connector_message",
 ]
 
@@ -220,3 +232,130 @@ def source_modify_timeout_message(name: str) -> str:
 def source_modify_failed_message(name: str) -> str:
     """500 of a source PATCH / DELETE whose offsets write failed."""
     return f"Failed to modify offsets for source connector {name}"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Read API (RootResource, ConnectorsResource read endpoints; AbstractHerder / DistributedHerder, ClusterConfigState)
+# ---------------------------------------------------------------------------------------------------------------------
+
+#: The Connect version whose REST API connect-state mirrors: ``GET /``'s ``version`` unless ``api.connect.version``
+#: says otherwise.
+MIRRORED_CONNECT_VERSION = "4.3.1"
+
+
+def server_info(version: str, commit: str, kafka_cluster_id: str | None) -> dict[str, object]:
+    """``GET /``: Connect's ``ServerInfo``, ``{"version":...,"commit":...,"kafka_cluster_id":...}``."""
+    return {"version": version, "commit": commit, "kafka_cluster_id": kafka_cluster_id}
+
+
+def unknown_connector_colon_message(name: str) -> str:
+    """The 404 of the restart endpoints (``NotFoundException("Unknown connector: " + connName)``)."""
+    return f"Unknown connector: {name}"
+
+
+def task_status_not_found_message(name: str, task: int) -> str:
+    """The 404 of ``GET /connectors/<name>/tasks/<id>/status`` (``"No status found for task " + ConnectorTaskId``,
+    whose ``toString`` is ``<connector>-<task>``)."""
+    return f"No status found for task {name}-{task}"
+
+
+def restart_status_not_found_message(name: str) -> str:
+    """The 404 of a restart with ``includeTasks`` / ``onlyFailed`` when the status store has no connector status
+    (``DistributedHerder.restartConnectorAndTasks``; the request was written all the same)."""
+    return f"Status for connector {name} not found"
+
+
+def _config(row: Mapping[str, object]) -> dict[str, object]:
+    return cast("dict[str, object]", json.loads(cast(str, row["config"])))
+
+
+def _task_configs(row: Mapping[str, object]) -> dict[int, object]:
+    text = row.get("task_configs")
+    return {int(task): config for task, config in json.loads(cast(str, text)).items()} if text else {}
+
+
+def _task_ids(row: Mapping[str, object]) -> list[int]:
+    """``ClusterConfigState.tasks``: ids 0..taskCount-1, none while the connector is inconsistent."""
+    if row.get("inconsistent"):
+        return []
+    return list(range(cast(int, row.get("task_count") or 0)))
+
+
+def connector_info(row: Mapping[str, object]) -> dict[str, object]:
+    """``GET /connectors/<name>``: ``ConnectorInfo`` (``AbstractHerder.connectorInfo``) from a configured
+    ``connectors`` row: ``{"name", "config", "tasks": [{"connector","task"}], "type"}``."""
+    name = row["name"]
+    return {
+        "name": name,
+        "config": _config(row),
+        "tasks": [{"connector": name, "task": task} for task in _task_ids(row)],
+        "type": row["type"],
+    }
+
+
+def connector_config(row: Mapping[str, object]) -> dict[str, object]:
+    """``GET /connectors/<name>/config``: the raw connector config."""
+    return _config(row)
+
+
+def task_infos(row: Mapping[str, object]) -> list[dict[str, object]]:
+    """``GET /connectors/<name>/tasks``: ``TaskInfo`` per id 0..taskCount-1 (``DistributedHerder.taskConfigs``: the
+    committed count even when inconsistent, ``rawTaskConfig`` null for an id without an applied config)."""
+    name = row["name"]
+    configs = _task_configs(row)
+    count = cast(int, row.get("task_count") or 0)
+    return [{"id": {"connector": name, "task": task}, "config": configs.get(task)} for task in range(count)]
+
+
+def task_state(row: Mapping[str, object], task: int, *, with_version: bool = True) -> dict[str, object] | None:
+    """``GET /connectors/<name>/tasks/<id>/status``: ``ConnectorStateInfo.TaskState``, None without a status."""
+    for status in cast("Iterable[Mapping[str, Any]]", row.get("tasks") or []):
+        if status["id"] == task:
+            body = _state_body(status["state"], status["worker_id"], status["trace"], status["version"], with_version)
+            return {"id": task, **body}
+    return None
+
+
+def restart_state_info(row: Mapping[str, object], include_tasks: bool, only_failed: bool) -> dict[str, object] | None:
+    """The 202 body of a restart with ``includeTasks`` or ``onlyFailed`` (``AbstractHerder.buildRestartPlan``): the
+    connector's status with RESTARTING for what the request restarts (``RestartRequest.shouldRestartConnector``:
+    ``!onlyFailed || FAILED``; ``shouldRestartTask``: ``includeTasks && (!onlyFailed || FAILED)``). None without a
+    connector status (Connect's 404, :func:`restart_status_not_found_message`)."""
+    info = connector_state_info({**row, "tasks": row.get("tasks") or []})
+    if info is None:
+        return None
+
+    def restarted(body: Mapping[str, object], restart: bool) -> dict[str, object]:
+        return {**body, "state": "RESTARTING"} if restart else dict(body)
+
+    connector = cast("dict[str, object]", info["connector"])
+    info["connector"] = restarted(connector, not only_failed or connector["state"] == "FAILED")
+    info["tasks"] = [
+        restarted(task, include_tasks and (not only_failed or task["state"] == "FAILED"))
+        for task in cast("list[dict[str, object]]", info["tasks"])
+    ]
+    return info
+
+
+def expanded_connectors(rows: Iterable[Mapping[str, object]], expand: Iterable[str]) -> dict[str, dict[str, object]]:
+    """``GET /connectors?expand=status&expand=info`` (``ConnectorsResource.listConnectors``) from the configured
+    connectors' rows: per connector, ``status`` (``ConnectorStateInfo``) and/or ``info`` (``ConnectorInfo``); unknown
+    expansions are ignored. A connector whose status is asked for but missing is left out (Connect's
+    ``NotFoundException`` is caught per connector)."""
+    wanted = list(expand)
+    out: dict[str, dict[str, object]] = {}
+    for row in rows:
+        expansions: dict[str, object] = {}
+        missing = False
+        for expansion in wanted:
+            if expansion == "status":
+                status = connector_state_info({**row, "tasks": row.get("tasks") or []})
+                if status is None:
+                    missing = True
+                    break
+                expansions["status"] = status
+            elif expansion == "info":
+                expansions["info"] = connector_info(row)
+        if not missing:
+            out[cast(str, row["name"])] = expansions
+    return out

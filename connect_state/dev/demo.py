@@ -19,6 +19,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from types import FrameType
 
@@ -40,10 +42,12 @@ JOB_MODULES = ("connect_state.jobs.all",)
 DEMO_SETTINGS = {
     "heartbeat.providers": f"{FILE_SOURCE_CLASS}=connect_state.dev.demo_heartbeats:provider",
     "cleanup.hooks": "connect_state.dev.demo_hooks:log_deletion",
+    "jobs.metrics.port": "8091",  # the jobs driver's Prometheus endpoint
 }
 # Per-connector overrides in the quiet source's own config (connect-state reads them from the config topic).
 QUIET_SOURCE_EXTRAS = {"heartbeat.interval.ms": "30000", "cleanup.offsets.on.delete": "true"}
 API_MODULE = "connect_state.api.server"
+STEPS = 5
 
 
 class _Stop(Exception):
@@ -96,8 +100,28 @@ def stop_child(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
             proc.wait()
 
 
+def step(number: int, text: str) -> None:
+    """One start-up step, as ``[2/5] creating the demo connectors...``."""
+    print(f"[{number}/{STEPS}] {text}", flush=True)
+
+
+def wait_for_api(url: str, children: list[subprocess.Popen[bytes]], timeout_s: float = 120.0) -> bool:
+    """Wait until the API answers ``GET /health`` (any status: it is serving); False if it did not in time."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and all(child.poll() is None for child in children):
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2):
+                return True
+        except urllib.error.HTTPError:
+            return True  # 503 while the jobs fold their first batches: serving
+        except OSError:
+            time.sleep(0.5)
+    return False
+
+
 def banner(settings: Settings, stack: LocalStack, logs: Path) -> str:
     api = f"http://{settings.api_host}:{settings.api_port}"
+    jobs_metrics_port = settings.jobs_metrics_port or DEMO_SETTINGS["jobs.metrics.port"]  # the user's --set wins
     return "\n".join(
         [
             "",
@@ -105,6 +129,9 @@ def banner(settings: Settings, stack: LocalStack, logs: Path) -> str:
             f"  Kafka broker    {stack.bootstrap_servers}",
             f"  Connect worker  {stack.connect_url}   (connectors: {DEMO_SOURCE}, {DEMO_SINK}, {DEMO_QUIET_SOURCE})",
             f"  connect-state   {api}",
+            f"  dashboard       {api}/ui",
+            f"  health, metrics {api}/health   {api}/metrics",
+            f"  jobs' metrics   http://127.0.0.1:{jobs_metrics_port}/metrics",
             f"  Delta tables    {settings.delta_root}",
             f"  logs            {logs}/ and {settings.local_data_dir}/",
             "",
@@ -140,13 +167,20 @@ def main(argv: list[str] | None = None) -> int:
     # Explicit handlers: a SIGINT inherited as ignored (e.g. started in the background) must still stop us.
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        print("starting the Kafka broker and the Connect worker...", flush=True)
+        step(1, f"starting the Kafka broker and the Connect worker (logs in {settings.local_data_dir}/)...")
         stack.start()
+        step(2, f"creating the demo connectors {DEMO_SOURCE}, {DEMO_SINK}, {DEMO_QUIET_SOURCE}...")
         create_demo_connectors(ConnectRestClient(stack.connect_url), demo_dir)
         threading.Thread(target=feed, args=(demo_dir / "input.txt", stop_feeding), daemon=True).start()
+        step(3, f"starting the jobs (one Spark driver; log {logs}/all.log)...")
         for module in JOB_MODULES:
             children.append(start_child(module, passthrough, logs / f"{module.split('.')[-1]}.log"))
+        step(4, f"starting the API (log {logs}/api.log)...")
         children.append(start_child(API_MODULE, passthrough, logs / "api.log"))
+        api_url = f"http://{settings.api_host}:{settings.api_port}"
+        step(5, f"waiting for the API to answer at {api_url}...")
+        if not wait_for_api(api_url, children):
+            print(f"the API did not answer at {api_url}; see {logs}/api.log", file=sys.stderr)
         print(banner(settings, stack, logs), flush=True)
         while all(child.poll() is None for child in children) and stack.dead_service() is None:
             time.sleep(1.0)

@@ -14,7 +14,8 @@ Readiness is checked with real requests through the Kafka layer (:mod:`connect_s
 a cluster with the cluster id we formatted and itself among the brokers; for the worker ``GET /``, ``GET /health`` and
 ``GET /connectors`` answer 200 and its three internal topics exist on the broker with a leader for every partition.
 
-``connect-state-stack start`` runs the stack in the foreground until Ctrl-C or SIGTERM.
+``connect-state-stack start`` runs the stack in the foreground until Ctrl-C or SIGTERM; with ``--s3`` it also runs an
+S3-compatible server on loopback (:mod:`connect_state.dev.s3_server`) for tables and checkpoints in a bucket.
 """
 
 from __future__ import annotations

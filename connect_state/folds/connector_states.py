@@ -234,6 +234,9 @@ class ConnectorState:
     target_state: TargetState | None = None
     deferred_task_ids: frozenset[int] = frozenset()
     task_count: int | None = None
+    #: ``taskConfigs`` (applied by a consistent commit) and ``deferredTaskUpdates`` (buffered), by task id.
+    task_configs: dict[int, dict[str, object]] = field(default_factory=dict)
+    deferred_task_configs: dict[int, dict[str, object]] = field(default_factory=dict)
     inconsistent: bool = False
     connector_status: Status | None = None
     task_statuses: dict[int, Status] = field(default_factory=dict)
@@ -282,15 +285,22 @@ class ConnectorEvent:
     #: cleanup (:mod:`connect_state.cleanup`) needs it once the config is gone; it is not part of ``details`` (the
     #: transition) but of :attr:`recorded_details` (what the ``connector_events`` table keeps).
     last_config: dict[str, object] | None = field(default=None, compare=False, hash=False)
+    #: For a ``created`` or ``reconfigured`` event: the config now in effect (None for other events). The history API's
+    #: config versions (issue 14) read it from :attr:`recorded_details`; it is not part of ``details``.
+    config: dict[str, object] | None = field(default=None, compare=False, hash=False)
 
     @property
     def recorded_details(self) -> dict[str, object]:
         """``details`` as the ``connector_events`` table keeps them: for a ``deleted`` event, plus ``config`` (the
         last config) and ``connector_type``
-        (:func:`~connect_state.connect.connector_types.config_connector_type` of it)."""
-        if self.last_config is None:
-            return self.details
-        return {**self.details, "config": self.last_config, "connector_type": config_connector_type(self.last_config)}
+        (:func:`~connect_state.connect.connector_types.config_connector_type` of it); for ``created`` and
+        ``reconfigured``, plus ``config`` (the new config)."""
+        if self.last_config is not None:
+            last = self.last_config
+            return {**self.details, "config": last, "connector_type": config_connector_type(last)}
+        if self.config is not None:
+            return {**self.details, "config": self.config}
+        return self.details
 
     @property
     def details_json(self) -> str:
@@ -325,6 +335,8 @@ def _remove_connector(state: ConnectorState) -> None:
     state.config = None
     state.task_count = None
     state.deferred_task_ids = frozenset()
+    state.task_configs = {}
+    state.deferred_task_configs = {}
 
 
 def _apply_connector_config(state: ConnectorState, record: ConnectorRecord) -> list[Change]:
@@ -365,7 +377,9 @@ def _apply_target_state(state: ConnectorState, record: ConnectorRecord) -> list[
 def _apply_task_config(state: ConnectorState, record: ConnectorRecord) -> list[Change]:
     """``processTaskConfigRecord``: buffered until the next commit, whether or not the connector has a config."""
     assert isinstance(record.key, TaskConfigKey)
+    assert isinstance(record.value, TaskConfig)
     state.deferred_task_ids = state.deferred_task_ids | {record.key.task}
+    state.deferred_task_configs = {**state.deferred_task_configs, record.key.task: dict(record.value.properties)}
     return []
 
 
@@ -385,7 +399,10 @@ def _apply_task_commit(state: ConnectorState, record: ConnectorRecord) -> list[C
     previous = state.committed_task_count
     consistent = _complete_task_id_set(state.deferred_task_ids, record.value.tasks)
     state.inconsistent = not consistent
+    if consistent:  # taskConfigs.putAll(deferred); ids past the new count stay, as in Connect
+        state.task_configs = {**state.task_configs, **state.deferred_task_configs}
     state.deferred_task_ids = frozenset()
+    state.deferred_task_configs = {}
     state.task_count = record.value.tasks
     details = {"task_count": record.value.tasks, "previous_task_count": previous, "consistent": consistent}
     return [(TASKS_COMMITTED, details)]
@@ -496,6 +513,7 @@ def apply_record(state: ConnectorState, record: ConnectorRecord) -> list[Connect
             record.kafka_offset,
             record.kafka_timestamp,
             last_config=dict(rest[0]) if rest else None,
+            config=dict(state.config) if event in (CREATED, RECONFIGURED) and state.config is not None else None,
         )
         for event, details, *rest in changes
     ]
@@ -506,6 +524,8 @@ def _copy(state: ConnectorState) -> ConnectorState:
     return replace(
         state,
         task_statuses=dict(state.task_statuses),
+        task_configs=dict(state.task_configs),
+        deferred_task_configs=dict(state.deferred_task_configs),
         config_applied=dict(state.config_applied),
         status_applied=dict(state.status_applied),
     )
@@ -569,6 +589,14 @@ def _offsets_from_json(offsets: Mapping[str, int]) -> dict[int, int]:
     return {int(partition): offset for partition, offset in offsets.items()}
 
 
+def _task_configs_to_json(configs: Mapping[int, Mapping[str, object]]) -> dict[str, Mapping[str, object]]:
+    return {str(task): config for task, config in sorted(configs.items())}
+
+
+def _task_configs_from_json(configs: Mapping[str, Mapping[str, object]]) -> dict[int, dict[str, object]]:
+    return {int(task): dict(config) for task, config in configs.items()}
+
+
 def state_to_json(state: ConnectorState) -> str:
     """Serialize the state for the stateful operator's state row (ASCII JSON: lone surrogates survive)."""
     fields = {
@@ -578,6 +606,8 @@ def state_to_json(state: ConnectorState) -> str:
         "target_state": state.target_state,
         "deferred_task_ids": sorted(state.deferred_task_ids),
         "task_count": state.task_count,
+        "task_configs": _task_configs_to_json(state.task_configs),
+        "deferred_task_configs": _task_configs_to_json(state.deferred_task_configs),
         "inconsistent": state.inconsistent,
         "connector_status": asdict(state.connector_status) if state.connector_status is not None else None,
         "task_statuses": {str(task): asdict(status) for task, status in sorted(state.task_statuses.items())},
@@ -600,6 +630,8 @@ def state_from_json(text: str) -> ConnectorState:
         target_state=TargetState(fields["target_state"]) if fields["target_state"] is not None else None,
         deferred_task_ids=frozenset(fields["deferred_task_ids"]),
         task_count=fields["task_count"],
+        task_configs=_task_configs_from_json(fields.get("task_configs") or {}),
+        deferred_task_configs=_task_configs_from_json(fields.get("deferred_task_configs") or {}),
         inconsistent=fields["inconsistent"],
         connector_status=Status(**status) if status is not None else None,
         task_statuses={int(task): Status(**value) for task, value in fields["task_statuses"].items()},
@@ -631,9 +663,10 @@ def connector_row(state: ConnectorState, class_type_map: Mapping[str, str] | Non
 
     ``config`` is the properties as compact JSON with sorted keys (None without config); ``target_state`` the
     effective one; ``task_count`` ``ClusterConfigState.taskCount`` (``inconsistent`` says whether Connect would list
-    those tasks); ``connector_*`` the connector's status (None without one); ``tasks`` the task statuses by id;
-    ``deleted_at`` epoch ms; ``config_offset`` see :class:`ConnectorState`. The ``*version`` fields are the plugin
-    versions Kafka 4.3 workers write into statuses.
+    those tasks); ``task_configs`` Connect's applied ``taskConfigs`` as JSON ``{"<id>": {...}}`` (ids past the count
+    may linger, as in Connect: ``GET /tasks`` reads ids 0..task_count-1); ``connector_*`` the connector's status
+    (None without one); ``tasks`` the task statuses by id; ``deleted_at`` epoch ms; ``config_offset`` see
+    :class:`ConnectorState`. The ``*version`` fields are the plugin versions Kafka 4.3 workers write into statuses.
     """
     status = state.connector_status
     return {
@@ -643,6 +676,7 @@ def connector_row(state: ConnectorState, class_type_map: Mapping[str, str] | Non
         "config": json.dumps(state.config, sort_keys=True, separators=(",", ":")) if state.config is not None else None,
         "target_state": state.effective_target_state,
         "task_count": state.committed_task_count,
+        "task_configs": json.dumps(_task_configs_to_json(state.task_configs), sort_keys=True, separators=(",", ":")),
         "inconsistent": state.inconsistent,
         "connector_state": status.state if status is not None else None,
         "connector_worker_id": status.worker_id if status is not None else None,

@@ -8,6 +8,9 @@
 * :mod:`~connect_state.kafka.producer`: the one send path (:class:`InternalTopicWriter`), keys placed as the Java
   producer places them (:mod:`~connect_state.kafka.partitioner`, on kafka-python's murmur2), headers optional;
 * :mod:`~connect_state.kafka.reader`: reading one key back from the offsets topic (:class:`OffsetsTopicReader`);
+* :mod:`~connect_state.kafka.log`: reading topics up to their end offsets (:class:`TopicLogReader`), the config
+  topic read to its end incrementally (:class:`ConfigTopicTail`) and cached start/end offsets (:class:`OffsetsCache`):
+  the API's fresh view (issue 10);
 * :mod:`~connect_state.kafka.errors`: kafka-python's exceptions as the typed errors of :mod:`connect_state.errors`
   (:class:`KafkaWriteTimeout`, :class:`KafkaUnavailableError`, :class:`TopicNotFoundError`, ...).
 
@@ -29,12 +32,14 @@ from connect_state.kafka.admin import ClusterDescription, KafkaAdmin
 from connect_state.kafka.config import kafka_python_config
 from connect_state.kafka.errors import describe_error
 from connect_state.kafka.groups import ConsumerGroupAdmin, GroupPartition
+from connect_state.kafka.log import ConfigTopicTail, LogRecord, OffsetsCache, TopicLogReader, TopicOffsets
 from connect_state.kafka.partitioner import murmur2, partition_for_key, to_positive
 from connect_state.kafka.producer import InternalTopicWriter, Message, Record, RecordPosition
 from connect_state.kafka.reader import OffsetsTopicReader
 
 __all__ = [
     "ClusterDescription",
+    "ConfigTopicTail",
     "ConsumerGroupAdmin",
     "ConsumerGroupAdminError",
     "ConsumerGroupAdminTimeout",
@@ -45,11 +50,15 @@ __all__ = [
     "KafkaUnavailableError",
     "KafkaWriteError",
     "KafkaWriteTimeout",
+    "LogRecord",
     "Message",
+    "OffsetsCache",
     "OffsetsTopicReader",
     "Record",
     "RecordPosition",
+    "TopicLogReader",
     "TopicNotFoundError",
+    "TopicOffsets",
     "describe_error",
     "kafka_python_config",
     "murmur2",

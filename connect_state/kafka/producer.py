@@ -11,9 +11,9 @@ What it guarantees (spec §1):
 * ``acks=all``, idempotence on by default (kafka-python 3.x's idempotent producer: a retried batch is never written
   twice; ``enable.idempotence=false`` in ``kafka.client.properties`` turns it off, e.g. for a cluster whose ACLs do
   not grant ``IDEMPOTENT_WRITE``, which is why Connect turns it off on its stores), raw ``bytes`` keys and values, a
-  ``None`` value is a tombstone. :meth:`InternalTopicWriter.send` refuses null keys (a null key makes a Connect worker skip
-  the rest of its poll batch); :meth:`InternalTopicWriter.send_messages` (the heartbeat topic) takes records with
-  headers and optional keys.
+  ``None`` value is a tombstone. :meth:`InternalTopicWriter.send` refuses null keys (a null key makes a Connect
+  worker skip the rest of its poll batch); :meth:`InternalTopicWriter.send_messages` (the heartbeat topic) takes
+  records with headers and optional keys.
 * The partition of a keyed record is chosen **explicitly** with
   :func:`~connect_state.kafka.partitioner.partition_for_key` (the Java producer's murmur2 partitioner), whatever
   kafka-python's own default would do, so every key lands where a worker writes it and compaction / last-writer-wins

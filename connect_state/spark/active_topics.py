@@ -19,6 +19,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from connect_state.errors import RecordFormatError
+from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds.active_topics import (
     REMOVED,
     TopicChange,
@@ -140,6 +141,7 @@ class ActiveTopicsWriter(FoldWriter):
         n_changes = changes.count()
         if n_changes:
             self._write_history(changes, batch_id)
+            fault_point(FaultPoint.AFTER_HISTORY_WRITE)
             self._merge_current(changes, batch_id)
         return f"{n_changes} active-topic changes"
 

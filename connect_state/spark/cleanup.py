@@ -6,7 +6,8 @@ connector's last config), the ``connector_deletions`` rows already written, the 
 recreated? are its tasks still running?), the ``active_topics`` / ``source_offsets`` rows of a name and what a batch
 read of the status, offsets and config topics shows live; it writes tombstones (status topic, offsets topics), deletes
 a sink's consumer group (:class:`connect_state.kafka.ConsumerGroupAdmin`), and merges each outcome into the Delta
-table ``connector_deletions`` right after the step ran (the job is the table's only writer: run one instance).
+table ``connector_deletions`` right after the step ran. The job is the table's only writer: a second instance waits
+for the ``cleanup`` lease (:mod:`connect_state.spark.leases`), and every side effect is fenced by it.
 
 The job (:class:`CleanupJob`) runs a pass every ``trigger.interval``, or a single one for a catch-up run. The console
 script is ``connect-state-cleanup`` (jobs/cleanup.py).
@@ -36,9 +37,11 @@ from connect_state.cleanup import (
 from connect_state.errors import TopicNotFoundError
 from connect_state.folds.connector_states import CREATED, DELETED
 from connect_state.kafka import InternalTopicWriter
+from connect_state.leases import CLEANUP_LEASE
 from connect_state.settings import Settings
 from connect_state.spark.delta_io import ensure_table, schema_of
 from connect_state.spark.kafka_source import read_topic_batch
+from connect_state.spark.leases import LeasedTask, keeper_for
 from connect_state.spark.streaming import PeriodicTask, Run, job_logger
 from connect_state.tables import (
     ACTIVE_TOPICS,
@@ -92,8 +95,10 @@ class SparkCleanupIO:
         writer: Any | None = None,
         group_admin_factory: GroupAdminFactory = default_group_admin,
         clock: Callable[[], int] = now_ms,
+        fence: Callable[[], None] | None = None,
     ) -> None:
         self.spark = spark
+        self.fence = fence or (lambda: None)  # before every write: raises LeaseLost once the cleanup lease is lost
         self.settings = settings
         self._writer = writer
         self._owns_writer = writer is None
@@ -165,6 +170,7 @@ class SparkCleanupIO:
         return known
 
     def record_outcomes(self, rows: Sequence[tuple[Deletion, StepOutcome]], insert_only: bool) -> None:
+        self.fence()
         data = [
             (
                 d.connector,
@@ -244,9 +250,11 @@ class SparkCleanupIO:
     # --- what the steps write ------------------------------------------------------------------------------------
 
     def write_tombstones(self, topic: str, keys: Sequence[bytes]) -> None:
+        self.fence()
         self.writer.send(topic, [(key, None) for key in keys], self.settings.api_kafka_write_timeout_ms)
 
     def delete_group(self, group: str) -> bool:
+        self.fence()
         admin = self.group_admin_factory(self.settings)
         try:
             return bool(admin.delete_group(group))
@@ -264,9 +272,17 @@ def cleanup_reconciler(
     writer: Any | None = None,
     group_admin_factory: GroupAdminFactory = default_group_admin,
     clock: Callable[[], int] = now_ms,
+    fence: Callable[[], None] | None = None,
 ) -> CleanupReconciler:
-    """The reconciler of the cleanup job: :class:`SparkCleanupIO` and the settings' topics, default and backoff."""
-    io = SparkCleanupIO(spark, settings, writer=writer, group_admin_factory=group_admin_factory, clock=clock)
+    """The reconciler of the cleanup job: :class:`SparkCleanupIO` and the settings' topics, default and backoff.
+
+    ``fence`` (the cleanup lease's :meth:`~connect_state.spark.leases.LeaseKeeper.fence`) runs before every hook call,
+    tombstone write, group deletion and outcome record: once the lease is lost, the pass stops there."""
+    io = SparkCleanupIO(
+        spark, settings, writer=writer, group_admin_factory=group_admin_factory, clock=clock, fence=fence
+    )
+    if fence is not None:
+        hooks = {name: fenced_hook(hook, fence) for name, hook in hooks.items()}
     return CleanupReconciler(
         io,
         hooks,
@@ -278,6 +294,16 @@ def cleanup_reconciler(
         clock=clock,
         log=log,
     )
+
+
+def fenced_hook(hook: DeletionHook, fence: Callable[[], None]) -> DeletionHook:
+    """``hook``, called only after ``fence`` passed (LeaseLost otherwise: the step fails and its record is refused)."""
+
+    def call(connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
+        fence()
+        hook(connector, config, is_deleted=is_deleted)
+
+    return call
 
 
 class CleanupJob:
@@ -301,8 +327,15 @@ class CleanupJob:
             log.info("deletion hooks: %s", ", ".join(self.hooks) or "none")
 
     def start(self, spark: SparkSession, settings: Settings, available_now: bool, max_offsets: int | None) -> Run:
+        """The passes run only while this instance holds the ``cleanup`` lease (:class:`LeasedTask`): a second
+        instance waits; every side effect of a pass is fenced by the lease."""
         self.check(settings)
-        reconciler = cleanup_reconciler(spark, settings, self.hooks or {})
+        lease = keeper_for(spark, settings, CLEANUP_LEASE)
+        reconciler = cleanup_reconciler(spark, settings, self.hooks or {}, fence=lease.fence)
         interval = interval_seconds(settings.trigger_interval)
-        task = PeriodicTask(JOB_NAME, reconciler.run_pass, interval, once=available_now, logger=log)
-        return Run([task], closers=[reconciler.close])
+
+        def passes() -> PeriodicTask:
+            return PeriodicTask(JOB_NAME, reconciler.run_pass, interval, once=available_now, logger=log)
+
+        task = LeasedTask(JOB_NAME, lease, passes, once=available_now)
+        return Run([task], closers=[reconciler.close, lease.release])

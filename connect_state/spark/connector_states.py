@@ -22,6 +22,7 @@ from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 from pyspark.sql.types import ArrayType
 
 from connect_state.errors import RecordFormatError
+from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds.connector_states import (
     ConnectorRecord,
     ConnectorState,
@@ -59,9 +60,10 @@ JOB_NAME = "connector_states"
 PARSED_SCHEMA = "record_kind STRING, connector STRING, " + RECORD_COLUMNS_DDL
 OUTPUT_SCHEMA = (
     "record_kind STRING, connector STRING, type STRING, connector_class STRING, config STRING, "
-    "target_state STRING, task_count INT, inconsistent BOOLEAN, connector_state STRING, connector_worker_id STRING, "
-    "connector_trace STRING, connector_generation INT, connector_version STRING, tasks_json STRING, deleted BOOLEAN, "
-    "deleted_at BIGINT, config_offset BIGINT, event STRING, details STRING, source STRING, " + RECORD_COLUMNS_DDL
+    "target_state STRING, task_count INT, task_configs STRING, inconsistent BOOLEAN, connector_state STRING, "
+    "connector_worker_id STRING, connector_trace STRING, connector_generation INT, connector_version STRING, "
+    "tasks_json STRING, deleted BOOLEAN, deleted_at BIGINT, config_offset BIGINT, event STRING, details STRING, "
+    "source STRING, " + RECORD_COLUMNS_DDL
 )
 STATE_SCHEMA = "state_json STRING"
 
@@ -183,6 +185,7 @@ class ConnectorStatesWriter(FoldWriter):
             insert_new_once(
                 history, self.path(CONNECTOR_EVENTS), CONNECTOR_EVENTS.key, self.app_id(CONNECTOR_EVENTS), batch_id
             )
+            fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_rows:
             self._merge_connectors(rows, batch_id)
         return f"{n_rows} connectors updated, {n_events} events"

@@ -21,6 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from connect_state.faults import FaultPoint, fault_point
 from connect_state.kafka.topic_positions import TopicPositions, shared_positions
 from connect_state.positions import DataLoss, detect_losses, partitions_to_check, watermark_rows
 from connect_state.settings import Settings
@@ -224,6 +225,7 @@ class FoldWriter:
         spark = batch.sparkSession
         if self._query_id is None:
             self._query_id = checkpoint_query_id(spark, self.checkpoint)
+        fault_point(FaultPoint.BATCH_START)
         losses = self.record_data_loss(spark, batch_id)  # before the batch's records are read
         batch.persist()
         try:
@@ -236,6 +238,7 @@ class FoldWriter:
         finally:
             batch.unpersist()
         self.record_watermark(spark, batch_id)  # after the batch's table writes
+        fault_point(FaultPoint.AFTER_BATCH_WRITE)
         if self.reconciler is not None and (losses or time.monotonic() >= self._next_reconcile):
             self.reconcile(spark)
 

@@ -61,12 +61,14 @@ from connect_state.folds.heartbeats import (
 from connect_state.heartbeat_emitter import EmittedHeartbeat, HeartbeatEmitter
 from connect_state.heartbeats import HeartbeatProvider, as_provider
 from connect_state.kafka import InternalTopicWriter, OffsetsTopicReader
+from connect_state.leases import HEARTBEATS_LEASE
 from connect_state.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
 from connect_state.settings import Settings
 from connect_state.spark import connector_states
 from connect_state.spark.delta_io import append_once, delta_transaction, ensure_table, spark_schema
 from connect_state.spark.foldjob import FoldWriter, RecordKind, classify_records, pandas_frame, start_fold_query
 from connect_state.spark.kafka_source import read_internal_topic
+from connect_state.spark.leases import LeasedTask, LeaseKeeper, keeper_for, stop_query
 from connect_state.spark.streaming import QueryTask, Run, job_logger
 from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY
 
@@ -246,8 +248,10 @@ class HeartbeatSink:
         settings: Settings,
         emitter: HeartbeatEmitter | None = None,
         providers: Mapping[str, HeartbeatProvider] | None = None,
+        lease: LeaseKeeper | None = None,
     ) -> None:
         self.settings = settings
+        self.lease = lease  # when given: fenced before each batch of heartbeats, checked before each one
         self.activity_path = str(settings.delta_root / SOURCE_PARTITION_ACTIVITY.name)
         self.heartbeats_path = str(settings.delta_root / HEARTBEATS.name)
         self._emitter = emitter
@@ -275,6 +279,11 @@ class HeartbeatSink:
                     close()
             self._emitter = None
 
+    def _emit(self, heartbeat: DuePartition, now: int) -> list[EmittedHeartbeat]:
+        if self.lease is not None:
+            self.lease.check()
+        return self.emitter.emit(heartbeat, now)
+
     def send(
         self, spark: SparkSession, due: list[DuePartition], txn: tuple[str, int] | None = None
     ) -> list[EmittedHeartbeat]:
@@ -286,7 +295,9 @@ class HeartbeatSink:
         to_send, already_sent = still_due(due, recorded, now)
         for heartbeat, last in already_sent:
             log.info("heartbeat of %s %s already sent at %s", heartbeat.connector, heartbeat.partition, last)
-        emitted = [row for heartbeat in to_send for row in self.emitter.emit(heartbeat, now)]
+        if self.lease is not None and to_send:
+            self.lease.fence()  # raises LeaseLost: another instance holds the heartbeats lease now
+        emitted = [row for heartbeat in to_send for row in self._emit(heartbeat, now)]
         if not emitted:
             return []
         frame = _heartbeats_frame(spark, emitted)
@@ -470,9 +481,14 @@ class HeartbeatsJob:
             self.providers = load_providers(settings)
 
     def start(self, spark: SparkSession, settings: Settings, available_now: bool, max_offsets: int | None) -> Run:
-        sink = HeartbeatSink(settings, providers=self.providers)
-        def start_query() -> StreamingQuery:
-            return start(spark, settings, available_now, max_offsets, sink)
+        """The query runs only while this instance holds the ``heartbeats`` lease (:class:`LeasedTask`): a second
+        instance waits; a lost lease stops the query at once. A failed query is started again by the supervisor."""
+        lease = keeper_for(spark, settings, HEARTBEATS_LEASE)
+        sink = HeartbeatSink(settings, providers=self.providers, lease=lease)
 
-        task = QueryTask(start_query(), restart=start_query)
-        return Run([task], catch_up=lambda: sweep(spark, settings, sink), closers=[sink.close])
+        def start_query() -> QueryTask:
+            return QueryTask(start(spark, settings, available_now, max_offsets, sink))
+
+        task = LeasedTask(JOB_NAME, lease, start_query, once=available_now, on_lost=stop_query)
+        catch_up = task.while_held(lambda: sweep(spark, settings, sink))
+        return Run([task], catch_up=catch_up, closers=[sink.close, lease.release])

@@ -46,11 +46,11 @@ def session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]
     try:
         yield
     finally:
-        for key, value in previous.items():
-            if value is None:
+        for key, before in previous.items():
+            if before is None:
                 spark.conf.unset(key)
             else:
-                spark.conf.set(key, value)
+                spark.conf.set(key, before)
 
 
 @dataclass
@@ -111,9 +111,7 @@ class Reconciler:
         return any(ends.get(p, 0) > starts.get(p, 0) for p in partitions)
 
     def _delete(self, spark: SparkSession, ghosts: list, key: list[str]) -> None:
-        schema = spark_schema(
-            pa.schema([self.table.schema.field(k) for k in key] + [pa.field("_us", pa.int64())])
-        )
+        schema = spark_schema(pa.schema([self.table.schema.field(k) for k in key] + [pa.field("_us", pa.int64())]))
         source = spark.createDataFrame([tuple(row) for row in ghosts], schema)
         condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in key) + " AND unix_micros(t.updated_at) <=> s._us"
 

@@ -24,6 +24,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from connect_state.errors import RecordFormatError
+from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds import sink_offsets as sink_fold
 from connect_state.formats.consumer_offsets import OffsetCommitKey, OffsetCommitValue, parse_consumer_offsets_record
 from connect_state.settings import Settings
@@ -172,6 +173,7 @@ class SinkOffsetsWriter(FoldWriter):
             )
             spec = SINK_OFFSETS_HISTORY
             insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id)
+            fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_current:
             self._merge_current(current, batch_id)
         return f"{n_history} offset commits, {n_current} committed offsets changed"

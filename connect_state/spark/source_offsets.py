@@ -38,6 +38,7 @@ from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from connect_state.connect.offset_stores import offsets_topics
 from connect_state.errors import RecordFormatError
+from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds import source_offsets as source_fold
 from connect_state.formats.offsets import parse_offset_key
 from connect_state.positions import topics_of
@@ -249,6 +250,7 @@ class SourceOffsetsWriter(FoldWriter):
             )
             spec = SOURCE_OFFSETS_HISTORY
             insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id)
+            fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_current:
             self._merge_current(current, batch_id)
         return f"{n_history} offset records, {n_current} current rows changed"

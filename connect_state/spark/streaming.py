@@ -32,8 +32,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from connect_state.errors import ConnectStateError
+from connect_state.progress import ReadProgress
 from connect_state.settings import Settings, add_config_arguments, settings_from_args
 from connect_state.spark import storage
+from connect_state.spark.metrics import METRICS
 
 log = logging.getLogger("connect_state.streaming")
 
@@ -101,6 +103,12 @@ def stop_between_batches(query: StreamingQuery, timeout_s: float = 120.0) -> Non
     query.stop()
 
 
+def _progress_dict(progress: Any) -> dict[str, Any]:
+    """A ``StreamingQueryProgress`` as plain JSON values (its sources' offsets as dicts)."""
+    text = getattr(progress, "json", None)
+    return json.loads(text) if isinstance(text, str) else dict(progress)
+
+
 class QueryTask:
     """A streaming query: each new micro-batch's progress in the log; stopped when ``stop`` is set.
 
@@ -130,13 +138,30 @@ class QueryTask:
     def after_poll(self) -> None:
         """Called after every wait while the query runs and no stop was asked for."""
 
+    def new_progress(self, last_batch: int) -> list[dict[str, Any]]:
+        """The progress of each batch after ``last_batch`` (as dicts), oldest first."""
+        progress = self.query.lastProgress
+        if not progress or progress["batchId"] == last_batch:
+            return []
+        if progress["batchId"] == last_batch + 1:
+            return [_progress_dict(progress)]
+        recent = [_progress_dict(p) for p in self.query.recentProgress]
+        return [p for p in recent if p["batchId"] > last_batch] or [_progress_dict(progress)]
+
     def run(self, stop: threading.Event) -> int:
         last_batch = -1
+        reading = ReadProgress(self.name, time.monotonic())
         while self.query.isActive and not stop.is_set():
             self.query.awaitTermination(self.poll_seconds)  # type: ignore[arg-type]  # pyspark takes seconds as float too
-            progress = self.query.lastProgress
-            if progress and progress["batchId"] != last_batch:
+            batches = self.new_progress(last_batch)
+            for batch in batches:
+                reading.observe(batch)
+                METRICS.observe(self.name, batch)
+            if batches:
+                progress = batches[-1]
                 last_batch = progress["batchId"]
+                if reading.behind:  # records read of how many, and when it expects to finish
+                    log.info("%s: %s", self.name, reading.line(time.monotonic()))
                 (log.info if progress["numInputRows"] else log.debug)(
                     "%s batch %d: %d input rows, %.1f rows/s processed",
                     self.name,
@@ -151,6 +176,11 @@ class QueryTask:
                     last_batch = -1
         if self.query.isActive:
             self.query.stop()
+        for batch in self.new_progress(last_batch):  # the batches of a catch-up run's last moments
+            reading.observe(batch)
+            METRICS.observe(self.name, batch)
+        if reading.batches:
+            log.info("%s: %s", self.name, reading.line(time.monotonic()))
         error = self.query.exception()
         if error is not None:
             log.error("query %s failed: %s", self.name, error)
@@ -330,6 +360,7 @@ class Supervisor:
 
     def run(self) -> int:
         """0 when every task ended well or was stopped on request, 1 otherwise."""
+        METRICS.track(self)
         previous = stop_on_signals(self.halt, self.name) if self.stop is None else {}
         threads = [
             threading.Thread(target=self._run_task, args=(task,), name=task.name, daemon=True) for task in self.tasks
@@ -474,6 +505,8 @@ def main_of(
     except ConnectStateError as err:
         logger.error("%s", err)
         return 2
+    if settings.jobs_metrics_port:
+        METRICS.serve(settings.jobs_metrics_port)
     spark = job_session(f"connect-state-{app_name}", settings)
     return run(spark, settings)
 

@@ -9,9 +9,11 @@ import time
 import pytest
 
 from connect_state.dev.filestream import append_lines, file_source_config
+from connect_state.kafka.topic_positions import TopicPositions
 from connect_state.spark.all_jobs import every_job
 from connect_state.spark.streaming import run_catch_up, run_continuous
-from tests.integration.helpers import api_client, job_settings, unique
+from connect_state.tables import TABLE_QUERIES, WATERMARKS
+from tests.integration.helpers import api_client, delta_table, job_settings, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -41,6 +43,18 @@ def test_catch_up_of_every_job_answers_like_connect(spark, connect, stack_settin
     assert [p["partition"] for p in partitions] == [{"filename": str(source_file)}]
     assert partitions[0]["eligible"] is True
     assert api.get(f"/connectors/{name}/deletions").get_json() == {"name": name, "deletions": []}
+    # Every query recorded the Kafka position its tables reflect, and nothing was lost.
+    marks = delta_table(spark, settings, WATERMARKS.name).collect()
+    assert {r.query for r in marks} == set(TABLE_QUERIES.values())
+    assert all(r.next_offset >= 0 and r.batch_id >= 0 and r.committed_at is not None for r in marks)
+    status_marks = {(r.topic, r.partition): r.next_offset for r in marks if r.query == "active_topics"}
+    positions = TopicPositions(settings)
+    try:
+        ends = positions.latest_offsets(status_marks)  # the topic may have moved on since: never below a watermark
+    finally:
+        positions.close()
+    assert sum(status_marks.values()) > 0 and all(status_marks[tp] <= ends[tp] for tp in status_marks)
+    assert api.get("/data-loss").get_json() == {"data_loss": []}
     connect.delete_connector(name)
 
 

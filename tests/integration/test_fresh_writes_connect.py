@@ -236,3 +236,19 @@ def test_retried_half_written_stop_and_delete_complete(connect, settings, api, t
     finally:
         close_app(failing_app)
         failing_writer.close()
+
+
+def test_the_writer_is_idempotent_on_the_real_broker(settings):
+    """kafka-python 3.x's idempotent producer with our acks=all and one request in flight: it initialises against the
+    broker (a producer id) and writes; an explicit enable_idempotence=True would raise on a broker without support."""
+    topic = unique("fresh-idempotent")
+    create_topic(settings, topic, 1)
+    with InternalTopicWriter(settings) as writer:
+        positions = writer.send(topic, [(b"k", b"1"), (b"k", b"2")])
+        assert [p.offset for p in positions] == [0, 1]
+        config = writer._producer_client().config  # the kafka-python producer's effective configuration
+        assert (config["enable_idempotence"], config["acks"], config["max_in_flight_requests_per_connection"]) == (
+            True,
+            -1,
+            1,
+        )

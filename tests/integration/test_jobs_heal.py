@@ -86,7 +86,7 @@ def delete_topic(settings: Settings, topic: str) -> None:
 
 def rows(spark: SparkSession, settings: Settings, name: str, *drop: str) -> list:
     """Every row of a table, sorted, without the columns that say when a row was written."""
-    return sorted(delta_table(spark, settings, name).drop(*drop).collect())
+    return sorted(delta_table(spark, settings, name).drop(*drop).collect(), key=repr)
 
 
 def active(spark: SparkSession, settings: Settings) -> set[tuple[str, str]]:

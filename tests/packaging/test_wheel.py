@@ -2,24 +2,22 @@
 run with the defaults shipped inside the package, and it puts nothing named ``api`` or ``jobs`` at the top of
 site-packages.
 
-The fresh virtualenv gets the wheel with ``--no-deps``; its dependencies (pyspark, flask, ...) come from the project's
-virtualenv through a ``.pth`` line naming that site-packages directory. Python processes ``.pth`` files only in its own
-site directories, so the project's editable-install hook (a ``.pth`` file in that directory) is not run, and
-``connect_state`` can only come from the wheel: the test also checks that it does.
+The wheel and the fresh virtualenv are the session's (tests/fixtures/wheel.py): the virtualenv gets the wheel with
+``--no-deps`` and borrows its dependencies from the project's virtualenv, so ``connect_state`` can only come from the
+wheel: the test also checks that it does. Without a checkout the jobs find their jars from ``spark.jars.dir`` (or
+``--jars`` under spark-submit): checked too.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import sysconfig
 import tomllib
-import venv
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.fixtures.wheel import clean_env
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONSOLE_SCRIPTS = (
@@ -32,6 +30,7 @@ CONSOLE_SCRIPTS = (
     "connect-state-heartbeats",
     "connect-state-stack",
     "connect-state-demo",
+    "connect-state-jars",
 )
 
 
@@ -48,55 +47,6 @@ def source_packages() -> set[str]:
     return found
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(out),
-            str(REPO_ROOT),
-        ],
-        check=True,
-        cwd=out,
-        timeout=300,
-    )
-    (built,) = out.glob("connect_state-*.whl")
-    return built
-
-
-@pytest.fixture(scope="module")
-def fresh_env(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A new virtualenv, outside the checkout, with only the wheel installed (dependencies borrowed, see above)."""
-    env_dir = tmp_path_factory.mktemp("fresh-venv")
-    venv.EnvBuilder(with_pip=False).create(env_dir)
-    python = env_dir / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    Path(purelib, "borrowed-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)],
-        check=True,
-        timeout=300,
-    )
-    return env_dir
-
-
-def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("CONNECT_STATE_", "PYTHON", "VIRTUAL_ENV"))}
-
-
 def test_wheel_installs_nothing_named_api_or_jobs_at_the_top(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         top_level = {name.split("/")[0] for name in archive.namelist()}
@@ -105,6 +55,7 @@ def test_wheel_installs_nothing_named_api_or_jobs_at_the_top(wheel: Path) -> Non
     assert "connect_state/api/server.py" in names
     assert "connect_state/jobs/all.py" in names
     assert "connect_state/conf/connect-state.properties" in names
+    assert {"connect_state/api/static/dashboard.html", "connect_state/api/static/dashboard.js"} <= names
 
 
 def test_every_source_package_is_listed_in_pyproject() -> None:
@@ -119,7 +70,7 @@ def test_console_script_help_runs_from_the_wheel(fresh_env: Path, script: str, t
     result = subprocess.run(
         [str(fresh_env / "bin" / script), "--help"],
         cwd=tmp_path,
-        env=_clean_env(),
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -137,7 +88,7 @@ def test_installed_package_finds_its_shipped_defaults(fresh_env: Path, tmp_path:
     result = subprocess.run(
         [str(fresh_env / "bin" / "python"), "-c", code],
         cwd=tmp_path,
-        env=_clean_env(),
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -146,3 +97,46 @@ def test_installed_package_finds_its_shipped_defaults(fresh_env: Path, tmp_path:
     package_file, status_topic = result.stdout.split()
     assert Path(package_file).is_relative_to(fresh_env), "connect_state must come from the wheel, not the checkout"
     assert status_topic == "connect-status"
+
+
+def test_without_a_checkout_the_jars_come_from_a_setting(fresh_env: Path, tmp_path: Path) -> None:
+    script = fresh_env / "bin" / "connect-state-jars"
+    missing = subprocess.run([str(script)], cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "spark.jars.dir" in missing.stderr
+    lib = REPO_ROOT / "jvm" / "spark" / "lib"
+    found = subprocess.run(
+        [str(script), "--set", f"spark.jars.dir={lib}"],
+        cwd=tmp_path,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    jars = found.stdout.strip().split(",")
+    assert jars == sorted(str(p.resolve()) for p in lib.glob("*.jar"))
+
+
+@pytest.mark.slow
+def test_a_job_session_from_the_wheel_writes_delta_with_the_jars_of_the_setting(fresh_env: Path, tmp_path: Path):
+    code = (
+        "import sys;"
+        "from connect_state.settings import load_settings;"
+        "from connect_state.spark.session import job_session;"
+        "settings = load_settings(overrides={'spark.jars.dir': sys.argv[1]});"
+        "spark = job_session('wheel-check', settings);"
+        "spark.range(3).write.format('delta').save(sys.argv[2]);"
+        "print(spark.read.format('delta').load(sys.argv[2]).count());"
+        "spark.stop()"
+    )
+    env = {**clean_env(), "PYSPARK_PYTHON": str(fresh_env / "bin" / "python")}
+    result = subprocess.run(
+        [str(fresh_env / "bin" / "python"), "-c", code, str(REPO_ROOT / "jvm" / "spark" / "lib"), str(tmp_path / "t")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split()[-1] == "3"

@@ -277,8 +277,12 @@ def test_reset_without_table_reads_the_status_topic_from_its_start(
     client: FlaskClient, writer: RecordingWriter, kafka_log: InMemoryTopics
 ) -> None:
     """No ``active_topics`` table (the job never ran): nothing is folded yet, so the whole status topic is."""
-    kafka_log.append_keyed("connect-status", b"status-topic-t1:connector-baz-sink", topic_status_value("t1", "baz-sink"))
-    kafka_log.append_keyed("connect-status", b"status-topic-t2:connector-baz-sink", topic_status_value("t2", "baz-sink"))
+    kafka_log.append_keyed(
+        "connect-status", b"status-topic-t1:connector-baz-sink", topic_status_value("t1", "baz-sink")
+    )
+    kafka_log.append_keyed(
+        "connect-status", b"status-topic-t2:connector-baz-sink", topic_status_value("t2", "baz-sink")
+    )
     kafka_log.append_keyed("connect-status", b"status-topic-t2:connector-baz-sink", None)
     kafka_log.append_keyed("connect-status", b"status-topic-t3:connector-other", topic_status_value("t3", "other"))
     response = client.put("/connectors/baz-sink/topics/reset")
@@ -295,7 +299,7 @@ def test_reset_write_failure_is_500_with_the_message(make_client: MakeClient, to
 # --- error model ----------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/", "/nope", "/connectorz", "/connectors/foo/topicz", "/connectors/a/b/topics"])
+@pytest.mark.parametrize("path", ["/nope", "/nope/", "/connectorz", "/connectors/foo/topicz", "/connectors/a/b/topics"])
 def test_unknown_route_is_connect_404(client: FlaskClient, path: str) -> None:
     assert_connect_error(client.get(path), 404, "HTTP 404 Not Found")
 
@@ -440,6 +444,8 @@ def test_gunicorn_options(settings: Settings, writer: RecordingWriter) -> None:
     assert options["accesslog"] == "-"
     assert options["control_socket_disable"] is True
     assert options["graceful_timeout"] * 1000 > settings.api_kafka_write_timeout_ms
+    # A write: the fresh read before it, the write, the check after it.
+    assert options["timeout"] * 1000 > settings.api_kafka_write_timeout_ms + 2 * settings.api_fresh_read_timeout_ms
 
 
 def _wait_for_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> requests.Response:

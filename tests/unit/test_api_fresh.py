@@ -24,7 +24,7 @@ from connect_state.formats.config import delete_records, resume_records, stop_re
 from connect_state.formats.offsets import offset_key_bytes
 from connect_state.freshness import HEADER, TableLag, parse_lag_header
 from connect_state.settings import Settings
-from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SOURCE_OFFSETS, WATERMARKS
+from connect_state.tables import ACTIVE_TOPICS, CONNECTOR_DELETIONS, CONNECTORS, SOURCE_OFFSETS, WATERMARKS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTopics, RecordingWriter
 from tests.unit.helpers import assert_connect_error, assert_no_content, configure, topic_status_value, write_config
@@ -304,7 +304,7 @@ def test_topics_reset_racing_topics_recorded_since_the_last_batch(
     settings: Settings, client: FlaskClient, writer: RecordingWriter, kafka_log: InMemoryTopics
 ) -> None:
     folded = [status_record(kafka_log, "s", "a"), status_record(kafka_log, "s", "gone")]
-    gone_partition, gone_offset = folded[1]
+    gone_partition = folded[1][0]
     write_delta(
         settings.delta_root,
         ACTIVE_TOPICS,
@@ -360,10 +360,10 @@ def test_offsets_reset_racing_partitions_recorded_since_the_last_batch(
 ) -> None:
     configure(kafka_log, "src", SOURCE_CONFIG, tasks=1)
     write_config(kafka_log, stop_records("src"))
-    write_delta(settings.delta_root, SOURCE_OFFSETS, [source_table_row("src", "/a", 1), source_table_row("src", "/b", 2)])
-    write_delta(
-        settings.delta_root, WATERMARKS, [watermark("source_offsets", OFFSETS, p, kafka_log.end(OFFSETS, p)) for p in range(25)]
-    )
+    rows = [source_table_row("src", "/a", 1), source_table_row("src", "/b", 2)]
+    write_delta(settings.delta_root, SOURCE_OFFSETS, rows)
+    marks = [watermark("source_offsets", OFFSETS, p, kafka_log.end(OFFSETS, p)) for p in range(25)]
+    write_delta(settings.delta_root, WATERMARKS, marks)
     for filename, value in (("/new", b'{"position":3}'), ("/b", None)):  # since the last batch
         kafka_log.append_keyed(OFFSETS, offset_key_bytes("src", {"filename": filename}), value)
     kafka_log.append_keyed(OFFSETS, offset_key_bytes("other", {"filename": "/x"}), b'{"position":1}')
@@ -405,8 +405,7 @@ def test_every_get_says_how_far_behind_its_tables_are(
     configure(kafka_log, "c", SOURCE_CONFIG)  # 1 config record
     committed = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=30)
     marks = [
-        {**watermark("active_topics", STATUS, p, kafka_log.end(STATUS, p)), "committed_at": committed}
-        for p in range(5)
+        {**watermark("active_topics", STATUS, p, kafka_log.end(STATUS, p)), "committed_at": committed} for p in range(5)
     ]
     marks.append({**watermark("connector_states", STATUS, 0, 0), "committed_at": committed})
     write_delta(settings.delta_root, WATERMARKS, marks)
@@ -440,7 +439,5 @@ def test_no_lag_header_on_writes_errors_without_tables_or_untracked_tables(
     assert HEADER not in client.get("/nope").headers
     write_delta(settings.delta_root, CONNECTORS, [])
     assert parse_lag_header(client.get("/connectors").headers[HEADER])[0].table == "connectors"
-    from connect_state.tables import CONNECTOR_DELETIONS
-
     write_delta(settings.delta_root, CONNECTOR_DELETIONS, [])
     assert client.get("/connectors/c/deletions").headers[HEADER] == "connector_deletions;untracked"

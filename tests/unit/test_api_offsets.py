@@ -535,7 +535,9 @@ def test_source_write_failures(make_client, tables, admin, failure, message):
     patch_message = source_timeout_message("src", "PATCH /connectors/src/offsets") if message == "TIMEOUT" else message
     assert patch(client, "src", VALID_SOURCE_BODY) == (500, error(500, patch_message))
     response = client.delete("/connectors/src/offsets")
-    delete_message = source_timeout_message("src", "DELETE /connectors/src/offsets") if message == "TIMEOUT" else message
+    delete_message = (
+        source_timeout_message("src", "DELETE /connectors/src/offsets") if message == "TIMEOUT" else message
+    )
     assert (response.status_code, response.get_json()) == (500, error(500, delete_message))
     if message == "TIMEOUT":
         assert delete_message.startswith(source_modify_timeout_message("src") + ". The outcome is unknown")

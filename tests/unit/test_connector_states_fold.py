@@ -715,6 +715,7 @@ def test_connector_row():
         "config": '{"connector.class":"' + FILE_SINK_CLASS + '","name":"c","topics":"t"}',
         "target_state": "STARTED",
         "task_count": 2,
+        "task_configs": '{"0":{"task.id":"0"},"1":{"task.id":"1"}}',
         "inconsistent": False,
         "connector_state": "RUNNING",
         "connector_worker_id": "w:8083",
@@ -829,3 +830,51 @@ def test_no_connector_status_means_404():
 def test_unreadable_commit_record_shape():
     record = ConnectorRecord.unreadable_commit(NAME, 0, 4, 9)
     assert (record.key, record.value, record.connector) == (TaskCommitKey(NAME), None, NAME)
+
+
+def test_task_configs_applied_on_consistent_commit_only():
+    """``processTasksCommitRecord``: deferred task configs become ``taskConfigs`` on a complete commit; an
+    incomplete one leaves the previous configs; a deletion removes them."""
+    topics = Topics()
+    topics.create(tasks=2)
+    state, _ = fold(topics.records)
+    assert state.task_configs == {0: {"task.id": "0"}, 1: {"task.id": "1"}}
+    assert state.deferred_task_configs == {}
+    # Only task 1 rewritten, then a commit of 2: incomplete, nothing applied.
+    topics.config((task_config_key(NAME, 1), serialize_task_config({"task.id": "new"})))
+    topics.config((task_commit_key(NAME), serialize_task_commit(2)))
+    state, _ = fold(topics.records)
+    assert state.inconsistent
+    assert state.task_configs == {0: {"task.id": "0"}, 1: {"task.id": "1"}}
+    # A complete commit of 1 task: task 0 replaced, task 1 left (Connect keeps ids past the count).
+    topics.config(*task_config_records(NAME, [{"task.id": "z"}]))
+    state, _ = fold(topics.records)
+    assert not state.inconsistent and state.task_count == 1
+    assert state.task_configs == {0: {"task.id": "z"}, 1: {"task.id": "1"}}
+    assert state_from_json(state_to_json(state)) == state
+    assert json.loads(str(connector_row(state)["task_configs"]))["0"] == {"task.id": "z"}
+    topics.config((connector_config_key(NAME), None))
+    state, _ = fold(topics.records)
+    assert state.task_configs == {} and json.loads(str(connector_row(state)["task_configs"])) == {}
+
+
+def test_state_json_without_task_configs_reads():
+    """A state row written before ``task_configs`` existed still reads (no task configs)."""
+    text = state_to_json(ConnectorState("x", task_count=1))
+    fields = json.loads(text)
+    del fields["task_configs"], fields["deferred_task_configs"]
+    assert state_from_json(json.dumps(fields)) == ConnectorState("x", task_count=1)
+
+
+def test_created_and_reconfigured_events_record_the_config():
+    """The ``connector_events`` details of ``created`` / ``reconfigured`` carry the config then in effect (the
+    history API's config versions read it); ``details`` themselves are unchanged."""
+    topics = Topics()
+    topics.create({"name": NAME, "connector.class": FILE_SINK_CLASS, "topics": "a"}, tasks=0)
+    topics.config((connector_config_key(NAME), serialize_connector_config({"name": NAME, "topics": "b"})))
+    _, events = fold(topics.records)
+    created, reconfigured = (e for e in events if e.event in (CREATED, RECONFIGURED))
+    assert json.loads(created.details_json)["config"]["topics"] == "a"
+    assert "config" not in created.details
+    assert json.loads(reconfigured.details_json)["config"] == {"name": NAME, "topics": "b"}
+    assert json.loads(reconfigured.details_json)["changed_keys"] == ["connector.class", "topics"]

@@ -23,7 +23,7 @@ CREATED_WITH_DDL = {
     "rejected_records": "topic STRING, partition INT, offset BIGINT, key BINARY, value BINARY, reason STRING, "
     "seen_at TIMESTAMP",
     "connectors": "name STRING, type STRING, connector_class STRING, config STRING, target_state STRING, "
-    "task_count INT, inconsistent BOOLEAN, connector_state STRING, connector_worker_id STRING, "
+    "task_count INT, task_configs STRING, inconsistent BOOLEAN, connector_state STRING, connector_worker_id STRING, "
     f"connector_trace STRING, connector_generation INT, connector_version STRING, tasks ARRAY<{TASK_STATUS_DDL}>, "
     "deleted BOOLEAN, deleted_at BIGINT, config_offset BIGINT, updated_at TIMESTAMP",
     "connector_events": "connector STRING, event STRING, details STRING, source STRING, kafka_partition INT, "
@@ -54,6 +54,8 @@ CREATED_WITH_DDL = {
     "committed_at TIMESTAMP",
     "data_loss": "query STRING, topic STRING, partition INT, expected_offset BIGINT, earliest_offset BIGINT, "
     "cause STRING, batch_id BIGINT, detected_at TIMESTAMP",
+    "leases": "name STRING, holder STRING, epoch BIGINT, acquired_at TIMESTAMP, renewed_at TIMESTAMP, "
+    "expires_at TIMESTAMP",
 }
 
 

@@ -87,7 +87,9 @@ def test_header_format_round_trips() -> None:
     assert parse_lag_header("") == []
 
 
-@pytest.mark.parametrize("text", ["connectors;records=1", "connectors;rows=1;age_ms=2", "connectors;records=x;age_ms=1"])
+@pytest.mark.parametrize(
+    "text", ["connectors;records=1", "connectors;rows=1;age_ms=2", "connectors;records=x;age_ms=1"]
+)
 def test_malformed_headers_are_refused(text: str) -> None:
     with pytest.raises(ValueError):
         parse_lag_header(text)

@@ -254,7 +254,9 @@ def test_continuous_jobs_heal_a_failed_query_and_a_failed_start() -> None:
     state = top.state()
     assert state["flaky/flaky-query"].restarts == 2 and state["flaky/flaky-query"].status == TaskStatus.RUNNING
     assert state["steady"].restarts == 0 and state["steady/steady-query"].status == TaskStatus.RUNNING
-    assert state["late"].failures >= 1 and state["late"].restarts >= 1  # its start failed twice (once in the main thread)
+    assert (
+        state["late"].failures >= 1 and state["late"].restarts >= 1
+    )  # its start failed twice (once in the main thread)
     assert jobs[2].starts == 3
     stop.set()
     runner.join(10)

@@ -1,0 +1,103 @@
+"""Connect's read API from the ``connectors`` table, with Connect's shapes, codes and messages (issue 14).
+
+* ``GET /`` -> ``ServerInfo`` ``{"version", "commit", "kafka_cluster_id"}``: ``version`` is ``api.connect.version``
+  (default :data:`~connect_state.connect.rest.MIRRORED_CONNECT_VERSION`, the Connect version whose API we mirror),
+  ``commit`` ``api.connect.commit`` (default ``"unknown"``, what Connect reports without a build commit),
+  ``kafka_cluster_id`` ``api.kafka.cluster.id`` when set, else asked of the cluster once (503 while Kafka cannot be
+  reached).
+* ``GET /connectors?expand=status&expand=info`` (the plain list stays in :mod:`connect_state.api.connectors`).
+* ``GET /connectors/<name>`` (``ConnectorInfo``), ``/config``, ``/tasks`` (``TaskInfo`` list, task configs from the
+  config topic's ``task-<name>-<n>`` records applied on commit) -> 404 ``"Connector <name> not found"`` unless the
+  config snapshot has the connector (``DistributedHerder.connectorInfo`` / ``taskConfigs``).
+* ``GET /connectors/<name>/tasks/<id>/status`` -> ``TaskState``; 404 ``"No status found for task <name>-<id>"``
+  (``AbstractHerder.taskStatus``: the status store only, no config check).
+
+Like ``GET /connectors/<name>/status``, these read the tables, which lag the topics by a micro-batch.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify
+
+from connect_state.api.connectors import connector_row, is_configured
+from connect_state.api.errors import ConnectRestException
+from connect_state.api.resources import get_settings, get_tables
+from connect_state.connect import rest
+from connect_state.errors import KafkaWriteError
+from connect_state.tables import CONNECTORS
+
+bp = Blueprint("connect_read", __name__)
+
+_CLUSTER_ID = "connect_state.kafka_cluster_id"
+_lock = threading.Lock()
+
+
+def _kafka_cluster_id() -> str | None:
+    settings = get_settings()
+    configured = settings.raw.get("api.kafka.cluster.id")
+    if configured:
+        return configured
+    with _lock:
+        if _CLUSTER_ID not in current_app.extensions:
+            from connect_state.kafka import KafkaAdmin
+
+            try:
+                with KafkaAdmin(
+                    settings.kafka_client_config(),
+                    client_id="connect-state-api-cluster",
+                    timeout_ms=settings.api_fresh_read_timeout_ms,
+                ) as admin:
+                    current_app.extensions[_CLUSTER_ID] = admin.describe_cluster().cluster_id
+            except KafkaWriteError as err:
+                raise ConnectRestException(503, f"Cannot read the Kafka cluster id: {err}") from err
+        return current_app.extensions[_CLUSTER_ID]
+
+
+@bp.get("/")
+def server_info() -> Response:
+    """``RootResource.serverInfo``."""
+    settings = get_settings()
+    version = settings.raw.get("api.connect.version") or rest.MIRRORED_CONNECT_VERSION
+    commit = settings.raw.get("api.connect.commit") or "unknown"
+    return jsonify(rest.server_info(version, commit, _kafka_cluster_id()))
+
+
+def expanded_connectors(expand: list[str]) -> Response:
+    """``GET /connectors?expand=...`` (called by :func:`connect_state.api.connectors.list_connectors`)."""
+    rows = [row for row in get_tables().rows(CONNECTORS) if is_configured(row)]
+    return jsonify(rest.expanded_connectors(sorted(rows, key=lambda row: str(row["name"])), expand))
+
+
+def configured_row(connector: str) -> dict[str, Any]:
+    """The connector's row when the config snapshot has it, else Connect's 404 ``"Connector <name> not found"``."""
+    row = connector_row(connector)
+    if row is None or not is_configured(row):
+        raise ConnectRestException(404, rest.connector_not_found_message(connector))
+    return row
+
+
+@bp.get("/connectors/<connector>")
+def get_connector(connector: str) -> Response:
+    return jsonify(rest.connector_info(configured_row(connector)))
+
+
+@bp.get("/connectors/<connector>/config")
+def get_connector_config(connector: str) -> Response:
+    return jsonify(rest.connector_config(configured_row(connector)))
+
+
+@bp.get("/connectors/<connector>/tasks")
+def get_task_configs(connector: str) -> Response:
+    return jsonify(rest.task_infos(configured_row(connector)))
+
+
+@bp.get("/connectors/<connector>/tasks/<int(signed=True):task>/status")
+def get_task_status(connector: str, task: int) -> Response:
+    row = connector_row(connector)
+    body = rest.task_state(row, task) if row is not None else None
+    if body is None:
+        raise ConnectRestException(404, rest.task_status_not_found_message(connector, task))
+    return jsonify(body)

@@ -1,0 +1,100 @@
+"""The web dashboard at ``/ui`` (issue 14): one page served by the API itself, no runtime fetches from the internet.
+
+The page (``api/static/dashboard.html``, ``dashboard.js``, ``dashboard.css``: vanilla JavaScript, the chart drawn
+by hand in SVG) reads the API's own endpoints (``/connectors``, ``/status``, ``/topics``, ``/offsets``,
+``/heartbeats``, ``/deletions``) and the timeline below, and acts through the API's write endpoints (stop, pause,
+resume, restart when the app has it, topics reset, offsets reset), each behind a confirmation, showing the answer.
+
+``GET /ui/timeline/<connector>``: what the chart draws, from the tables (JSON): ``events`` (the connector's
+``connector_events``, oldest first: ``at`` epoch ms, ``event``, ``details``) and ``offsets`` (its
+``source_offsets_history``: ``at``, ``partition``, ``offset``; ``null`` for a tombstone), each the newest
+``limit`` (default 500, at most 5000).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify, request
+
+from connect_state.api.errors import ConnectRestException
+from connect_state.api.resources import get_tables
+from connect_state.errors import TableNotFoundError
+from connect_state.tables import CONNECTOR_EVENTS, SOURCE_OFFSETS_HISTORY, TableSpec
+
+bp = Blueprint("dashboard", __name__)
+
+DEFAULT_LIMIT = 500
+MAX_LIMIT = 5000
+
+
+def _ms(value: object) -> int | None:
+    if isinstance(value, dt.datetime):
+        when = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+        return int(when.timestamp() * 1000)
+    return None
+
+
+def _json(text: object) -> Any:
+    if not isinstance(text, str):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _rows(spec: TableSpec, connector: str) -> list[dict[str, Any]]:
+    try:
+        return get_tables().rows(spec, filters=[("connector", "=", connector)])
+    except TableNotFoundError:
+        return []
+
+
+def _limit() -> int:
+    raw = request.args.get("limit", str(DEFAULT_LIMIT))
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise ConnectRestException(400, f"limit must be an integer between 1 and {MAX_LIMIT}, got {raw!r}")
+    return int(raw)
+
+
+@bp.get("/ui")
+@bp.get("/ui/")
+def page() -> Response:
+    """The dashboard's page."""
+    assert current_app.static_folder is not None
+    text = (Path(current_app.static_folder) / "dashboard.html").read_text(encoding="utf-8")
+    restart = any(
+        rule.rule.startswith("/connectors/") and rule.rule.endswith("/restart") and "POST" in (rule.methods or ())
+        for rule in current_app.url_map.iter_rules()
+    )
+    return Response(text.replace("__RESTART__", "1" if restart else "0"), mimetype="text/html")
+
+
+@bp.get("/ui/timeline/<connector>")
+def timeline(connector: str) -> Response:
+    """The connector's state changes and source-offset movement, for the chart."""
+    limit = _limit()
+    events = [
+        {
+            "at": _ms(row["kafka_timestamp"]) or _ms(row["recorded_at"]),
+            "event": row["event"],
+            "details": _json(row["details"]),
+        }
+        for row in _rows(CONNECTOR_EVENTS, connector)
+    ]
+    events.sort(key=lambda e: e["at"] or 0)
+    offsets = [
+        {
+            "at": _ms(row["kafka_timestamp"]) or _ms(row["recorded_at"]),
+            "partition": row["partition"],
+            "offset": _json(row["offset"]),
+            "kafka_offset": row["kafka_offset"],
+        }
+        for row in _rows(SOURCE_OFFSETS_HISTORY, connector)
+    ]
+    offsets.sort(key=lambda o: (o["at"] or 0, o["kafka_offset"] or 0))
+    return jsonify({"name": connector, "events": events[-limit:], "offsets": offsets[-limit:]})

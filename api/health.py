@@ -1,0 +1,116 @@
+"""``GET /health``: Connect's health check (3.9+, KIP-1017), answered for connect-state's tables (issue 14).
+
+Connect answers ``{"status": ..., "message": ...}`` with 200 ``healthy`` once the worker has started, 503 ``starting``
+while it still reads its internal topics to their end, 500 ``unhealthy`` when it could not answer in time. Ours has the
+same three answers and messages (Connect's ``WorkerStatus``), decided from how far behind its topics each table is
+(:func:`connect_state.api.lag.table_lags`, the numbers of the ``X-Connect-State-Lag`` header):
+
+* 503 ``starting``: a table some query folds has no watermark yet (its job has not committed its first batch) while
+  its topics hold records;
+* 500 ``unhealthy``: the topics' end offsets cannot be read (Kafka away; a topic that does not exist has nothing
+  to fold), or a table is behind its topics and its
+  query last committed longer than ``api.health.max.age.ms`` ago (the job is stuck or down);
+* 200 ``healthy``: otherwise.
+
+The details follow Connect's message after a space (as Connect adds its stage), and the extra field ``tables`` has,
+per table, ``records_behind`` and ``age_ms`` (``null``: unknown) — a Connect client reads ``status`` and ``message``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+
+from flask import Blueprint, Response, jsonify
+
+from connect_state.api.lag import table_lags, watermarks
+from connect_state.api.resources import app_resources, get_settings
+from connect_state.errors import KafkaWriteError, TopicNotFoundError
+from connect_state.freshness import TableLag, Watermark, query_topics, table_lag
+from connect_state.tables import TABLE_QUERIES
+
+bp = Blueprint("health", __name__)
+
+HEALTHY_MESSAGE = "Worker has completed startup and is ready to handle requests."
+STARTING_MESSAGE = "Worker is still starting up."
+UNHEALTHY_MESSAGE = "Worker was unable to handle this request and may be unable to handle other requests."
+
+
+class HealthStatus(StrEnum):
+    """Connect's ``WorkerStatus`` values."""
+
+    HEALTHY = "healthy"
+    STARTING = "starting"
+    UNHEALTHY = "unhealthy"
+
+
+HTTP_STATUS = {HealthStatus.HEALTHY: 200, HealthStatus.STARTING: 503, HealthStatus.UNHEALTHY: 500}
+
+
+@dataclass(frozen=True)
+class Health:
+    status: HealthStatus
+    message: str
+    lags: tuple[TableLag, ...]
+
+    def body(self) -> dict[str, object]:
+        tables = {lag.table: {"records_behind": lag.records, "age_ms": lag.age_ms} for lag in self.lags}
+        return {"status": str(self.status), "message": self.message, "tables": tables}
+
+
+def decide(lags: list[TableLag], started_queries: set[str], max_age_ms: int) -> Health:
+    """The health from each tracked table's lag and the queries that have committed a batch (pure)."""
+    starting = sorted(lag.table for lag in lags if TABLE_QUERIES[lag.table] not in started_queries and lag.records != 0)
+    unknown = sorted(lag.table for lag in lags if lag.records is None)
+    stale = sorted(
+        lag.table
+        for lag in lags
+        if max_age_ms > 0 and lag.records and lag.age_ms is not None and lag.age_ms > max_age_ms
+    )
+    if starting:
+        details = f"Tables not yet folded from their topics: {', '.join(starting)}."
+        return Health(HealthStatus.STARTING, f"{STARTING_MESSAGE} {details}", tuple(lags))
+    if unknown or stale:
+        parts = []
+        if unknown:
+            parts.append(f"Cannot read the end offsets of the topics of: {', '.join(unknown)}.")
+        if stale:
+            parts.append(f"Tables behind their topics with no batch committed for over {max_age_ms} ms: ")
+            parts[-1] += ", ".join(stale) + "."
+        return Health(HealthStatus.UNHEALTHY, f"{UNHEALTHY_MESSAGE} {' '.join(parts)}", tuple(lags))
+    return Health(HealthStatus.HEALTHY, HEALTHY_MESSAGE, tuple(lags))
+
+
+def _recheck(lag: TableLag, marks: list[Watermark]) -> TableLag:
+    """A table whose lag was unknown, asked again topic by topic: a topic that does not exist (``__consumer_offsets``
+    before any consumer group committed) has nothing to fold; any other failure leaves the lag unknown."""
+    settings = get_settings()
+    log = app_resources().offsets_cache().log
+    timeout_ms = settings.api_lag_timeout_ms
+    starts: dict[tuple[str, int], int] = {}
+    ends: dict[tuple[str, int], int] = {}
+    for topic in query_topics(TABLE_QUERIES[lag.table], settings, marks):
+        try:
+            offsets = log.offsets([topic], timeout_ms)
+        except TopicNotFoundError:
+            continue
+        except KafkaWriteError:
+            return lag
+        starts.update(offsets.starts)
+        ends.update(offsets.ends)
+    return table_lag(lag.table, marks, starts, ends, int(time.time() * 1000))
+
+
+def current_health() -> Health:
+    """The health now, from the ``watermarks`` table and the topics' end offsets."""
+    marks = watermarks()
+    started = {mark.query for mark in marks}
+    lags = [lag if lag.records is not None else _recheck(lag, marks) for lag in table_lags(sorted(TABLE_QUERIES))]
+    return decide(lags, started, get_settings().api_health_max_age_ms)
+
+
+@bp.get("/health")
+def health() -> tuple[Response, int]:
+    state = current_health()
+    return jsonify(state.body()), HTTP_STATUS[state.status]

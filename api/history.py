@@ -1,0 +1,253 @@
+"""History that Connect cannot answer (issue 14), from the tables' history rows (:mod:`connect_state.history`).
+
+* ``GET /connectors/<name>/events?kind=<event>&since=<t>&until=<t>&limit=<n>&offset=<n>``: the connector's timeline
+  from ``connector_events`` (state changes, config changes, task commits, deletions), oldest first, paged
+  (``limit`` 1..1000, default 100) and filtered by kind (repeatable) and Kafka time (``since`` / ``until``
+  inclusive). Times are epoch milliseconds or ISO-8601.
+* ``GET /connectors/<name>/history/topics?at=<t>``: its active topics as of ``t`` (default: now), from
+  ``active_topics_history``.
+* ``GET /connectors/<name>/history/offsets?at=<t>``: its offsets as of ``t``, from ``source_offsets_history`` or, for
+  a sink, its consumer group's ``sink_offsets_history``.
+* ``GET /connectors/<name>/history/offsets/partition?partition=<json>``: every offset record of one partition (a
+  source partition map, or ``{"kafka_topic":...,"kafka_partition":...}`` for a sink).
+* ``GET /connectors/<name>/history/configs``: the config versions with what changed between them, secrets redacted
+  (:func:`connect_state.redaction.redact_config`, patterns from ``api.redact.patterns``).
+* ``GET /topics/<topic>/connectors``: which connectors use or used a topic, first and last seen.
+* ``GET /rejected-records?topic=<t>&limit=<n>&offset=<n>``: the quarantined records (``rejected_records``), key and
+  value base64.
+
+404 ``"Connector <name> not found"`` when no ``connectors`` row was ever written for the name (deleted connectors
+keep theirs); 400 with Connect's error body for a bad parameter; 503 while a table does not exist yet.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+
+from connect_state import history
+from connect_state.api.connectors import connector_row
+from connect_state.api.errors import ConnectRestException
+from connect_state.api.resources import get_settings, get_tables
+from connect_state.connect.offset_stores import connector_consumer_group
+from connect_state.connect.rest import connector_not_found_message
+from connect_state.folds.connector_states import EVENTS
+from connect_state.redaction import compile_patterns
+from connect_state.tables import (
+    ACTIVE_TOPICS,
+    ACTIVE_TOPICS_HISTORY,
+    CONNECTOR_EVENTS,
+    REJECTED_RECORDS,
+    SINK_OFFSETS_HISTORY,
+    SOURCE_OFFSETS_HISTORY,
+)
+
+bp = Blueprint("history", __name__)
+
+MAX_LIMIT = 1000
+DEFAULT_LIMIT = 100
+
+
+def _bad(message: str) -> ConnectRestException:
+    return ConnectRestException(400, message)
+
+
+def _time_arg(name: str) -> int | None:
+    text = request.args.get(name)
+    if text is None or text == "":
+        return None
+    try:
+        return history.parse_time(text)
+    except (ValueError, OverflowError, OSError):
+        raise _bad(f"Invalid {name} {text!r}: expected epoch milliseconds or an ISO-8601 time") from None
+
+
+def _int_arg(name: str, default: int, low: int, high: int) -> int:
+    text = request.args.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = low - 1
+    if not low <= value <= high:
+        raise _bad(f"Invalid {name} {text!r}: expected an integer from {low} to {high}")
+    return value
+
+
+def _page() -> tuple[int, int]:
+    return _int_arg("limit", DEFAULT_LIMIT, 1, MAX_LIMIT), _int_arg("offset", 0, 0, 2**31 - 1)
+
+
+def _known_row(connector: str) -> dict[str, Any]:
+    row = connector_row(connector)
+    if row is None:
+        raise ConnectRestException(404, connector_not_found_message(connector))
+    return row
+
+
+def _events(connector: str) -> list[dict[str, Any]]:
+    return get_tables().rows(CONNECTOR_EVENTS, filters=[("connector", "=", connector)])
+
+
+@bp.get("/connectors/<connector>/events")
+def get_events(connector: str) -> Response:
+    _known_row(connector)
+    kinds = request.args.getlist("kind")
+    unknown = [k for k in kinds if k not in EVENTS]
+    if unknown:
+        raise _bad(f"Unknown event kind {unknown[0]!r}: expected one of {', '.join(EVENTS)}")
+    since, until = _time_arg("since"), _time_arg("until")
+    limit, offset = _page()
+    rows = []
+    for row in _events(connector):
+        ts = history.epoch_ms(row["kafka_timestamp"]) or 0
+        if (kinds and row["event"] not in kinds) or (since is not None and ts < since):
+            continue
+        if until is not None and ts > until:
+            continue
+        rows.append((ts, 0 if row["source"] == "config" else 1, row["kafka_partition"], row["kafka_offset"], row))
+    rows.sort(key=lambda item: item[:4])
+    page = [
+        {
+            "event": row["event"],
+            "details": json.loads(row["details"]) if row.get("details") else {},
+            "source": row["source"],
+            "kafka_partition": row["kafka_partition"],
+            "kafka_offset": row["kafka_offset"],
+            "kafka_timestamp": ts,
+        }
+        for ts, _, _, _, row in rows[offset : offset + limit]
+    ]
+    for event in page:  # configs in details may hold secrets
+        details = event["details"]
+        if isinstance(details, dict) and isinstance(details.get("config"), dict):
+            event["details"] = {**details, "config": _redact(details["config"])}
+    next_offset = offset + limit if offset + limit < len(rows) else None
+    return jsonify(
+        {
+            "connector": connector,
+            "total": len(rows),
+            "offset": offset,
+            "limit": limit,
+            "next_offset": next_offset,
+            "events": page,
+        }
+    )
+
+
+def _patterns() -> Any:
+    return compile_patterns(get_settings().raw.get("api.redact.patterns") or None)
+
+
+def _redact(config: dict[str, object]) -> dict[str, object] | None:
+    from connect_state.redaction import redact_config
+
+    return redact_config(config, _patterns())
+
+
+@bp.get("/connectors/<connector>/history/topics")
+def get_topics_as_of(connector: str) -> Response:
+    _known_row(connector)
+    at = _time_arg("at")
+    rows = get_tables().rows(ACTIVE_TOPICS_HISTORY, filters=[("connector", "=", connector)])
+    return jsonify({"connector": connector, "at": at, "topics": history.topics_as_of(rows, at)})
+
+
+def _is_sink(connector: str, row: dict[str, Any]) -> bool:
+    if row.get("type") in ("sink", "source"):
+        return bool(row["type"] == "sink")
+    # Deleted (no config left): the type its deletion recorded.
+    for event in _events(connector):
+        if event["event"] == "deleted" and event.get("details"):
+            return bool(json.loads(event["details"]).get("connector_type") == "sink")
+    return False
+
+
+def _sink_rows(connector: str, row: dict[str, Any]) -> list[dict[str, Any]]:
+    config = json.loads(row["config"]) if row.get("config") else None
+    group = connector_consumer_group(connector, config)
+    return get_tables().rows(SINK_OFFSETS_HISTORY, filters=[("group_id", "=", group)])
+
+
+@bp.get("/connectors/<connector>/history/offsets")
+def get_offsets_as_of(connector: str) -> Response:
+    row = _known_row(connector)
+    at = _time_arg("at")
+    if _is_sink(connector, row):
+        offsets = history.sink_offsets_as_of(_sink_rows(connector, row), at)
+    else:
+        rows = get_tables().rows(SOURCE_OFFSETS_HISTORY, filters=[("connector", "=", connector)])
+        offsets = history.source_offsets_as_of(rows, at)
+    return jsonify({"connector": connector, "at": at, "offsets": offsets})
+
+
+@bp.get("/connectors/<connector>/history/offsets/partition")
+def get_partition_history(connector: str) -> Response:
+    row = _known_row(connector)
+    text = request.args.get("partition")
+    try:
+        partition = json.loads(text) if text is not None else None
+    except ValueError:
+        partition = None
+    if not isinstance(partition, dict):
+        raise _bad(
+            "The partition parameter must be a JSON object (a source partition, or a sink's "
+            '{"kafka_topic":...,"kafka_partition":...})'
+        )
+    if _is_sink(connector, row):
+        topic, number = partition.get("kafka_topic"), partition.get("kafka_partition")
+        if not isinstance(topic, str) or not isinstance(number, int) or isinstance(number, bool):
+            raise _bad('A sink partition is {"kafka_topic":<string>,"kafka_partition":<integer>}')
+        rows = [r for r in _sink_rows(connector, row) if r["topic"] == topic and r["partition"] == number]
+        changes = history.offset_history(rows, sink=True)
+    else:
+        rows = get_tables().rows(SOURCE_OFFSETS_HISTORY, filters=[("connector", "=", connector)])
+        rows = [r for r in rows if r.get("partition") and json.loads(r["partition"]) == partition]
+        changes = history.offset_history(rows, sink=False)
+    return jsonify({"connector": connector, "partition": partition, "history": changes})
+
+
+@bp.get("/connectors/<connector>/history/configs")
+def get_config_versions(connector: str) -> Response:
+    _known_row(connector)
+    versions = history.config_versions(_events(connector), _patterns())
+    return jsonify({"connector": connector, "versions": versions})
+
+
+@bp.get("/topics/<path:topic>/connectors")
+def get_topic_connectors(topic: str) -> Response:
+    tables = get_tables()
+    rows = tables.rows(ACTIVE_TOPICS_HISTORY, filters=[("topic", "=", topic)])
+    active = tables.rows(ACTIVE_TOPICS, filters=[("topic", "=", topic)], columns=["connector"])
+    return jsonify({"topic": topic, "connectors": history.topic_usage(rows, active)})
+
+
+def _b64(value: bytes | None) -> str | None:
+    return base64.b64encode(value).decode("ascii") if value is not None else None
+
+
+@bp.get("/rejected-records")
+def get_rejected_records() -> Response:
+    limit, offset = _page()
+    topic = request.args.get("topic")
+    filters = [("topic", "=", topic)] if topic else None
+    rows = get_tables().rows(REJECTED_RECORDS, filters=filters)
+    rows.sort(key=lambda r: (r["topic"] or "", r["partition"] or 0, r["offset"] or 0))
+    page = [
+        {
+            "topic": r["topic"],
+            "partition": r["partition"],
+            "offset": r["offset"],
+            "key": _b64(r["key"]),
+            "value": _b64(r["value"]),
+            "reason": r["reason"],
+            "seen_at": history.epoch_ms(r["seen_at"]),
+        }
+        for r in rows[offset : offset + limit]
+    ]
+    next_offset = offset + limit if offset + limit < len(rows) else None
+    return jsonify({"total": len(rows), "offset": offset, "limit": limit, "next_offset": next_offset, "records": page})

@@ -1,0 +1,125 @@
+"""``GET /metrics``: the API's Prometheus metrics (issue 14), in Prometheus' text format (``prometheus_client``).
+
+* ``connect_state_api_requests_total{method,endpoint,status}`` and ``connect_state_api_request_duration_seconds``
+  (a histogram, ``{method,endpoint}``): every request, labelled by its Flask URL rule (``/connectors/<name>/offsets``,
+  never the raw path, so a label's values stay few), ``<unmatched>`` for a path no rule matches;
+* ``connect_state_api_write_failures_total{method,endpoint,status}``: write requests (POST, PUT, PATCH, DELETE)
+  answered 5xx: the record was not written, or not acknowledged in time;
+* per table, measured at each scrape from the ``watermarks`` table and the topics' end offsets (as the
+  ``X-Connect-State-Lag`` header and ``GET /health``): ``connect_state_table_records_behind{table}``,
+  ``connect_state_table_lag_seconds{table}`` (how old the table's view is: 0 when current) and
+  ``connect_state_table_last_commit_age_seconds{table}`` (since its query last committed a batch); NaN when unknown.
+
+Each app has a registry of its own (several apps in one process, as in the tests, never share counters). The jobs'
+metrics are served by the jobs driver (:mod:`connect_state.spark.metrics`), not here: the API never imports Spark.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from flask import Blueprint, Flask, Response, current_app, g, request
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from connect_state.api.lag import table_lags, watermarks
+from connect_state.tables import TABLE_QUERIES
+
+bp = Blueprint("metrics", __name__)
+
+EXTENSION = "connect_state_metrics"
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+UNMATCHED = "<unmatched>"
+
+
+class ApiMetrics:
+    """The metrics of one app, in a registry of their own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        labels = ("method", "endpoint", "status")
+        self.requests = Counter(
+            "connect_state_api_requests", "API requests by URL rule and status", labels, registry=self.registry
+        )
+        self.latency = Histogram(
+            "connect_state_api_request_duration_seconds",
+            "API request latency by URL rule",
+            ("method", "endpoint"),
+            registry=self.registry,
+        )
+        self.write_failures = Counter(
+            "connect_state_api_write_failures",
+            "Write requests answered with a 5xx status (nothing or not all written)",
+            labels,
+            registry=self.registry,
+        )
+        self.records_behind = Gauge(
+            "connect_state_table_records_behind",
+            "Records of the table's topics not yet folded into it (NaN: unknown)",
+            ("table",),
+            registry=self.registry,
+        )
+        self.lag_seconds = Gauge(
+            "connect_state_table_lag_seconds",
+            "How old the table's view of its topics is: 0 when current (NaN: unknown)",
+            ("table",),
+            registry=self.registry,
+        )
+        self.commit_age = Gauge(
+            "connect_state_table_last_commit_age_seconds",
+            "Seconds since the table's query last committed a batch (NaN: never)",
+            ("table",),
+            registry=self.registry,
+        )
+
+    def refresh_tables(self) -> None:
+        """Set the per-table gauges (in an app context)."""
+        now_ms = time.time() * 1000
+        newest: dict[str, int] = {}
+        for mark in watermarks():
+            if mark.committed_at_ms is not None:
+                newest[mark.query] = max(newest.get(mark.query, 0), mark.committed_at_ms)
+        for lag in table_lags(sorted(TABLE_QUERIES)):
+            self.records_behind.labels(lag.table).set(math.nan if lag.records is None else lag.records)
+            self.lag_seconds.labels(lag.table).set(math.nan if lag.age_ms is None else lag.age_ms / 1000)
+            committed = newest.get(TABLE_QUERIES[lag.table])
+            self.commit_age.labels(lag.table).set(math.nan if committed is None else max(now_ms - committed, 0) / 1000)
+
+
+def app_metrics(app: Flask | None = None) -> ApiMetrics:
+    target = app if app is not None else current_app
+    return target.extensions[EXTENSION]
+
+
+def _started() -> None:
+    g.metrics_started = time.perf_counter()
+
+
+def _observe(response: Response) -> Response:
+    started = g.pop("metrics_started", None)
+    endpoint = request.url_rule.rule if request.url_rule is not None else UNMATCHED
+    metrics = app_metrics()
+    status = str(response.status_code)
+    metrics.requests.labels(request.method, endpoint, status).inc()
+    if started is not None:
+        metrics.latency.labels(request.method, endpoint).observe(time.perf_counter() - started)
+    if request.method in WRITE_METHODS and response.status_code >= 500:
+        metrics.write_failures.labels(request.method, endpoint, status).inc()
+    return response
+
+
+def init_app(app: Flask) -> None:
+    """Create the app's metrics and count every request."""
+    app.extensions[EXTENSION] = ApiMetrics()
+    app.before_request(_started)
+    app.after_request(_observe)
+
+
+@bp.get("/metrics")
+def metrics() -> Response:
+    state = app_metrics()
+    try:
+        state.refresh_tables()
+    except Exception:  # the request counters are still worth a scrape
+        current_app.logger.warning("cannot measure the tables' lag for /metrics", exc_info=True)
+    return Response(generate_latest(state.registry), mimetype=CONTENT_TYPE_LATEST)

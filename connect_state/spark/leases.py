@@ -1,0 +1,449 @@
+"""Leases on Delta: the ``leases`` table, the keeper that takes, renews, checks and releases a job's lease, and the
+task that runs a job's work only while it holds it. The decisions are :mod:`connect_state.leases`'.
+
+**Why Delta.** The jobs already share their Delta tables, and the API reads them with ``deltalake``: a lease row is
+one more table, visible in ``GET /leases`` like any other, with an explicit fencing token. A Delta commit is atomic
+and Delta's optimistic concurrency tells the loser of two commits made at once (a ``Concurrent*`` conflict), so a
+conditional MERGE is a compare-and-set. (A Kafka consumer group would give a liveness timeout and a generation id,
+but no row the API can read, and its membership depends on polling threads; the heartbeats job needs Kafka anyway,
+the cleanup job does not always.)
+
+**The write.** :class:`DeltaLeaseStore` writes the row :func:`connect_state.leases.decide` proposes with a MERGE
+that matches only the row the decision was made on (same holder, epoch and expiry), or inserts only when there was
+no row. The table is created with ``delta.isolationLevel=Serializable``, so two MERGEs that read the table at once
+conflict even when both insert. Every write is followed by a read: the instance holds the lease only when the row it
+reads back is the one it wrote (this also covers a log store whose put-if-absent is not atomic across processes,
+such as the local filesystem's: of two commits that overwrote each other, both read the same survivor).
+
+The table gets a commit per renewal: its log is kept a day (``delta.logRetentionDuration``) and the holder vacuums
+it about once an hour (files older than an hour, ``delta.deletedFileRetentionDuration``).
+
+**The task.** :class:`LeasedTask` waits for the lease (a catch-up run waits at most one lease duration plus one
+renewal, then does nothing and says who holds it), starts the job's work (the heartbeats query, the cleanup passes),
+renews the lease every ``lease.renew.interval.ms`` from a thread of its own, and stops the work at once when the lease
+is lost (another instance took it, or no renewal succeeded in time); it then waits for the lease again. A clean
+stop releases the lease, so the next instance takes over without waiting for the expiry.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
+
+from connect_state.leases import (
+    Action,
+    Decision,
+    Lease,
+    LeaseLost,
+    LeaseStore,
+    LeaseTiming,
+    current_lease,
+    decide,
+    holds,
+    local_deadline,
+    new_holder_id,
+    released,
+)
+from connect_state.settings import Settings
+from connect_state.spark.delta_io import TABLE_PROPERTIES, schema_of
+from connect_state.spark.streaming import Task
+from connect_state.tables import LEASES
+
+log = logging.getLogger("connect_state.leases")
+
+#: Properties of the ``leases`` table besides the shared ones: conflicting MERGEs always conflict, and the log and
+#: the files of a table that gets a commit every few seconds do not pile up.
+LEASE_TABLE_PROPERTIES = {
+    "delta.isolationLevel": "Serializable",
+    "delta.logRetentionDuration": "interval 1 days",
+    "delta.deletedFileRetentionDuration": "interval 1 hours",
+}
+VACUUM_EVERY_MS = 3_600_000
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _timestamp(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def lease_timing(settings: Settings) -> LeaseTiming:
+    """``lease.duration.ms`` and ``lease.renew.interval.ms`` (ConfigError when the pair cannot work)."""
+    return LeaseTiming(settings.lease_duration_ms, settings.lease_renew_interval_ms)
+
+
+class DeltaLeaseStore:
+    """The ``leases`` table under ``delta.root``, read and written on a session of its own (a write of another
+    thread's ``foreachBatch`` sets Delta transaction ids on its session; they must never tag a lease write)."""
+
+    def __init__(self, spark: SparkSession, settings: Settings) -> None:
+        self.spark = spark.newSession()
+        self.path = str(settings.delta_root / LEASES.name)
+        self._ready = False
+
+    def ensure(self) -> None:
+        """Create the table if needed (two instances creating it at once: the loser finds it created)."""
+        if self._ready:
+            return
+        builder = DeltaTable.createIfNotExists(self.spark).location(self.path).addColumns(schema_of(LEASES))
+        builder = builder.comment(LEASES.description)
+        for key, value in {**TABLE_PROPERTIES, **LEASE_TABLE_PROPERTIES}.items():
+            builder = builder.property(key, value)
+        try:
+            builder.execute()
+        except Exception:
+            if not DeltaTable.isDeltaTable(self.spark, self.path):
+                raise
+        self._ready = True
+
+    def read(self, name: str) -> Lease | None:
+        """The lease ``name`` as the table's latest version has it (None: never taken)."""
+        self.ensure()
+        rows = (
+            self.spark.read.format("delta")
+            .load(self.path)
+            .filter(F.col("name") == name)
+            .select(
+                "name",
+                "holder",
+                "epoch",
+                *(F.unix_millis(c).alias(c) for c in ("acquired_at", "renewed_at", "expires_at")),
+            )
+            .collect()
+        )
+        return current_lease(Lease(**row.asDict()) for row in rows)
+
+    def write(self, expected: Lease | None, proposed: Lease) -> None:
+        """Write ``proposed`` if the table still has ``expected`` (None: no row for the name). A conflict with a
+        concurrent write is not an error: the caller reads the row back to learn who won."""
+        self.ensure()
+        columns = LEASES.column_names
+        values = [
+            proposed.name,
+            proposed.holder,
+            proposed.epoch,
+            _timestamp(proposed.acquired_at),
+            _timestamp(proposed.renewed_at),
+            _timestamp(proposed.expires_at),
+        ]
+        expected_values = (
+            [expected.holder, expected.epoch, _timestamp(expected.expires_at)] if expected else [None, None, None]
+        )
+        schema = (
+            "name STRING, holder STRING, epoch BIGINT, acquired_at TIMESTAMP, renewed_at TIMESTAMP, "
+            "expires_at TIMESTAMP, expected_holder STRING, expected_epoch BIGINT, expected_expires_at TIMESTAMP"
+        )
+        source = self.spark.createDataFrame([(*values, *expected_values)], schema)
+        merge = DeltaTable.forPath(self.spark, self.path).alias("t").merge(source.alias("s"), "t.name = s.name")
+        set_values: dict[str, str | Column] = {c: f"s.{c}" for c in columns}
+        if expected is None:
+            merge = merge.whenNotMatchedInsert(values=set_values)
+        else:
+            condition = (
+                "t.holder = s.expected_holder AND t.epoch = s.expected_epoch AND t.expires_at = s.expected_expires_at"
+            )
+            merge = merge.whenMatchedUpdate(condition=condition, set=set_values)
+        try:
+            merge.execute()
+        except Exception as err:  # Delta's conflicts arrive as Py4J-converted exceptions of several classes
+            if "Concurrent" not in type(err).__name__ and "Concurrent" not in str(err)[:300]:
+                raise
+            log.info("lease %s: a concurrent write won (%s)", proposed.name, type(err).__name__)
+
+    def vacuum(self) -> None:
+        """Remove the files of versions older than the table's ``delta.deletedFileRetentionDuration``."""
+        DeltaTable.forPath(self.spark, self.path).vacuum()
+
+
+class LeaseKeeper:
+    """One instance's hold on the lease ``name``: :meth:`try_acquire`, :meth:`renew`, :meth:`fence` before each
+    side effect, :meth:`release` at a clean stop.
+
+    ``store`` reads and writes the rows (:class:`DeltaLeaseStore`); ``clock`` is the wall clock in epoch ms (the
+    rows' times), ``monotonic`` the clock of the local deadline (seconds).
+    """
+
+    def __init__(
+        self,
+        store: LeaseStore,
+        name: str,
+        timing: LeaseTiming,
+        holder: str | None = None,
+        clock: Callable[[], int] = now_ms,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.name = name
+        self.timing = timing
+        self.holder = holder or new_holder_id(name)
+        self.clock = clock
+        self.monotonic = monotonic
+        self.lease: Lease | None = None  # the row as this instance last wrote it, while it holds the lease
+        self._deadline = 0.0
+        self._lock = threading.RLock()
+        self._last_waiting_for: tuple[str, int] | None = None
+        self._next_vacuum = 0
+
+    @property
+    def renew_interval_s(self) -> float:
+        return self.timing.renew_interval_ms / 1000.0
+
+    @property
+    def held(self) -> bool:
+        """This instance holds the lease as far as it knows without reading the table (its local deadline)."""
+        with self._lock:
+            return self.lease is not None and self.monotonic() < self._deadline
+
+    @property
+    def epoch(self) -> int | None:
+        lease = self.lease
+        return lease.epoch if lease is not None else None
+
+    def _attempt(self, held_epoch: int | None) -> tuple[Decision, bool]:
+        """Read, decide and (unless waiting) write, then read back: the decision and whether the row read back is
+        the one proposed."""
+        started = self.monotonic()
+        decision = decide(
+            self.store.read(self.name), self.name, self.holder, held_epoch, self.clock(), self.timing.duration_ms
+        )
+        if decision.proposed is None:
+            return decision, False
+        self.store.write(decision.expected, decision.proposed)
+        won = self.store.read(self.name) == decision.proposed
+        if won:
+            self.lease = decision.proposed
+            self._deadline = local_deadline(started, self.timing)
+        return decision, won
+
+    def try_acquire(self) -> bool:
+        """Take the lease if nobody holds it (or renew it if this instance does); True when this instance holds it."""
+        with self._lock:
+            decision, won = self._attempt(self.epoch if self.held else None)
+            if won:
+                if decision.action is Action.TAKE:
+                    log.info(
+                        "lease %s taken by %s (epoch %d; %s)",
+                        self.name,
+                        self.holder,
+                        decision.proposed.epoch,  # type: ignore[union-attr]
+                        decision.reason,
+                    )
+                self._last_waiting_for = None
+                self._next_vacuum = self.clock() + VACUUM_EVERY_MS
+                return True
+            self.lease = None
+            current = decision.expected if decision.action is Action.WAIT else self.store.read(self.name)
+            if current is not None and (current.holder, current.epoch) != self._last_waiting_for:
+                self._last_waiting_for = (current.holder, current.epoch)
+                log.info(
+                    "lease %s: waiting: held by %s (epoch %d) until %s",
+                    self.name,
+                    current.holder,
+                    current.epoch,
+                    _timestamp(current.expires_at).isoformat(timespec="seconds"),
+                )
+            return False
+
+    def renew(self) -> bool:
+        """Extend the held lease; False once it is lost (another holder, or expired before a renewal succeeded).
+
+        A renewal that fails on an I/O error keeps the lease until the local deadline; the next one tries again.
+        """
+        with self._lock:
+            if not self.held:
+                self._lose("not renewed before its local deadline")
+                return False
+            try:
+                decision, won = self._attempt(self.epoch)
+            except Exception as err:
+                log.warning("lease %s: renewal failed (%s); still held for %.1f s", self.name, err, self._remaining())
+                return self.held
+            if won and decision.action is Action.RENEW:
+                self._maybe_vacuum()
+                return True
+            if won:  # expired and taken again with the next epoch: the work ran without a valid lease meanwhile
+                self._lose(f"expired before its renewal; taken again as epoch {self.epoch}")
+                return False
+            self._lose(decision.reason)
+            return False
+
+    def _remaining(self) -> float:
+        return max(0.0, self._deadline - self.monotonic())
+
+    def _lose(self, why: str) -> None:
+        if self.lease is not None:
+            log.warning("lease %s lost by %s (epoch %d): %s", self.name, self.holder, self.lease.epoch, why)
+        self.lease = None
+
+    def _maybe_vacuum(self) -> None:
+        if self.clock() < self._next_vacuum:
+            return
+        self._next_vacuum = self.clock() + VACUUM_EVERY_MS
+        try:
+            self.store.vacuum()
+        except Exception as err:
+            log.warning("lease %s: vacuum of the leases table failed: %s", self.name, err)
+
+    def check(self) -> None:
+        """The local fencing check (no I/O): raise LeaseLost once this instance's lease is lost or past its local
+        deadline."""
+        if not self.held:
+            raise LeaseLost(f"lease {self.name}: {self.holder} no longer holds it")
+
+    def fence(self) -> None:
+        """The fencing check before a side effect: the local one, then the table must still name this instance with
+        its epoch, unexpired. Raises LeaseLost (and forgets the lease) otherwise."""
+        with self._lock:
+            self.check()
+            current = self.store.read(self.name)
+            if not holds(current, self.holder, self.epoch, self.clock()):
+                self._lose("the leases table names another holder or epoch" if current else "its row is gone")
+                raise LeaseLost(f"lease {self.name}: {self.holder} (epoch {self.epoch}) no longer holds it")
+
+    def release(self) -> None:
+        """Give the lease up (a clean stop): the row expires now, so another instance takes it at once."""
+        with self._lock:
+            lease, self.lease = self.lease, None
+            if lease is None:
+                return
+            try:
+                self.store.write(lease, released(lease, self.clock()))
+                log.info("lease %s released by %s (epoch %d)", self.name, self.holder, lease.epoch)
+            except Exception as err:
+                log.warning("lease %s: release failed (%s); it expires by itself", self.name, err)
+
+    def wait_until_held(self, stop: threading.Event, timeout_s: float | None = None) -> bool:
+        """Try to take the lease every renewal interval until this instance holds it (True), ``stop`` is set or
+        ``timeout_s`` has passed (False). Errors reading or writing the table are logged and retried."""
+        deadline = None if timeout_s is None else self.monotonic() + timeout_s
+        while not stop.is_set():
+            try:
+                if self.try_acquire():
+                    return True
+            except Exception as err:
+                log.warning("lease %s: cannot read or write the leases table (%s); retrying", self.name, err)
+            if deadline is not None and self.monotonic() >= deadline:
+                return False
+            wait = (
+                self.renew_interval_s if deadline is None else min(self.renew_interval_s, deadline - self.monotonic())
+            )
+            stop.wait(max(wait, 0.0))
+        return False
+
+
+def keeper_for(spark: SparkSession, settings: Settings, name: str) -> LeaseKeeper:
+    """The keeper of the lease ``name`` on the settings' ``delta.root``, with their timing."""
+    return LeaseKeeper(DeltaLeaseStore(spark, settings), name, lease_timing(settings))
+
+
+class LeasedTask:
+    """A task (:class:`~connect_state.spark.streaming.Task`) that runs ``start()``'s task only while ``keeper``
+    holds its lease.
+
+    ``once`` (a catch-up run): the lease is awaited at most one lease duration plus one renewal; when another
+    instance still holds it, the run does nothing (status 0, and :attr:`skipped`), and a lease lost mid-run fails it.
+    Continuous: it waits as long as it takes, and after a loss waits again. ``on_lost`` is called with the inner task
+    when the lease is lost, to stop its work at once (e.g. stop a streaming query mid-batch).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        keeper: LeaseKeeper,
+        start: Callable[[], Task],
+        once: bool,
+        on_lost: Callable[[Task], None] | None = None,
+        poll_s: float = 0.5,
+    ) -> None:
+        self.name = name
+        self.keeper = keeper
+        self.start = start
+        self.once = once
+        self.on_lost = on_lost
+        self.poll_s = poll_s
+        self.skipped = False
+
+    def run(self, stop: threading.Event) -> int:
+        timing = self.keeper.timing
+        timeout = (timing.duration_ms + timing.renew_interval_ms) / 1000.0 if self.once else None
+        while not stop.is_set():
+            if not self.keeper.wait_until_held(stop, timeout):
+                if stop.is_set():
+                    return 0
+                current = self.keeper.store.read(self.keeper.name)
+                self.skipped = True
+                log.warning(
+                    "%s: not run: its lease is held by another instance (%s); that instance does the work",
+                    self.name,
+                    f"{current.holder}, epoch {current.epoch}" if current else "unknown",
+                )
+                return 0
+            status = self._run_held(stop)
+            if stop.is_set() or self.keeper.held:
+                return status  # stopped, done, or failed by itself (the supervisor decides what comes next)
+            if self.once:
+                log.error("%s: the lease was lost during the catch-up run", self.name)
+                return 1
+            log.warning("%s: stopped (lease lost); waiting to take the lease again", self.name)
+        return 0
+
+    def _run_held(self, stop: threading.Event) -> int:
+        inner_stop = threading.Event()
+        inner = self.start()
+        keeper = threading.Thread(
+            target=self._keep, args=(stop, inner_stop, inner), name=f"{self.name}-lease", daemon=True
+        )
+        keeper.start()
+        try:
+            return inner.run(inner_stop)
+        finally:
+            inner_stop.set()
+            keeper.join(timeout=self.keeper.renew_interval_s + 60.0)
+
+    def _keep(self, stop: threading.Event, inner_stop: threading.Event, inner: Task) -> None:
+        """Renew the lease every renewal interval while the inner task runs; stop it when ``stop`` is set or the lease
+        is lost."""
+        next_renewal = time.monotonic() + self.keeper.renew_interval_s
+        while not inner_stop.wait(self.poll_s):
+            if stop.is_set():
+                inner_stop.set()
+                return
+            if time.monotonic() < next_renewal and self.keeper.held:
+                continue
+            next_renewal = time.monotonic() + self.keeper.renew_interval_s
+            if not self.keeper.renew():
+                inner_stop.set()
+                if self.on_lost is not None:
+                    try:
+                        self.on_lost(inner)
+                    except Exception:
+                        log.exception("%s: stopping the work after the lease was lost", self.name)
+                return
+
+    def while_held(self, step: Callable[[], object]) -> Callable[[], object]:
+        """``step`` (a job's catch-up step) run only when this task held its lease, after a renewal."""
+
+        def run() -> object:
+            if self.skipped or not self.keeper.held or not self.keeper.renew():
+                log.warning("%s: catch-up step not run: this instance does not hold the lease", self.name)
+                return None
+            return step()
+
+        return run
+
+
+def stop_query(task: Task) -> None:
+    """``on_lost`` of a query task: stop its streaming query now (its writes are idempotent per batch; the next holder
+    replays the batch from the shared checkpoint)."""
+    query = getattr(task, "query", None)
+    if query is not None and query.isActive:
+        query.stop()

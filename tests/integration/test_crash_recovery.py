@@ -1,0 +1,347 @@
+"""Crashes (issue 10): ``kill -9`` of the ``connect-state-jobs`` driver again and again while connectors work, then a
+restart of the Connect worker; afterwards the tables are what a fold from scratch makes of the same topics.
+
+A Connect worker of its own (its own internal topics, so the tables can be compared whole) runs two FileStream
+sources and a sink while a workload thread appends lines, pauses, resumes, stops and resumes them, and creates and
+deletes short-lived connectors. Meanwhile the driver (``python -m connect_state.jobs.all``, a process group of its own:
+tests/integration/drivers.py) is killed, each time at another point (:mod:`connect_state.faults`):
+
+* ``after_history_write``: inside ``foreachBatch``, a history table written, the current table not yet;
+* ``batch_start``: a micro-batch arrived, nothing of it written yet (between two batches);
+* at a random moment, by the test (``kill -9`` of the process group), a few batches into the run;
+* ``after_batch_write``: every table write done, the batch not yet committed to the checkpoint;
+* during a catch-up run (``--available-now``), ``after_history_write``; then a catch-up run must finish (0).
+
+Then the driver runs continuously while the worker is restarted: our answers (status, offsets, topics) equal
+Connect's again. Last, a catch-up of the crashed tables and a fold from scratch (a fresh ``delta.root`` and
+``checkpoint.root``) of the same topics: every current table equals the fresh one row for row, and every history
+table holds each Kafka record's change exactly once (no duplicate Kafka coordinates, the same rows as the fresh one).
+Columns that say when a row was written (``updated_at``, ``recorded_at``, ...) are left out of the comparison.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
+from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
+from connect_state.faults import FaultPoint
+from connect_state.settings import Settings
+from connect_state.spark import active_topics, connector_states, offsets
+from connect_state.spark.streaming import run_catch_up
+from connect_state.tables import (
+    ACTIVE_TOPICS,
+    ACTIVE_TOPICS_HISTORY,
+    CONNECTOR_EVENTS,
+    CONNECTORS,
+    REJECTED_RECORDS,
+    SINK_OFFSETS,
+    SINK_OFFSETS_HISTORY,
+    SOURCE_OFFSETS,
+    SOURCE_OFFSETS_HISTORY,
+    TableSpec,
+)
+from tests.integration.drivers import DriverProcess
+from tests.integration.helpers import api_client, delta_table, job_settings, unique
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+T = TypeVar("T")
+
+WAIT_S = 240.0
+ROUND_S = 240.0  # a driver's start (its own JVM) plus the batches until its fault point, on a busy 2-core machine
+FOLD_JOBS = [active_topics.JOB, connector_states.JOB, offsets.JOB]
+CURRENT_TABLES = (ACTIVE_TOPICS, CONNECTORS, SOURCE_OFFSETS, SINK_OFFSETS)
+HISTORY_TABLES = (
+    ACTIVE_TOPICS_HISTORY,
+    CONNECTOR_EVENTS,
+    SOURCE_OFFSETS_HISTORY,
+    SINK_OFFSETS_HISTORY,
+    REJECTED_RECORDS,
+)
+WRITE_TIME_COLUMNS = ("updated_at", "changed_at", "recorded_at", "seen_at")
+RANDOM = "random"
+# (mode, fault): where each continuous run dies; the catch-up round comes after them.
+CONTINUOUS_ROUNDS = [
+    f"{FaultPoint.AFTER_HISTORY_WRITE}:2",
+    f"{FaultPoint.BATCH_START}:8",
+    RANDOM,
+    f"{FaultPoint.AFTER_BATCH_WRITE}:6",
+]
+CATCH_UP_FAULT = f"{FaultPoint.AFTER_HISTORY_WRITE}:1"
+
+
+def wait_until(predicate: Callable[[], T], timeout_s: float, what: str, driver: DriverProcess | None = None) -> T:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            log = f"\n--- {driver.name}:\n{driver.log_tail()}" if driver is not None else ""
+            pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what} (last: {value!r}){log}")
+        time.sleep(1)
+
+
+# --- connectors at work ---------------------------------------------------------------------------------------------
+
+
+class Workload:
+    """Connectors at work in a thread of their own: every ``pause_s`` the next action of a cycle (lines appended to
+    both sources, a pause and resume, a stop and resume, a connector created and deleted). Connect's refusals while
+    it rebalances (409) are counted and skipped."""
+
+    def __init__(self, connect: ConnectRestClient, tmp_path: Path, sources: dict[str, Path], pause_s: float = 2.0):
+        self.connect = connect
+        self.tmp_path = tmp_path
+        self.sources = sources
+        self.pause_s = pause_s
+        self.stop = threading.Event()
+        self.done: list[str] = []
+        self.refused: list[str] = []
+        self.short_lived: list[str] = []
+        self._thread = threading.Thread(target=self._run, name="workload", daemon=True)
+
+    def actions(self) -> list[tuple[str, Callable[[], object]]]:
+        (a, file_a), (b, file_b) = self.sources.items()
+        lines = itertools.count()
+        c = self.connect
+
+        def append() -> None:
+            append_lines(file_a, [f"a {next(lines)}", f"a {next(lines)}"])
+            append_lines(file_b, [f"b {next(lines)}"])
+
+        def create_short_lived() -> None:
+            name = unique("crash-short")
+            file = self.tmp_path / f"{name}.txt"
+            append_lines(file, ["short"])
+            c.create_connector(name, file_source_config(name, file, unique("crash-short-topic")))
+            self.short_lived.append(name)
+
+        def delete_short_lived() -> None:
+            while self.short_lived:
+                c.delete_connector(self.short_lived.pop(), missing_ok=True)
+
+        return [
+            ("append", append),
+            ("pause b", lambda: c.put(c.connector_path(b, "pause"))),
+            ("append", append),
+            ("create short-lived", create_short_lived),
+            ("resume b", lambda: c.put(c.connector_path(b, "resume"))),
+            ("stop a", lambda: c.put(c.connector_path(a, "stop"))),
+            ("append", append),
+            ("delete short-lived", delete_short_lived),
+            ("resume a", lambda: c.put(c.connector_path(a, "resume"))),
+        ]
+
+    def _run(self) -> None:
+        for what, action in itertools.cycle(self.actions()):
+            if self.stop.wait(self.pause_s):
+                return
+            try:
+                action()
+                self.done.append(what)
+            except ConnectRestError as err:
+                self.refused.append(f"{what}: {err}")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def finish(self) -> None:
+        """Stop the cycle and leave everything running: both sources resumed, no short-lived connector left."""
+        self.stop.set()
+        self._thread.join(60)
+        assert not self._thread.is_alive()
+        for name in self.short_lived:
+            self.connect.delete_connector(name, missing_ok=True)
+        for name in self.sources:
+            self.connect.wait_for(
+                lambda n=name: self.connect.put(self.connect.connector_path(n, "resume"))[0] == 202,
+                WAIT_S,
+                description=f"{name} resumed",
+            )
+
+
+# --- our answers and Connect's --------------------------------------------------------------------------------------
+
+
+def disagreements(api, connect: ConnectRestClient, names: list[str]) -> list[str]:
+    """The (connector, path) whose answer differs from Connect's (status, offsets, topics)."""
+    differ = []
+    for name, path in itertools.product(names, ("status", "offsets", "topics")):
+        ours = api.get(f"/connectors/{name}/{path}")
+        theirs = connect.get(connect.connector_path(name, path))
+        if (ours.status_code, ours.get_json()) != theirs:
+            differ.append(f"{name}/{path}: ours {ours.status_code} {ours.get_json()} != Connect's {theirs}")
+    return differ
+
+
+def all_running(connect: ConnectRestClient, names: list[str]) -> bool:
+    for name in names:
+        status = connect.connector_status(name) or {}
+        states = [status.get("connector", {}).get("state")] + [t.get("state") for t in status.get("tasks", [])]
+        if len(states) < 2 or set(states) != {"RUNNING"}:
+            return False
+    return True
+
+
+# --- the tables -----------------------------------------------------------------------------------------------------
+
+
+def end_offsets(settings: Settings, topics: list[str]) -> dict[TopicPartition, int]:
+    consumer = KafkaConsumer(bootstrap_servers=settings.bootstrap_servers)
+    try:
+        parts = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+        return consumer.end_offsets(parts)
+    finally:
+        consumer.close()
+
+
+def comparable(spark: SparkSession, settings: Settings, spec: TableSpec, group: str, topics: list[str]) -> DataFrame:
+    """The table without its write-time columns; the sink tables for our sink's group only, the quarantine for our
+    worker's topics only (``__consumer_offsets`` is the whole broker's: other tests write to it meanwhile)."""
+    frame = delta_table(spark, settings, spec.name)
+    frame = frame.drop(*[c for c in WRITE_TIME_COLUMNS if c in frame.columns])
+    if spec in (SINK_OFFSETS, SINK_OFFSETS_HISTORY):
+        frame = frame.filter(F.col("group_id") == group)
+    if spec is REJECTED_RECORDS:
+        frame = frame.filter(F.col("topic").isin(topics))
+    return frame
+
+
+def sorted_rows(frame: DataFrame) -> list[Any]:
+    return sorted(frame.collect(), key=repr)
+
+
+def duplicates(frame: DataFrame, key: tuple[str, ...]) -> list[Any]:
+    return frame.groupBy(*key).count().filter(F.col("count") > 1).collect()
+
+
+# --- the test -------------------------------------------------------------------------------------------------------
+
+
+def test_kill_9_again_and_again_then_a_worker_restart_leaves_the_tables_a_fold_from_scratch_makes(
+    spark, extra_connect_worker, tmp_path
+):
+    worker = extra_connect_worker()
+    connect = worker.client()
+    settings = job_settings(
+        worker.worker_settings(),
+        tmp_path,
+        **{
+            "trigger.interval": "1 seconds",
+            "heartbeat.interval.ms": "600000",
+            "lease.duration.ms": "6000",
+            "lease.renew.interval.ms": "2000",
+        },
+    )
+    topics = worker.internal_topics
+    src_a, src_b, sink = unique("crash-src-a"), unique("crash-src-b"), unique("crash-sink")
+    sources = {src_a: tmp_path / "a.txt", src_b: tmp_path / "b.txt"}
+    topic_a = unique("crash-topic-a")
+    for name, file in sources.items():
+        append_lines(file, [f"{name} first"])
+        topic = topic_a if name == src_a else unique("crash-topic-b")
+        connect.create_connector(name, file_source_config(name, file, topic))
+    connect.create_connector(sink, file_sink_config(sink, tmp_path / "sink.txt", [topic_a]))
+    names = [src_a, src_b, sink]
+    connect.wait_for(lambda: all_running(connect, names), WAIT_S, description="the connectors running")
+
+    workload = Workload(connect, tmp_path, sources)
+    workload.start()
+    drivers = tmp_path / "drivers"
+    kills: list[str] = []
+    try:
+        # Continuous runs, each killed at another point while the connectors work.
+        for n, fault in enumerate(CONTINUOUS_ROUNDS):
+            driver = DriverProcess(settings, drivers, f"round-{n}", fault=None if fault == RANDOM else fault).start()
+            if fault == RANDOM:
+                wait_until(
+                    lambda d=driver: d.log_tail(10_000).count(": batch ") >= 6 or not d.alive(),
+                    ROUND_S,
+                    "a few batches",
+                    driver,
+                )
+                time.sleep(random.uniform(0.0, 3.0))
+                assert driver.alive(), driver.log_tail()
+                code = driver.kill()
+            else:
+                code = driver.wait(ROUND_S)
+                if code is None:
+                    driver.kill()
+                    pytest.fail(f"{fault} was not reached within {ROUND_S:.0f} s:\n{driver.log_tail()}")
+                assert f"killing the process at {fault.split(':')[0]}" in driver.log_tail(200), driver.log_tail()
+            assert code == -9, (fault, code, driver.log_tail())
+            kills.append(fault)
+
+        # A catch-up run killed halfway, then one that finishes.
+        killed = DriverProcess(settings, drivers, "catch-up-killed", ["--available-now"], CATCH_UP_FAULT).start()
+        code = killed.wait(ROUND_S)
+        if code is None:
+            killed.kill()
+        assert code == -9, (code, killed.log_tail())
+        kills.append(f"catch-up {CATCH_UP_FAULT}")
+        finished = DriverProcess(settings, drivers, "catch-up", ["--available-now"]).start()
+        assert finished.wait(ROUND_S + 120) == 0, finished.log_tail()
+    finally:
+        workload.finish()
+    assert workload.done, workload.refused
+
+    # Continuous again, through a restart of the worker: our answers equal Connect's before and after.
+    api = api_client(settings)
+    driver = DriverProcess(settings, drivers, "through-worker-restart").start()
+    try:
+        wait_until(lambda: not disagreements(api, connect, names) or None, WAIT_S, "our answers = Connect's", driver)
+        worker.stop()
+        worker.start()
+        connect.wait_for(lambda: all_running(connect, names), WAIT_S, description="the connectors running again")
+        append_lines(sources[src_a], ["after the restart"])
+        wait_until(
+            lambda: not disagreements(api, connect, names) or None,
+            WAIT_S,
+            "our answers = Connect's after the worker restart",
+            driver,
+        )
+        assert driver.alive(), driver.log_tail()
+    finally:
+        code = driver.terminate()
+    assert code == 0, driver.log_tail()
+    assert not disagreements(api, connect, names)
+
+    # The crashed tables, caught up, against a fold from scratch of the same topics.
+    fresh = settings.with_overrides(
+        **{"delta.root": str(tmp_path / "fresh-delta"), "checkpoint.root": str(tmp_path / "fresh-checkpoints")}
+    )
+    for _attempt in range(3):
+        before = end_offsets(settings, topics)
+        assert run_catch_up(FOLD_JOBS, spark, settings) == 0
+        assert run_catch_up(FOLD_JOBS, spark, fresh) == 0
+        if end_offsets(settings, topics) == before:
+            break  # nothing was written to the worker's topics in between: both folds saw the same records
+    else:
+        pytest.fail("the worker's topics kept changing; the folds cannot be compared")
+
+    group = f"connect-{sink}"
+    for spec in CURRENT_TABLES:
+        crashed = sorted_rows(comparable(spark, settings, spec, group, topics))
+        scratch = sorted_rows(comparable(spark, fresh, spec, group, topics))
+        assert crashed == scratch, f"{spec.name} differs from a fold from scratch"
+        assert scratch or spec is SINK_OFFSETS, f"{spec.name} is empty: the test compared nothing"
+    for spec in HISTORY_TABLES:
+        crashed_frame = comparable(spark, settings, spec, group, topics)
+        assert duplicates(crashed_frame, spec.key) == [], f"{spec.name} holds a Kafka record's change twice"
+        crashed = sorted_rows(crashed_frame)
+        scratch = sorted_rows(comparable(spark, fresh, spec, group, topics))
+        assert crashed == scratch, f"{spec.name} differs from a fold from scratch"
+    assert sorted_rows(comparable(spark, fresh, CONNECTOR_EVENTS, group, topics)), "no connector events to compare"
+    print(f"kills: {kills}; workload: {len(workload.done)} actions, {len(workload.refused)} refused")

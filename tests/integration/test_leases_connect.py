@@ -1,0 +1,190 @@
+"""One writer where it matters (issue 10), against the real broker and worker: two drivers of the leased jobs
+(heartbeats and cleanup) run at once on the same tables and checkpoints; each deletion hook runs once and each
+heartbeat is sent once. The holder of a lease is killed (``kill -9``): the other instance takes its leases over once
+they expire (epoch + 1) and carries on. ``GET /leases`` shows who holds what until when.
+
+Each driver is a process of its own with its own Spark JVM (tests/integration/drivers.py). Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from connect_state.connect.filestream import FILE_SOURCE_CLASS
+from connect_state.dev.filestream import append_lines, file_source_config
+from connect_state.leases import CLEANUP_LEASE, HEARTBEATS_LEASE
+from tests.integration.drivers import HOOK_LOG_ENV, DriverProcess, hook_calls
+from tests.integration.helpers import (
+    api_client,
+    delete_and_wait,
+    job_settings,
+    run_connector_states,
+    source_position,
+    unique,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+T = TypeVar("T")
+
+WAIT_S = 120.0
+START_S = 300.0  # two Spark drivers starting at once on a busy 2-core machine
+INTERVAL_MS = 3000
+LEASE_MS, RENEW_MS = 8000, 2000
+PROVIDERS = f"{FILE_SOURCE_CLASS}=connect_state.dev.demo_heartbeats:provider"
+
+
+def wait_until(predicate: Callable[[], T], timeout_s: float, what: str, drivers: list[DriverProcess]) -> T:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            logs = "\n".join(f"--- {d.name} (alive: {d.alive()}):\n{d.log_tail(40)}" for d in drivers)
+            pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what} (last: {value!r})\n{logs}")
+        time.sleep(1)
+
+
+def leases(api) -> dict[str, dict[str, Any]]:
+    response = api.get("/leases")
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return {lease["name"]: lease for lease in response.get_json()["leases"]}
+
+
+def holder_pid(lease: dict[str, Any]) -> int:
+    """The driver's pid in a holder name ``<job>@<host>:<pid>:<random>``."""
+    return int(lease["holder"].rsplit(":", 2)[1])
+
+
+def produced(api, name: str) -> list[int]:
+    """The ``emitted_at`` of the connector's heartbeats that produced a record, oldest first."""
+    body = api.get(f"/connectors/{name}/heartbeats?limit=1000").get_json()
+    return sorted(h["emitted_at"] for h in body["heartbeats"] if h["outcome"] == "produced")
+
+
+def test_two_instances_of_the_leased_jobs_act_once_and_take_over_after_a_crash(
+    spark, connect, stack_settings, tmp_path
+):
+    hook_log = tmp_path / "hooks.log"
+    settings = job_settings(
+        stack_settings,
+        tmp_path,
+        **{
+            "lease.duration.ms": str(LEASE_MS),
+            "lease.renew.interval.ms": str(RENEW_MS),
+            "trigger.interval": "1 seconds",
+            "heartbeat.interval.ms": "600000",
+            "heartbeat.records.topic": unique("lease-heartbeats"),
+            "heartbeat.providers": PROVIDERS,
+            "cleanup.hooks": "tests.integration.drivers:COUNTING",
+            "cleanup.retry.backoff.ms": "1",
+            "cleanup.retry.backoff.max.ms": "1",
+        },
+    )
+    api = api_client(settings)
+    beating = unique("lease-beating")
+    doomed = [unique(f"lease-doomed{i}") for i in (1, 2, 3)]
+    files: dict[str, Path] = {}
+    for name in (beating, *doomed):
+        files[name] = tmp_path / f"{name}.txt"
+        append_lines(files[name], [f"{name} line"])
+        extra = {"heartbeat.interval.ms": str(INTERVAL_MS)} if name == beating else {}
+        connect.create_connector(name, file_source_config(name, files[name], unique("lease-topic"), **extra))
+    for name, file in files.items():
+        size = file.stat().st_size
+        connect.wait_for(lambda n=name, s=size: source_position(connect, n) == s, WAIT_S, description=f"{name} offset")
+
+    env = {HOOK_LOG_ENV: str(hook_log)}
+    drivers = [
+        DriverProcess(settings, tmp_path / "drivers", name, module="tests.integration.drivers", env=env)
+        for name in ("instance-a", "instance-b")
+    ]
+    try:
+        for driver in drivers:
+            driver.start()
+        by_pid = {driver.pid: driver for driver in drivers}
+
+        # Both leases held, each by one of the two instances; the other one waits.
+        held = wait_until(
+            lambda: (
+                all(leases(api).get(n, {}).get("state") == "held" for n in (CLEANUP_LEASE, HEARTBEATS_LEASE))
+                and leases(api)
+            ),
+            START_S,
+            "both leases held",
+            drivers,
+        )
+        assert {holder_pid(held[n]) for n in held} <= set(by_pid), held
+        assert all(held[n]["epoch"] == 1 for n in (CLEANUP_LEASE, HEARTBEATS_LEASE)), held
+        assert all(0 < held[n]["expires_in_ms"] <= LEASE_MS for n in held), held
+
+        # Heartbeats of the idle source: one instance sends them.
+        wait_until(lambda: len(produced(api, beating)) >= 3, WAIT_S, "three heartbeats", drivers)
+
+        # Two deletions: the hook runs once for each, in the cleanup lease's holder.
+        for name in doomed[:2]:
+            delete_and_wait(connect, name)
+        run_connector_states(spark, settings)
+        wait_until(
+            lambda: {c for c, _ in hook_calls(hook_log)} >= set(doomed[:2]), WAIT_S, "the first two hooks", drivers
+        )
+        cleanup_holder = holder_pid(leases(api)[CLEANUP_LEASE])
+
+        # kill -9 of the heartbeats lease's holder: the other instance takes over its leases once they expire.
+        victim = by_pid[holder_pid(leases(api)[HEARTBEATS_LEASE])]
+        survivor = next(d for d in drivers if d is not victim)
+        killed_at = int(time.time() * 1000)
+        assert victim.kill() == -9
+        taken = wait_until(
+            lambda: (lambda now: all(now.get(n, {}).get("state") == "held" and holder_pid(now[n]) == survivor.pid
+                                     for n in (CLEANUP_LEASE, HEARTBEATS_LEASE)) and now)(leases(api)),
+            WAIT_S,
+            "the survivor holding both leases",
+            drivers,
+        )  # fmt: skip
+        assert taken[HEARTBEATS_LEASE]["epoch"] == 2, taken
+        # not before the victim's lease expired: at most one renewal interval before the kill plus the duration
+        assert taken[HEARTBEATS_LEASE]["acquired_at"] >= killed_at + LEASE_MS - RENEW_MS - 500, (taken, killed_at)
+        expected_cleanup_epoch = 2 if cleanup_holder == victim.pid else 1
+        assert taken[CLEANUP_LEASE]["epoch"] == expected_cleanup_epoch, taken
+        takeover = taken[HEARTBEATS_LEASE]["acquired_at"]
+        wait_until(
+            lambda: len([t for t in produced(api, beating) if t > takeover]) >= 2,
+            WAIT_S,
+            "two heartbeats after the takeover",
+            drivers,
+        )
+
+        # A third deletion, handled by the survivor.
+        delete_and_wait(connect, doomed[2])
+        run_connector_states(spark, settings)
+        wait_until(lambda: doomed[2] in {c for c, _ in hook_calls(hook_log)}, WAIT_S, "the third hook", drivers)
+        time.sleep(3)  # a few more cleanup passes: nothing runs again
+
+        calls = hook_calls(hook_log)
+        assert sorted(c for c, _ in calls) == sorted(doomed), calls  # each hook once, across both instances
+        assert {pid for c, pid in calls if c in doomed[:2]} == {cleanup_holder}, calls
+        assert {pid for c, pid in calls if c == doomed[2]} == {survivor.pid}, calls
+
+        # Each heartbeat once: never two within an interval, except across the kill (at least once delivery: the
+        # killed holder may have recorded a heartbeat but not yet its last_heartbeat_at).
+        emitted = produced(api, beating)
+        too_close = [(a, b) for a, b in itertools.pairwise(emitted) if b - a < INTERVAL_MS * 0.9]
+        assert all(a <= killed_at <= b + LEASE_MS for a, b in too_close), (too_close, killed_at, emitted)
+        assert len(too_close) <= 1, too_close
+
+        # A clean stop releases the leases.
+        assert survivor.terminate() == 0, survivor.log_tail()
+        gone = leases(api)
+        assert all(gone[n]["state"] == "released" for n in (CLEANUP_LEASE, HEARTBEATS_LEASE)), gone
+    finally:
+        for driver in drivers:
+            driver.kill()
+        for name in (beating, *doomed):
+            connect.delete_connector(name, missing_ok=True)

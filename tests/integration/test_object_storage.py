@@ -1,0 +1,89 @@
+"""Tables and checkpoints in a bucket of a real S3-compatible server (s3proxy on loopback): every job's catch-up writes
+them through Hadoop's S3A, the API reads them through deltalake's object store, and its answers equal the Connect
+worker's; a second catch-up finds every checkpoint in the bucket and keeps the tables.
+
+The bucket stands in for a cloud account's (S3, and the same code paths for ABFS and GCS): the jobs never use the
+local filesystem for a checkpoint or a table, so a checkpoint that lives only in the bucket is found or not found there.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from deltalake import DeltaTable
+
+from connect_state.dev.filestream import append_lines, file_source_config
+from connect_state.spark import storage
+from connect_state.spark.all_jobs import every_job
+from connect_state.spark.storage import configure_storage
+from connect_state.spark.streaming import run_catch_up
+from connect_state.storage import deltalake_options
+from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS
+from tests.fixtures.s3 import TEST_BUCKET
+from tests.integration.helpers import api_client, unique
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+
+WAIT_S = 90.0
+CURRENT_TABLES = (CONNECTORS, ACTIVE_TOPICS, SOURCE_OFFSETS, SINK_OFFSETS)
+NO_CHECKPOINT = "no checkpoint at"
+
+
+def assert_answers_like_connect(api, connect, name: str) -> None:
+    ours = api.get("/connectors")
+    status, theirs = connect.get("/connectors")
+    assert (ours.status_code, sorted(ours.get_json())) == (status, sorted(theirs))
+    for path in ("status", "offsets", "topics"):
+        ours = api.get(f"/connectors/{name}/{path}")
+        assert (ours.status_code, ours.get_json()) == connect.get(connect.connector_path(name, path)), path
+
+
+def test_catch_up_into_a_bucket_answers_like_connect_and_resumes_from_the_buckets_checkpoints(
+    spark_on_s3, s3_server, connect, stack_settings, tmp_path, caplog
+):
+    prefix = unique("catch-up")
+    settings = stack_settings.with_overrides(
+        **s3_server.storage_settings(TEST_BUCKET, prefix), **{"heartbeat.interval.ms": "600000"}
+    )
+    assert str(settings.delta_root) == f"s3a://{TEST_BUCKET}/{prefix}/delta"
+    configure_storage(spark_on_s3, settings)
+    name, topic = unique("s3-source"), unique("s3-topic")
+    source_file = tmp_path / "in.txt"
+    append_lines(source_file, ["one", "two", "three"])
+    connect.create_connector(name, file_source_config(name, source_file, topic))
+    connect.wait_for(
+        lambda: connect.get(connect.connector_path(name, "offsets"))[1].get("offsets"),
+        WAIT_S,
+        description=f"{name} committed offsets",
+    )
+    connect.wait_for(lambda: connect.active_topics(name) == {topic}, WAIT_S, description=f"{name} active topics")
+
+    caplog.set_level(logging.INFO, logger="connect_state")
+    assert run_catch_up(every_job(hooks={}), spark_on_s3, settings) == 0
+    assert NO_CHECKPOINT in caplog.text  # the first run found no checkpoint in the bucket
+
+    checkpoints = {key.split("/")[2] for key in s3_server.list_keys(TEST_BUCKET, f"{prefix}/checkpoints/")}
+    assert {"active_topics", "connector_states", "source_offsets", "sink_offsets"} <= checkpoints
+    assert all(storage.exists(spark_on_s3, settings.checkpoint_path(query)) for query in checkpoints)
+    assert f"{prefix}/delta/connectors/_delta_log/00000000000000000000.json" in s3_server.list_keys(
+        TEST_BUCKET, f"{prefix}/delta/connectors/_delta_log/"
+    )
+    api = api_client(settings)  # deltalake, with the storage options of the settings and the credentials of the env
+    assert_answers_like_connect(api, connect, name)
+    options = deltalake_options(settings)
+    before = {spec.name: table_rows(settings.table_path(spec.name), options) for spec in CURRENT_TABLES}
+    assert any(row["name"] == name for row in before[CONNECTORS.name])
+
+    caplog.clear()
+    assert run_catch_up(every_job(hooks={}), spark_on_s3, settings) == 0
+    assert NO_CHECKPOINT not in caplog.text, "a checkpoint in the bucket was not found: the tables were rebuilt"
+    after = {spec.name: table_rows(settings.table_path(spec.name), options) for spec in CURRENT_TABLES}
+    assert after == before
+    assert_answers_like_connect(api_client(settings), connect, name)
+    connect.delete_connector(name)
+
+
+def table_rows(uri: object, options: dict[str, str]) -> list[dict]:
+    rows = DeltaTable(str(uri), storage_options=options).to_pyarrow_table().to_pylist()
+    return sorted(rows, key=repr)

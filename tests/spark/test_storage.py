@@ -1,0 +1,81 @@
+"""The jobs' look at checkpoints and tables through Hadoop's filesystem (connect_state/spark/storage.py and the
+checkpoint readers built on it), on a local directory and in a bucket of the session's S3-compatible server."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from connect_state.dev.s3_server import S3Server
+from connect_state.settings import load_settings
+from connect_state.spark import storage
+from connect_state.spark.checkpoint import latest_positions, offset_log_batches, planned_positions
+from connect_state.spark.source_offsets import checkpoint_topics
+from connect_state.spark.storage import configure_storage
+from connect_state.spark.streaming import checkpoint_query_id
+from connect_state.storage import Location
+from tests.fixtures.s3 import TEST_BUCKET
+
+pytestmark = pytest.mark.spark
+
+METADATA = '{"batchWatermarkMs":0,"batchTimestampMs":1700000000000,"conf":{}}'
+
+
+def write_checkpoint(spark: SparkSession, checkpoint: Location) -> None:
+    """A checkpoint as Spark leaves it: ``metadata`` and two entries of the offsets log (and a checksum file)."""
+    files = {
+        "metadata": '{"id":"0f4ab5a1-6d02-4a37-9cd4-8f3e4d1c2b10"}\n',
+        "offsets/1": f'v1\n{METADATA}\n{{"connect-offsets":{{"0":3}}}}',
+        "offsets/10": f'v1\n{METADATA}\n{{"connect-offsets":{{"0":5,"1":2}},"own-offsets":{{"0":1}}}}',
+        "offsets/.10.crc": "ignored",
+    }
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    for name, text in files.items():
+        path = jvm.org.apache.hadoop.fs.Path(str(checkpoint / name))
+        out = path.getFileSystem(spark._jsparkSession.sessionState().newHadoopConf()).create(path, True)
+        out.write(bytearray(text.encode()))
+        out.close()
+
+
+def check_checkpoint_reads(spark: SparkSession, root: Location) -> None:
+    missing = root / "none"
+    assert not storage.exists(spark, missing) and not storage.is_dir(spark, missing)
+    assert storage.list_names(spark, missing) == [] and storage.read_text(spark, missing / "metadata") is None
+    assert offset_log_batches(spark, missing) == [] and latest_positions(spark, missing) is None
+    assert checkpoint_topics(spark, missing) == set()
+
+    checkpoint = root / "query"
+    write_checkpoint(spark, checkpoint)
+    assert storage.exists(spark, checkpoint) and storage.is_dir(spark, checkpoint)
+    assert storage.list_names(spark, checkpoint) == ["metadata", "offsets"]
+    assert checkpoint_query_id(spark, str(checkpoint)) == "0f4ab5a1-6d02-4a37-9cd4-8f3e4d1c2b10"
+    assert offset_log_batches(spark, checkpoint) == [1, 10]
+    assert planned_positions(spark, checkpoint, 1) == {("connect-offsets", 0): 3}
+    assert planned_positions(spark, checkpoint, 11) is None and planned_positions(spark, checkpoint, -1) is None
+    assert latest_positions(spark, checkpoint) == {
+        ("connect-offsets", 0): 5,
+        ("connect-offsets", 1): 2,
+        ("own-offsets", 0): 1,
+    }
+    assert checkpoint_topics(spark, checkpoint) == {"connect-offsets", "own-offsets"}
+    assert storage.delete(spark, checkpoint) and not storage.exists(spark, checkpoint)
+
+
+def test_a_local_checkpoint_reads_through_hadoop(spark: SparkSession, tmp_path: Path) -> None:
+    check_checkpoint_reads(spark, Location.parse(str(tmp_path)))
+    check_checkpoint_reads(spark, Location(f"file://{tmp_path}/uri"))
+
+
+def test_a_checkpoint_in_a_bucket_reads_through_hadoop(spark_on_s3: SparkSession, s3_server: S3Server) -> None:
+    prefix = f"storage-{uuid.uuid4().hex[:8]}"
+    settings = load_settings(overrides=s3_server.storage_settings(TEST_BUCKET, prefix), environ={})
+    configure_storage(spark_on_s3, settings)
+    check_checkpoint_reads(spark_on_s3, settings.checkpoint_root)
+    assert str(settings.checkpoint_root) == f"s3a://{TEST_BUCKET}/{prefix}/checkpoints"
+    write_checkpoint(spark_on_s3, settings.checkpoint_root / "kept")
+    keys = s3_server.list_keys(TEST_BUCKET, f"{prefix}/")
+    assert f"{prefix}/checkpoints/kept/offsets/10" in keys and f"{prefix}/checkpoints/kept/metadata" in keys
