@@ -3,7 +3,7 @@
 Connect answers ``{"status": ..., "message": ...}`` with 200 ``healthy`` once the worker has started, 503 ``starting``
 while it still reads its internal topics to their end, 500 ``unhealthy`` when it could not answer in time. Ours has the
 same three answers and messages (Connect's ``WorkerStatus``), decided from how far behind its topics each table is
-(:func:`connect_state.api.lag.table_lags`, the numbers of the ``X-Connect-State-Lag`` header):
+(:func:`current_lags`: the numbers of the ``X-Connect-State-Lag`` header, :mod:`connect_state.freshness`):
 
 * 503 ``starting``: a table some query folds has no watermark yet (its job has not committed its first batch) while
   its topics hold records;
@@ -24,10 +24,11 @@ from enum import StrEnum
 
 from flask import Blueprint, Response, jsonify
 
-from connect_state.api.lag import table_lags, watermarks
+from connect_state.api.lag import watermarks
 from connect_state.api.resources import app_resources, get_settings
 from connect_state.errors import KafkaWriteError, TopicNotFoundError
-from connect_state.freshness import TableLag, Watermark, query_topics, table_lag
+from connect_state.freshness import Partition, TableLag, Watermark, query_topics, table_lag
+from connect_state.kafka.log import TopicLog
 from connect_state.tables import TABLE_QUERIES
 
 bp = Blueprint("health", __name__)
@@ -82,32 +83,52 @@ def decide(lags: list[TableLag], started_queries: set[str], max_age_ms: int) -> 
     return Health(HealthStatus.HEALTHY, HEALTHY_MESSAGE, tuple(lags))
 
 
-def _recheck(lag: TableLag, marks: list[Watermark]) -> TableLag:
-    """A table whose lag was unknown, asked again topic by topic: a topic that does not exist (``__consumer_offsets``
-    before any consumer group committed) has nothing to fold; any other failure leaves the lag unknown."""
-    settings = get_settings()
-    log = app_resources().offsets_cache().log
-    timeout_ms = settings.api_lag_timeout_ms
-    starts: dict[tuple[str, int], int] = {}
-    ends: dict[tuple[str, int], int] = {}
-    for topic in query_topics(TABLE_QUERIES[lag.table], settings, marks):
+def _offsets(log: TopicLog, topics: list[str], timeout_ms: int) -> tuple[dict[Partition, int], dict[Partition, int]]:
+    """The start and end offsets of ``topics`` in one call (one ``timeout_ms`` when Kafka is away); a topic that does
+    not exist (``__consumer_offsets`` before any group committed) is left out: it has nothing to fold.
+    KafkaWriteError when Kafka cannot be read."""
+    try:
+        offsets = log.offsets(topics, timeout_ms)
+        return dict(offsets.starts), dict(offsets.ends)
+    except TopicNotFoundError:
+        pass
+    starts: dict[Partition, int] = {}
+    ends: dict[Partition, int] = {}
+    for topic in topics:
         try:
             offsets = log.offsets([topic], timeout_ms)
         except TopicNotFoundError:
             continue
-        except KafkaWriteError:
-            return lag
         starts.update(offsets.starts)
         ends.update(offsets.ends)
-    return table_lag(lag.table, marks, starts, ends, int(time.time() * 1000))
+    return starts, ends
+
+
+def current_lags(marks: list[Watermark]) -> list[TableLag]:
+    """Every tracked table's lag now, from ``marks`` and one read of all their topics' offsets (not the lag header's
+    cache: a probe wants the topics as they are, and a Kafka that is away costs one ``api.lag.timeout.ms``)."""
+    settings = get_settings()
+    topics = {query: query_topics(query, settings, marks) for query in sorted(set(TABLE_QUERIES.values()))}
+    every_topic = sorted({topic for names in topics.values() for topic in names})
+    now_ms = int(time.time() * 1000)
+    try:
+        starts, ends = _offsets(app_resources().offsets_cache().log, every_topic, settings.api_lag_timeout_ms)
+    except KafkaWriteError:
+        return [TableLag(table) for table in sorted(TABLE_QUERIES)]
+    lags = []
+    for table in sorted(TABLE_QUERIES):
+        mine = set(topics[TABLE_QUERIES[table]])
+        own_starts = {tp: offset for tp, offset in starts.items() if tp[0] in mine}
+        own_ends = {tp: offset for tp, offset in ends.items() if tp[0] in mine}
+        lags.append(table_lag(table, marks, own_starts, own_ends, now_ms))
+    return lags
 
 
 def current_health() -> Health:
     """The health now, from the ``watermarks`` table and the topics' end offsets."""
     marks = watermarks()
     started = {mark.query for mark in marks}
-    lags = [lag if lag.records is not None else _recheck(lag, marks) for lag in table_lags(sorted(TABLE_QUERIES))]
-    return decide(lags, started, get_settings().api_health_max_age_ms)
+    return decide(current_lags(marks), started, get_settings().api_health_max_age_ms)
 
 
 @bp.get("/health")

@@ -22,7 +22,8 @@ import time
 from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from connect_state.api.lag import table_lags, watermarks
+from connect_state.api.health import current_lags
+from connect_state.api.lag import watermarks
 from connect_state.tables import TABLE_QUERIES
 
 bp = Blueprint("metrics", __name__)
@@ -76,10 +77,11 @@ class ApiMetrics:
         """Set the per-table gauges (in an app context)."""
         now_ms = time.time() * 1000
         newest: dict[str, int] = {}
-        for mark in watermarks():
+        marks = watermarks()
+        for mark in marks:
             if mark.committed_at_ms is not None:
                 newest[mark.query] = max(newest.get(mark.query, 0), mark.committed_at_ms)
-        for lag in table_lags(sorted(TABLE_QUERIES)):
+        for lag in current_lags(marks):
             self.records_behind.labels(lag.table).set(math.nan if lag.records is None else lag.records)
             self.lag_seconds.labels(lag.table).set(math.nan if lag.age_ms is None else lag.age_ms / 1000)
             committed = newest.get(TABLE_QUERIES[lag.table])

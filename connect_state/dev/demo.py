@@ -110,7 +110,7 @@ def wait_for_api(url: str, children: list[subprocess.Popen[bytes]], timeout_s: f
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and all(child.poll() is None for child in children):
         try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2):
+            with urllib.request.urlopen(f"{url}/health", timeout=15):
                 return True
         except urllib.error.HTTPError:
             return True  # 503 while the jobs fold their first batches: serving

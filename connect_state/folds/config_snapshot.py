@@ -50,7 +50,10 @@ def config_connector_record(
         return None
     if connector_of(parsed.key) is None:
         return None
-    return ConnectorRecord.from_config(parsed, kafka_partition, kafka_offset, kafka_timestamp)
+    try:
+        return ConnectorRecord.from_config(parsed, kafka_partition, kafka_offset, kafka_timestamp)
+    except ValueError:  # a value the fold does not take for its key: it changes no connector (never a poison pill)
+        return None
 
 
 @dataclass(frozen=True)

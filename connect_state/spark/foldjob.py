@@ -211,6 +211,7 @@ class FoldWriter:
         self.reconciler: Reconciler | None = None
         self._next_reconcile = 0.0
         self._shared_tables_ready = False
+        self._last_watermark: dict[tuple[str, int], int] | None = None
 
     def path(self, spec: TableSpec) -> str:
         return str(self.delta_root / spec.name)
@@ -286,9 +287,10 @@ class FoldWriter:
 
     def record_watermark(self, spark: SparkSession, batch_id: int) -> None:
         """The batch's planned end offsets as this query's rows of ``watermarks`` (partitions the query no longer
-        reads are removed), once per batch."""
+        reads are removed), once per batch; skipped when they are the ones this writer wrote last (a no-data batch:
+        ``committed_at`` stays when the position last moved, and the table gets no commit)."""
         positions = planned_positions(spark, self.checkpoint, batch_id)
-        if not positions:
+        if not positions or positions == self._last_watermark:
             return
         self._ensure_shared_tables(spark)
         source = spark.createDataFrame(watermark_rows(self.job_name, positions, batch_id), _WATERMARK_ROWS)
@@ -308,6 +310,7 @@ class FoldWriter:
                 )
 
         retry_on_conflict(merge, WATERMARKS.name, SHARED_TABLE_ATTEMPTS)
+        self._last_watermark = positions
 
     def reconcile(self, spark: SparkSession) -> None:
         """A reconcile pass of the query's current table (a failed pass is logged; the next one is due later)."""

@@ -84,5 +84,14 @@ def test_read_api_and_restart_match_connect(spark, connect, stack_settings, tmp_
     status, error = connect.post("/connectors/no-such-connector/restart?includeTasks=true")
     response = api.post("/connectors/no-such-connector/restart?includeTasks=true")
     assert (response.status_code, response.get_json()) == (status, error)
+
+    # History of the same records: the task's FAILED then RUNNING, the config as created.
+    run_connector_states(spark, settings)
+    events = api.get(f"/connectors/{broken}/events?kind=task_status_changed").get_json()["events"]
+    states = [event["details"]["to"] for event in events]
+    assert "FAILED" in states and states[-1] == "RUNNING", states
+    versions = api.get(f"/connectors/{broken}/history/configs").get_json()["versions"]
+    assert versions[0]["event"] == "created"
+    assert versions[0]["config"]["file"] == str(missing_dir / "out.txt")
     for name in names:
         connect.delete_connector(name)

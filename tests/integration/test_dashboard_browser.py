@@ -23,7 +23,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from connect_state.api import close_app, create_app
@@ -117,17 +117,18 @@ def test_the_dashboard_shows_the_real_connectors_and_its_pause_is_honoured(
     assert progress and re.search(r"read (\d+) of \1 records \(100%\), 0 behind, caught up", progress[-1]), progress
 
     browser.get(f"{api_url}/ui")
+    Select(browser.find_element(By.ID, "interval")).select_by_value("0")  # no timed refresh until the end
     # The list: both real connectors, with state and type; the filter narrows it.
     wait_for(browser, f'tr[data-name="{source}"]', "RUNNING")
-    row = browser.find_element(By.CSS_SELECTOR, f'tr[data-name="{source}"]')
-    assert "source" in row.text and "1 (RUNNING)" in row.text
+    row_text = browser.find_element(By.CSS_SELECTOR, f'tr[data-name="{source}"]').text
+    assert "source" in row_text and "1 (RUNNING)" in row_text
     assert browser.find_elements(By.CSS_SELECTOR, f'tr[data-name="{other}"]')
     browser.find_element(By.ID, "filter").send_keys(source)
     WebDriverWait(browser, UI_WAIT_S).until(lambda b: not b.find_elements(By.CSS_SELECTOR, f'tr[data-name="{other}"]'))
     assert browser.find_element(By.ID, "health").text.startswith("health: ")
 
     # One connector: status, active topics, offsets and the timeline drawn from the tables.
-    row.click()
+    browser.find_element(By.CSS_SELECTOR, f'tr[data-name="{source}"]').click()
     wait_for(browser, "#name", source)
     wait_for(browser, "#status", "RUNNING")
     wait_for(browser, "#topic-list", "ui-topic")
@@ -149,15 +150,17 @@ def test_the_dashboard_shows_the_real_connectors_and_its_pause_is_honoured(
     wait_for(browser, "#answer", f"PUT /connectors/{source}/pause → 202")
     wait_state(connect, source, "PAUSED", 1, WAIT_S)
 
-    # Refresh without a reload: the jobs fold the pause, the page shows it on its next refresh.
+    # Refresh without a reload: the jobs fold the pause; the page shows it on its next refresh (the button), and its
+    # timed refresh updates the list.
     run_connector_states(spark, settings)
-    marker = browser.execute_script("window.__noReload = true; return window.__noReload;")
+    assert browser.execute_script("window.__noReload = true; return window.__noReload;")
     browser.find_element(By.ID, "refresh").click()
     wait_for(browser, "#status", "PAUSED")
-    assert marker and browser.execute_script("return window.__noReload === true;")
     browser.find_element(By.ID, "filter").clear()
-    browser.find_element(By.ID, "refresh").click()
+    Select(browser.find_element(By.ID, "interval")).select_by_value("5")
     wait_for(browser, f'tr[data-name="{source}"]', "PAUSED")
+    wait_for(browser, f'tr[data-name="{other}"]', "RUNNING")
+    assert browser.execute_script("return window.__noReload === true;"), "the page was reloaded"
 
     SCREENSHOT.parent.mkdir(exist_ok=True)
     assert browser.save_screenshot(str(SCREENSHOT))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
@@ -256,4 +257,4 @@ def test_both_queries_catch_up_together(spark, kafka_broker, stack_settings, tmp
     rejected = delta_table(spark, settings, REJECTED_RECORDS.name).where(f"topic = '{settings.offset_storage_topic}'")
     assert b'["bad"]' in {bytes(r.key) for r in rejected.collect()}
     for job in (source_offsets.JOB_NAME, sink_offsets.JOB_NAME):
-        assert (settings.checkpoint_path(job) / "commits").is_dir()
+        assert Path(settings.checkpoint_path(job) / "commits").is_dir()

@@ -47,6 +47,7 @@ def readme_command() -> str:
 def test_the_readme_command_leaves_only_the_values_to_its_reader() -> None:
     command = readme_command()
     assert command.startswith("spark-submit --master ") and '--py-files "$WHEEL"' in command
+    assert "--conf spark.sql.shuffle.partitions=2" in command  # what the test checks in the checkpoint
     assert "jobs/all.py --available-now" in command and '--jars "$(connect-state-jars)"' in command
     assert set(re.findall(r"\$([A-Z_]+)", command)) == {"WHEEL", "BOOTSTRAP_SERVERS", "DELTA_ROOT", "CHECKPOINT_ROOT"}
 
@@ -105,8 +106,11 @@ def test_spark_submit_of_the_readme_fills_a_bucket_that_answers_like_connect(
         **{"delta.root": env["DELTA_ROOT"], "checkpoint.root": env["CHECKPOINT_ROOT"]},
         **{key: value for key, value in s3_server.storage_settings().items() if key.startswith("storage.")},
     )
-    keys = s3_server.list_keys(TEST_BUCKET, env["CHECKPOINT_ROOT"].split(f"{TEST_BUCKET}/", 1)[1] + "/")
-    assert any(key.endswith("/connector_states/metadata") for key in keys)
+    prefix = env["CHECKPOINT_ROOT"].split(f"{TEST_BUCKET}/", 1)[1]
+    assert f"{prefix}/connector_states/metadata" in s3_server.list_keys(TEST_BUCKET, prefix + "/")
+    # spark-submit's shuffle partitions, not the console scripts' default, went into the checkpoint
+    status, entry = s3_server.request("GET", f"/{TEST_BUCKET}/{prefix}/connector_states/offsets/0")
+    assert status == 200 and '"spark.sql.shuffle.partitions":"2"' in entry.decode(), entry[:500]
     api = api_client(settings)
     ours = api.get("/connectors")
     status, theirs = connect.get("/connectors")
