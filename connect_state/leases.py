@@ -63,8 +63,10 @@ class LeaseStore(Protocol):
         """The current row of ``name`` (None: never taken)."""
         ...
 
-    def write(self, expected: Lease | None, proposed: Lease) -> None:
-        """Write ``proposed`` only if the row is still ``expected`` (None: no row); losing a race is not an error."""
+    def write(self, expected: Lease | None, proposed: Lease) -> bool:
+        """Write ``proposed`` only if the row is still ``expected`` (None: no row). False when a concurrent write
+        came first (the caller reads and decides again); True when the write went through, or found the row changed
+        and wrote nothing (the caller reads it back to know)."""
         ...
 
     def vacuum(self) -> None:

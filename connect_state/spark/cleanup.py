@@ -330,7 +330,7 @@ class CleanupJob:
         """The passes run only while this instance holds the ``cleanup`` lease (:class:`LeasedTask`): a second
         instance waits; every side effect of a pass is fenced by the lease."""
         self.check(settings)
-        lease = keeper_for(spark, settings, CLEANUP_LEASE)
+        lease = keeper_for(settings, CLEANUP_LEASE)
         reconciler = cleanup_reconciler(spark, settings, self.hooks or {}, fence=lease.fence)
         interval = interval_seconds(settings.trigger_interval)
 

@@ -483,7 +483,7 @@ class HeartbeatsJob:
     def start(self, spark: SparkSession, settings: Settings, available_now: bool, max_offsets: int | None) -> Run:
         """The query runs only while this instance holds the ``heartbeats`` lease (:class:`LeasedTask`): a second
         instance waits; a lost lease stops the query at once. A failed query is started again by the supervisor."""
-        lease = keeper_for(spark, settings, HEARTBEATS_LEASE)
+        lease = keeper_for(settings, HEARTBEATS_LEASE)
         sink = HeartbeatSink(settings, providers=self.providers, lease=lease)
 
         def start_query() -> QueryTask:

@@ -2,21 +2,24 @@
 task that runs a job's work only while it holds it. The decisions are :mod:`connect_state.leases`'.
 
 **Why Delta.** The jobs already share their Delta tables, and the API reads them with ``deltalake``: a lease row is
-one more table, visible in ``GET /leases`` like any other, with an explicit fencing token. A Delta commit is atomic
-and Delta's optimistic concurrency tells the loser of two commits made at once (a ``Concurrent*`` conflict), so a
-conditional MERGE is a compare-and-set. (A Kafka consumer group would give a liveness timeout and a generation id,
-but no row the API can read, and its membership depends on polling threads; the heartbeats job needs Kafka anyway,
-the cleanup job does not always.)
+one more table, visible in ``GET /leases`` like any other, with an explicit fencing token, and nothing else to run.
+(A Kafka consumer group would give a liveness timeout and a generation id, but no row the API can read, and its
+membership hangs on polling threads; the cleanup job does not otherwise need a Kafka consumer.)
 
-**The write.** :class:`DeltaLeaseStore` writes the row :func:`connect_state.leases.decide` proposes with a MERGE
-that matches only the row the decision was made on (same holder, epoch and expiry), or inserts only when there was
-no row. The table is created with ``delta.isolationLevel=Serializable``, so two MERGEs that read the table at once
-conflict even when both insert. Every write is followed by a read: the instance holds the lease only when the row it
-reads back is the one it wrote (this also covers a log store whose put-if-absent is not atomic across processes,
-such as the local filesystem's: of two commits that overwrote each other, both read the same survivor).
+**Why ``deltalake`` and not Spark.** A lease is only as good as its renewals: they must take milliseconds, whatever
+the driver's micro-batches are doing. A Spark MERGE on a busy driver took longer than a whole lease in the tests
+(tens of seconds on two shared cores), so the lease table is written with ``deltalake`` (delta-rs, no JVM), as the
+API reads it; Spark never touches it.
 
-The table gets a commit per renewal: its log is kept a day (``delta.logRetentionDuration``) and the holder vacuums
-it about once an hour (files older than an hour, ``delta.deletedFileRetentionDuration``).
+**The write is a compare-and-set.** :class:`DeltaLeaseStore` commits the row :func:`connect_state.leases.decide`
+proposes with a MERGE on the table version the decision was read from, matching only the row decided on (same holder,
+epoch and expiry), with no commit retries: if any other commit landed since the read (another instance's takeover or
+renewal), the commit fails and the keeper reads and decides again. Delta commits are put-if-absent of the next log
+file: atomic on a local disk (delta-rs links the file into place) and on object stores with a locking provider (S3
+needs one, as for Spark's multi-driver writes; see the README). Every successful write is read back as well.
+
+The table gets a commit per renewal: its log is kept a day (``delta.logRetentionDuration``, with checkpoints) and the
+holder vacuums it about once an hour (files older than an hour).
 
 **The task.** :class:`LeasedTask` waits for the lease (a catch-up run waits at most one lease duration plus one
 renewal, then does nothing and says who holds it), starts the job's work (the heartbeats query, the cleanup passes),
@@ -33,9 +36,10 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from delta.tables import DeltaTable
-from pyspark.sql import Column, SparkSession
-from pyspark.sql import functions as F
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, QueryBuilder
+from deltalake.exceptions import CommitFailedError
+from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.leases import (
     Action,
@@ -52,20 +56,30 @@ from connect_state.leases import (
     released,
 )
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import TABLE_PROPERTIES, schema_of
 from connect_state.spark.streaming import Task
+from connect_state.storage import deltalake_options
 from connect_state.tables import LEASES
 
 log = logging.getLogger("connect_state.leases")
 
-#: Properties of the ``leases`` table besides the shared ones: conflicting MERGEs always conflict, and the log and
-#: the files of a table that gets a commit every few seconds do not pile up.
+#: Properties of the ``leases`` table: the log and the files of a table that gets a commit every few seconds do not
+#: pile up.
 LEASE_TABLE_PROPERTIES = {
-    "delta.isolationLevel": "Serializable",
     "delta.logRetentionDuration": "interval 1 days",
     "delta.deletedFileRetentionDuration": "interval 1 hours",
+    "delta.checkpointInterval": "100",
 }
 VACUUM_EVERY_MS = 3_600_000
+#: How often a keeper reads, decides and writes again when its compare-and-set lost to a concurrent commit (the other
+#: lease's renewal shares the table).
+CAS_ATTEMPTS = 5
+_EXPECTED = pa.schema(
+    [
+        ("expected_holder", pa.string()),
+        ("expected_epoch", pa.int64()),
+        ("expected_expires_at", LEASES.schema.field("expires_at").type),
+    ]
+)
 
 
 def now_ms() -> int:
@@ -76,92 +90,109 @@ def _timestamp(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
+def _ms(value: datetime) -> int:
+    when = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)
+
+
 def lease_timing(settings: Settings) -> LeaseTiming:
     """``lease.duration.ms`` and ``lease.renew.interval.ms`` (ConfigError when the pair cannot work)."""
     return LeaseTiming(settings.lease_duration_ms, settings.lease_renew_interval_ms)
 
 
 class DeltaLeaseStore:
-    """The ``leases`` table under ``delta.root``, read and written on a session of its own (a write of another
-    thread's ``foreachBatch`` sets Delta transaction ids on its session; they must never tag a lease write)."""
+    """The ``leases`` table under ``delta.root``, read and written with ``deltalake``
+    (:class:`~connect_state.leases.LeaseStore`): :meth:`write` commits on the version :meth:`read` last saw, or not at
+    all. One store per keeper (it remembers that version)."""
 
-    def __init__(self, spark: SparkSession, settings: Settings) -> None:
-        self.spark = spark.newSession()
+    def __init__(self, settings: Settings) -> None:
         self.path = str(settings.delta_root / LEASES.name)
-        self._ready = False
+        self.options = deltalake_options(settings)
+        self._table: DeltaTable | None = None
 
-    def ensure(self) -> None:
-        """Create the table if needed (two instances creating it at once: the loser finds it created)."""
-        if self._ready:
-            return
-        builder = DeltaTable.createIfNotExists(self.spark).location(self.path).addColumns(schema_of(LEASES))
-        builder = builder.comment(LEASES.description)
-        for key, value in {**TABLE_PROPERTIES, **LEASE_TABLE_PROPERTIES}.items():
-            builder = builder.property(key, value)
-        try:
-            builder.execute()
-        except Exception:
-            if not DeltaTable.isDeltaTable(self.spark, self.path):
-                raise
-        self._ready = True
+    def _open(self) -> DeltaTable:
+        """The table at its latest version (created on first use; two instances creating it at once both succeed)."""
+        if self._table is None:
+            try:
+                self._table = DeltaTable(self.path, storage_options=self.options or None)
+            except DeltaTableNotFoundError:
+                try:
+                    DeltaTable.create(
+                        self.path,
+                        LEASES.schema,
+                        mode="ignore",
+                        description=LEASES.description,
+                        configuration=LEASE_TABLE_PROPERTIES,
+                        storage_options=self.options or None,
+                    )
+                except Exception as err:  # another instance created it meanwhile: open it
+                    log.info("creating the leases table: %s", err)
+                self._table = DeltaTable(self.path, storage_options=self.options or None)
+        else:
+            self._table.update_incremental()
+        return self._table
 
     def read(self, name: str) -> Lease | None:
         """The lease ``name`` as the table's latest version has it (None: never taken)."""
-        self.ensure()
-        rows = (
-            self.spark.read.format("delta")
-            .load(self.path)
-            .filter(F.col("name") == name)
-            .select(
-                "name",
-                "holder",
-                "epoch",
-                *(F.unix_millis(c).alias(c) for c in ("acquired_at", "renewed_at", "expires_at")),
+        table = self._open()
+        rows = pa.table(QueryBuilder().register("leases", table).execute("SELECT * FROM leases").read_all())
+        leases = [
+            Lease(
+                row["name"],
+                row["holder"],
+                int(row["epoch"]),
+                _ms(row["acquired_at"]),
+                _ms(row["renewed_at"]),
+                _ms(row["expires_at"]),
             )
-            .collect()
-        )
-        return current_lease(Lease(**row.asDict()) for row in rows)
-
-    def write(self, expected: Lease | None, proposed: Lease) -> None:
-        """Write ``proposed`` if the table still has ``expected`` (None: no row for the name). A conflict with a
-        concurrent write is not an error: the caller reads the row back to learn who won."""
-        self.ensure()
-        columns = LEASES.column_names
-        values = [
-            proposed.name,
-            proposed.holder,
-            proposed.epoch,
-            _timestamp(proposed.acquired_at),
-            _timestamp(proposed.renewed_at),
-            _timestamp(proposed.expires_at),
+            for row in rows.to_pylist()
+            if row["name"] == name
         ]
-        expected_values = (
-            [expected.holder, expected.epoch, _timestamp(expected.expires_at)] if expected else [None, None, None]
+        return current_lease(leases)
+
+    def write(self, expected: Lease | None, proposed: Lease) -> bool:
+        """Write ``proposed`` if the table still has ``expected`` (None: no row for the name), in a commit on the
+        version last read; False when another commit came first (read and decide again)."""
+        table = self._table if self._table is not None else self._open()
+        row = {
+            "name": proposed.name,
+            "holder": proposed.holder,
+            "epoch": proposed.epoch,
+            "acquired_at": _timestamp(proposed.acquired_at),
+            "renewed_at": _timestamp(proposed.renewed_at),
+            "expires_at": _timestamp(proposed.expires_at),
+            "expected_holder": expected.holder if expected else None,
+            "expected_epoch": expected.epoch if expected else None,
+            "expected_expires_at": _timestamp(expected.expires_at) if expected else None,
+        }
+        schema = pa.schema([*LEASES.schema, *_EXPECTED])
+        source = pa.Table.from_pylist([row], schema=schema)
+        merge = table.merge(
+            source,
+            "t.name = s.name",
+            source_alias="s",
+            target_alias="t",
+            commit_properties=CommitProperties(max_commit_retries=0),
+            post_commithook_properties=PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=True),
         )
-        schema = (
-            "name STRING, holder STRING, epoch BIGINT, acquired_at TIMESTAMP, renewed_at TIMESTAMP, "
-            "expires_at TIMESTAMP, expected_holder STRING, expected_epoch BIGINT, expected_expires_at TIMESTAMP"
-        )
-        source = self.spark.createDataFrame([(*values, *expected_values)], schema)
-        merge = DeltaTable.forPath(self.spark, self.path).alias("t").merge(source.alias("s"), "t.name = s.name")
-        set_values: dict[str, str | Column] = {c: f"s.{c}" for c in columns}
+        values = {column: f"s.{column}" for column in LEASES.column_names}
         if expected is None:
-            merge = merge.whenNotMatchedInsert(values=set_values)
+            merge = merge.when_not_matched_insert(values)
         else:
             condition = (
                 "t.holder = s.expected_holder AND t.epoch = s.expected_epoch AND t.expires_at = s.expected_expires_at"
             )
-            merge = merge.whenMatchedUpdate(condition=condition, set=set_values)
+            merge = merge.when_matched_update(values, predicate=condition)
         try:
             merge.execute()
-        except Exception as err:  # Delta's conflicts arrive as Py4J-converted exceptions of several classes
-            if "Concurrent" not in type(err).__name__ and "Concurrent" not in str(err)[:300]:
-                raise
-            log.info("lease %s: a concurrent write won (%s)", proposed.name, type(err).__name__)
+        except CommitFailedError as err:
+            log.info("lease %s: a concurrent commit came first (%s)", proposed.name, err)
+            return False
+        return True
 
     def vacuum(self) -> None:
-        """Remove the files of versions older than the table's ``delta.deletedFileRetentionDuration``."""
-        DeltaTable.forPath(self.spark, self.path).vacuum()
+        """Remove the files of versions older than an hour."""
+        self._open().vacuum(retention_hours=1, dry_run=False, enforce_retention_duration=False)
 
 
 class LeaseKeeper:
@@ -210,19 +241,22 @@ class LeaseKeeper:
 
     def _attempt(self, held_epoch: int | None) -> tuple[Decision, bool]:
         """Read, decide and (unless waiting) write, then read back: the decision and whether the row read back is
-        the one proposed."""
-        started = self.monotonic()
-        decision = decide(
-            self.store.read(self.name), self.name, self.holder, held_epoch, self.clock(), self.timing.duration_ms
-        )
-        if decision.proposed is None:
-            return decision, False
-        self.store.write(decision.expected, decision.proposed)
-        won = self.store.read(self.name) == decision.proposed
-        if won:
-            self.lease = decision.proposed
-            self._deadline = local_deadline(started, self.timing)
-        return decision, won
+        the one proposed. A write that lost to a concurrent commit is decided again on a fresh read."""
+        for _ in range(CAS_ATTEMPTS):
+            started = self.monotonic()
+            decision = decide(
+                self.store.read(self.name), self.name, self.holder, held_epoch, self.clock(), self.timing.duration_ms
+            )
+            if decision.proposed is None:
+                return decision, False
+            if not self.store.write(decision.expected, decision.proposed):
+                continue
+            won = self.store.read(self.name) == decision.proposed
+            if won:
+                self.lease = decision.proposed
+                self._deadline = local_deadline(started, self.timing)
+            return decision, won
+        return decision, False
 
     def try_acquire(self) -> bool:
         """Take the lease if nobody holds it (or renew it if this instance does); True when this instance holds it."""
@@ -316,8 +350,13 @@ class LeaseKeeper:
             if lease is None:
                 return
             try:
-                self.store.write(lease, released(lease, self.clock()))
-                log.info("lease %s released by %s (epoch %d)", self.name, self.holder, lease.epoch)
+                for _ in range(CAS_ATTEMPTS):
+                    current = self.store.read(self.name)
+                    if current is None or (current.holder, current.epoch) != (lease.holder, lease.epoch):
+                        return  # taken over meanwhile: nothing of ours to release
+                    if self.store.write(current, released(current, self.clock())):
+                        log.info("lease %s released by %s (epoch %d)", self.name, self.holder, lease.epoch)
+                        return
             except Exception as err:
                 log.warning("lease %s: release failed (%s); it expires by itself", self.name, err)
 
@@ -340,9 +379,9 @@ class LeaseKeeper:
         return False
 
 
-def keeper_for(spark: SparkSession, settings: Settings, name: str) -> LeaseKeeper:
+def keeper_for(settings: Settings, name: str) -> LeaseKeeper:
     """The keeper of the lease ``name`` on the settings' ``delta.root``, with their timing."""
-    return LeaseKeeper(DeltaLeaseStore(spark, settings), name, lease_timing(settings))
+    return LeaseKeeper(DeltaLeaseStore(settings), name, lease_timing(settings))
 
 
 class LeasedTask:
@@ -411,8 +450,9 @@ class LeasedTask:
 
     def _keep(self, stop: threading.Event, inner_stop: threading.Event, inner: Task) -> None:
         """Renew the lease every renewal interval while the inner task runs; stop it when ``stop`` is set or the lease
-        is lost."""
-        next_renewal = time.monotonic() + self.keeper.renew_interval_s
+        is lost. The first renewal is at once: starting the work (tables and a query on object storage) may have taken
+        a good part of the lease since it was taken."""
+        next_renewal = time.monotonic()
         while not inner_stop.wait(self.poll_s):
             if stop.is_set():
                 inner_stop.set()

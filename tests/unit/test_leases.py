@@ -4,9 +4,12 @@ keeper on an in-memory compare-and-set store (races, takeover, fencing, release)
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +26,8 @@ from connect_state.leases import (
     new_holder_id,
     released,
 )
-from connect_state.spark.leases import LeasedTask, LeaseKeeper
+from connect_state.settings import Settings, load_settings
+from connect_state.spark.leases import DeltaLeaseStore, LeasedTask, LeaseKeeper
 from connect_state.tables import LEASES
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTables
@@ -135,13 +139,14 @@ class MemoryStore:
             raise OSError("storage unavailable")
         return self.rows.get(name)
 
-    def write(self, expected: Lease | None, proposed: Lease) -> None:
+    def write(self, expected: Lease | None, proposed: Lease) -> bool:
         if self.before_write is not None:
             hook, self.before_write = self.before_write, None
             hook()
         self.writes += 1
         if self.rows.get(proposed.name) == expected:
             self.rows[proposed.name] = proposed
+        return True
 
     def vacuum(self) -> None:
         pass
@@ -379,3 +384,93 @@ def test_get_leases_shows_holder_epoch_and_expiry(make_client: MakeClient) -> No
 
 def test_get_leases_before_any_lease_was_taken(make_client: MakeClient) -> None:
     assert make_client(tables=InMemoryTables({})).get("/leases").get_json() == {"leases": []}
+
+
+# --- the Delta store (deltalake: no JVM) ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def delta_settings(tmp_path: Path) -> Settings:
+    return load_settings(overrides={"delta.root": str(tmp_path / "delta")}, environ={})
+
+
+def test_delta_store_writes_only_onto_the_row_it_was_decided_on(delta_settings: Settings) -> None:
+    store = DeltaLeaseStore(delta_settings)
+    assert store.read("cleanup") is None
+    first = Lease("cleanup", "a", 1, 1_000, 1_000, 31_000)
+    assert store.write(None, first)
+    assert store.read("cleanup") == first
+    store.read("cleanup")
+    store.write(None, Lease("cleanup", "b", 1, 2_000, 2_000, 32_000))  # "insert if absent": there is a row
+    assert store.read("cleanup") == first
+    stale = Lease("cleanup", "a", 1, 1_000, 1_000, 30_000)  # not the row in the table
+    store.write(stale, Lease("cleanup", "b", 2, 40_000, 40_000, 70_000))
+    assert store.read("cleanup") == first
+    taken = Lease("cleanup", "b", 2, 40_000, 40_000, 70_000)
+    assert store.write(first, taken)
+    assert store.read("cleanup") == taken
+    other = Lease("heartbeats", "c", 1, 1_000, 1_000, 31_000)
+    assert store.write(None, other)  # a second lease in the same table
+    assert store.read("heartbeats") == other and store.read("cleanup") == taken
+
+
+def test_delta_store_write_fails_when_another_commit_came_first(delta_settings: Settings) -> None:
+    a, b = DeltaLeaseStore(delta_settings), DeltaLeaseStore(delta_settings)
+    assert a.read("cleanup") is None and b.read("cleanup") is None  # both on the same version
+    assert a.write(None, Lease("cleanup", "a", 1, 1_000, 1_000, 31_000))
+    assert not b.write(None, Lease("cleanup", "b", 1, 1_000, 1_000, 31_000))  # compare-and-set on the version
+    assert b.read("cleanup").holder == "a"  # type: ignore[union-attr]
+
+
+def test_keepers_on_delta_racing_from_threads_leave_one_holder(delta_settings: Settings) -> None:
+    timing = LeaseTiming(60_000, 10_000)
+    keepers = [LeaseKeeper(DeltaLeaseStore(delta_settings), "heartbeats", timing, f"h{i}") for i in range(4)]
+    keepers[0].store.read("heartbeats")  # the table exists before the race
+    start = threading.Barrier(len(keepers))
+    results: dict[str, bool] = {}
+
+    def race(keeper: LeaseKeeper) -> None:
+        start.wait()
+        results[keeper.holder] = keeper.try_acquire()
+
+    threads = [threading.Thread(target=race, args=(k,)) for k in keepers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(results.values()) == [False, False, False, True], results
+    winner = next(k for k in keepers if results[k.holder])
+    winner.fence()
+    assert winner.renew()
+    loser = next(k for k in keepers if not results[k.holder])
+    assert not loser.try_acquire()
+    winner.release()
+    assert loser.try_acquire() and loser.epoch == 2
+    with pytest.raises(LeaseLost):
+        winner.fence()
+
+
+RACER = """
+import sys, time
+from connect_state.leases import LeaseTiming
+from connect_state.settings import load_settings
+from connect_state.spark.leases import DeltaLeaseStore, LeaseKeeper
+settings = load_settings(overrides={"delta.root": sys.argv[1]}, environ={})
+keeper = LeaseKeeper(DeltaLeaseStore(settings), "cleanup", LeaseTiming(60_000, 10_000), sys.argv[2])
+keeper.store.read("cleanup")
+while time.time() < float(sys.argv[3]):
+    time.sleep(0.001)
+print("won" if keeper.try_acquire() else "lost", flush=True)
+"""
+
+
+def test_processes_racing_for_a_lease_leave_one_holder(tmp_path: Path) -> None:
+    root = tmp_path / "delta"
+    DeltaLeaseStore(load_settings(overrides={"delta.root": str(root)}, environ={})).read("cleanup")  # create it
+    start_at = str(time.time() + 3.0)
+    racers = [
+        subprocess.Popen([sys.executable, "-c", RACER, str(root), f"p{i}", start_at], stdout=subprocess.PIPE, text=True)
+        for i in range(3)
+    ]
+    outcomes = sorted(racer.communicate(timeout=60)[0].strip() for racer in racers)
+    assert outcomes == ["lost", "lost", "won"]

@@ -60,7 +60,7 @@ def test_settings_take_uris_for_the_roots_and_keep_relative_paths_relative_to_cw
     settings = load_settings(overrides={"delta.root": "s3a://bucket/cs/delta"}, environ={})
     assert str(settings.table_path("connectors")) == "s3a://bucket/cs/delta/connectors"
     assert str(settings.checkpoint_path("active_topics")) == str(tmp_path.resolve() / "var/checkpoints/active_topics")
-    with pytest.raises(ConfigError, match="checkpoint.root"):
+    with pytest.raises(ConfigError, match=r"checkpoint\.root"):
         load_settings(overrides={"checkpoint.root": "s3a://"}, environ={})
 
 
