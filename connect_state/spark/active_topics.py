@@ -30,7 +30,7 @@ from connect_state.folds.active_topics import (
 )
 from connect_state.formats.status import TopicStatus, TopicStatusKey, parse_status_record
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import delta_transaction, insert_new_once
+from connect_state.spark.delta_io import delta_transaction
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldJob,
@@ -157,8 +157,7 @@ class ActiveTopicsWriter(FoldWriter):
             "kafka_offset",
             F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
         )
-        spec = ACTIVE_TOPICS_HISTORY
-        insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id)
+        self.insert_history(rows, ACTIVE_TOPICS_HISTORY, batch_id)
 
     def _merge_current(self, changes: DataFrame, batch_id: int) -> None:
         latest = (

@@ -35,7 +35,7 @@ from connect_state.folds.connector_states import (
 from connect_state.formats.config import TaskCommitKey, parse_config_key, parse_config_record
 from connect_state.formats.status import TopicStatusKey, parse_status_record
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import delta_transaction, insert_new_once, spark_type
+from connect_state.spark.delta_io import delta_transaction, spark_type
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldJob,
@@ -182,9 +182,7 @@ class ConnectorStatesWriter(FoldWriter):
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
                 F.current_timestamp().alias("recorded_at"),
             )
-            insert_new_once(
-                history, self.path(CONNECTOR_EVENTS), CONNECTOR_EVENTS.key, self.app_id(CONNECTOR_EVENTS), batch_id
-            )
+            self.insert_history(history, CONNECTOR_EVENTS, batch_id)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_rows:
             self._merge_connectors(rows, batch_id)

@@ -76,9 +76,22 @@ def append_once(df: DataFrame, path: str, app_id: str, version: int) -> None:
     df.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", version).save(path)
 
 
-def insert_new_once(df: DataFrame, path: str, key: tuple[str, ...], app_id: str, version: int) -> None:
-    """Insert the rows of ``df`` whose key is not in the table yet (an insert-only MERGE), once per version."""
+def insert_new_once(
+    df: DataFrame,
+    path: str,
+    key: tuple[str, ...],
+    app_id: str,
+    version: int,
+    target_condition: str | None = None,
+) -> None:
+    """Insert the rows of ``df`` whose key is not in the table yet (an insert-only MERGE), once per version.
+
+    ``target_condition`` (on the table's columns, alias ``t``) must hold for every row a row of ``df`` could match; it
+    lets Delta skip the files that cannot (e.g. ``t.kafka_offset >= <the batch's lowest offset>``).
+    """
     condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in key)
+    if target_condition:
+        condition = f"{condition} AND {target_condition}"
     table = DeltaTable.forPath(df.sparkSession, path)
     with delta_transaction(df.sparkSession, app_id, version):
         table.alias("t").merge(df.alias("s"), condition).whenNotMatchedInsertAll().execute()

@@ -327,6 +327,15 @@ class FoldWriter:
                 exc_info=True,
             )
 
+    def insert_history(self, rows: DataFrame, spec: TableSpec, batch_id: int) -> None:
+        """Insert a batch's rows of a history table, keyed by their Kafka coordinates (``spec.key``): a record folded
+        again (a batch replayed, a checkpoint lost while the tables were kept) adds nothing. Only the table's files
+        that may hold the batch's offsets are read (``kafka_offset`` at least the batch's lowest)."""
+        lowest = rows.agg(F.min("kafka_offset")).first()
+        floor = lowest[0] if lowest is not None else None
+        target = f"t.kafka_offset >= {int(floor)}" if floor is not None else None
+        insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id, target)
+
     def write(self, batch: DataFrame, batch_id: int) -> str:
         """Write the batch's non-rejected rows; return a short summary for the log."""
         raise NotImplementedError

@@ -28,7 +28,7 @@ from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds import sink_offsets as sink_fold
 from connect_state.formats.consumer_offsets import OffsetCommitKey, OffsetCommitValue, parse_consumer_offsets_record
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import delta_transaction, insert_new_once
+from connect_state.spark.delta_io import delta_transaction
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldWriter,
@@ -171,8 +171,7 @@ class SinkOffsetsWriter(FoldWriter):
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
                 F.current_timestamp().alias("recorded_at"),
             )
-            spec = SINK_OFFSETS_HISTORY
-            insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id)
+            self.insert_history(rows, SINK_OFFSETS_HISTORY, batch_id)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_current:
             self._merge_current(current, batch_id)

@@ -44,7 +44,7 @@ from connect_state.formats.offsets import parse_offset_key
 from connect_state.positions import topics_of
 from connect_state.settings import Settings
 from connect_state.spark.checkpoint import latest_positions
-from connect_state.spark.delta_io import delta_transaction, insert_new_once
+from connect_state.spark.delta_io import delta_transaction
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldWriter,
@@ -248,8 +248,7 @@ class SourceOffsetsWriter(FoldWriter):
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
                 F.current_timestamp().alias("recorded_at"),
             )
-            spec = SOURCE_OFFSETS_HISTORY
-            insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id)
+            self.insert_history(rows, SOURCE_OFFSETS_HISTORY, batch_id)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_current:
             self._merge_current(current, batch_id)

@@ -25,10 +25,10 @@ from connect_state.settings import Settings
 from tests.integration.drivers import DriverProcess
 from tests.integration.helpers import api_client, create_topic, job_settings, produce_keyed
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 T = TypeVar("T")
 
-START_S = 240.0
+START_S = 420.0  # the driver starts its five jobs one after the other (minutes on a busy 2-core machine)
 WAIT_S = 240.0  # a query that failed while Kafka was away restarts after its backoff (5 s, 10 s, 20 s, ...)
 AWAY_S = 40.0
 CONNECTOR = "brk-source"

@@ -227,10 +227,10 @@ class BrokenStartJob:
 class FakeSpark:
     """What ``cloned_session`` needs of a session."""
 
-    class conf:  # noqa: N801
-        getAll: dict[str, str] = {}  # noqa: N815
+    class conf:
+        getAll: dict[str, str] = {}
 
-    def newSession(self) -> FakeSpark:  # noqa: N802
+    def newSession(self) -> FakeSpark:
         return self
 
 
