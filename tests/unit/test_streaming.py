@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pytest
 
@@ -228,7 +229,7 @@ class FakeSpark:
     """What ``cloned_session`` needs of a session."""
 
     class conf:
-        getAll: dict[str, str] = {}
+        getAll: ClassVar[dict[str, str]] = {}
 
     def newSession(self) -> FakeSpark:
         return self
