@@ -296,8 +296,13 @@ class LeaseKeeper:
             if not self.held:
                 self._lose("not renewed before its local deadline")
                 return False
+            began = self.monotonic()
             try:
                 decision, won = self._attempt(self.epoch)
+                took = self.monotonic() - began
+                if took > self.renew_interval_s:
+                    log.warning("lease %s: a renewal took %.1f s (lease.renew.interval.ms: %.1f s)", self.name, took,
+                                self.renew_interval_s)  # fmt: skip
             except Exception as err:
                 log.warning("lease %s: renewal failed (%s); still held for %.1f s", self.name, err, self._remaining())
                 return self.held
@@ -436,23 +441,26 @@ class LeasedTask:
         return 0
 
     def _run_held(self, stop: threading.Event) -> int:
+        """Start the work and run it while the lease is renewed; the renewals start before the work does (starting a
+        query, its tables and its first reconcile can take longer than a lease on a busy driver)."""
         inner_stop = threading.Event()
-        inner = self.start()
+        started: list[Task] = []
         keeper = threading.Thread(
-            target=self._keep, args=(stop, inner_stop, inner), name=f"{self.name}-lease", daemon=True
+            target=self._keep, args=(stop, inner_stop, started), name=f"{self.name}-lease", daemon=True
         )
         keeper.start()
         try:
-            return inner.run(inner_stop)
+            inner = self.start()
+            started.append(inner)
+            return inner.run(inner_stop)  # a loss during the start: inner_stop is set, the work stops at once
         finally:
             inner_stop.set()
             keeper.join(timeout=self.keeper.renew_interval_s + 60.0)
 
-    def _keep(self, stop: threading.Event, inner_stop: threading.Event, inner: Task) -> None:
-        """Renew the lease every renewal interval while the inner task runs; stop it when ``stop`` is set or the lease
-        is lost. The first renewal is at once: starting the work (tables and a query on object storage) may have taken
-        a good part of the lease since it was taken."""
-        next_renewal = time.monotonic()
+    def _keep(self, stop: threading.Event, inner_stop: threading.Event, started: list[Task]) -> None:
+        """Renew the lease every renewal interval while the work starts and runs; stop it when ``stop`` is set or the
+        lease is lost (``on_lost`` on the work, once it has started)."""
+        next_renewal = time.monotonic() + self.keeper.renew_interval_s
         while not inner_stop.wait(self.poll_s):
             if stop.is_set():
                 inner_stop.set()
@@ -462,9 +470,9 @@ class LeasedTask:
             next_renewal = time.monotonic() + self.keeper.renew_interval_s
             if not self.keeper.renew():
                 inner_stop.set()
-                if self.on_lost is not None:
+                if self.on_lost is not None and started:
                     try:
-                        self.on_lost(inner)
+                        self.on_lost(started[0])
                     except Exception:
                         log.exception("%s: stopping the work after the lease was lost", self.name)
                 return

@@ -14,7 +14,9 @@ driver of the two leased jobs only (heartbeats and cleanup), for running two ins
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import ctypes
 import logging
 import os
 import signal
@@ -32,6 +34,17 @@ HOOK_LOG_ENV = "CONNECT_STATE_TEST_HOOK_LOG"
 # The tests' JVM settings (tests/fixtures/spark.py) for the drivers' JVMs too: C1 only and the serial collector start
 # a JVM about twice as fast on two cores.
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+PR_SET_PDEATHSIG = 1
+_LIVE: set[DriverProcess] = set()
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the test process dies, however it dies (no driver outlives a killed
+    pytest; the driver's JVM follows its driver)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def write_conf(settings: Settings, path: Path) -> Path:
@@ -80,8 +93,9 @@ class DriverProcess:
             out.flush()
             self.proc = subprocess.Popen(
                 command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True,
+                start_new_session=True, preexec_fn=_die_with_parent,
             )  # fmt: skip
+        _LIVE.add(self)
         self.started_at = time.monotonic()
         return self
 
@@ -91,7 +105,7 @@ class DriverProcess:
         return self.proc.pid
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.proc is not None and self.proc.poll() is None  # reaps it once it has ended
 
     def wait(self, timeout_s: float) -> int | None:
         """The exit status (negative: the signal), or None if still running after ``timeout_s``."""
@@ -102,14 +116,15 @@ class DriverProcess:
             return None
 
     def kill(self) -> int | None:
-        """``kill -9`` of the whole process group (the driver, its JVM, its Python workers)."""
+        """``kill -9`` of the whole process group (the driver, its JVM, its Python workers), unless the driver has
+        already been waited for (its pid may then belong to another process)."""
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
+        if self.proc.returncode is None:  # not reaped: its pid, and so its group's id, is still ours
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
         code = self.wait(30)
-        self._kill_leftovers()
+        _LIVE.discard(self)
         return code
 
     def terminate(self, timeout_s: float = 120.0) -> int | None:
@@ -117,22 +132,13 @@ class DriverProcess:
         group would stop the JVM under the driver's feet); ``kill -9`` after ``timeout_s``."""
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
+        if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.proc.pid, signal.SIGTERM)
             if self.wait(timeout_s) is None:
                 return self.kill()
-        code = self.proc.returncode
-        self._kill_leftovers()
-        return code
-
-    def _kill_leftovers(self) -> None:
-        """The JVM of a driver killed alone (fault injection kills the driver and its JVM; its Python workers
-        follow) may leave a process of the group behind for a moment: make sure none outlives the test."""
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        _LIVE.discard(self)
+        return self.proc.returncode
 
     def log_tail(self, lines: int = 60) -> str:
         try:
@@ -140,6 +146,15 @@ class DriverProcess:
         except OSError:
             return "(no log)"
         return "\n".join(text[-lines:])
+
+
+def kill_leftovers() -> None:
+    """``kill -9`` of every driver still running (a test's teardown, and at exit)."""
+    for driver in list(_LIVE):
+        driver.kill()
+
+
+atexit.register(kill_leftovers)
 
 
 class CountingHook:

@@ -22,7 +22,7 @@ from connect_state.dev.local_stack import KafkaBroker, free_ports
 from connect_state.formats.config import serialize_connector_config, serialize_task_commit, serialize_task_config
 from connect_state.formats.status import TopicStatus, serialize_topic_status, topic_status_key
 from connect_state.settings import Settings
-from tests.integration.drivers import DriverProcess
+from tests.integration.drivers import DriverProcess, kill_leftovers
 from tests.integration.helpers import api_client, create_topic, job_settings, produce_keyed
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -34,6 +34,13 @@ AWAY_S = 40.0
 CONNECTOR = "brk-source"
 TOPICS = {"config.storage.topic": ("brk-configs", 1), "status.storage.topic": ("brk-status", 2)}
 OFFSETS_TOPIC = ("brk-offsets", 2)
+
+
+@pytest.fixture(autouse=True)
+def no_driver_left() -> Iterator[None]:
+    """Every driver a test started is gone when it ends, however it ends."""
+    yield
+    kill_leftovers()
 
 
 @pytest.fixture
@@ -80,8 +87,8 @@ def test_jobs_and_api_ride_out_a_broker_restart(own_broker, stack_settings, tmp_
             "offset.storage.topic": OFFSETS_TOPIC[0],
             "trigger.interval": "1 seconds",
             "heartbeat.interval.ms": "600000",
-            "lease.duration.ms": "6000",
-            "lease.renew.interval.ms": "2000",
+            "lease.duration.ms": "12000",
+            "lease.renew.interval.ms": "3000",
             "api.fresh.read.timeout.ms": "5000",
             "api.kafka.write.timeout.ms": "5000",
         },
@@ -123,7 +130,7 @@ def test_jobs_and_api_ride_out_a_broker_restart(own_broker, stack_settings, tmp_
         own_broker.stop()
         away_since = time.monotonic()
         refused = api.put(f"/connectors/{CONNECTOR}/resume")
-        assert refused.status_code == 503, refused.get_data(as_text=True)
+        assert 500 <= refused.status_code < 600, refused.get_data(as_text=True)  # not a 409: Kafka is away
         message = refused.get_json()["message"]
         assert "Kafka" in message and "Nothing was written" in message, message
         assert api.get(f"/connectors/{CONNECTOR}/topics").status_code == 200

@@ -26,7 +26,7 @@ import itertools
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -53,7 +53,7 @@ from connect_state.tables import (
     SOURCE_OFFSETS_HISTORY,
     TableSpec,
 )
-from tests.integration.drivers import DriverProcess
+from tests.integration.drivers import DriverProcess, kill_leftovers
 from tests.integration.helpers import api_client, delta_table, job_settings, source_position, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
@@ -75,6 +75,13 @@ WRITE_TIME_COLUMNS = ("updated_at", "changed_at", "recorded_at", "seen_at")
 # then where the catch-up run does.
 CONTINUOUS_FAULTS = [f"{FaultPoint.AFTER_HISTORY_WRITE}:1", f"{FaultPoint.BATCH_START}:2"]
 CATCH_UP_FAULT = f"{FaultPoint.AFTER_BATCH_WRITE}:3"
+
+
+@pytest.fixture(autouse=True)
+def no_driver_left() -> Iterator[None]:
+    """Every driver a test started is gone when it ends, however it ends."""
+    yield
+    kill_leftovers()
 
 
 def wait_until(predicate: Callable[[], T], timeout_s: float, what: str, driver: DriverProcess | None = None) -> T:
@@ -262,8 +269,8 @@ def test_kill_9_again_and_again_and_a_worker_restart_leave_the_tables_a_fold_fro
         **{
             "trigger.interval": "1 seconds",
             "heartbeat.interval.ms": "600000",
-            "lease.duration.ms": "6000",
-            "lease.renew.interval.ms": "2000",
+            "lease.duration.ms": "12000",
+            "lease.renew.interval.ms": "3000",
         },
     )
     topics = worker.internal_topics

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,7 +19,7 @@ import pytest
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
 from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.leases import CLEANUP_LEASE, HEARTBEATS_LEASE
-from tests.integration.drivers import HOOK_LOG_ENV, DriverProcess, hook_calls
+from tests.integration.drivers import HOOK_LOG_ENV, DriverProcess, hook_calls, kill_leftovers
 from tests.integration.helpers import (
     api_client,
     delete_and_wait,
@@ -35,8 +35,15 @@ T = TypeVar("T")
 WAIT_S = 120.0
 START_S = 300.0  # two Spark drivers starting at once on a busy 2-core machine
 INTERVAL_MS = 3000
-LEASE_MS, RENEW_MS = 8000, 2000
+LEASE_MS, RENEW_MS = 15000, 3000  # generous: renewals compete for two busy cores
 PROVIDERS = f"{FILE_SOURCE_CLASS}=connect_state.dev.demo_heartbeats:provider"
+
+
+@pytest.fixture(autouse=True)
+def no_driver_left() -> Iterator[None]:
+    """Every driver a test started is gone when it ends, however it ends."""
+    yield
+    kill_leftovers()
 
 
 def wait_until(predicate: Callable[[], T], timeout_s: float, what: str, drivers: list[DriverProcess]) -> T:

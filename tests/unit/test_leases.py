@@ -323,6 +323,18 @@ def test_leased_task_stops_its_work_when_the_lease_is_lost_and_waits_for_it_agai
     assert not runner.is_alive()
 
 
+def test_leased_task_renews_while_its_work_starts_slowly() -> None:
+    store, work = MemoryStore(), Work(ends=0)
+
+    def slow_start() -> Work:
+        time.sleep(1.5)  # longer than the lease: starting a query and its tables on a busy driver
+        return work
+
+    task = LeasedTask("heartbeats", real_keeper(store, "a"), slow_start, once=True, poll_s=0.05)
+    assert task.run(threading.Event()) == 0 and work.runs == 1
+    assert store.rows["cleanup"].epoch == 1 and task.keeper.held  # renewed all along, never lost
+
+
 def test_leased_catch_up_runs_once_and_its_step_after_a_renewal() -> None:
     store, work = MemoryStore(), Work(ends=0)
     task = LeasedTask("heartbeats", real_keeper(store, "a"), lambda: work, once=True, poll_s=0.05)
