@@ -312,6 +312,11 @@ class LeaseKeeper:
             if won:  # expired and taken again with the next epoch: the work ran without a valid lease meanwhile
                 self._lose(f"expired before its renewal; taken again as epoch {self.epoch}")
                 return False
+            if decision.action is Action.RENEW and holds(
+                self.store.read(self.name), self.holder, self.epoch, self.clock()
+            ):
+                log.info("lease %s: renewal lost %d races to other commits; still held", self.name, CAS_ATTEMPTS)
+                return self.held
             self._lose(decision.reason)
             return False
 

@@ -221,6 +221,17 @@ def test_a_renewal_that_fails_on_io_keeps_the_lease_until_the_local_deadline() -
     assert not a.renew()  # 20 s after the last successful renewal: lost
 
 
+def test_a_renewal_that_keeps_losing_races_to_other_commits_keeps_the_lease_until_the_local_deadline() -> None:
+    store, clocks = MemoryStore(), Clocks()
+    a = keeper(store, clocks, "a")
+    assert a.try_acquire()
+    store.write = lambda expected, proposed: False  # type: ignore[method-assign]  # every commit loses a race
+    clocks.advance(10_000)
+    assert a.renew() and a.held and a.epoch == 1
+    clocks.advance(10_000)
+    assert not a.renew() and not a.held
+
+
 def test_release_lets_the_next_instance_take_it_at_once() -> None:
     store, clocks = MemoryStore(), Clocks()
     a, b = keeper(store, clocks, "a"), keeper(store, clocks, "b")
