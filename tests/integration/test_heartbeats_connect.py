@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,15 +30,17 @@ from connect_state.heartbeats import CONNECTOR_HEADER, PARTITION_HEADER, Heartbe
 from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings
 from connect_state.spark import heartbeats
-from connect_state.spark.streaming import run_job
+from connect_state.spark.streaming import run_job, stop_between_batches
 from tests.integration.helpers import api_client, job_settings, source_position, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 WAIT_S = 90.0
 INTERVAL_MS = 2000
 TRIGGER_MS = 1000
-# Time a micro-batch of this job may take on a busy 2-core machine (fold, activity MERGE, provider, Kafka, Delta).
-BATCH_SLACK_MS = 8000
+# Time the few micro-batches between a move and its heartbeat may take on a busy 2-core machine (fold, activity MERGE,
+# provider, Kafka, Delta): 11-15 s were seen with other Spark drivers beside it. The bound only tells "one interval
+# after the move" from "the next 600 s default interval"; the lower bound (never before the interval) is exact.
+BATCH_SLACK_MS = 30000
 MODE = "test.heartbeat.mode"  # extra key in the connector configs (Connect keeps unknown keys)
 T = TypeVar("T")
 
@@ -106,6 +108,16 @@ def partitions(api, name: str) -> list[dict[str, Any]]:
     return api.get(f"/connectors/{name}/heartbeats").get_json()["partitions"]
 
 
+@pytest.fixture
+def created(connect) -> Iterator[list[str]]:
+    """Names of the connectors a test creates: deleted after it, passed or failed, so that no connector of a failed
+    test stays eligible for the heartbeats of the tests after it (they share the worker)."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        connect.delete_connector(name, missing_ok=True)
+
+
 def heartbeat_settings(stack_settings: Settings, tmp_path: Path, **overrides: str) -> Settings:
     values: Mapping[str, str] = {
         "heartbeat.interval.ms": "600000",  # connectors of this test override it; others stay quiet
@@ -117,7 +129,7 @@ def heartbeat_settings(stack_settings: Settings, tmp_path: Path, **overrides: st
     return job_settings(stack_settings, tmp_path, **values)
 
 
-def test_continuous_job_heartbeats_idle_sources(spark, connect, stack_settings, tmp_path):
+def test_continuous_job_heartbeats_idle_sources(spark, connect, stack_settings, tmp_path, created):
     settings = heartbeat_settings(stack_settings, tmp_path)
     api = api_client(settings)
     own_topic = unique("own-heartbeats")
@@ -133,6 +145,7 @@ def test_continuous_job_heartbeats_idle_sources(spark, connect, stack_settings, 
     }
     names = {role: name for role, (name, _, _, _) in sources.items()}
     for name, _file, _topic, config in sources.values():
+        created.append(name)
         connect.create_connector(name, config)
     for name, file, _topic, _config in sources.values():
         size = file.stat().st_size
@@ -196,7 +209,7 @@ def test_continuous_job_heartbeats_idle_sources(spark, connect, stack_settings, 
         (idle_partition,) = partitions(api, idle_name)
         assert idle_partition["eligible"] is True and idle_partition["heartbeat_interval_ms"] == INTERVAL_MS
     finally:
-        query.stop()
+        stop_between_batches(query)  # not inside a batch: an interrupted MERGE fails the query on its way out
     assert query.exception() is None
 
     # The records, in the documented format, in the right topics.
@@ -238,16 +251,15 @@ def test_continuous_job_heartbeats_idle_sources(spark, connect, stack_settings, 
 
     lines = wait_until(rewind_lines, WAIT_S, "the resumed source's records")
     assert lines == [b"line 1", b"line 2", b"line 3", b"line 2", b"line 3"]
-    for name in names.values():
-        connect.delete_connector(name, missing_ok=True)
 
 
-def test_catch_up_runs_terminate_and_the_sweep_covers_idle_time(spark, connect, stack_settings, tmp_path):
+def test_catch_up_runs_terminate_and_the_sweep_covers_idle_time(spark, connect, stack_settings, tmp_path, created):
     settings = heartbeat_settings(stack_settings, tmp_path)
     api = api_client(settings)
     name, file, _topic, config = file_source(
         tmp_path, "hb-sweep", ["x"], **{"heartbeat.interval.ms": str(INTERVAL_MS), MODE: "no-offset"}
     )
+    created.append(name)
     connect.create_connector(name, config)
     connect.wait_for(lambda: source_position(connect, name) == file.stat().st_size, WAIT_S, description="offset")
     connect.wait_until_running(name)
@@ -261,13 +273,14 @@ def test_catch_up_runs_terminate_and_the_sweep_covers_idle_time(spark, connect, 
     (partition,) = partitions(api, name)
     assert partition["eligible"] is True
     wait_until(lambda: time.time() * 1000 >= partition["next_heartbeat_at"], 10, "the next due time")
-    swept = heartbeats.sweep(spark, settings)
+    # The sweep covers every eligible connector of the (shared) worker; this test looks at its own.
+    swept = [row for row in heartbeats.sweep(spark, settings) if row.connector == name]
     assert [(row.connector, row.outcome, row.record_value) for row in swept] == [(name, "produced", b"idle")]
-    again = heartbeats.sweep(spark, settings)  # only what is due again (a sweep takes seconds; the interval is 2 s)
+    # Only what is due again (a sweep takes seconds; the interval is 2 s).
+    again = [row for row in heartbeats.sweep(spark, settings) if row.connector == name]
     assert all(row.emitted_at >= swept[0].emitted_at + INTERVAL_MS for row in again), (swept, again)
 
     assert run_job(heartbeats.HeartbeatsJob(), spark, settings, True, timeout_s=180) == 0
     emitted = sorted(h["emitted_at"] for h in heartbeat_rows(api, name))
     assert len(emitted) >= len(first) + 1
     assert all(b - a >= INTERVAL_MS for a, b in itertools.pairwise(emitted)), emitted  # never twice in an interval
-    connect.delete_connector(name)
