@@ -32,6 +32,8 @@ def create_app(
     all of them and stays the caller's).
     """
     from connect_state.api import (
+        audit,
+        auth,
         connect_read,
         connectors,
         dashboard,
@@ -42,6 +44,7 @@ def create_app(
         history,
         lag,
         leases,
+        limits,
         metrics,
         offsets,
         openapi,
@@ -57,6 +60,9 @@ def create_app(
     init_app(app, settings, table_reader, writer, topics)
     metrics.init_app(app)  # first: its after_request runs last, when the answer is final
     register_error_handlers(app)
+    auth.init_app(app, settings)  # before any other check: who asks, and may they (issue 13)
+    limits.init_app(app, settings)  # before the blueprints: routing must not merge slashes
+    audit.init_app(app, settings)
     lag.init_app(app)
     app.register_blueprint(topics_views.bp)
     app.register_blueprint(connectors.bp)
@@ -72,6 +78,8 @@ def create_app(
     app.register_blueprint(metrics.bp)
     app.register_blueprint(dashboard.bp)
     app.register_blueprint(leases.bp)
+    app.register_blueprint(audit.bp)
+    auth.check_routes(app)  # every route says which role it needs
     return app
 
 

@@ -12,7 +12,9 @@
 * ``GET /connectors/<name>/tasks/<id>/status`` -> ``TaskState``; 404 ``"No status found for task <name>-<id>"``
   (``AbstractHerder.taskStatus``: the status store only, no config check).
 
-Like ``GET /connectors/<name>/status``, these read the tables, which lag the topics by a micro-batch.
+Like ``GET /connectors/<name>/status``, these read the tables, which lag the topics by a micro-batch. Unlike Connect,
+configs come with their secrets redacted (:mod:`connect_state.redaction`, issue 13): a config without secret keys is
+answered byte for byte as Connect answers it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from connect_state.api.errors import ConnectRestException
 from connect_state.api.resources import get_settings, get_tables
 from connect_state.connect import rest
 from connect_state.errors import KafkaWriteError
+from connect_state.redaction import redact_config, settings_patterns
 from connect_state.tables import CONNECTORS
 
 bp = Blueprint("connect_read", __name__)
@@ -65,10 +68,23 @@ def server_info() -> Response:
     return jsonify(rest.server_info(version, commit, _kafka_cluster_id()))
 
 
+def _redacted(config: Any) -> Any:
+    """A config with its secrets redacted (issue 13); anything else (a missing task config: null) as it is."""
+    return redact_config(config, settings_patterns(get_settings())) if isinstance(config, dict) else config
+
+
+def _redacted_info(info: dict[str, Any]) -> dict[str, Any]:
+    return {**info, "config": _redacted(info["config"])}
+
+
 def expanded_connectors(expand: list[str]) -> Response:
     """``GET /connectors?expand=...`` (called by :func:`connect_state.api.connectors.list_connectors`)."""
     rows = [row for row in get_tables().rows(CONNECTORS) if is_configured(row)]
-    return jsonify(rest.expanded_connectors(sorted(rows, key=lambda row: str(row["name"])), expand))
+    body = rest.expanded_connectors(sorted(rows, key=lambda row: str(row["name"])), expand)
+    for expansions in body.values():
+        if isinstance(expansions.get("info"), dict):
+            expansions["info"] = _redacted_info(expansions["info"])  # type: ignore[arg-type]
+    return jsonify(body)
 
 
 def configured_row(connector: str) -> dict[str, Any]:
@@ -81,17 +97,18 @@ def configured_row(connector: str) -> dict[str, Any]:
 
 @bp.get("/connectors/<connector>")
 def get_connector(connector: str) -> Response:
-    return jsonify(rest.connector_info(configured_row(connector)))
+    return jsonify(_redacted_info(rest.connector_info(configured_row(connector))))
 
 
 @bp.get("/connectors/<connector>/config")
 def get_connector_config(connector: str) -> Response:
-    return jsonify(rest.connector_config(configured_row(connector)))
+    return jsonify(_redacted(rest.connector_config(configured_row(connector))))
 
 
 @bp.get("/connectors/<connector>/tasks")
 def get_task_configs(connector: str) -> Response:
-    return jsonify(rest.task_infos(configured_row(connector)))
+    tasks = rest.task_infos(configured_row(connector))
+    return jsonify([{**task, "config": _redacted(task["config"])} for task in tasks])
 
 
 @bp.get("/connectors/<connector>/tasks/<int(signed=True):task>/status")

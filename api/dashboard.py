@@ -21,8 +21,9 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from connect_state.api.errors import ConnectRestException
-from connect_state.api.resources import get_tables
+from connect_state.api.resources import get_settings, get_tables
 from connect_state.errors import TableNotFoundError
+from connect_state.redaction import redact_json, settings_patterns
 from connect_state.tables import CONNECTOR_EVENTS, SOURCE_OFFSETS_HISTORY, TableSpec
 
 bp = Blueprint("dashboard", __name__)
@@ -82,7 +83,7 @@ def timeline(connector: str) -> Response:
         {
             "at": _ms(row["kafka_timestamp"]) or _ms(row["recorded_at"]),
             "event": row["event"],
-            "details": _json(row["details"]),
+            "details": redact_json(_json(row["details"]), settings_patterns(get_settings())),  # configs: issue 13
         }
         for row in _rows(CONNECTOR_EVENTS, connector)
     ]

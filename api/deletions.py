@@ -25,8 +25,9 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from connect_state.api.resources import get_tables
+from connect_state.api.resources import get_settings, get_tables
 from connect_state.cleanup import FAILED, PENDING, SHARED_STEPS
+from connect_state.redaction import redact_config, settings_patterns
 from connect_state.tables import CONNECTOR_DELETIONS
 
 bp = Blueprint("deletions", __name__, url_prefix="/connectors")
@@ -102,4 +103,9 @@ def deletions_body(name: str, rows: Iterable[Mapping[str, Any]]) -> dict[str, An
 def get_deletions(connector: str) -> Response:
     """Every deletion of ``connector`` and the outcome of each cleanup step, newest first."""
     rows = get_tables().rows(CONNECTOR_DELETIONS, filters=[("connector", "=", connector)])
-    return jsonify(deletions_body(connector, rows))
+    body = deletions_body(connector, rows)
+    patterns = settings_patterns(get_settings())
+    for deletion in body["deletions"]:  # the last config may hold secrets (issue 13)
+        if isinstance(deletion["config"], dict):
+            deletion["config"] = redact_config(deletion["config"], patterns)
+    return jsonify(body)

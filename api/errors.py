@@ -6,6 +6,8 @@ as ``ConnectExceptionMapper`` writes it (the body and Connect's messages are in 
 * :class:`ConnectRestException` (named after Connect's own exception class) -> its status;
 * an unknown route -> 404 ``"HTTP 404 Not Found"``, a wrong method -> 405 ``"HTTP 405 Method Not Allowed"`` (any
   other HTTP error likewise ``"HTTP <code> <reason>"``);
+* :class:`~connect_state.guards.GuardRefusal` (a connector config naming a topic or group we refuse to act on) ->
+  400 with its message;
 * :class:`~connect_state.errors.TableNotFoundError` -> 503, saying which table is missing and which job creates it;
 * :class:`~connect_state.errors.KafkaWriteError` and anything else -> 500 with the exception's message (null when it
   has none), logged with its traceback.
@@ -13,20 +15,25 @@ as ``ConnectExceptionMapper`` writes it (the body and Connect's messages are in 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from flask import Flask, Response, current_app, jsonify
 from werkzeug.exceptions import HTTPException
 
 from connect_state.connect.rest import error_message, http_error_message
 from connect_state.errors import KafkaWriteError, TableNotFoundError
+from connect_state.guards import GuardRefusal
 
 
 class ConnectRestException(Exception):
-    """An error answered with ``status`` and Connect's JSON body; ``message`` may be None (``"message": null``)."""
+    """An error answered with ``status`` and Connect's JSON body; ``message`` may be None (``"message": null``);
+    ``headers`` are added to the answer (a 401's ``WWW-Authenticate``)."""
 
-    def __init__(self, status: int, message: str | None) -> None:
+    def __init__(self, status: int, message: str | None, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = dict(headers or {})
 
 
 def error_response(status: int, message: str | None) -> Response:
@@ -43,7 +50,9 @@ def _message(err: BaseException) -> str | None:
 
 
 def handle_connect_rest_error(err: ConnectRestException) -> Response:
-    return error_response(err.status, err.message)
+    response = error_response(err.status, err.message)
+    response.headers.update(err.headers)
+    return response
 
 
 def handle_http_exception(err: HTTPException) -> Response:
@@ -54,6 +63,11 @@ def handle_http_exception(err: HTTPException) -> Response:
     if allow:
         response.headers["Allow"] = allow[0]
     return response
+
+
+def handle_guard_refusal(err: GuardRefusal) -> Response:
+    current_app.logger.warning("Refused: %s", err)
+    return error_response(400, _message(err))
 
 
 def handle_table_not_found(err: TableNotFoundError) -> Response:
@@ -75,6 +89,7 @@ def register_error_handlers(app: Flask) -> None:
     """Install the handlers on ``app`` (the most specific class wins, as in Flask)."""
     app.register_error_handler(ConnectRestException, handle_connect_rest_error)
     app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(GuardRefusal, handle_guard_refusal)
     app.register_error_handler(TableNotFoundError, handle_table_not_found)
     app.register_error_handler(KafkaWriteError, handle_kafka_write_error)
     app.register_error_handler(Exception, handle_unexpected)

@@ -35,7 +35,7 @@ from connect_state.api.resources import get_settings, get_tables
 from connect_state.connect.offset_stores import connector_consumer_group
 from connect_state.connect.rest import connector_not_found_message
 from connect_state.folds.connector_states import EVENTS
-from connect_state.redaction import compile_patterns
+from connect_state.redaction import redact_config, settings_patterns
 from connect_state.tables import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
@@ -140,12 +140,10 @@ def get_events(connector: str) -> Response:
 
 
 def _patterns() -> Any:
-    return compile_patterns(get_settings().raw.get("api.redact.patterns") or None)
+    return settings_patterns(get_settings())
 
 
 def _redact(config: dict[str, object]) -> dict[str, object] | None:
-    from connect_state.redaction import redact_config
-
     return redact_config(config, _patterns())
 
 

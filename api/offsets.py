@@ -33,7 +33,9 @@
   3. 400 :func:`~connect_state.connect.rest.not_stopped_message` unless the target state is STOPPED and the
      committed task count is 0 (``DistributedHerder.modifyConnectorOffsetsChecks``; PAUSED is refused too);
   4. sink: ``SinkUtils.parseSinkConnectorOffsets`` (400s); source: ``OffsetUtils.validateFormat`` (500s, Connect's
-     ``DataException``), then the connector's ``alterOffsets`` (FileStream source checks: 500s);
+     ``DataException``); then the connector class's ``alterOffsets`` rule (:mod:`connect_state.connect.alter_offsets`:
+     built in for the FileStream and MirrorMaker 2 connectors, configurable per class): its ``ConnectException`` is a
+     500 with its message, a ``BadRequestException`` a 400, ``UnsupportedOperationException`` Connect's 500;
   5. the writes: sink offsets through the consumer-group admin (:func:`~.resources.get_admin`: non-null offsets
      altered, null offsets deleted; reset deletes the group, a missing group counting as success); source offsets as
      records of the offsets topic (:func:`~.resources.get_writer`: Connect's key bytes, Java partitioning,
@@ -43,8 +45,11 @@
      first, then everything to the connector's topic, then the non-null offsets to the worker's topic (a failure of
      that last write is only logged);
   6. :func:`~connect_state.connect.rest.offsets_success_message`: the short form when the connector's
-     ``alterOffsets`` returns true (the FileStream connectors, :mod:`connect_state.connect.filestream`), the long
-     "framework-managed" form otherwise.
+     ``alterOffsets`` returns true, the long "framework-managed" form otherwise (a class without a rule).
+
+  Whether the connector is a source or a sink comes from its class (``connector.class.types``, then Kafka's own
+  classes); only for an unknown class is it guessed from the config, and the answer then carries
+  ``X-Connect-State-Connector-Type: <type>; basis=guessed-from-config``.
 
   Failures answer Connect's 500 messages (:mod:`connect_state.connect.rest`: ``sink_alter_zombie_message`` when sink
   tasks are still in the group, ``source_modify_timeout_message`` when the write is not acknowledged within
@@ -62,6 +67,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -73,7 +79,8 @@ from connect_state.api.connectors import connector_row, is_configured
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.fresh import fresh_connector, fresh_source_rows
 from connect_state.api.resources import TableSource, get_admin, get_settings, get_tables, get_writer
-from connect_state.connect.filestream import sink_connector_alter_offsets, source_connector_alter_offsets
+from connect_state.connect.alter_offsets import AlterOffsetsRules, ModifyOffsetsRefused, SinkOffsets
+from connect_state.connect.connector_types import TypeBasis, connector_type_basis
 from connect_state.connect.offset_stores import ConnectorOffsetStores, connector_consumer_group, connector_offset_stores
 from connect_state.connect.rest import (
     connector_not_found_message,
@@ -106,7 +113,9 @@ from connect_state.formats.offsets import (
     sink_offset,
     sink_partition,
 )
+from connect_state.guards import checked_group, checked_stores
 from connect_state.kafka import ConsumerGroupAdminError, GroupNotEmptyError
+from connect_state.plugins import load_alter_offsets_rules
 from connect_state.tables import SINK_OFFSETS, SOURCE_OFFSETS
 
 log = logging.getLogger(__name__)
@@ -139,11 +148,56 @@ def _config(row: Mapping[str, Any]) -> dict[str, Any]:
     return config if isinstance(config, dict) else {}
 
 
-def _connector_type(name: str, row: Mapping[str, Any]) -> ConnectorType:
-    kind = row.get("type")
+#: Ours: on an offsets answer whose connector type was not taken from the class, ``<type>; basis=<how>``.
+CONNECTOR_TYPE_HEADER = "X-Connect-State-Connector-Type"
+
+
+def _connector_type(name: str, row: Mapping[str, Any]) -> tuple[ConnectorType, TypeBasis]:
+    """The connector's type from its class (``connector.class.types``, then Kafka's own classes), guessed from its
+    config only for an unknown class (logged, and said in :data:`CONNECTOR_TYPE_HEADER`)."""
+    try:
+        kind, basis = connector_type_basis(_config(row), get_settings().connector_class_types)
+    except ValueError as err:
+        raise ConnectRestException(500, f"{unknown_type_message(name, row.get('connector_class'))}: {err}") from None
     if kind not in (ConnectorType.SOURCE, ConnectorType.SINK):
         raise ConnectRestException(500, unknown_type_message(name, row.get("connector_class")))
-    return ConnectorType(kind)
+    if basis == TypeBasis.GUESSED:
+        log.warning(
+            "Connector %s: class %s is neither one of Kafka's nor in connector.class.types; taken for a %s connector "
+            "from its config",
+            name,
+            row.get("connector_class"),
+            kind.value,
+        )
+    return kind, basis
+
+
+def _with_type(response: Response, kind: ConnectorType, basis: TypeBasis) -> Response:
+    if basis == TypeBasis.GUESSED:
+        response.headers[CONNECTOR_TYPE_HEADER] = f"{kind.value}; basis={basis.value}"
+    return response
+
+
+@functools.lru_cache(maxsize=8)
+def _rules_for(paths: tuple[tuple[str, str], ...]) -> AlterOffsetsRules:
+    return load_alter_offsets_rules(dict(paths))
+
+
+def alter_offsets_rules() -> AlterOffsetsRules:
+    """The ``alterOffsets`` rules of this app's settings (loaded once per distinct ``offsets.alter.rules``)."""
+    return _rules_for(tuple(sorted(get_settings().offsets_alter_rules.items())))
+
+
+def _alter_offsets(
+    name: str, row: Mapping[str, Any], kind: ConnectorType, offsets: Sequence[OffsetPair] | SinkOffsets
+) -> bool:
+    """The connector class's ``alterOffsets`` (:mod:`connect_state.connect.alter_offsets`): true or false, or
+    Connect's refusal as a :class:`ConnectRestException`."""
+    try:
+        return alter_offsets_rules().alter_offsets(name, row.get("connector_class"), kind, _config(row), offsets)
+    except ModifyOffsetsRefused as err:
+        log.error("Failed to modify offsets for %s connector %s", kind.value, name, exc_info=err.cause)
+        raise ConnectRestException(err.status, err.message) from None
 
 
 def listed_partitions(name: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, object]]:
@@ -217,12 +271,14 @@ def get_connector_offsets(connector: str) -> Response:
     row = _configured_row(connector)
     config = _config(row)
     tables = get_tables()
-    if _connector_type(connector, row) == ConnectorType.SINK:
+    kind, basis = _connector_type(connector, row)
+    if kind == ConnectorType.SINK:
         group = connector_consumer_group(connector, config)
         rows = tables.rows(SINK_OFFSETS, filters=[("group_id", "=", group)], columns=["topic", "partition", "offset"])
-        return _json(connector_offsets(sink_connector_offsets(rows)))
+        return _with_type(_json(connector_offsets(sink_connector_offsets(rows))), kind, basis)
     stores = connector_offset_stores(get_settings().offset_storage_topic, config)
-    return _json(connector_offsets(source_connector_offsets(connector, _source_rows(tables, connector), stores)))
+    entries = source_connector_offsets(connector, _source_rows(tables, connector), stores)
+    return _with_type(_json(connector_offsets(entries)), kind, basis)
 
 
 # --- modifying ------------------------------------------------------------------------------------------------------
@@ -272,7 +328,8 @@ def _write_source_offsets(name: str, config: Mapping[str, Any], pairs: list[Offs
     writer = get_writer()
     timeout_ms = settings.api_kafka_write_timeout_ms
     records = [(offset_key_bytes(name, partition), serialize_offset_value(offset)) for partition, offset in pairs]
-    for write in connector_offset_stores(settings.offset_storage_topic, config).writes(records):
+    stores = checked_stores(connector_offset_stores(settings.offset_storage_topic, config), settings)
+    for write in stores.writes(records):
         try:
             writer.send(write.topic, write.records, timeout_ms)
         except KafkaWriteError as err:
@@ -292,9 +349,9 @@ def _modify_source_offsets(name: str, row: Mapping[str, Any], pairs: list[Offset
     config = _config(row)
     try:
         normalized = normalize_source_offsets(pairs)
-        managed = source_connector_alter_offsets(row.get("connector_class"), config, normalized)
     except BadOffsetsRequest as err:
         raise ConnectRestException(err.status, err.message) from None
+    managed = _alter_offsets(name, row, ConnectorType.SOURCE, normalized)
     if normalized:
         _write_source_offsets(name, config, normalized, verb)
     else:
@@ -304,8 +361,8 @@ def _modify_source_offsets(name: str, row: Mapping[str, Any], pairs: list[Offset
 
 def _alter_sink_offsets(name: str, row: Mapping[str, Any], offsets: list[SinkOffset]) -> bool:
     """``Worker.alterSinkConnectorOffsets``: alter the non-null offsets, delete the null ones."""
-    group = connector_consumer_group(name, _config(row))
-    managed = sink_connector_alter_offsets(row.get("connector_class"))
+    group = checked_group(name, connector_consumer_group(name, _config(row)), get_settings())
+    managed = _alter_offsets(name, row, ConnectorType.SINK, {(o.topic, o.partition): o.offset for o in offsets})
     to_alter = {(o.topic, o.partition): o.offset for o in offsets if o.offset is not None}
     to_delete = [(o.topic, o.partition) for o in offsets if o.offset is None]
     admin = get_admin()
@@ -323,14 +380,14 @@ def _alter_sink_offsets(name: str, row: Mapping[str, Any], offsets: list[SinkOff
 
 def _reset_sink_offsets(name: str, row: Mapping[str, Any]) -> bool:
     """``Worker.modifySinkConnectorOffsets`` (reset) and ``resetSinkConnectorOffsets``: delete the group."""
-    group = connector_consumer_group(name, _config(row))
+    group = checked_group(name, connector_consumer_group(name, _config(row)), get_settings())
     admin = get_admin()
     try:
-        admin.list_group_offsets(group)
+        listed = admin.list_group_offsets(group)
     except ConsumerGroupAdminError as err:
         log.error("Failed to list offsets prior to resetting offsets for sink connector %s: %s", name, err)
         raise ConnectRestException(500, sink_list_failed_message(name)) from err
-    managed = sink_connector_alter_offsets(row.get("connector_class"))
+    managed = _alter_offsets(name, row, ConnectorType.SINK, dict.fromkeys(listed))
     try:
         if not admin.delete_group(group):
             log.debug("Consumer group %s of connector %s did not exist: nothing to reset", group, name)
@@ -351,7 +408,8 @@ def alter_connector_offsets(connector: str) -> Response:
     except BadOffsetsRequest as err:
         raise ConnectRestException(400, err.message) from None  # Connect: 500 for Jackson's errors
     row = _stopped_connector(connector)
-    if _connector_type(connector, row) == ConnectorType.SINK:
+    kind, basis = _connector_type(connector, row)
+    if kind == ConnectorType.SINK:
         try:
             offsets = parse_sink_offsets(pairs)
         except BadOffsetsRequest as err:
@@ -359,18 +417,20 @@ def alter_connector_offsets(connector: str) -> Response:
         managed = _alter_sink_offsets(connector, row, offsets)
     else:
         managed = _modify_source_offsets(connector, row, pairs, f"PATCH /connectors/{connector}/offsets")
-    return jsonify({"message": offsets_success_message("altered", managed)})
+    return _with_type(jsonify({"message": offsets_success_message("altered", managed)}), kind, basis)
 
 
 @bp.delete("/<connector>/offsets")
 def reset_connector_offsets(connector: str) -> Response:
     """``DELETE /connectors/<name>/offsets`` (``ConnectorsResource.resetConnectorOffsets``)."""
     row = _stopped_connector(connector)
-    if _connector_type(connector, row) == ConnectorType.SINK:
+    kind, basis = _connector_type(connector, row)
+    if kind == ConnectorType.SINK:
         managed = _reset_sink_offsets(connector, row)
     else:
-        stores = connector_offset_stores(get_settings().offset_storage_topic, _config(row))
+        settings = get_settings()
+        stores = checked_stores(connector_offset_stores(settings.offset_storage_topic, _config(row)), settings)
         rows = fresh_source_rows(connector, stores)
         pairs: list[OffsetPair] = [(partition, None) for partition in listed_partitions(connector, rows)]
         managed = _modify_source_offsets(connector, row, pairs, f"DELETE /connectors/{connector}/offsets")
-    return jsonify({"message": offsets_success_message("reset", managed)})
+    return _with_type(jsonify({"message": offsets_success_message("reset", managed)}), kind, basis)

@@ -195,11 +195,14 @@ def op(
     responses = dict(ok)
     # A path parameter that does not route (an encoded slash) is Flask's 404, as Jersey's.
     routed = {404} if any(p.get("in") == "path" for p in params or []) else set()
-    for status in sorted({*errors, *routed, 500, 503}):
+    # Issue 13: authentication (401), roles (403), the body bound (413), on every operation.
+    for status in sorted({*errors, *routed, 401, 403, 413, 500, 503}):
         responses[str(status)] = _error(
             {
                 400: "Bad request (Connect's error body)",
-                403: "Forbidden by the settings",
+                401: "No valid credentials (with WWW-Authenticate)",
+                403: "Forbidden by the settings or by the principal's roles",
+                413: "Request body larger than api.max.body.bytes",
                 404: "Not found (Connect's message)",
                 409: "The config topic could not be read to its end in time; nothing was written",
                 500: "A write whose outcome is unknown, or an unexpected failure",
@@ -551,6 +554,18 @@ def _paths() -> dict[str, Schema]:
                     }
                 },
             }
+        },
+        "/audit": {
+            "get": op(
+                "The audit trail of writes and refusals (api.audit.file; role admin)",
+                {"200": _json(ANY, "Audit rows")},
+                400,
+                404,
+                params=[
+                    {"name": name, "in": "query", "schema": {"type": "string"}}
+                    for name in ("connector", "principal", "outcome", "since", "until", "limit")
+                ],
+            )
         },
         "/leases": {"get": op("Every lease", {"200": _json(ANY, "Leases")})},
         "/leases/{name}": {"get": op("One lease", {"200": _json(ANY, "Lease")}, 404, params=[LEASE])},

@@ -2,7 +2,9 @@
 
 By default with gunicorn (one worker process with a few threads, access log on stdout); ``--dev`` uses Flask's
 development server instead. SIGTERM and SIGINT stop it cleanly: requests in progress finish (gunicorn: within
-``--graceful-timeout``), then the Kafka writer is flushed and closed.
+``--graceful-timeout``), then the Kafka writer is flushed and closed. With ``api.tls.cert.file`` it serves HTTPS,
+and with ``api.tls.client.auth`` mutual TLS (:mod:`connect_state.api.auth`); bound beyond loopback without
+authentication it refuses to start (exit 2) unless ``api.auth.anonymous=true``.
 
     connect-state-api [--conf-file F] [--set key=value ...] [--workers N] [--threads N] [--dev]
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import ssl
 import sys
 from collections.abc import Sequence
 from types import FrameType
@@ -21,6 +24,7 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 
 from connect_state.api import close_app, create_app
+from connect_state.api.auth import ClientAuth
 from connect_state.errors import ConnectStateError
 from connect_state.settings import Settings, add_config_arguments, settings_from_args
 
@@ -58,6 +62,7 @@ def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: 
         close_app(app)  # this worker's copy of the app: flush and close its Kafka writer
 
     return {
+        **tls_options(settings),
         "bind": [bind_address(settings.api_host, settings.api_port)],
         "workers": workers,
         "threads": threads,
@@ -74,6 +79,37 @@ def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: 
         "control_socket_disable": True,
         "worker_exit": worker_exit,
     }
+
+
+def tls_options(settings: Settings) -> dict[str, Any]:
+    """gunicorn's TLS settings from ``api.tls.*`` (none without ``api.tls.cert.file``): the server's certificate and
+    key and, for mutual TLS, the clients' CA and whether a client certificate is ``requested`` or ``required``."""
+    if not settings.api_tls_cert_file:
+        return {}
+    options: dict[str, Any] = {"certfile": settings.api_tls_cert_file, "keyfile": settings.api_tls_key_file}
+    client_auth = ClientAuth(settings.api_tls_client_auth.strip().lower())
+    if settings.api_tls_ca_file:
+        options["ca_certs"] = settings.api_tls_ca_file
+    options["cert_reqs"] = _CERT_REQS[client_auth]
+    return options
+
+
+_CERT_REQS = {
+    ClientAuth.NONE: ssl.CERT_NONE,
+    ClientAuth.REQUESTED: ssl.CERT_OPTIONAL,
+    ClientAuth.REQUIRED: ssl.CERT_REQUIRED,
+}
+
+
+def ssl_context(settings: Settings) -> ssl.SSLContext | None:
+    """The same TLS settings as an :class:`ssl.SSLContext` (for the development server)."""
+    options = tls_options(settings)
+    if not options:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=options.get("ca_certs"))
+    context.load_cert_chain(options["certfile"], options["keyfile"])
+    context.verify_mode = options["cert_reqs"]
+    return context
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,7 +129,13 @@ def run_dev(app: Flask, settings: Settings) -> int:
     """Flask's development server (threaded, no reloader) until SIGINT/SIGTERM."""
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
-        app.run(host=settings.api_host, port=settings.api_port, threaded=True, use_reloader=False)
+        app.run(
+            host=settings.api_host,
+            port=settings.api_port,
+            threaded=True,
+            use_reloader=False,
+            ssl_context=ssl_context(settings),
+        )
     except KeyboardInterrupt:
         pass
     finally:
@@ -111,9 +153,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConnectStateError as err:
         print(f"connect-state-api: {err}", file=sys.stderr)
         return 2
-    app = create_app(settings)
+    try:
+        app = create_app(settings)
+    except ConnectStateError as err:  # e.g. UnprotectedApiError: exposed without authentication
+        print(f"connect-state-api: {err}", file=sys.stderr)
+        return 2
     log.info(
-        "connect-state API on http://%s (delta.root %s)",
+        "connect-state API on %s://%s (delta.root %s)",
+        "https" if settings.api_tls_cert_file else "http",
         bind_address(settings.api_host, settings.api_port),
         settings.delta_root,
     )

@@ -67,3 +67,28 @@ class GroupNotEmptyError(ConsumerGroupAdminError):
 
 class TableNotFoundError(ConnectStateError):
     """A Delta table the API reads has not been created yet (its job has never run)."""
+
+
+class ConnectorOffsetsError(ConnectStateError):
+    """A connector's ``alterOffsets`` (KIP-875) refused an offsets request (:mod:`connect_state.connect.alter_offsets`).
+
+    The subclass says how Connect answers, never the message text: :class:`AlterOffsetsUnsupported` (the connector's
+    ``UnsupportedOperationException``: Connect's 500 message), :class:`AlterOffsetsRejected` (a ``ConnectException``:
+    500 with the connector's message) and :class:`AlterOffsetsBadRequest` (a ``BadRequestException``: 400).
+    """
+
+
+class AlterOffsetsUnsupported(ConnectorOffsetsError):
+    """The connector cannot have its offsets altered or reset at all (``UnsupportedOperationException``)."""
+
+
+class AlterOffsetsRejected(ConnectorOffsetsError):
+    """The connector refused these offsets (``ConnectException``): Connect answers 500 with ``message``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class AlterOffsetsBadRequest(AlterOffsetsRejected):
+    """The connector refused these offsets as a bad request (``BadRequestException``): Connect answers 400."""

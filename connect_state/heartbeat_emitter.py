@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -41,6 +41,7 @@ from connect_state.formats.offsets import (
     parse_offset_value,
     serialize_offset_value,
 )
+from connect_state.guards import GuardRefusal, check_heartbeat_topic
 from connect_state.heartbeats import (
     HeartbeatProvider,
     HeartbeatRecord,
@@ -134,7 +135,9 @@ class HeartbeatEmitter:
         offset_sender: OffsetSender,
         offsets_topic: str,
         offset_reader: OffsetReader | None = None,
+        internal_topics: Collection[str] = (),
     ) -> None:
+        self.internal_topics = (offsets_topic, *internal_topics)  # never a heartbeat topic (connect_state.guards)
         self.providers = providers
         self.heartbeat_sender = heartbeat_sender
         self.offset_sender = offset_sender
@@ -161,6 +164,10 @@ class HeartbeatEmitter:
                 **fields,
             )  # fmt: skip
 
+        try:
+            check_heartbeat_topic(due.records_topic, self.internal_topics)
+        except GuardRefusal as err:
+            return [result(HeartbeatOutcome.FAILED, str(err))]
         if self.offset_reader is not None and due.kafka_partition is not None and due.kafka_offset is not None:
             try:
                 found, value = self.offset_reader.latest_offset(due.key, due.kafka_partition, due.kafka_offset)

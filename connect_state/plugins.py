@@ -1,8 +1,9 @@
-"""Loading operator-supplied Python plugins: KIP-883 deletion hooks and KIP-910 heartbeat providers.
+"""Loading operator-supplied Python plugins: KIP-883 deletion hooks, KIP-910 heartbeat providers and KIP-875
+``alterOffsets`` rules.
 
 A plugin is registered either by a ``module:attribute`` path in ``conf/`` (``module.attribute`` is accepted too) or
 by a Python entry point of the package that ships it (``[options.entry_points]`` in its ``setup.cfg``). Only the
-standard library is used, so jobs and the API can both load plugins.
+standard library and the pure :mod:`connect_state.connect` are used, so jobs and the API can both load plugins.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ import importlib
 from collections.abc import Iterable, Mapping
 from importlib.metadata import entry_points
 
+from connect_state.connect.alter_offsets import AlterOffsetsRule, AlterOffsetsRules, as_rule
 from connect_state.errors import ConfigError
 
 DELETION_HOOKS_GROUP = "connect_state.deletion_hooks"
 HEARTBEAT_PROVIDERS_GROUP = "connect_state.heartbeat_providers"
+ALTER_OFFSETS_GROUP = "connect_state.alter_offsets"
 
 
 class PluginError(ConfigError):
@@ -74,3 +77,15 @@ def load_keyed_plugins(paths_by_key: Mapping[str, str], group: str) -> dict[str,
     for key, path in paths_by_key.items():
         plugins[key] = load_object(path)
     return plugins
+
+
+def load_alter_offsets_rules(paths_by_class: Mapping[str, str]) -> AlterOffsetsRules:
+    """KIP-875 ``alterOffsets`` rules by connector class (``offsets.alter.rules`` and the entry points of
+    :data:`ALTER_OFFSETS_GROUP`, named by class), over the built-in rules of Kafka's own connectors."""
+    configured: dict[str, AlterOffsetsRule] = {}
+    for connector_class, plugin in load_keyed_plugins(paths_by_class, ALTER_OFFSETS_GROUP).items():
+        try:
+            configured[connector_class] = as_rule(plugin)
+        except TypeError as err:
+            raise PluginError(f"alterOffsets rule for {connector_class}: {err}") from err
+    return AlterOffsetsRules(configured)

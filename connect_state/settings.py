@@ -103,6 +103,21 @@ class Settings:
     api_lag_cache_ms: int
     api_lag_timeout_ms: int
     api_health_max_age_ms: int
+    api_max_body_bytes: int
+    api_max_json_depth: int
+    api_trusted_hosts: str
+    api_auth_anonymous: bool
+    api_auth_basic_file: str
+    api_auth_token_file: str
+    api_auth_roles_file: str
+    api_tls_cert_file: str
+    api_tls_key_file: str
+    api_tls_ca_file: str
+    api_tls_client_auth: str
+    api_audit_file: str
+    api_audit_topic: str
+    api_allowed_groups: str
+    api_allowed_offsets_topics: str
     jobs_metrics_port: int
     consumer_offsets_topic: str
     cleanup_offsets_on_delete: bool
@@ -112,6 +127,8 @@ class Settings:
     heartbeat_interval_ms: int
     heartbeat_records_topic: str
     heartbeat_providers: dict[str, str]
+    connector_class_types: dict[str, str]
+    offsets_alter_rules: dict[str, str]
     lease_duration_ms: int
     lease_renew_interval_ms: int
     local_data_dir: Path

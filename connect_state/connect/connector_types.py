@@ -2,15 +2,17 @@
 or a sink connector.
 
 Connect knows a connector's type by loading its plugin class (``AbstractHerder.connectorType``,
-``ConnectorType.from``); a reader of the internal topics cannot, so :func:`config_connector_type` guesses from the
-config (see there). A connector config may name its class by the full name or by an alias: ``PluginUtils`` gives every
-plugin its simple name and its simple name without the ``Connector`` suffix (``FileStreamSource`` for
-``org.apache.kafka.connect.file.FileStreamSourceConnector``).
+``ConnectorType.from``); a reader of the internal topics cannot, so :func:`connector_type_basis` takes it from the
+class where the class is known (a configured map, then Kafka's own connectors) and guesses from the config only for
+an unknown class, saying so (:class:`TypeBasis`). A connector config may name its class by the full name or by an
+alias: ``PluginUtils`` gives every plugin its simple name and its simple name without the ``Connector`` suffix
+(``FileStreamSource`` for ``org.apache.kafka.connect.file.FileStreamSourceConnector``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 
 from connect_state.connect.vocabulary import ConnectorType
 
@@ -18,8 +20,10 @@ __all__ = [
     "CONNECTOR_CLASS_CONFIG",
     "KNOWN_CONNECTOR_TYPES",
     "SINK_TOPICS_CONFIGS",
+    "TypeBasis",
     "config_connector_type",
     "connector_class",
+    "connector_type_basis",
     "is_alias_of",
     "plugin_aliases",
 ]
@@ -29,8 +33,9 @@ CONNECTOR_CLASS_CONFIG = "connector.class"
 #: ``SinkConnectorConfig.TOPICS_CONFIG`` / ``TOPICS_REGEX_CONFIG``: a config naming its input topics is a sink's.
 SINK_TOPICS_CONFIGS = ("topics", "topics.regex")
 
-#: Apache Kafka's own connectors, whose type the ``topics`` rule would get wrong or that need no guess. A configured
-#: class→type map wins over these. Mirror source connectors have a ``topics`` setting (the topics to replicate).
+#: Apache Kafka's own connector classes (every ``Connector`` in connect-file, connect-mirror and connect-runtime 4.3.1).
+#: A configured class→type map wins over these. Mirror source connectors have a ``topics`` setting (the topics to
+#: replicate), which the config guess would take for a sink's.
 KNOWN_CONNECTOR_TYPES: Mapping[str, ConnectorType] = {
     "org.apache.kafka.connect.file.FileStreamSourceConnector": ConnectorType.SOURCE,
     "org.apache.kafka.connect.file.FileStreamSinkConnector": ConnectorType.SINK,
@@ -70,22 +75,37 @@ def _mapped_type(class_name: str, class_types: Mapping[str, str]) -> str | None:
     return None
 
 
-def config_connector_type(
-    config: Mapping[str, object] | None, class_type_map: Mapping[str, str] | None = None
-) -> ConnectorType:
-    """``source``, ``sink`` or ``unknown`` (:class:`~connect_state.connect.vocabulary.ConnectorType`).
+class TypeBasis(StrEnum):
+    """How a connector's type was decided (:func:`connector_type_basis`)."""
 
-    Connect asks the plugin class (``AbstractHerder.connectorType``), which a reader of the topics cannot load; this
-    guesses. ``unknown`` without config or without ``connector.class`` (Connect's answer too); then the class's entry
-    in ``class_type_map``, then in :data:`KNOWN_CONNECTOR_TYPES` (a full class name, or a class whose alias is used);
-    else ``sink`` when the config has ``topics`` or ``topics.regex`` (what every sink needs,
+    #: the class's entry in the configured map (``connector.class.types``)
+    CONFIGURED = "configured"
+    #: the class is one of Kafka's own connectors (:data:`KNOWN_CONNECTOR_TYPES`)
+    BUILT_IN = "built-in"
+    #: the class is unknown: guessed from the config (``topics`` / ``topics.regex`` make a sink)
+    GUESSED = "guessed-from-config"
+    #: no config or no ``connector.class``: the type is ``unknown`` (Connect's answer too)
+    NO_CLASS = "no-class"
+
+
+def connector_type_basis(
+    config: Mapping[str, object] | None, class_type_map: Mapping[str, str] | None = None
+) -> tuple[ConnectorType, TypeBasis]:
+    """The connector's type and how it was decided: from the class when it is known (``class_type_map``, then
+    :data:`KNOWN_CONNECTOR_TYPES`; a full class name, or a class whose alias is used), else guessed from the config.
+
+    Connect asks the plugin class (``AbstractHerder.connectorType``), which a reader of the topics cannot load. The
+    guess is ``sink`` when the config has ``topics`` or ``topics.regex`` (what every sink needs,
     ``SinkConnectorConfig.validate``), else ``source``. Raises ValueError for a map entry that is neither ``source``
     nor ``sink``.
     """
     class_name = connector_class(config)
     if config is None or class_name is None:
-        return ConnectorType.UNKNOWN
-    for class_types in (class_type_map or {}, KNOWN_CONNECTOR_TYPES):
+        return ConnectorType.UNKNOWN, TypeBasis.NO_CLASS
+    for class_types, basis in (
+        (class_type_map or {}, TypeBasis.CONFIGURED),
+        (KNOWN_CONNECTOR_TYPES, TypeBasis.BUILT_IN),
+    ):
         kind = _mapped_type(class_name, class_types)
         if kind is not None:
             if kind not in (ConnectorType.SOURCE, ConnectorType.SINK):
@@ -93,7 +113,15 @@ def config_connector_type(
                     f"connector type of {class_name} must be {ConnectorType.SOURCE.value!r} or "
                     f"{ConnectorType.SINK.value!r}, not {kind!r}"
                 )
-            return ConnectorType(kind)
+            return ConnectorType(kind), basis
     if any(config.get(name) is not None for name in SINK_TOPICS_CONFIGS):
-        return ConnectorType.SINK
-    return ConnectorType.SOURCE
+        return ConnectorType.SINK, TypeBasis.GUESSED
+    return ConnectorType.SOURCE, TypeBasis.GUESSED
+
+
+def config_connector_type(
+    config: Mapping[str, object] | None, class_type_map: Mapping[str, str] | None = None
+) -> ConnectorType:
+    """``source``, ``sink`` or ``unknown`` (:class:`~connect_state.connect.vocabulary.ConnectorType`): the type of
+    :func:`connector_type_basis`."""
+    return connector_type_basis(config, class_type_map)[0]

@@ -1,5 +1,5 @@
 """Kafka's FileStream connectors (``connect-file``): their classes, configs, source partitions and offsets, and their
-``alterOffsets`` checks, which are the only connectors' ``alterOffsets`` connect-state knows.
+``alterOffsets`` checks (registered as built-in rules in :mod:`connect_state.connect.alter_offsets`).
 
 * ``FileStreamSourceConnector`` reads the lines appended to ``file`` (stdin when unset) into ``topic``; its task keeps
   one source partition per file, ``{"filename": <file>}``, with the offset ``{"position": <bytes read>}``
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from connect_state.connect.connector_types import is_alias_of
+from connect_state.errors import AlterOffsetsRejected
 from connect_state.formats.javalang import java_trim
-from connect_state.formats.offsets import BadOffsetsRequest, OffsetPair
+from connect_state.formats.offsets import OffsetPair
 
 __all__ = [
     "FILENAME_FIELD",
@@ -28,9 +28,8 @@ __all__ = [
     "FILE_SOURCE_CLASS",
     "POSITION_FIELD",
     "TOPIC_CONFIG",
+    "file_stream_sink_alter_offsets",
     "file_stream_source_alter_offsets",
-    "sink_connector_alter_offsets",
-    "source_connector_alter_offsets",
 ]
 
 FILE_SOURCE_CLASS = "org.apache.kafka.connect.file.FileStreamSourceConnector"
@@ -46,52 +45,35 @@ POSITION_FIELD = "position"
 
 
 def file_stream_source_alter_offsets(config: Mapping[str, object], pairs: list[OffsetPair]) -> bool:
-    """``FileStreamSourceConnector.alterOffsets``: its checks, in its order, as 500s (``ConnectException``); true."""
+    """``FileStreamSourceConnector.alterOffsets``: its checks, in its order, as ``ConnectException`` (Connect's 500,
+    :class:`~connect_state.errors.AlterOffsetsRejected`); true."""
     filename = config.get(FILE_CONFIG)  # ConfigDef trims string values
     if not isinstance(filename, str) or java_trim(filename) == "":
-        raise BadOffsetsRequest(
+        raise AlterOffsetsRejected(
             f"Offsets cannot be modified if the '{FILE_CONFIG}' configuration is unspecified. This is because stdin "
-            "is used for input and offsets are not tracked.",
-            500,
+            "is used for input and offsets are not tracked."
         )
     for partition, offset in pairs:
         if offset is None:
             continue  # tombstones are allowed for anything, so that garbage can be cleaned up
         if POSITION_FIELD not in offset:
-            raise BadOffsetsRequest(f"Offset objects should either be null or contain the key '{POSITION_FIELD}'", 500)
+            raise AlterOffsetsRejected(f"Offset objects should either be null or contain the key '{POSITION_FIELD}'")
         position = offset[POSITION_FIELD]
         if not isinstance(position, int) or isinstance(position, bool):  # normalised: every integer is a Long
-            raise BadOffsetsRequest(
-                f"The value for the '{POSITION_FIELD}' key in the offset is expected to be a Long value", 500
+            raise AlterOffsetsRejected(
+                f"The value for the '{POSITION_FIELD}' key in the offset is expected to be a Long value"
             )
         if position < 0:
-            raise BadOffsetsRequest(
-                f"The value for the '{POSITION_FIELD}' key in the offset should be a non-negative value", 500
+            raise AlterOffsetsRejected(
+                f"The value for the '{POSITION_FIELD}' key in the offset should be a non-negative value"
             )
         if partition is None:
-            raise BadOffsetsRequest("Partition objects cannot be null", 500)
+            raise AlterOffsetsRejected("Partition objects cannot be null")
         if FILENAME_FIELD not in partition:
-            raise BadOffsetsRequest(f"Partition objects should contain the key '{FILENAME_FIELD}'", 500)
+            raise AlterOffsetsRejected(f"Partition objects should contain the key '{FILENAME_FIELD}'")
     return True
 
 
-def source_connector_alter_offsets(
-    connector_class: str | None, config: Mapping[str, object], pairs: list[OffsetPair]
-) -> bool:
-    """``SourceConnector.alterOffsets(config, normalizedOffsets)`` for the classes we know.
-
-    ``FileStreamSourceConnector`` (by its class name or an alias) checks the pairs (:class:`BadOffsetsRequest` 500
-    with its message) and returns true (short success message); any other class gets the default, false (Connect's
-    long success message). A connector that overrides ``alterOffsets`` to refuse some offsets cannot be imitated
-    without its code. The pairs are checked in request order; Connect iterates its ``HashMap`` (a documented
-    difference when several entries are bad).
-    """
-    if is_alias_of(connector_class, FILE_SOURCE_CLASS):
-        return file_stream_source_alter_offsets(config, pairs)
-    return False
-
-
-def sink_connector_alter_offsets(connector_class: str | None) -> bool:
-    """``SinkConnector.alterOffsets``: ``FileStreamSinkConnector`` accepts anything and returns true; the default is
-    false."""
-    return is_alias_of(connector_class, FILE_SINK_CLASS)
+def file_stream_sink_alter_offsets(config: Mapping[str, object], offsets: Mapping[tuple[str, int], int | None]) -> bool:
+    """``FileStreamSinkConnector.alterOffsets``: accepts anything, returns true."""
+    return True

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from connect_state.errors import RecordFormatError
@@ -190,7 +190,18 @@ def fold_all(records: Iterable[TopicRecord]) -> dict[str, ConnectorTopics]:
 
 def state_to_json(state: ConnectorTopics) -> str:
     """Serialize the state for the stateful operator's state row (one string column keeps the schema stable)."""
-    return json.dumps({topic: asdict(entry) for topic, entry in sorted(state.items())}, separators=(",", ":"))
+    return json.dumps({topic: _entry_fields(entry) for topic, entry in sorted(state.items())}, separators=(",", ":"))
+
+
+def _entry_fields(entry: TopicEntry) -> dict[str, Any]:
+    """``dataclasses.asdict(entry)``, field for field in the same order, without its recursive copy."""
+    return {
+        "task": entry.task,
+        "discover_timestamp": entry.discover_timestamp,
+        "kafka_partition": entry.kafka_partition,
+        "kafka_offset": entry.kafka_offset,
+        "active": entry.active,
+    }
 
 
 def state_from_json(text: str | None) -> ConnectorTopics:

@@ -28,9 +28,10 @@ from __future__ import annotations
 import base64
 import heapq
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from connect_state.errors import RecordFormatError
@@ -98,18 +99,25 @@ class OffsetRecord:
         kafka_offset: int,
         kafka_timestamp: int,
     ) -> OffsetRecord:
-        parsed = parse_offset_key(key)
+        if key is None:
+            parse_offset_key(key)  # raises
         assert key is not None
-        return cls(
+        raw_key = bytes(key)
+        parsed = parsed_key(raw_key)
+        record = cls(
             offsets_topic,
             parsed.connector,
-            bytes(key),
+            raw_key,
             None if value is None else bytes(value),
             parsed.partition,
             kafka_partition,
             kafka_offset,
             kafka_timestamp,
         )
+        # The key's derived texts, computed once per distinct key (see :func:`parsed_key`).
+        record.__dict__["identity"] = parsed.identity
+        record.__dict__["partition_json"] = parsed.partition_json
+        return record
 
     @cached_property
     def identity(self) -> str | None:
@@ -117,9 +125,39 @@ class OffsetRecord:
         fold asks for it several times per record."""
         return None if self.partition is None else partition_identity(self.partition)
 
-    @property
+    @cached_property
     def partition_json(self) -> str | None:
         return None if self.partition is None else connect_json(self.partition)
+
+
+@dataclass(frozen=True)
+class ParsedKey:
+    """What the fold derives from an offsets-topic key: :func:`parse_offset_key`'s connector and partition map, the
+    map's equality identity and its JSON as Connect shows it."""
+
+    connector: str
+    partition: dict[str, object] | None = field(hash=False)
+    identity: str | None = field(hash=False)
+    partition_json: str | None = field(hash=False)
+
+
+@lru_cache(maxsize=65536)
+def parsed_key(key: bytes) -> ParsedKey:
+    """:func:`parse_offset_key` and the texts derived from its partition map, once per distinct key bytes (a source
+    partition's key repeats with every offset commit). Raises ``RecordFormatError`` like :func:`parse_offset_key`
+    (not cached). The partition map is shared by every record of the key: never modify it."""
+    parsed = parse_offset_key(key)
+    if parsed.partition is None:
+        return ParsedKey(parsed.connector, None, None, None)
+    return ParsedKey(
+        parsed.connector, parsed.partition, partition_identity(parsed.partition), connect_json(parsed.partition)
+    )
+
+
+# A single-entry offset map with a plain name and a long value, compact: e.g. {"position":1234} (FileStream sources),
+# {"kafka_offset":5}. Connect renders it back byte for byte (a one-entry HashMap has one order), so :func:`read_offset`
+# takes its bytes as they are (the unit tests check that against the exact reading).
+_SIMPLE_OFFSET = re.compile(rb'\{"[A-Za-z0-9_.\-]{1,64}":(?:0|-?[1-9][0-9]{0,17})\}')
 
 
 def read_offset(value: bytes | None) -> tuple[str | None, str | None]:
@@ -132,6 +170,8 @@ def read_offset(value: bytes | None) -> tuple[str | None, str | None]:
     """
     if value is None:
         return None, None
+    if _SIMPLE_OFFSET.fullmatch(value):
+        return bytes(value).decode("ascii"), None
     try:
         offset = parse_offset_value(value)
     except RecordFormatError as err:

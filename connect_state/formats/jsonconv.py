@@ -11,8 +11,9 @@ read back by another (``JsonDeserializer``, with ``ALLOW_LEADING_ZEROS_FOR_NUMBE
 
 It also holds the Java behaviours the formats depend on: ``new String(bytes, UTF_8)`` (:func:`decode_java_utf8`),
 ``Double.toString`` (:func:`java_double_to_string`),
-``String.hashCode`` (:func:`java_string_hashcode`), ``java.util.HashMap`` iteration order
-(:func:`java_hashmap_order`, :func:`java_hashmap_ordered`), ``Object.toString`` of parsed values
+``String.hashCode`` (:func:`java_string_hashcode`), ``Objects.hashCode`` of parsed values (:func:`java_hash_code`),
+``java.util.HashMap`` iteration order (:func:`java_hashmap_order`, :func:`java_hashmap_order_by_hash`,
+:func:`java_hashmap_ordered`), ``Object.toString`` of parsed values
 (:func:`java_to_string`). The int32/int64 narrowing casts (:func:`java_int`, :func:`java_long`) live in
 :mod:`connect_state.formats.javalang` and are re-exported here.
 
@@ -38,7 +39,9 @@ __all__ = [
     "decode_java_utf8",
     "dumps",
     "java_double_to_string",
+    "java_hash_code",
     "java_hashmap_order",
+    "java_hashmap_order_by_hash",
     "java_hashmap_ordered",
     "java_int",
     "java_long",
@@ -588,8 +591,45 @@ _MIN_TREEIFY_CAPACITY = 64
 
 
 def _spread(key: str) -> int:
-    h = java_string_hashcode(key) & 0xFFFFFFFF
+    return _spread_hash(java_string_hashcode(key))
+
+
+def _spread_hash(hash_code: int) -> int:
+    h = hash_code & 0xFFFFFFFF
     return h ^ (h >> 16)
+
+
+def java_hash_code(value: object, *, ints_as_integer: bool = False) -> int:
+    """``Objects.hashCode`` of a value :func:`loads` returns (``JsonConverter``'s ``HashMap``, ``ArrayList``, ``Long``,
+    ``Double``, ``String``, ``Boolean``, null): what a ``HashMap`` keyed by such values buckets on.
+
+    ``ints_as_integer``: the value as Jackson binds it to ``Object`` instead (an integer in int range is an
+    ``Integer``, whose hash is itself; ``Long.hashCode`` of a negative int differs)."""
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        return java_string_hashcode(value)
+    if isinstance(value, bool):
+        return 1231 if value else 1237
+    if isinstance(value, int):
+        if ints_as_integer and INT32_MIN <= value <= INT32_MAX:
+            return value
+        bits = java_long(value) & 0xFFFFFFFFFFFFFFFF
+        return java_int(bits ^ (bits >> 32))
+    if isinstance(value, float):
+        bits = 0x7FF8000000000000 if math.isnan(value) else struct.unpack(">Q", struct.pack(">d", value))[0]
+        return java_int(bits ^ (bits >> 32))
+    if isinstance(value, Mapping):
+        total = 0
+        for key, item in value.items():
+            total += java_hash_code(key) ^ java_hash_code(item, ints_as_integer=ints_as_integer)
+        return java_int(total)
+    if isinstance(value, (list, tuple)):
+        h = 1
+        for item in value:
+            h = 31 * h + java_hash_code(item, ints_as_integer=ints_as_integer)
+        return java_int(h)
+    raise TypeError(f"not a value JsonConverter reads: {type(value).__name__}")
 
 
 def java_hashmap_order(keys: Iterable[str]) -> list[str]:
@@ -602,14 +642,17 @@ def java_hashmap_order(keys: Iterable[str]) -> list[str]:
     A bucket that Java would turn into a red-black tree (9+ keys in one bucket at capacity >= 64) has an order this
     function does not model: it raises ``ValueError`` rather than guess.
     """
-    ordered: dict[str, int] = {}
+    distinct = list(dict.fromkeys(keys))
+    return [distinct[i] for i in java_hashmap_order_by_hash([java_string_hashcode(key) for key in distinct])]
+
+
+def java_hashmap_order_by_hash(hash_codes: Sequence[int]) -> list[int]:
+    """The indices of distinct keys with these ``hashCode`` values, put in turn into a ``new HashMap<>()``, in the
+    map's iteration order (see :func:`java_hashmap_order`; raises ``ValueError`` for a tree bin)."""
+    spreads = [_spread_hash(code) for code in hash_codes]
     bucket_sizes: dict[int, int] = {}
     capacity = _HASHMAP_INITIAL_CAPACITY
-    for key in keys:
-        if key in ordered:
-            continue
-        spread = _spread(key)
-        ordered[key] = spread
+    for count, spread in enumerate(spreads, start=1):
         bucket = spread & (capacity - 1)
         bucket_sizes[bucket] = bucket_sizes.get(bucket, 0) + 1
         resized = False
@@ -618,16 +661,16 @@ def java_hashmap_order(keys: Iterable[str]) -> list[str]:
                 raise ValueError("HashMap order with a tree bin (9+ colliding keys) is not modelled")
             capacity *= 2
             resized = True
-        if len(ordered) > capacity * 3 // 4:
+        if count > capacity * 3 // 4:
             capacity *= 2
             resized = True
         if resized:
             bucket_sizes = {}
-            for spread_value in ordered.values():
+            for spread_value in spreads[:count]:
                 b = spread_value & (capacity - 1)
                 bucket_sizes[b] = bucket_sizes.get(b, 0) + 1
     final_capacity = capacity
-    return sorted(ordered, key=lambda k: ordered[k] & (final_capacity - 1))
+    return sorted(range(len(spreads)), key=lambda i: spreads[i] & (final_capacity - 1))
 
 
 def _shallow_copy(value: object) -> object:

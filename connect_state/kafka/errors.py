@@ -9,6 +9,8 @@ The layer raises :class:`~connect_state.errors.KafkaWriteError` and its subclass
 
 from __future__ import annotations
 
+import socket
+
 from kafka import errors as kafka_errors
 
 from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
@@ -32,6 +34,29 @@ def timed_out(err: BaseException) -> bool:
 def write_error(err: BaseException) -> type[KafkaWriteError]:
     """The typed error for a kafka-python exception: :class:`KafkaWriteTimeout` for a timeout, else the base class."""
     return KafkaWriteTimeout if timed_out(err) else KafkaWriteError
+
+
+def any_listening(bootstrap_servers: str, timeout_s: float = 1.0) -> bool:
+    """Whether any of ``bootstrap_servers`` (``host:port,...``, optionally ``PROTOCOL://``) accepts a TCP connection.
+
+    A probe after a read timed out on a client that had bootstrapped: no listener at all means Kafka is away (a
+    stopped or unreachable cluster), not slow."""
+    for server in filter(None, (part.strip() for part in bootstrap_servers.split(","))):
+        host, _, port = server.rpartition("://")[2].rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout=timeout_s):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+def read_error(err: BaseException, bootstrap_servers: str) -> type[KafkaWriteError]:
+    """The typed error of a failed read (nothing was written): :class:`KafkaUnavailableError` when it timed out and no
+    bootstrap server accepts a connection any more, else :func:`write_error`'s."""
+    if timed_out(err) and not any_listening(bootstrap_servers):
+        return KafkaUnavailableError
+    return write_error(err)
 
 
 def unreachable(err: BaseException, bootstrap_servers: str) -> KafkaWriteError:

@@ -27,11 +27,11 @@ from typing import Any, Protocol, Self
 from kafka import KafkaConsumer, TopicPartition
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaWriteError, KafkaWriteTimeout
+from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
 from connect_state.folds.config_snapshot import ConfigSnapshot, ConnectorConfigView
 from connect_state.kafka.admin import KafkaAdmin, StopIOOnFailedInit
 from connect_state.kafka.config import kafka_python_config
-from connect_state.kafka.errors import describe_error, unreachable, write_error
+from connect_state.kafka.errors import any_listening, describe_error, read_error, unreachable
 from connect_state.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -161,9 +161,13 @@ class TopicLogReader:
             try:
                 starts = consumer.beginning_offsets(partitions, timeout_ms=deadline.remaining_ms())
                 ends = consumer.end_offsets(partitions, timeout_ms=deadline.remaining_ms())
-            except kafka_errors.KafkaError as err:
+            except (kafka_errors.KafkaError, KeyError) as err:
+                # kafka-python 3.0.x raises a KeyError when the broker goes away mid-call: no answer in time
+                kind = err if isinstance(err, kafka_errors.KafkaError) else kafka_errors.KafkaTimeoutError()
                 reason = describe_error(err)
-                raise write_error(err)(f"cannot {what} on Kafka at {self.bootstrap_servers}: {reason}") from err
+                raise read_error(kind, self.bootstrap_servers)(
+                    f"cannot {what} on Kafka at {self.bootstrap_servers}: {reason}"
+                ) from err
         finally:
             self._lock.release()
         return TopicOffsets(
@@ -186,9 +190,16 @@ class TopicLogReader:
         self._acquire(deadline, f"read {names}")
         try:
             return self._read(self._client(), wanted, deadline, names)
+        except KafkaUnavailableError:
+            raise
+        except KafkaWriteTimeout as err:  # the end offsets not reached in time: Kafka may be away altogether
+            if any_listening(self.bootstrap_servers):
+                raise
+            raise KafkaUnavailableError(f"{err}; no broker at {self.bootstrap_servers} accepts connections") from err
         except kafka_errors.KafkaError as err:
             reason = describe_error(err)
-            raise write_error(err)(f"cannot read {names} from Kafka at {self.bootstrap_servers}: {reason}") from err
+            error = read_error(err, self.bootstrap_servers)
+            raise error(f"cannot read {names} from Kafka at {self.bootstrap_servers}: {reason}") from err
         finally:
             self._lock.release()
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -22,23 +23,24 @@ from connect_state.errors import RecordFormatError
 from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds.active_topics import (
     REMOVED,
-    TopicChange,
-    TopicRecord,
-    fold_connector_topics,
     state_from_json,
     state_to_json,
 )
+from connect_state.folds.active_topics_columns import ChangeColumns, fold_topic_columns
 from connect_state.formats.status import TopicStatus, TopicStatusKey, parse_status_record
+from connect_state.formats.status_arrow import match_topic_statuses
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import delta_transaction
+from connect_state.spark.delta_io import append_once, delta_transaction
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldJob,
     FoldWriter,
     RecordKind,
+    arrow_schema,
     classify_records,
+    column_frame,
     fold_reconciler,
-    pandas_frame,
+    nullable_values,
     passed_through,
     rejected,
     start_fold_query,
@@ -59,6 +61,7 @@ OUTPUT_SCHEMA = (
     "discover_timestamp BIGINT, " + RECORD_COLUMNS_DDL
 )
 STATE_SCHEMA = "topics_json STRING"
+PARSED_ARROW_SCHEMA = arrow_schema(PARSED_SCHEMA)
 
 
 def classify(key: bytes | None, value: bytes | None, kafka: dict) -> list[dict]:
@@ -82,51 +85,75 @@ def classify(key: bytes | None, value: bytes | None, kafka: dict) -> list[dict]:
     ]
 
 
-def _change_row(change: TopicChange, seq: int) -> dict:
-    return {
-        "record_kind": RecordKind.CHANGE,
-        "connector": change.connector,
-        "topic": change.topic,
-        "change": change.change,
-        "seq": seq,
-        "task": change.task,
-        "discover_timestamp": change.discover_timestamp,
-        "kafka_partition": change.kafka_partition,
-        "kafka_offset": change.kafka_offset,
-        "kafka_timestamp": change.kafka_timestamp,
+def fast_parse(kafka: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
+    """:func:`classify`'s bulk path (:data:`~connect_state.spark.foldjob.FastParse`): the topic statuses and
+    tombstones in Connect's canonical form (:func:`connect_state.formats.status_arrow.match_topic_statuses`)."""
+    found = match_topic_statuses(kafka.column(0), kafka.column(1))
+    rows = len(found.connector)
+    chosen = kafka.filter(found.matched)
+    empty_text = pa.nulls(rows, pa.string())
+    empty_bytes = pa.nulls(rows, pa.binary())
+    columns = {
+        "record_kind": pa.array([str(RecordKind.TOPIC)] * rows, pa.string()),
+        "connector": found.connector,
+        "topic": found.topic,
+        "task": found.task,
+        "discover_timestamp": found.discover_timestamp,
+        "kafka_topic": chosen.column(2),
+        "kafka_partition": chosen.column(3),
+        "kafka_offset": chosen.column(4),
+        "kafka_timestamp": chosen.column(5),
+        "raw_key": empty_bytes,
+        "raw_value": empty_bytes,
+        "reason": empty_text,
     }
+    return pa.RecordBatch.from_arrays(list(columns.values()), schema=PARSED_ARROW_SCHEMA), found.matched
 
 
-def _topic_record(row: Any) -> TopicRecord:
-    """A fold record from a row of ``itertuples`` (attribute access by column name)."""
-    return TopicRecord(
-        connector=row.connector,
-        topic=row.topic,
-        task=None if pd.isna(row.task) else int(row.task),
-        discover_timestamp=None if pd.isna(row.discover_timestamp) else int(row.discover_timestamp),
-        kafka_partition=int(row.kafka_partition),
-        kafka_offset=int(row.kafka_offset),
-        kafka_timestamp=int(row.kafka_timestamp),
-    )
+def _change_frame(changes: ChangeColumns, connector: str) -> pd.DataFrame:
+    """The fold's output rows of ``changes`` (``seq`` their order)."""
+    n = len(changes)
+    columns: dict[str, list[Any]] = {
+        "record_kind": [str(RecordKind.CHANGE)] * n,
+        "connector": [connector] * n,
+        "topic": changes.topic,
+        "change": changes.change,
+        "seq": list(range(n)),
+        "task": changes.task,
+        "discover_timestamp": changes.discover_timestamp,
+        "kafka_partition": changes.kafka_partition,
+        "kafka_offset": changes.kafka_offset,
+        "kafka_timestamp": changes.kafka_timestamp,
+    }
+    return column_frame(columns, n, OUTPUT_SCHEMA)
 
 
 def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
-    """``applyInPandasWithState`` body, per (record_kind, connector): fold topic records, pass rejected through."""
-    record_kind, _connector = key
+    """``applyInPandasWithState`` body, per (record_kind, connector): fold topic records (column at a time,
+    :func:`connect_state.folds.active_topics_columns.fold_topic_columns`), pass rejected through."""
+    record_kind, connector = key
     batch = pd.concat(list(frames), ignore_index=True)
     if record_kind == RecordKind.REJECTED:
         yield passed_through(batch, OUTPUT_SCHEMA)
         return
     current = state_from_json(state.get[0]) if state.exists else {}
-    records = [_topic_record(row) for row in batch.itertuples(index=False)]
-    new_state, changes = fold_connector_topics(current, records)
+    new_state, changes = fold_topic_columns(
+        connector,
+        current,
+        batch["topic"].tolist(),
+        [None if v is None else int(v) for v in nullable_values(batch["task"])],
+        [None if v is None else int(v) for v in nullable_values(batch["discover_timestamp"])],
+        batch["kafka_partition"].tolist(),
+        batch["kafka_offset"].tolist(),
+        batch["kafka_timestamp"].tolist(),
+    )
     state.update((state_to_json(new_state),))
-    yield pandas_frame((_change_row(c, i) for i, c in enumerate(changes)), OUTPUT_SCHEMA)
+    yield _change_frame(changes, connector)
 
 
 def fold_stream(kafka_rows: DataFrame) -> DataFrame:
     """Kafka source rows → the fold's output rows (changes and rejected records)."""
-    parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA)
+    parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA, fast_parse)
     return parsed.groupBy("record_kind", "connector").applyInPandasWithState(
         fold_group, OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout
     )
@@ -176,6 +203,11 @@ class ActiveTopicsWriter(FoldWriter):
                 "kafka_offset",
             )
         )
+        if ACTIVE_TOPICS.name in self.new_tables:  # created empty by this query: the MERGE would only insert
+            inserts = latest.filter(F.col("change") != REMOVED).select(*ACTIVE_TOPICS.column_names)
+            append_once(inserts, self.path(ACTIVE_TOPICS), self.app_id(ACTIVE_TOPICS), batch_id)
+            self.new_tables.discard(ACTIVE_TOPICS.name)
+            return
         values: dict[str, str | Column] = {name: f"s.{name}" for name in ACTIVE_TOPICS.column_names}
         table = DeltaTable.forPath(changes.sparkSession, self.path(ACTIVE_TOPICS))
         with delta_transaction(changes.sparkSession, self.app_id(ACTIVE_TOPICS), batch_id):

@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from pyspark.sql.types import DataType, StructType
 
+from connect_state.spark import storage
 from connect_state.storage import Location
 from connect_state.tables import TableSpec
 
@@ -57,6 +58,14 @@ def ensure_table(spark: SparkSession, root: Location, spec: TableSpec) -> str:
         builder = builder.property(key, value)
     builder.execute()
     return path
+
+
+def create_table(spark: SparkSession, root: Location, spec: TableSpec) -> bool:
+    """:func:`ensure_table`; True when the table did not exist before (it is empty now)."""
+    path = str(root / spec.name)
+    existed = storage.exists(spark, f"{path}/_delta_log")
+    ensure_table(spark, root, spec)
+    return not existed
 
 
 @contextmanager

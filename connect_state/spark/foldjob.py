@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -28,6 +30,8 @@ from connect_state.settings import Settings
 from connect_state.spark import storage
 from connect_state.spark.checkpoint import planned_positions
 from connect_state.spark.delta_io import (
+    append_once,
+    create_table,
     delta_transaction,
     ensure_table,
     insert_new_once,
@@ -104,6 +108,37 @@ def pandas_frame(rows: Iterable[dict], ddl: str) -> pd.DataFrame:
     return frame
 
 
+def column_frame(columns: Mapping[str, Sequence[Any]], rows: int, ddl: str) -> pd.DataFrame:
+    """Columns (lists of ``rows`` values) as a pandas frame for Arrow with the columns of ``ddl``, as
+    :func:`pandas_frame` makes it from rows (columns of ``ddl`` not given are all null), without pandas' per-column
+    inference: object arrays, and pandas' nullable integer arrays for INT/BIGINT columns."""
+    data: dict[str, Any] = {}
+    for name, sql_type in ddl_columns(ddl):
+        values = columns.get(name)
+        integer = _NULLABLE_INTEGERS.get(sql_type.upper())
+        if integer is not None:
+            if values is None:
+                data[name] = pd.array([None] * rows, dtype=integer)
+            else:
+                mask = np.fromiter((v is None for v in values), dtype=bool, count=rows)
+                filled = np.fromiter((0 if v is None else v for v in values), dtype=np.int64, count=rows)
+                data[name] = pd.arrays.IntegerArray(filled if integer == "Int64" else filled.astype(np.int32), mask)
+        else:
+            array = np.empty(rows, dtype=object)
+            if values is not None:
+                array[:] = values
+            data[name] = array
+    return pd.DataFrame(data, index=pd.RangeIndex(rows), copy=False)
+
+
+def nullable_values(column: pd.Series) -> list[Any]:
+    """A column's values as Python objects, null (None, NaN, ``pd.NA``) as None."""
+    values = column.tolist()
+    if not column.hasnans:
+        return values
+    return [None if null else value for value, null in zip(values, column.isna().tolist(), strict=True)]
+
+
 Classifier = Callable[[bytes | None, bytes | None, dict], Iterable[dict]]
 """``(key, value, kafka coordinates) -> rows``: what a parse step makes of one Kafka record (none, one or more)."""
 
@@ -125,12 +160,12 @@ def passed_through(batch: pd.DataFrame, ddl: str) -> pd.DataFrame:
     return pandas_frame(batch.to_dict("records"), ddl)
 
 
-def classify_records(kafka_rows: DataFrame, classify: Classifier, ddl: str) -> DataFrame:
-    """Run ``classify`` over every Kafka record (``mapInPandas``); the rows it returns must fit ``ddl``.
+# The Kafka source columns a parse step reads, in the order it reads them.
+_KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "unix_millis(timestamp) AS timestamp")
 
-    Each row gets the record's coordinates: ``kafka_topic``, ``kafka_partition``, ``kafka_offset`` and
-    ``kafka_timestamp`` (epoch ms).
-    """
+
+def _classify_records_pandas(kafka_rows: DataFrame, classify: Classifier, ddl: str) -> DataFrame:
+    """:func:`classify_records` without a bulk path."""
 
     def parse(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for frame in frames:
@@ -145,8 +180,72 @@ def classify_records(kafka_rows: DataFrame, classify: Classifier, ddl: str) -> D
                 rows.extend(classify(key, value, kafka))
             yield pandas_frame(rows, ddl)
 
-    columns = ("key", "value", "topic", "partition", "offset", "unix_millis(timestamp) AS timestamp")
-    return kafka_rows.selectExpr(*columns).mapInPandas(parse, ddl)
+    return kafka_rows.selectExpr(*_KAFKA_COLUMNS).mapInPandas(parse, ddl)
+
+
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    "STRING": pa.string(),
+    "INT": pa.int32(),
+    "BIGINT": pa.int64(),
+    "BINARY": pa.binary(),
+    "BOOLEAN": pa.bool_(),
+}
+
+
+def arrow_schema(ddl: str) -> pa.Schema:
+    """The Arrow schema of a flat fold-step DDL (see :func:`ddl_columns`), every column nullable."""
+    return pa.schema([pa.field(name, _ARROW_TYPES[sql_type.upper()]) for name, sql_type in ddl_columns(ddl)])
+
+
+FastParse = Callable[[pa.RecordBatch], tuple[pa.RecordBatch | None, pa.BooleanArray]]
+"""``Kafka rows -> (parsed rows, which records those are)``: a parse step's bulk path over an Arrow batch of Kafka rows
+(columns ``key, value, topic, partition, offset, timestamp``). It returns the rows for the records it recognised and
+a mask of those records; every other record goes to the step's exact :data:`Classifier`. It must give exactly the
+rows the classifier would for the records it takes."""
+
+
+def _classified_batch(kafka: pa.RecordBatch, classify: Classifier, schema: pa.Schema) -> pa.RecordBatch | None:
+    """The exact parse step over the rows of an Arrow batch of Kafka rows (None when it yields no row)."""
+    rows: list[dict] = []
+    columns = [kafka.column(i).to_pylist() for i in range(6)]
+    for key, value, topic, partition, offset, timestamp in zip(*columns, strict=True):
+        kafka_columns = {
+            "kafka_topic": topic,
+            "kafka_partition": partition,
+            "kafka_offset": offset,
+            "kafka_timestamp": timestamp,
+        }
+        rows.extend(classify(key, value, kafka_columns))
+    if not rows:
+        return None
+    for row in rows:  # StrEnum members as plain strings for Arrow
+        row["record_kind"] = str(row["record_kind"])
+    return pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def classify_records(kafka_rows: DataFrame, classify: Classifier, ddl: str, fast: FastParse | None = None) -> DataFrame:
+    """Run ``classify`` over every Kafka record (``mapInPandas``); the rows it returns must fit ``ddl``.
+
+    Each row gets the record's coordinates: ``kafka_topic``, ``kafka_partition``, ``kafka_offset`` and
+    ``kafka_timestamp`` (epoch ms). With ``fast`` (``mapInArrow``), the records it recognises are parsed in bulk and
+    only the others go through ``classify``.
+    """
+    if fast is None:
+        return _classify_records_pandas(kafka_rows, classify, ddl)
+    schema = arrow_schema(ddl)
+
+    def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            parsed, matched = fast(batch)
+            if parsed is not None and parsed.num_rows:
+                yield parsed
+            rest = batch.filter(pc.invert(matched))
+            if rest.num_rows:
+                exact = _classified_batch(rest, classify, schema)
+                if exact is not None:
+                    yield exact
+
+    return kafka_rows.selectExpr(*_KAFKA_COLUMNS).mapInArrow(parse, ddl)
 
 
 def fold_reconciler(
@@ -211,6 +310,9 @@ class FoldWriter:
         self.reconciler: Reconciler | None = None
         self._next_reconcile = 0.0
         self._shared_tables_ready = False
+        #: Tables this writer's query created empty at its start and has not written yet: a history insert into one
+        #: is an append (nothing to match; still once per batch, by its transaction id).
+        self.new_tables: set[str] = set()
         self._last_watermark: dict[tuple[str, int], int] | None = None
 
     def path(self, spec: TableSpec) -> str:
@@ -330,7 +432,12 @@ class FoldWriter:
     def insert_history(self, rows: DataFrame, spec: TableSpec, batch_id: int) -> None:
         """Insert a batch's rows of a history table, keyed by their Kafka coordinates (``spec.key``): a record folded
         again (a batch replayed, a checkpoint lost while the tables were kept) adds nothing. Only the table's files
-        that may hold the batch's offsets are read (``kafka_offset`` at least the batch's lowest)."""
+        that may hold the batch's offsets are read (``kafka_offset`` at least the batch's lowest); into a table the
+        query created empty and has not written yet, an append (tagged with the same transaction id) does the same."""
+        if spec.name in self.new_tables:
+            append_once(rows, self.path(spec), self.app_id(spec), batch_id)
+            self.new_tables.discard(spec.name)
+            return
         lowest = rows.agg(F.min("kafka_offset")).first()
         floor = lowest[0] if lowest is not None else None
         target = f"t.kafka_offset >= {int(floor)}" if floor is not None else None
@@ -379,15 +486,23 @@ def start_fold_query(
     again adds nothing). With an existing checkpoint, ``reconciler`` runs a pass first (rows whose keys left the
     topics while the job was down); the writer gets it for the passes that follow (:meth:`FoldWriter.attach`).
     """
-    for spec in (*tables, REJECTED_RECORDS, WATERMARKS, DATA_LOSS):
-        ensure_table(spark, settings.delta_root, spec)
+    created = {
+        spec.name
+        for spec in (*tables, REJECTED_RECORDS, WATERMARKS, DATA_LOSS)
+        if create_table(spark, settings.delta_root, spec)
+    }
     writer._shared_tables_ready = True
+    writer.new_tables = {spec.name for spec in tables if spec.name in created}
     checkpoint = settings.checkpoint_path(job_name)
     if not storage.exists(spark, checkpoint):  # Hadoop's filesystem: the checkpoint may be in object storage
+        # (a table created just now is empty: no DELETE, which would cost a Spark job and maybe a commit)
         for spec in current_tables:
+            if spec.name in created:
+                continue
             writer.log.info("no checkpoint at %s: rebuilding %s from the start of the topics", checkpoint, spec.name)
             DeltaTable.forPath(spark, str(settings.delta_root / spec.name)).delete()
-        DeltaTable.forPath(spark, str(settings.delta_root / WATERMARKS.name)).delete(f"query = '{job_name}'")
+        if WATERMARKS.name not in created:
+            DeltaTable.forPath(spark, str(settings.delta_root / WATERMARKS.name)).delete(f"query = '{job_name}'")
     elif reconciler is not None:
         try:
             reconciler(spark)

@@ -58,6 +58,7 @@ from connect_state.folds.heartbeats import (
     step,
     still_due,
 )
+from connect_state.guards import internal_topics
 from connect_state.heartbeat_emitter import EmittedHeartbeat, HeartbeatEmitter
 from connect_state.heartbeats import HeartbeatProvider, as_provider
 from connect_state.kafka import InternalTopicWriter, OffsetsTopicReader
@@ -266,6 +267,7 @@ class HeartbeatSink:
                 InternalTopicWriter(self.settings, client_id="connect-state-heartbeat-offsets"),
                 self.settings.offset_storage_topic,
                 OffsetsTopicReader(self.settings),
+                internal_topics(self.settings).names,
             )
         return self._emitter
 

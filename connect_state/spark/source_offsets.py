@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pandas as pd
 from delta.tables import DeltaTable
@@ -41,17 +42,19 @@ from connect_state.errors import RecordFormatError
 from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds import source_offsets as source_fold
 from connect_state.formats.offsets import parse_offset_key
+from connect_state.guards import permitted_offsets_topics
 from connect_state.positions import topics_of
 from connect_state.settings import Settings
 from connect_state.spark.checkpoint import latest_positions
-from connect_state.spark.delta_io import delta_transaction
+from connect_state.spark.delta_io import append_once, delta_transaction
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldWriter,
     RecordKind,
     classify_records,
+    column_frame,
     fold_reconciler,
-    pandas_frame,
+    nullable_values,
     passed_through,
     rejected,
     start_fold_query,
@@ -85,7 +88,7 @@ def configured_topics(spark: SparkSession, settings: Settings) -> set[str]:
             except ValueError:
                 continue
             configs.append(config if isinstance(config, dict) else None)
-    return offsets_topics(settings.offset_storage_topic, configs)
+    return permitted_offsets_topics(offsets_topics(settings.offset_storage_topic, configs), settings)
 
 
 def checkpoint_topics(spark: SparkSession, checkpoint: Location) -> set[str]:
@@ -120,7 +123,7 @@ def classify(key: bytes | None, value: bytes | None, kafka: dict) -> list[dict]:
     and also quarantined: ``GET /offsets`` leaves such a partition out.
     """
     try:
-        parsed = parse_offset_key(key)
+        parsed = parse_offset_key(key) if key is None else source_fold.parsed_key(bytes(key))
     except RecordFormatError as err:
         return [rejected(key, value, err.reason, kafka)]
     row = {
@@ -141,15 +144,43 @@ def classify(key: bytes | None, value: bytes | None, kafka: dict) -> list[dict]:
     return [row, rejected(key, value, reason, kafka)]
 
 
-def _offset_record(row) -> source_fold.OffsetRecord:
-    return source_fold.OffsetRecord.from_kafka(
-        row.offsets_topic,
-        row.raw_key,
-        row.raw_value,
-        int(row.kafka_partition),
-        int(row.kafka_offset),
-        int(row.kafka_timestamp),
-    )
+def _offset_records(batch: pd.DataFrame) -> list[source_fold.OffsetRecord]:
+    """The fold's records of a group's rows, a column at a time."""
+    return [
+        source_fold.OffsetRecord.from_kafka(topic, key, value, int(partition), int(offset), int(timestamp))
+        for topic, key, value, partition, offset, timestamp in zip(
+            batch["offsets_topic"].tolist(),
+            nullable_values(batch["raw_key"]),
+            nullable_values(batch["raw_value"]),
+            batch["kafka_partition"].tolist(),
+            batch["kafka_offset"].tolist(),
+            batch["kafka_timestamp"].tolist(),
+            strict=True,
+        )
+    ]
+
+
+def _output_frame(
+    offsets_topic: str, changes: list[source_fold.OffsetChange], rows: list[source_fold.CurrentRow]
+) -> pd.DataFrame:
+    """The fold's output: one history row per change, then one current-table row per row, built a column at a time."""
+    n_changes, n = len(changes), len(changes) + len(rows)
+    columns: dict[str, list[Any]] = {
+        "record_kind": [str(RecordKind.HISTORY)] * n_changes + [str(RecordKind.CURRENT)] * len(rows),
+        "offsets_topic": [c.offsets_topic for c in changes] + [r.offsets_topic for r in rows],
+        "connector": [c.connector for c in changes] + [r.connector for r in rows],
+        "partition": [c.partition for c in changes] + [r.partition for r in rows],
+        "offset": [c.offset for c in changes] + [r.offset for r in rows],
+        "listed": [None] * n_changes + [r.listed for r in rows],
+        "change": [c.change for c in changes] + [r.op for r in rows],
+        "raw_key": [c.key for c in changes] + [r.key for r in rows],
+        "raw_value": [None] * n_changes + [r.value for r in rows],
+        "kafka_topic": [offsets_topic] * n,
+        "kafka_partition": [c.kafka_partition for c in changes] + [r.kafka_partition for r in rows],
+        "kafka_offset": [c.kafka_offset for c in changes] + [r.kafka_offset for r in rows],
+        "kafka_timestamp": [c.kafka_timestamp for c in changes] + [r.kafka_timestamp for r in rows],
+    }
+    return column_frame(columns, n, OUTPUT_SCHEMA)
 
 
 def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
@@ -160,44 +191,9 @@ def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) ->
         yield passed_through(batch, OUTPUT_SCHEMA)
         return
     current = source_fold.state_from_json(state.get[0]) if state.exists else source_fold.OffsetsState()
-    records = [_offset_record(row) for row in batch.itertuples(index=False)]
-    new_state, changes, rows = source_fold.fold_connector_offsets(current, records)
+    new_state, changes, rows = source_fold.fold_connector_offsets(current, _offset_records(batch))
     state.update((source_fold.state_to_json(new_state),))
-    out = [
-        {
-            "record_kind": RecordKind.HISTORY,
-            "offsets_topic": c.offsets_topic,
-            "connector": c.connector,
-            "partition": c.partition,
-            "offset": c.offset,
-            "change": c.change,
-            "raw_key": c.key,
-            "kafka_topic": offsets_topic,
-            "kafka_partition": c.kafka_partition,
-            "kafka_offset": c.kafka_offset,
-            "kafka_timestamp": c.kafka_timestamp,
-        }
-        for c in changes
-    ]
-    out += [
-        {
-            "record_kind": RecordKind.CURRENT,
-            "offsets_topic": r.offsets_topic,
-            "connector": r.connector,
-            "partition": r.partition,
-            "offset": r.offset,
-            "listed": r.listed,
-            "change": r.op,
-            "raw_key": r.key,
-            "raw_value": r.value,
-            "kafka_topic": offsets_topic,
-            "kafka_partition": r.kafka_partition,
-            "kafka_offset": r.kafka_offset,
-            "kafka_timestamp": r.kafka_timestamp,
-        }
-        for r in rows
-    ]
-    yield pandas_frame(out, OUTPUT_SCHEMA)
+    yield _output_frame(offsets_topic, changes, rows)
 
 
 def fold_stream(kafka_rows: DataFrame) -> DataFrame:
@@ -269,6 +265,11 @@ class SourceOffsetsWriter(FoldWriter):
             F.current_timestamp().alias("updated_at"),
             F.col("change").alias("op"),
         )
+        if SOURCE_OFFSETS.name in self.new_tables:  # created empty by this query: the MERGE would only insert
+            inserts = source.filter(F.col("op") == source_fold.UPSERT).select(*SOURCE_OFFSETS.column_names)
+            append_once(inserts, self.path(SOURCE_OFFSETS), self.app_id(SOURCE_OFFSETS), batch_id)
+            self.new_tables.discard(SOURCE_OFFSETS.name)
+            return
         values: dict[str, str | Column] = {name: f"s.`{name}`" for name in SOURCE_OFFSETS.column_names}
         table = DeltaTable.forPath(current.sparkSession, self.path(SOURCE_OFFSETS))
         with delta_transaction(current.sparkSession, self.app_id(SOURCE_OFFSETS), batch_id):

@@ -40,6 +40,8 @@ from connect_state.spark.metrics import METRICS
 log = logging.getLogger("connect_state.streaming")
 
 JOIN_TIMEOUT_S = 180.0
+STOP_TIMEOUT_S = 90.0
+"""How long a clean stop waits for a query's current micro-batch to end before it interrupts it."""
 
 
 def job_logger(name: str) -> logging.Logger:
@@ -174,7 +176,10 @@ class QueryTask:
                 self.after_poll()
                 if self.query is not previous:
                     last_batch = -1
-        if self.query.isActive:
+        stopped = stop.is_set() and self.query.isActive
+        if stopped:  # a clean stop: not inside a batch (an interrupted MERGE fails the query on its way out)
+            stop_between_batches(self.query, STOP_TIMEOUT_S)
+        elif self.query.isActive:
             self.query.stop()
         for batch in self.new_progress(last_batch):  # the batches of a catch-up run's last moments
             reading.observe(batch)
@@ -182,7 +187,9 @@ class QueryTask:
         if reading.batches:
             log.info("%s: %s", self.name, reading.line(time.monotonic()))
         error = self.query.exception()
-        if error is not None:
+        if error is not None and stopped:  # a batch cut short by the stop (after STOP_TIMEOUT_S): replayed next start
+            log.warning("query %s stopped on request; its last batch was interrupted: %s", self.name, error)
+        elif error is not None:
             log.error("query %s failed: %s", self.name, error)
             return 1
         return 0

@@ -43,7 +43,7 @@ from tests.integration.helpers import (
     unique,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 WAIT_S = 120.0
 
 

@@ -146,7 +146,8 @@ def test_two_instances_of_the_leased_jobs_act_once_and_take_over_after_a_crash(
         cleanup_holder = holder_pid(leases(api)[CLEANUP_LEASE])
 
         # kill -9 of the heartbeats lease's holder: the other instance takes over its leases once they expire.
-        victim = by_pid[holder_pid(leases(api)[HEARTBEATS_LEASE])]
+        before_kill = leases(api)[HEARTBEATS_LEASE]
+        victim = by_pid[holder_pid(before_kill)]
         survivor = next(d for d in drivers if d is not victim)
         killed_at = int(time.time() * 1000)
         assert victim.kill() == -9
@@ -158,8 +159,8 @@ def test_two_instances_of_the_leased_jobs_act_once_and_take_over_after_a_crash(
             drivers,
         )  # fmt: skip
         assert taken[HEARTBEATS_LEASE]["epoch"] == 2, taken
-        # not before the victim's lease expired: at most one renewal interval before the kill plus the duration
-        assert taken[HEARTBEATS_LEASE]["acquired_at"] >= killed_at + LEASE_MS - RENEW_MS - 500, (taken, killed_at)
+        # not before the victim's lease expired (it may have renewed it once more after it was read: later still)
+        assert taken[HEARTBEATS_LEASE]["acquired_at"] >= before_kill["expires_at"], (taken, before_kill)
         expected_cleanup_epoch = 2 if cleanup_holder == victim.pid else 1
         assert taken[CLEANUP_LEASE]["epoch"] == expected_cleanup_epoch, taken
         takeover = taken[HEARTBEATS_LEASE]["acquired_at"]

@@ -1,6 +1,7 @@
 """Tables and checkpoints in a bucket of a real S3-compatible server (s3proxy on loopback): every job's catch-up writes
 them through Hadoop's S3A, the API reads them through deltalake's object store, and its answers equal the Connect
-worker's; a second catch-up finds every checkpoint in the bucket and keeps the tables.
+worker's; a second catch-up finds every checkpoint in the bucket and keeps the tables, and a job whose checkpoint was
+removed from the bucket rebuilds its tables from the start of the topics.
 
 The bucket stands in for a cloud account's (S3, and the same code paths for ABFS and GCS): the jobs never use the
 local filesystem for a checkpoint or a table, so a checkpoint that lives only in the bucket is found or not found there.
@@ -14,7 +15,7 @@ import pytest
 from deltalake import DeltaTable
 
 from connect_state.dev.filestream import append_lines, file_source_config
-from connect_state.spark import storage
+from connect_state.spark import connector_states, storage
 from connect_state.spark.all_jobs import every_job
 from connect_state.spark.storage import configure_storage
 from connect_state.spark.streaming import run_catch_up
@@ -27,6 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 WAIT_S = 90.0
 CURRENT_TABLES = (CONNECTORS, ACTIVE_TOPICS, SOURCE_OFFSETS, SINK_OFFSETS)
+QUERIES = ("active_topics", "connector_states", "source_offsets", "sink_offsets", "heartbeats")
 NO_CHECKPOINT = "no checkpoint at"
 
 
@@ -60,11 +62,11 @@ def test_catch_up_into_a_bucket_answers_like_connect_and_resumes_from_the_bucket
     connect.wait_for(lambda: connect.active_topics(name) == {topic}, WAIT_S, description=f"{name} active topics")
 
     caplog.set_level(logging.INFO, logger="connect_state")
+    assert not any(storage.exists(spark_on_s3, settings.checkpoint_path(query)) for query in QUERIES)
     assert run_catch_up(every_job(hooks={}), spark_on_s3, settings) == 0
-    assert NO_CHECKPOINT in caplog.text  # the first run found no checkpoint in the bucket
 
     checkpoints = {key.split("/")[2] for key in s3_server.list_keys(TEST_BUCKET, f"{prefix}/checkpoints/")}
-    assert {"active_topics", "connector_states", "source_offsets", "sink_offsets"} <= checkpoints
+    assert set(QUERIES) <= checkpoints
     assert all(storage.exists(spark_on_s3, settings.checkpoint_path(query)) for query in checkpoints)
     assert f"{prefix}/delta/connectors/_delta_log/00000000000000000000.json" in s3_server.list_keys(
         TEST_BUCKET, f"{prefix}/delta/connectors/_delta_log/"
@@ -75,11 +77,24 @@ def test_catch_up_into_a_bucket_answers_like_connect_and_resumes_from_the_bucket
     before = {spec.name: table_rows(settings.table_path(spec.name), options) for spec in CURRENT_TABLES}
     assert any(row["name"] == name for row in before[CONNECTORS.name])
 
+    # The tables exist now: a job that did not find its checkpoint in the bucket would log it and empty them.
     caplog.clear()
     assert run_catch_up(every_job(hooks={}), spark_on_s3, settings) == 0
     assert NO_CHECKPOINT not in caplog.text, "a checkpoint in the bucket was not found: the tables were rebuilt"
     after = {spec.name: table_rows(settings.table_path(spec.name), options) for spec in CURRENT_TABLES}
     assert after == before
+    assert_answers_like_connect(api_client(settings), connect, name)
+
+    # And the converse: the checkpoint removed from the bucket, the job sees it gone and rebuilds its tables.
+    checkpoint = settings.checkpoint_path(connector_states.JOB.name)
+    assert storage.delete(spark_on_s3, checkpoint) and not s3_server.list_keys(
+        TEST_BUCKET, f"{prefix}/checkpoints/connector_states/"
+    )
+    caplog.clear()
+    assert run_catch_up([connector_states.JOB], spark_on_s3, settings) == 0
+    assert f"{NO_CHECKPOINT} {checkpoint}: rebuilding {CONNECTORS.name}" in caplog.text
+    rebuilt = table_rows(settings.table_path(CONNECTORS.name), options)
+    assert without_updated_at(rebuilt) == without_updated_at(before[CONNECTORS.name])
     assert_answers_like_connect(api_client(settings), connect, name)
     connect.delete_connector(name)
 
@@ -87,3 +102,7 @@ def test_catch_up_into_a_bucket_answers_like_connect_and_resumes_from_the_bucket
 def table_rows(uri: object, options: dict[str, str]) -> list[dict]:
     rows = DeltaTable(str(uri), storage_options=options).to_pyarrow_table().to_pylist()
     return sorted(rows, key=repr)
+
+
+def without_updated_at(rows: list[dict]) -> list[dict]:
+    return sorted(({k: v for k, v in row.items() if k != "updated_at"} for row in rows), key=repr)

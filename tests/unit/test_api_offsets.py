@@ -605,7 +605,8 @@ def test_patch_sink_alters_and_deletes(client, admin):
     ]
 
 
-def test_patch_sink_of_another_class_and_group_override(client, admin):
+def test_patch_sink_of_another_class_and_group_override(make_client, tables, admin):
+    client = make_client(tables=tables, overrides={"api.allowed.groups": "connect-*,custom"})  # connect_state.guards
     assert patch(client, "snk-other", VALID_SINK_BODY) == (200, {"message": ALTERED_LONG})
     assert patch(client, "snk-group", VALID_SINK_BODY) == (200, {"message": ALTERED_SHORT})
     assert [call[1] for call in admin.calls] == ["connect-snk-other", "custom"]

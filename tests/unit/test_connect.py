@@ -9,13 +9,9 @@ import pytest
 
 from connect_state.api.offsets import source_connector_offsets
 from connect_state.cleanup import source_offsets_topics as cleanup_offsets_topics
+from connect_state.connect.alter_offsets import AlterOffsetsRules, ModifyOffsetsRefused
 from connect_state.connect.connector_types import config_connector_type, is_alias_of, plugin_aliases
-from connect_state.connect.filestream import (
-    FILE_SINK_CLASS,
-    FILE_SOURCE_CLASS,
-    sink_connector_alter_offsets,
-    source_connector_alter_offsets,
-)
+from connect_state.connect.filestream import FILE_SINK_CLASS, FILE_SOURCE_CLASS
 from connect_state.connect.offset_stores import (
     ConnectorOffsetStores,
     OffsetWrite,
@@ -34,7 +30,7 @@ from connect_state.connect.rest import (
 from connect_state.connect.vocabulary import ConnectorType, State, TargetState
 from connect_state.folds.connector_states import ConnectorState
 from connect_state.folds.heartbeats import HeartbeatDefaults, heartbeat_policy
-from connect_state.formats.offsets import BadOffsetsRequest, offset_key_bytes
+from connect_state.formats.offsets import offset_key_bytes
 from connect_state.formats.status import Status
 
 WORKER = "connect-offsets"
@@ -199,19 +195,20 @@ _FILE = {"file": "/in"}
     ],
 )
 def test_file_stream_source_alter_offsets_refuses(config: dict[str, object], pairs: list, message: str) -> None:
-    with pytest.raises(BadOffsetsRequest) as caught:
-        source_connector_alter_offsets("FileStreamSource", config, pairs)
+    with pytest.raises(ModifyOffsetsRefused) as caught:
+        AlterOffsetsRules().alter_offsets("c", "FileStreamSource", ConnectorType.SOURCE, config, pairs)
     assert caught.value.status == 500
     assert message in caught.value.message
 
 
 def test_alter_offsets_of_known_and_other_connectors() -> None:
+    rules = AlterOffsetsRules()
     pairs = [({"filename": "/in"}, {"position": 3}), ({"anything": 1}, None)]
-    assert source_connector_alter_offsets(FILE_SOURCE_CLASS, _FILE, pairs) is True
-    assert source_connector_alter_offsets("org.example.Other", {}, [(None, {"x": 1})]) is False
-    assert sink_connector_alter_offsets("FileStreamSinkConnector") is True
-    assert sink_connector_alter_offsets("org.example.OtherSink") is False
-    assert sink_connector_alter_offsets(None) is False
+    assert rules.alter_offsets("c", FILE_SOURCE_CLASS, ConnectorType.SOURCE, _FILE, pairs) is True
+    assert rules.alter_offsets("c", "org.example.Other", ConnectorType.SOURCE, {}, [(None, {"x": 1})]) is False
+    assert rules.alter_offsets("c", "FileStreamSinkConnector", ConnectorType.SINK, {}, {("t", 0): 1}) is True
+    assert rules.alter_offsets("c", "org.example.OtherSink", ConnectorType.SINK, {}, {}) is False
+    assert rules.alter_offsets("c", None, ConnectorType.SINK, {}, {}) is False
 
 
 # ---------------------------------------------------------------------------------------------------------------------

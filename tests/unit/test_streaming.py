@@ -10,9 +10,11 @@ from typing import ClassVar
 
 import pytest
 
+from connect_state.spark import streaming
 from connect_state.spark.streaming import (
     Backoff,
     PeriodicTask,
+    QueryTask,
     Run,
     Supervisor,
     TaskStatus,
@@ -294,3 +296,63 @@ def test_periodic_task_passes_until_stopped_and_a_single_failing_pass_fails() ->
 
     assert PeriodicTask("p", broken, 0.01, once=True, logger=log).run(threading.Event()) == 1
     assert PeriodicTask("p", lambda: "ok", 0.01, once=True, logger=log).run(threading.Event()) == 0
+
+
+# --- a query task stopped on request ---------------------------------------------------------------------------------
+
+
+class FakeQuery:
+    """A streaming query: its trigger is active for ``busy_s``; a ``stop()`` during it interrupts the batch (the
+    query ends with an exception, as an interrupted MERGE does); ``fails`` ends it by itself with an error."""
+
+    name = "q"
+    id = "q-id"
+    lastProgress = None
+    recentProgress: ClassVar[list] = []
+
+    def __init__(self, busy_s: float = 0.0, fails: bool = False) -> None:
+        self.busy_until = time.monotonic() + busy_s
+        self.active = not fails
+        self.error: str | None = "failed by itself" if fails else None
+        self.stopped_while_busy: bool | None = None
+
+    @property
+    def isActive(self) -> bool:
+        return self.active
+
+    @property
+    def status(self) -> dict:
+        return {"isTriggerActive": time.monotonic() < self.busy_until}
+
+    def awaitTermination(self, timeout: float) -> None:
+        time.sleep(min(timeout, 0.05))
+
+    def stop(self) -> None:
+        self.stopped_while_busy = time.monotonic() < self.busy_until
+        if self.stopped_while_busy:
+            self.error = "InterruptedException"
+        self.active = False
+
+    def exception(self) -> str | None:
+        return self.error
+
+
+def test_a_query_stopped_on_request_ends_its_batch_first_and_counts_as_stopped() -> None:
+    query = FakeQuery(busy_s=0.5)
+    stop = threading.Event()
+    stop.set()
+    assert QueryTask(query, poll_seconds=0.05).run(stop) == 0  # type: ignore[arg-type]
+    assert query.stopped_while_busy is False
+
+
+def test_a_query_interrupted_by_a_stop_on_request_still_counts_as_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(streaming, "STOP_TIMEOUT_S", 0.1)
+    query = FakeQuery(busy_s=30.0)
+    stop = threading.Event()
+    stop.set()
+    assert QueryTask(query, poll_seconds=0.05).run(stop) == 0  # type: ignore[arg-type]
+    assert query.stopped_while_busy is True
+
+
+def test_a_query_that_fails_by_itself_fails_its_task() -> None:
+    assert QueryTask(FakeQuery(fails=True), poll_seconds=0.05).run(threading.Event()) == 1  # type: ignore[arg-type]

@@ -1,0 +1,111 @@
+"""Password and token hashes for the API's credential files (issue 13), standard library only.
+
+A password hash is ``scrypt$<n>$<r>$<p>$<salt>$<key>`` (salt and key base64) or ``pbkdf2_sha256$<iterations>$<salt>$
+<key>``; a token hash is ``sha256$<hex>`` (a token is 32 random bytes, so a fast hash is enough). The files
+(``api.auth.basic.file``, ``api.auth.token.file``) hold one ``<principal>:<hash>`` a line; ``#`` starts a comment.
+
+    python -m connect_state.api.passwords hash alice      # asks for the password (or reads it from stdin)
+    python -m connect_state.api.passwords token ops-bot   # makes a token: prints it, and the line for the file
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import getpass
+import hashlib
+import hmac
+import secrets
+import sys
+from collections.abc import Sequence
+from enum import StrEnum
+
+__all__ = ["HashScheme", "hash_password", "hash_token", "new_token", "verify_password", "verify_token"]
+
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
+PBKDF2_ITERATIONS = 600_000
+
+
+class HashScheme(StrEnum):
+    SCRYPT = "scrypt"
+    PBKDF2_SHA256 = "pbkdf2_sha256"
+    SHA256 = "sha256"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def hash_password(password: str, scheme: HashScheme = HashScheme.SCRYPT) -> str:
+    """A salted hash of ``password`` for the basic-auth file."""
+    salt = secrets.token_bytes(16)
+    if scheme == HashScheme.SCRYPT:
+        key = hashlib.scrypt(password.encode(), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=32)
+        return f"{scheme}${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(key)}"
+    if scheme == HashScheme.PBKDF2_SHA256:
+        key = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, PBKDF2_ITERATIONS)
+        return f"{scheme}${PBKDF2_ITERATIONS}${_b64(salt)}${_b64(key)}"
+    raise ValueError(f"{scheme} is not a password scheme")
+
+
+def verify_password(password: str, stored: str) -> bool:
+    """Whether ``password`` matches ``stored`` (:func:`hash_password`'s form); False for a malformed hash."""
+    parts = stored.split("$")
+    try:
+        if parts[0] == HashScheme.SCRYPT and len(parts) == 6:
+            n, r, p = int(parts[1]), int(parts[2]), int(parts[3])
+            expected = base64.b64decode(parts[5])
+            key = hashlib.scrypt(
+                password.encode(), salt=base64.b64decode(parts[4]), n=n, r=r, p=p, dklen=len(expected), maxmem=2**26
+            )
+        elif parts[0] == HashScheme.PBKDF2_SHA256 and len(parts) == 4:
+            expected = base64.b64decode(parts[3])
+            key = hashlib.pbkdf2_hmac("sha256", password.encode(), base64.b64decode(parts[2]), int(parts[1]))
+        else:
+            return False
+    except ValueError:
+        return False
+    return hmac.compare_digest(key, expected)
+
+
+def new_token() -> str:
+    """A new bearer token (URL-safe, 256 bits)."""
+    return secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    """The stored form of a bearer token."""
+    return f"{HashScheme.SHA256}${hashlib.sha256(token.encode()).hexdigest()}"
+
+
+def verify_token(token: str, stored: str) -> bool:
+    return hmac.compare_digest(hash_token(token).encode(), stored.encode())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m connect_state.api.passwords", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    hash_cmd = sub.add_parser("hash", help="hash a password: prints the line for api.auth.basic.file")
+    hash_cmd.add_argument("user")
+    hash_cmd.add_argument("--scheme", choices=[HashScheme.SCRYPT, HashScheme.PBKDF2_SHA256], default=HashScheme.SCRYPT)
+    token_cmd = sub.add_parser("token", help="make a token: prints it, then the line for api.auth.token.file")
+    token_cmd.add_argument("principal")
+    args = parser.parse_args(argv)
+    if args.command == "hash":
+        password = getpass.getpass(f"password for {args.user}: ") if sys.stdin.isatty() else sys.stdin.readline()
+        password = password.rstrip("\n")
+        if not password:
+            print("empty password", file=sys.stderr)
+            return 2
+        print(f"{args.user}:{hash_password(password, HashScheme(args.scheme))}")
+    else:
+        token = new_token()
+        note = f"line 1: the token (give it to {args.principal}; it is not stored); line 2: for the file"
+        print(note, file=sys.stderr)
+        print(token)
+        print(f"{args.principal}:{hash_token(token)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""Benchmark: where a small micro-batch's time goes, for a continuously running job (issue 11 §3, steady state).
+
+A fresh topic shaped like the job's input (``connect-status`` for ``--job active_topics``, ``connect-offsets`` for
+``--job source_offsets``) is filled with ``--records`` records (the state the job starts from), then, in one
+SparkSession (``local[2]``, the production JIT):
+
+1. the job starts as a continuous query (``trigger.interval`` ``--trigger``) and catches up (its first batch);
+2. the driver idles for ``--idle`` seconds: the CPU time of this process and of the Spark JVM over that time is
+   printed (share of one core);
+3. ``--batches`` times: ``--batch-records`` new records (changes of existing keys) are written, and the micro-batch
+   that folds them is awaited. Per batch: the end-to-end latency (write acknowledged -> the writer's batch done),
+   Spark's ``durationMs`` by phase, the writer's Delta writes one by one, and the CPU used.
+
+The last line gives the median small batch's ``triggerExecution`` and the idle CPU share. Nothing here is a
+pass/fail threshold.
+
+    .venv/bin/python bench/small_batch.py --job active_topics --records 20000 --batches 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import active_topics as at_bench
+from bench import offsets as offsets_bench
+from bench.common import (
+    BenchError,
+    JobUnderTest,
+    Record,
+    add_cluster_arguments,
+    bench_main,
+    bench_session,
+    check_arguments,
+    fill_topic,
+    instrumented_writer,
+    load_average,
+    new_topic,
+)
+from connect_state.formats.offsets import offset_key_bytes, serialize_offset_value
+from connect_state.formats.status import TopicStatus, serialize_topic_status, topic_status_key
+from connect_state.settings import Settings, add_config_arguments
+
+JOBS: dict[str, tuple[JobUnderTest, int, str]] = {
+    "active_topics": (at_bench.JOB, at_bench.PARTITIONS, "bench-status"),
+    "source_offsets": (offsets_bench.JOB, offsets_bench.PARTITIONS, "bench-offsets"),
+}
+
+
+def initial_records(args: argparse.Namespace) -> list[Record]:
+    if args.job == "active_topics":
+        return at_bench.generate_workload(args.records, args.connectors, 20, 0.1, 0.02, args.seed).records
+    return offsets_bench.generate_workload(args.records, args.connectors, 10, 0.05, args.seed).records
+
+
+def change_records(args: argparse.Namespace, rng: random.Random, n: int, step: int) -> list[Record]:
+    """``n`` changes of existing keys: new discover timestamps, or new source positions."""
+    out: list[Record] = []
+    for _ in range(n):
+        c = rng.randrange(args.connectors)
+        if args.job == "active_topics":
+            connector, topic = at_bench.connector_name(c), at_bench.topic_name(c, rng.randrange(20))
+            status = TopicStatus(topic, connector, 0, 1_800_000_000_000 + step)
+            out.append((topic_status_key(topic, connector).encode(), serialize_topic_status(status)))
+        else:
+            name = offsets_bench.connector_name(c)
+            key = offset_key_bytes(name, offsets_bench.source_partition(name, rng.randrange(10)))
+            out.append((key, serialize_offset_value({"position": 10**9 + step})))
+    return out
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User + system CPU seconds of the processes (and their reaped children), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(x) for x in fields[11:15]) / ticks  # utime stime cutime cstime
+    return total
+
+
+def spark_pids() -> list[int]:
+    """This process, its descendants (the Spark JVM, its Python workers)."""
+    pids = [os.getpid()]
+    frontier = [os.getpid()]
+    while frontier:
+        parent = frontier.pop()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == parent and int(entry.name) not in pids:
+                pids.append(int(entry.name))
+                frontier.append(int(entry.name))
+    return pids
+
+
+def wait_batch(query: Any, after_batch: int, timeout_s: float) -> dict[str, Any]:
+    """The progress of the first batch with input rows after ``after_batch``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if query.exception() is not None:
+            raise BenchError(f"the job failed: {query.exception()}")
+        for progress in query.recentProgress:
+            if progress["batchId"] > after_batch and progress.get("numInputRows", 0) > 0:
+                return progress
+        time.sleep(0.05)
+    raise BenchError(f"no batch with input after batch {after_batch} within {timeout_s:g}s")
+
+
+def phases(progress: dict[str, Any]) -> str:
+    durations = progress.get("durationMs") or {}
+    return ", ".join(f"{k} {v}" for k, v in sorted(durations.items(), key=lambda kv: -kv[1]) if v)
+
+
+def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics: list[str]) -> None:
+    job, partitions, prefix = JOBS[args.job]
+    records = initial_records(args)
+    topic = new_topic(cluster, prefix, records, partitions, args.replication_factor, topics, report_fill=True)
+    spark = bench_session(work_dir, args.master, "connect-state-bench-small-batch")
+    settings = job.settings(cluster, work_dir, topic, "job").with_overrides(**{"trigger.interval": args.trigger})
+    rng = random.Random(args.seed + 7)
+    try:
+        with instrumented_writer(job.writer, [(o, n) for o, n, _ in job.writer_parts]) as times:
+            started = time.perf_counter()
+            query = job.start(spark, settings, available_now=False)
+            first = wait_batch(query, -1, args.job_timeout)
+            print(
+                f"catch-up: {first['numInputRows']:,} records in batch {first['batchId']}, "
+                f"{time.perf_counter() - started:.2f} s from start(); {phases(first)}",
+                flush=True,
+            )
+            time.sleep(2)  # let the no-data batches after the catch-up pass
+            pids = spark_pids()
+            before, t0 = cpu_seconds(pids), time.perf_counter()
+            time.sleep(args.idle)
+            idle_share = (cpu_seconds(pids) - before) / (time.perf_counter() - t0)
+            print(
+                f"idle {args.idle:g} s: driver + JVM + workers used {100 * idle_share:.1f}% of one core "
+                f"(load average {load_average()})",
+                flush=True,
+            )
+            triggers: list[int] = []
+            latencies: list[float] = []
+            last = max(p["batchId"] for p in query.recentProgress)
+            for step in range(1, args.batches + 1):
+                parts_before = dict(times.parts)
+                cpu_before = cpu_seconds(pids)
+                sent = time.perf_counter()
+                fill_topic(cluster, topic, change_records(args, rng, args.batch_records, step), partitions)
+                progress = wait_batch(query, last, args.job_timeout)
+                done = time.perf_counter()
+                last = progress["batchId"]
+                trigger = (progress.get("durationMs") or {}).get("triggerExecution", 0)
+                triggers.append(trigger)
+                latencies.append(done - sent)
+                parts = ", ".join(
+                    f"{label} {times.parts.get(name, 0.0) - parts_before.get(name, 0.0):.2f}"
+                    for name, label in job.part_labels
+                )
+                print(
+                    f"batch {last}: {progress['numInputRows']} records; written -> seen {done - sent:.2f} s; "
+                    f"CPU {cpu_seconds(pids) - cpu_before:.2f} s; durationMs: {phases(progress)}; writer (s): {parts}",
+                    flush=True,
+                )
+                time.sleep(args.pause)
+            query.stop()
+    finally:
+        spark.stop()
+    print(
+        f"small batches ({args.batch_records} records, {len(triggers)} batches): triggerExecution median "
+        f"{statistics.median(triggers) / 1000:.2f} s, written -> seen median {statistics.median(latencies):.2f} s; "
+        f"idle CPU {100 * idle_share:.1f}% of one core",
+        flush=True,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bench/small_batch.py", description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--job", choices=sorted(JOBS), default="active_topics")
+    parser.add_argument("--records", type=int, default=20_000, help="records before the job starts (20000)")
+    parser.add_argument("--connectors", type=int, default=500, help="distinct connectors (500)")
+    parser.add_argument("--batches", type=int, default=8, help="small batches measured (8)")
+    parser.add_argument("--batch-records", type=int, default=3, help="records per small batch (3)")
+    parser.add_argument("--trigger", default="1 second", help="trigger.interval of the job (1 second)")
+    parser.add_argument("--idle", type=float, default=20.0, help="seconds of idle CPU measurement (20)")
+    parser.add_argument("--pause", type=float, default=1.0, help="seconds between small batches (1)")
+    parser.add_argument("--seed", type=int, default=1)
+    add_cluster_arguments(parser)
+    add_config_arguments(parser)
+    return parser
+
+
+def validate(args: argparse.Namespace) -> None:
+    check_arguments(
+        (
+            (args.records > 0 and args.connectors > 0, "--records and --connectors must be positive"),
+            (args.batches > 0 and args.batch_records > 0, "--batches and --batch-records must be positive"),
+        )
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return bench_main("bench/small_batch.py", args, measure, validate)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

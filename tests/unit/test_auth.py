@@ -1,0 +1,458 @@
+"""Authentication and roles (api/auth.py, issue 13): every route x every role, every kind of credential, 401 and 403 in
+Connect's error JSON with nothing written on a refusal, the route table's completeness, the exposure check."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+import connect_state.api.resources as api_resources
+from connect_state.api import create_app
+from connect_state.api.auth import (
+    PUBLIC_ENDPOINTS,
+    ROUTE_ROLES,
+    AuthMethod,
+    Grant,
+    Role,
+    UnguardedRouteError,
+    UnprotectedApiError,
+    check_routes,
+    is_loopback,
+    parse_grants,
+)
+from connect_state.api.passwords import HashScheme, hash_password, hash_token, main, verify_password, verify_token
+from connect_state.api.server import main as server_main
+from connect_state.errors import ConfigError
+from connect_state.settings import Settings
+from connect_state.tables import CONNECTORS
+from tests.unit.conftest import MakeClient
+from tests.unit.fakes import InMemoryTables, InMemoryTopics, RecordingWriter
+from tests.unit.helpers import assert_connect_error, mirror_connectors
+
+CONNECTOR = "orders-src"
+OTHER = "billing-src"
+
+#: One request per route, and the role it needs, written out here (not taken from ROUTE_ROLES, which it checks).
+ROUTES: dict[str, tuple[str, str, Role | None]] = {
+    "connect_read.server_info": ("GET", "/", Role.READ),
+    "connectors.list_connectors": ("GET", "/connectors", Role.READ),
+    "connect_read.get_connector": ("GET", f"/connectors/{CONNECTOR}", Role.READ),
+    "connect_read.get_connector_config": ("GET", f"/connectors/{CONNECTOR}/config", Role.READ),
+    "connect_read.get_task_configs": ("GET", f"/connectors/{CONNECTOR}/tasks", Role.READ),
+    "connect_read.get_task_status": ("GET", f"/connectors/{CONNECTOR}/tasks/0/status", Role.READ),
+    "connectors.get_connector_status": ("GET", f"/connectors/{CONNECTOR}/status", Role.READ),
+    "topics.get_active_topics": ("GET", f"/connectors/{CONNECTOR}/topics", Role.READ),
+    "offsets.get_connector_offsets": ("GET", f"/connectors/{CONNECTOR}/offsets", Role.READ),
+    "connectors.stop_connector": ("PUT", f"/connectors/{CONNECTOR}/stop", Role.OPERATE),
+    "connectors.pause_connector": ("PUT", f"/connectors/{CONNECTOR}/pause", Role.OPERATE),
+    "connectors.resume_connector": ("PUT", f"/connectors/{CONNECTOR}/resume", Role.OPERATE),
+    "restart.restart_connector": ("POST", f"/connectors/{CONNECTOR}/restart", Role.OPERATE),
+    "restart.restart_task": ("POST", f"/connectors/{CONNECTOR}/tasks/0/restart", Role.OPERATE),
+    "topics.reset_active_topics": ("PUT", f"/connectors/{CONNECTOR}/topics/reset", Role.OPERATE),
+    "offsets.alter_connector_offsets": ("PATCH", f"/connectors/{CONNECTOR}/offsets", Role.OFFSETS),
+    "offsets.reset_connector_offsets": ("DELETE", f"/connectors/{CONNECTOR}/offsets", Role.OFFSETS),
+    "connectors.delete_connector": ("DELETE", f"/connectors/{CONNECTOR}", Role.DELETE),
+    "deletions.get_deletions": ("GET", f"/connectors/{CONNECTOR}/deletions", Role.READ),
+    "heartbeats.get_heartbeats": ("GET", f"/connectors/{CONNECTOR}/heartbeats", Role.READ),
+    "history.get_events": ("GET", f"/connectors/{CONNECTOR}/events", Role.READ),
+    "history.get_config_versions": ("GET", f"/connectors/{CONNECTOR}/history/configs", Role.READ),
+    "history.get_offsets_as_of": ("GET", f"/connectors/{CONNECTOR}/history/offsets", Role.READ),
+    "history.get_partition_history": ("GET", f"/connectors/{CONNECTOR}/history/offsets/partition", Role.READ),
+    "history.get_topics_as_of": ("GET", f"/connectors/{CONNECTOR}/history/topics", Role.READ),
+    "history.get_rejected_records": ("GET", "/rejected-records", Role.READ),
+    "history.get_topic_connectors": ("GET", "/topics/t/connectors", Role.READ),
+    "data_loss.get_data_loss": ("GET", "/data-loss", Role.READ),
+    "leases.get_leases": ("GET", "/leases", Role.READ),
+    "leases.get_lease": ("GET", "/leases/cleanup", Role.READ),
+    "metrics.metrics": ("GET", "/metrics", Role.READ),
+    "openapi.openapi_json": ("GET", "/openapi.json", Role.READ),
+    "dashboard.page": ("GET", "/ui", Role.READ),
+    "dashboard.timeline": ("GET", f"/ui/timeline/{CONNECTOR}", Role.READ),
+    "static": ("GET", "/static/dashboard.js", Role.READ),
+    "audit.get_audit": ("GET", "/audit", Role.ADMIN),
+    "health.health": ("GET", "/health", None),  # public
+}
+
+#: A user per role (password = name), one with a connector-limited grant, one without any grant.
+USERS: dict[str, str] = {
+    "reader": "read",
+    "operator": "operate",
+    "offsetter": "offsets",
+    "deleter": "delete",
+    "admin": "admin",
+    "orders-operator": "operate@orders-* read@orders-*",
+    "nobody": "",
+}
+TOKEN = "t0ken-for-the-bot"
+CERT_USER = "cert-operator"
+
+
+def connector_row(name: str) -> dict[str, Any]:
+    config = {"connector.class": "FileStreamSource", "file": "/tmp/in", "topic": "t", "name": name}
+    return {
+        "name": name,
+        "type": "source",
+        "connector_class": "FileStreamSource",
+        "config": json.dumps(config),
+        "target_state": "STARTED",
+        "task_count": 0,
+        "connector_state": "RUNNING",
+        "connector_worker_id": "w1:8083",
+        "tasks": [],
+        "deleted": False,
+    }
+
+
+ROWS = [connector_row(CONNECTOR), connector_row(OTHER)]
+
+
+def fast_hash(password: str) -> str:
+    """A PBKDF2 hash with few iterations (the verification is the real one; only the cost is lowered)."""
+    import hashlib
+
+    salt = b"0123456789abcdef"
+    key = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, 1000)
+    return f"pbkdf2_sha256$1000${base64.b64encode(salt).decode()}${base64.b64encode(key).decode()}"
+
+
+@pytest.fixture
+def auth_files(tmp_path: Path) -> dict[str, str]:
+    basic = tmp_path / "users"
+    basic.write_text("# users\n" + "".join(f"{user}:{fast_hash(user)}\n" for user in USERS))
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"bot:{hash_token(TOKEN)}\n")
+    roles = tmp_path / "roles"
+    roles.write_text(
+        "".join(f"{user}: {grants}\n" for user, grants in USERS.items() if grants)
+        + "bot: operate\n"
+        + f"{CERT_USER}: operate read\n"
+        + "anonymous: read\n"
+    )
+    return {
+        "api.auth.basic.file": str(basic),
+        "api.auth.token.file": str(tokens),
+        "api.auth.roles.file": str(roles),
+        "api.kafka.cluster.id": "test-cluster",  # GET / does not ask the (absent) cluster
+    }
+
+
+@pytest.fixture
+def auth_client(make_client: MakeClient, auth_files: dict[str, str], kafka_log: InMemoryTopics) -> FlaskClient:
+    mirror_connectors(kafka_log, ROWS)
+    return make_client(tables=InMemoryTables({CONNECTORS.name: ROWS}), overrides=auth_files)
+
+
+@pytest.fixture(autouse=True)
+def admin(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """A consumer-group admin that records its calls (a sink's offsets are written through it)."""
+    calls: list[str] = []
+
+    class Admin:
+        def __getattr__(self, name: str) -> Any:
+            def call(*args: Any) -> Any:
+                if name != "close":
+                    calls.append(name)
+                return {} if name == "list_group_offsets" else True
+
+            return call
+
+    monkeypatch.setattr(api_resources, "create_admin", lambda _settings: Admin())
+    yield calls
+
+
+def basic(user: str, password: str | None = None) -> dict[str, str]:
+    raw = f"{user}:{password if password is not None else user}".encode()
+    return {"Authorization": "Basic " + base64.b64encode(raw).decode()}
+
+
+def call(client: FlaskClient, endpoint: str, headers: dict[str, str] | None = None, **kwargs: Any) -> Any:
+    method, path, _ = ROUTES[endpoint]
+    body = None
+    if method == "PATCH":
+        offset = {"partition": {"filename": "/tmp/in"}, "offset": {"position": 1}}
+        body = json.dumps({"offsets": [offset]})
+    return client.open(path, method=method, headers=headers or {}, data=body, content_type="application/json", **kwargs)
+
+
+def grants_allow(grants: str, role: Role | None, connector: str | None) -> bool:
+    if role is None:
+        return True
+    return any(g.allows(role, connector) for g in parse_grants([(1, f"x: {grants}")])["x"]) if grants else False
+
+
+# --- the table of routes --------------------------------------------------------------------------------------------
+
+
+def app_endpoints(app: Flask) -> set[str]:
+    return {rule.endpoint for rule in app.url_map.iter_rules()}
+
+
+def test_every_route_has_a_role_and_a_case_here(client: FlaskClient) -> None:
+    endpoints = app_endpoints(client.application)
+    assert endpoints == set(ROUTE_ROLES) | PUBLIC_ENDPOINTS, "ROUTE_ROLES must name exactly the app's routes"
+    assert endpoints == set(ROUTES), "every route needs a case in this module's ROUTES"
+    for endpoint, (_, _, role) in ROUTES.items():
+        assert ROUTE_ROLES.get(endpoint) == role, endpoint
+
+
+def test_an_unguarded_route_is_refused_at_creation(settings: Settings) -> None:
+    app = create_app(settings, writer=RecordingWriter())
+    app.add_url_rule("/new", "new_route", lambda: "x")
+    with pytest.raises(UnguardedRouteError, match="new_route"):
+        check_routes(app)
+
+
+# --- every route x every role ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("endpoint", sorted(ROUTES))
+@pytest.mark.parametrize("user", sorted(USERS))
+def test_route_by_role(
+    auth_client: FlaskClient, writer: RecordingWriter, admin: list[str], endpoint: str, user: str
+) -> None:
+    _, path, role = ROUTES[endpoint]
+    connector = CONNECTOR if f"/{CONNECTOR}" in path else None
+    response = call(auth_client, endpoint, basic(user))
+    if grants_allow(USERS[user], role, connector):
+        assert response.status_code not in (401, 403), response.get_data(as_text=True)
+    else:
+        assert_connect_error(
+            response,
+            403,
+            f"{user} may not {ROUTES[endpoint][0]} {path}: it needs the role {role}"
+            + (f" on connector {connector}" if connector else ""),
+        )
+        assert writer.sends == [] and admin == [], "nothing is written on a refusal"
+
+
+@pytest.mark.parametrize("endpoint", sorted(e for e, (m, _, _) in ROUTES.items() if m != "GET"))
+def test_writes_allowed_by_role_do_write(auth_client: FlaskClient, writer: RecordingWriter, endpoint: str) -> None:
+    """The other side of "nothing written on a refusal": with the role, the write reaches Kafka (or answers as Connect
+    would for the connector's state), so the refusals above are not vacuous."""
+    response = call(auth_client, endpoint, basic("admin"))
+    assert response.status_code not in (401, 403)
+    if endpoint in ("connectors.stop_connector", "connectors.pause_connector", "connectors.delete_connector"):
+        assert writer.sends, "the write was sent"
+
+
+def test_connector_pattern_limits_a_grant(auth_client: FlaskClient, writer: RecordingWriter) -> None:
+    assert auth_client.put(f"/connectors/{CONNECTOR}/stop", headers=basic("orders-operator")).status_code == 204
+    refused = auth_client.put(f"/connectors/{OTHER}/stop", headers=basic("orders-operator"))
+    assert_connect_error(
+        refused,
+        403,
+        f"orders-operator may not PUT /connectors/{OTHER}/stop: it needs the role operate on connector {OTHER}",
+    )
+    assert len(writer.sends) == 1
+    assert auth_client.get("/connectors", headers=basic("orders-operator")).status_code == 403  # no connector: no grant
+
+
+# --- kinds of credential --------------------------------------------------------------------------------------------
+
+
+class FakeTlsSocket:
+    def __init__(self, cert: dict[str, Any] | None) -> None:
+        self.cert = cert
+
+    def getpeercert(self) -> dict[str, Any] | None:
+        return self.cert
+
+
+def cert_of(name: str) -> dict[str, Any]:
+    return {"subject": ((("organizationName", "Acme"),), (("commonName", name),))}
+
+
+@pytest.fixture
+def tls_client(make_client: MakeClient, auth_files: dict[str, str], kafka_log: InMemoryTopics) -> FlaskClient:
+    mirror_connectors(kafka_log, ROWS)
+    overrides = {
+        **auth_files,
+        "api.tls.cert.file": "server.pem",
+        "api.tls.key.file": "server.key",
+        "api.tls.ca.file": "ca.pem",
+        "api.tls.client.auth": "requested",
+    }
+    return make_client(tables=InMemoryTables({CONNECTORS.name: ROWS}), overrides=overrides)
+
+
+STOP = f"/connectors/{CONNECTOR}/stop"
+
+
+@pytest.mark.parametrize(
+    ("headers", "cert", "status", "message"),
+    [
+        ({}, None, 401, "Authentication required"),
+        (basic("operator", "wrong"), None, 401, "Invalid user name or password"),
+        (basic("stranger"), None, 401, "Invalid user name or password"),
+        ({"Authorization": "Basic !!notbase64"}, None, 401, "Malformed basic credentials"),
+        ({"Authorization": "Bearer wrong-token"}, None, 401, "Invalid bearer token"),
+        ({"Authorization": "Digest x"}, None, 401, "Unsupported authorization scheme 'Digest'"),
+        (basic("reader"), None, 403, f"reader may not PUT {STOP}: it needs the role operate on connector {CONNECTOR}"),
+        ({}, cert_of("cert-reader-unknown"), 403, None),  # a valid certificate, no grant
+        (basic("operator"), None, 204, None),
+        ({"Authorization": f"Bearer {TOKEN}"}, None, 204, None),
+        ({}, cert_of(CERT_USER), 204, None),
+        (basic("reader"), cert_of(CERT_USER), 403, None),  # credentials in the header win over the certificate
+    ],
+    ids=[
+        "none",
+        "wrong-password",
+        "unknown-user",
+        "malformed",
+        "wrong-token",
+        "unsupported",
+        "basic-no-role",
+        "cert-no-role",
+        "basic",
+        "token",
+        "certificate",
+        "header-wins",
+    ],
+)
+def test_credentials(
+    tls_client: FlaskClient,
+    writer: RecordingWriter,
+    headers: dict[str, str],
+    cert: dict[str, Any] | None,
+    status: int,
+    message: str | None,
+) -> None:
+    environ = {"gunicorn.socket": FakeTlsSocket(cert)} if cert else {}
+    response = tls_client.put(STOP, headers=headers, environ_overrides=environ)
+    assert response.status_code == status
+    if status >= 400:
+        assert list(response.get_json()) == ["error_code", "message"]
+        assert response.get_json()["error_code"] == status
+        if message is not None:
+            assert response.get_json()["message"] == message
+        assert writer.sends == []
+    else:
+        assert writer.sends
+    if status == 401:
+        challenge = response.headers["WWW-Authenticate"]
+        assert 'Basic realm="connect-state"' in challenge and 'Bearer realm="connect-state"' in challenge
+
+
+def test_health_is_public_and_unknown_routes_404(auth_client: FlaskClient) -> None:
+    assert auth_client.get("/health").status_code not in (401, 403)
+    assert_connect_error(auth_client.get("/nope"), 404, "HTTP 404 Not Found")
+
+
+def test_anonymous_with_authentication_on(make_client: MakeClient, auth_files: dict[str, str]) -> None:
+    client = make_client(overrides={**auth_files, "api.auth.anonymous": "true"})
+    assert client.get("/connectors/x/topics").status_code not in (401, 403)  # roles file: anonymous: read
+    assert client.put("/connectors/x/stop").status_code == 403
+
+
+def test_open_api_on_loopback_is_unchanged(client: FlaskClient) -> None:
+    """No authentication configured, loopback: as before, every request may do everything."""
+    assert client.put("/connectors/x/stop").status_code == 404  # the view ran: Connect's 404
+    assert client.get("/connectors", headers=basic("whoever")).status_code not in (401, 403)
+
+
+def test_without_roles_file_every_authenticated_principal_is_admin(
+    make_client: MakeClient, auth_files: dict[str, str]
+) -> None:
+    client = make_client(overrides={**auth_files, "api.auth.roles.file": ""})
+    assert client.delete("/connectors/x", headers=basic("nobody")).status_code == 404  # the view ran
+    assert client.delete("/connectors/x").status_code == 401
+
+
+def test_password_verification_is_cached_per_app(auth_client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    import connect_state.api.auth as auth
+
+    calls: list[str] = []
+    real = auth.verify_password
+    monkeypatch.setattr(auth, "verify_password", lambda p, s: calls.append(p) or real(p, s))
+    for _ in range(3):
+        auth_client.get("/connectors", headers=basic("reader"))
+    auth_client.get("/connectors", headers=basic("reader", "wrong"))
+    assert calls == ["reader", "wrong"]
+
+
+# --- exposure -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("[::1]", True), ("localhost", True),
+     ("0.0.0.0", False), ("::", False), ("10.1.2.3", False), ("api.example.com", False)],
+)  # fmt: skip
+def test_is_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+def test_refuses_to_serve_beyond_loopback_without_authentication(
+    settings: Settings, auth_files: dict[str, str]
+) -> None:
+    exposed = settings.with_overrides(**{"api.host": "0.0.0.0"})
+    with pytest.raises(UnprotectedApiError, match=r"api.host=0.0.0.0 .* api.auth.anonymous=true"):
+        create_app(exposed, writer=RecordingWriter())
+    create_app(exposed.with_overrides(**{"api.auth.anonymous": "true"}), writer=RecordingWriter())
+    create_app(exposed.with_overrides(**auth_files), writer=RecordingWriter())
+
+
+def test_server_exits_2_with_the_reason(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert server_main(["--set", "api.host=0.0.0.0", "--set", f"delta.root={tmp_path}"]) == 2
+    assert "no authentication is configured" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        ({"api.auth.basic.file": "/nonexistent/users"}, "api.auth.basic.file: cannot read"),
+        ({"api.tls.client.auth": "required"}, "needs TLS"),
+        ({"api.tls.client.auth": "maybe"}, "expected one of none, requested, required"),
+        ({"api.tls.cert.file": "c.pem"}, "set both"),
+    ],
+)
+def test_bad_auth_settings_are_config_errors(settings: Settings, overrides: dict[str, str], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        create_app(settings.with_overrides(**overrides), writer=RecordingWriter())
+
+
+def test_grants_file() -> None:
+    grants = parse_grants([(1, "alice: admin"), (2, "CN=x, O=y: read operate@orders-*"), (3, "alice: read")])
+    assert grants["alice"] == (Grant(Role.ADMIN), Grant(Role.READ))
+    assert grants["CN=x, O=y"] == (Grant(Role.READ), Grant(Role.OPERATE, "orders-*"))
+    with pytest.raises(ConfigError, match="unknown role 'superuser'"):
+        parse_grants([(4, "bob: superuser")])
+    assert Grant(Role.ADMIN, "a*").allows(Role.DELETE, "ab") and not Grant(Role.ADMIN, "a*").allows(Role.DELETE, "b")
+    assert not Grant(Role.OPERATE, "a*").allows(Role.OPERATE, None)
+    assert AuthMethod.CERTIFICATE == "certificate"
+
+
+# --- hashes and the CLI ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", [HashScheme.SCRYPT, HashScheme.PBKDF2_SHA256])
+def test_password_hashes(scheme: HashScheme) -> None:
+    stored = hash_password("s3cret", scheme)
+    assert stored.startswith(f"{scheme}$") and "s3cret" not in stored
+    assert verify_password("s3cret", stored)
+    assert not verify_password("s3cret!", stored)
+    assert hash_password("s3cret", scheme) != stored  # salted
+    assert not verify_password("s3cret", "md5$abc") and not verify_password("x", "scrypt$1$2")
+
+
+def test_tokens() -> None:
+    assert verify_token("abc", hash_token("abc")) and not verify_token("abd", hash_token("abc"))
+
+
+def test_passwords_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("pw\n"))
+    assert main(["hash", "alice", "--scheme", "pbkdf2_sha256"]) == 0
+    user, stored = capsys.readouterr().out.strip().split(":", 1)
+    assert user == "alice" and verify_password("pw", stored)
+    assert main(["token", "bot"]) == 0
+    token, line = capsys.readouterr().out.strip().splitlines()
+    assert line == f"bot:{hash_token(token)}"

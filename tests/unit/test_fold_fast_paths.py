@@ -1,0 +1,330 @@
+"""The folds' fast paths against the exact code they stand for (Hypothesis: the exact code is the oracle).
+
+* ``read_offset``'s bulk path for compact one-entry offset maps against ``parse_offset_value`` + ``connect_json``;
+* ``parsed_key`` (cached per key) against ``parse_offset_key`` and the texts derived from its map;
+* ``column_frame`` (output frames built from columns) against ``pandas_frame`` (from rows), as Arrow sees them;
+* the pipelines' ``fold_group`` bodies against the pure folds they call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from connect_state.errors import RecordFormatError
+from connect_state.folds import active_topics as topics_fold
+from connect_state.folds import source_offsets as offsets_fold
+from connect_state.formats.offsets import parse_offset_key, parse_offset_value
+from connect_state.spark import active_topics as topics_job
+from connect_state.spark import source_offsets as offsets_job
+from connect_state.spark.foldjob import arrow_schema, column_frame, nullable_values, pandas_frame
+
+NAMES = st.one_of(
+    st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=0, max_size=8),
+    st.text(max_size=4),
+    st.sampled_from(["position", "kafka_offset", "offset", "a.b-c_d"]),
+)
+LONGS = st.one_of(
+    st.integers(-(2**63), 2**63 - 1),
+    st.integers(-(10**19), 10**19),
+    st.sampled_from([0, -1, 10**18 - 1, 10**18, -(10**18), 2**31, 2**63 - 1, -(2**63)]),
+)
+
+
+def exact_read_offset(value: bytes | None) -> tuple[str | None, str | None]:
+    if value is None:
+        return None, None
+    try:
+        offset = parse_offset_value(value)
+    except RecordFormatError as err:
+        return None, err.reason
+    return ("null" if offset is None else offsets_fold.connect_json(offset)), None
+
+
+@st.composite
+def offset_values(draw: st.DrawFn) -> bytes:
+    name = draw(st.one_of(st.sampled_from(["position", "kafka_offset", "a.b-c_d", "x"]), NAMES))
+    number = draw(
+        st.one_of(LONGS, st.sampled_from([0, 1, 10**19 - 1, 2**64]), st.floats(allow_nan=False), st.booleans())
+    )
+    separators = draw(st.sampled_from([(",", ":"), (", ", ": ")]))
+    text = json.dumps({name: number}, separators=separators, ensure_ascii=draw(st.booleans()))
+    variants = [text, text.replace(":", ":-", 1), text.replace(":", ":0", 1), text + " ", "{" + text, text[:-1]]
+    return draw(st.sampled_from(variants)).encode("utf-8", "surrogatepass")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(offset_values(), offset_values(), st.binary(max_size=24), st.none()))
+@example(b'{"position":-0}')
+@example(b'{"position":01}')
+@example(b'{"position":9999999999999999999}')
+def test_read_offset_equals_the_exact_reading(value: bytes | None) -> None:
+    assert offsets_fold.read_offset(value) == exact_read_offset(value)
+
+
+def test_the_bulk_path_takes_plain_offsets() -> None:
+    for value in (b'{"position":1234}', b'{"kafka_offset":0}', b'{"x":-999999999999999999}'):
+        assert offsets_fold._SIMPLE_OFFSET.fullmatch(value)
+        assert offsets_fold.read_offset(value) == exact_read_offset(value) == (value.decode(), None)
+    for value in (b'{"position":-0}', b'{"position":1000000000000000000}', b'{"position":1.0}', b'{"a b":1}'):
+        assert not offsets_fold._SIMPLE_OFFSET.fullmatch(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.builds(
+            lambda c, p: json.dumps([c, p], separators=(",", ":")).encode(),
+            st.text(max_size=5),
+            st.one_of(st.none(), st.dictionaries(NAMES, st.one_of(LONGS, st.text(max_size=3)), max_size=3)),
+        ),
+        st.binary(max_size=16),
+    )
+)
+def test_parsed_key_equals_the_exact_parse(key: bytes) -> None:
+    try:
+        exact = parse_offset_key(key)
+    except RecordFormatError as err:
+        with pytest.raises(RecordFormatError) as raised:
+            offsets_fold.parsed_key(key)
+        assert raised.value.reason == err.reason
+        return
+    for _ in range(2):  # computed, then cached
+        parsed = offsets_fold.parsed_key(key)
+        assert (parsed.connector, parsed.partition) == (exact.connector, exact.partition)
+        if exact.partition is None:
+            assert parsed.identity is None and parsed.partition_json is None
+        else:
+            assert parsed.identity == offsets_fold.partition_identity(exact.partition)
+            assert parsed.partition_json == offsets_fold.connect_json(exact.partition)
+    record = offsets_fold.OffsetRecord.from_kafka("t", key, b"{}", 0, 1, 2)
+    assert record.identity == parsed.identity and record.partition_json == parsed.partition_json
+
+
+DDL = "kind STRING, n INT, big BIGINT, data BINARY, flag BOOLEAN, missing STRING, missing_n BIGINT"
+ROWS = st.lists(
+    st.fixed_dictionaries(
+        {
+            "kind": st.one_of(st.none(), st.text(max_size=3)),
+            "n": st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1)),
+            "big": st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)),
+            "data": st.one_of(st.none(), st.binary(max_size=3)),
+            "flag": st.one_of(st.none(), st.booleans()),
+        }
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ROWS)
+def test_column_frame_is_the_frame_pandas_frame_builds_from_rows(rows: list[dict]) -> None:
+    schema = arrow_schema(DDL)
+    columns = {name: [row[name] for row in rows] for name in ("kind", "n", "big", "data", "flag")}
+    by_columns = pa.Table.from_pandas(column_frame(columns, len(rows), DDL), schema=schema, preserve_index=False)
+    by_rows = pa.Table.from_pandas(pandas_frame(rows, DDL), schema=schema, preserve_index=False)
+    assert by_columns.equals(by_rows)
+    assert by_columns.to_pylist() == [{**row, "missing": None, "missing_n": None} for row in rows]
+
+
+def test_nullable_values() -> None:
+    assert nullable_values(pd.Series([1.0, float("nan"), 3.0])) == [1.0, None, 3.0]
+    assert nullable_values(pd.Series([1, None], dtype="Int64")) == [1, None]
+    assert nullable_values(pd.Series([b"a", None], dtype=object)) == [b"a", None]
+    assert nullable_values(pd.Series([1, 2])) == [1, 2]
+
+
+class FakeState:
+    def __init__(self) -> None:
+        self.value: tuple | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.value is not None
+
+    @property
+    def get(self) -> tuple:
+        assert self.value is not None
+        return self.value
+
+    def update(self, value: tuple) -> None:
+        self.value = value
+
+
+TOPIC_RECORDS = st.lists(
+    st.tuples(st.sampled_from(["t1", "t2", "t3"]), st.one_of(st.none(), st.integers(0, 2)), st.integers(0, 1)),
+    max_size=25,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(TOPIC_RECORDS, st.integers(0, 25))
+def test_active_topics_fold_group_is_the_pure_fold(records: list[tuple], split: int) -> None:
+    rows = [
+        {
+            "record_kind": "topic",
+            "connector": "c",
+            "topic": topic,
+            "task": task,
+            "discover_timestamp": None if task is None else 1000 + i,
+            "kafka_topic": "status",
+            "kafka_partition": partition,
+            "kafka_offset": i,
+            "kafka_timestamp": 5000 + i,
+        }
+        for i, (topic, task, partition) in enumerate(records)
+    ]
+    state, pure_state, expected = FakeState(), {}, []
+    for part in (rows[:split], rows[split // 2 :]):  # the second batch replays part of the first
+        frame = pandas_frame(part, topics_job.PARSED_SCHEMA)
+        out = pd.concat(list(topics_job.fold_group(("topic", "c"), iter([frame]), state)), ignore_index=True)
+        pure_records = [topics_fold.TopicRecord(**{k: r[k] for k in _TOPIC_FIELDS}) for r in part]
+        pure_state, changes = topics_fold.fold_connector_topics(pure_state, pure_records)
+        got = pa.Table.from_pandas(out, schema=arrow_schema(topics_job.OUTPUT_SCHEMA), preserve_index=False)
+        expected = [
+            {
+                "record_kind": "change",
+                "connector": c.connector,
+                "topic": c.topic,
+                "change": c.change,
+                "seq": i,
+                "task": c.task,
+                "discover_timestamp": c.discover_timestamp,
+                "kafka_topic": None,
+                "kafka_partition": c.kafka_partition,
+                "kafka_offset": c.kafka_offset,
+                "kafka_timestamp": c.kafka_timestamp,
+                "raw_key": None,
+                "raw_value": None,
+                "reason": None,
+            }
+            for i, c in enumerate(changes)
+        ]
+        assert got.to_pylist() == expected
+        assert topics_fold.state_from_json(state.get[0]) == pure_state
+
+
+_TOPIC_FIELDS = (
+    "connector",
+    "topic",
+    "task",
+    "discover_timestamp",
+    "kafka_partition",
+    "kafka_offset",
+    "kafka_timestamp",
+)
+
+OFFSET_KEYS = [
+    b'["c",{"filename":"a"}]',
+    b'["c",{"filename":"b"}]',
+    b'["c",null]',
+    b'["c",{"kafka_topic":"t","kafka_partition":0}]',
+    b'["c",{"kafka_partition":0,"kafka_topic":"t"}]',
+]
+OFFSET_RECORDS = st.lists(
+    st.tuples(
+        st.sampled_from(OFFSET_KEYS),
+        st.sampled_from([None, b'{"position":1}', b'{"position":22}', b'{"a":1,"b":[1]}', b"null", b"x"]),
+        st.integers(0, 1),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(OFFSET_RECORDS, st.integers(0, 25))
+def test_source_offsets_fold_group_is_the_pure_fold(records: list[tuple], split: int) -> None:
+    rows = [
+        {
+            "record_kind": "record",
+            "offsets_topic": "offs",
+            "connector": "c",
+            "raw_key": key,
+            "raw_value": value,
+            "kafka_topic": "offs",
+            "kafka_partition": partition,
+            "kafka_offset": i,
+            "kafka_timestamp": 100 + i,
+        }
+        for i, (key, value, partition) in enumerate(records)
+    ]
+    state, pure_state = FakeState(), offsets_fold.OffsetsState()
+    for part in (rows[:split], rows[split // 2 :]):
+        frame = pandas_frame(part, offsets_job.PARSED_SCHEMA)
+        out = pd.concat(list(offsets_job.fold_group(("connector", "offs", "c"), iter([frame]), state)))
+        pure = [
+            offsets_fold.OffsetRecord.from_kafka(
+                "offs", r["raw_key"], r["raw_value"], r["kafka_partition"], r["kafka_offset"], r["kafka_timestamp"]
+            )
+            for r in part
+        ]
+        pure_state, changes, current = offsets_fold.fold_connector_offsets(pure_state, pure)
+        got = pa.Table.from_pandas(out, schema=arrow_schema(offsets_job.OUTPUT_SCHEMA), preserve_index=False)
+        history = [
+            {
+                "record_kind": "history",
+                "offsets_topic": c.offsets_topic,
+                "connector": c.connector,
+                "partition": c.partition,
+                "offset": c.offset,
+                "listed": None,
+                "change": c.change,
+                "kafka_topic": "offs",
+                "kafka_partition": c.kafka_partition,
+                "kafka_offset": c.kafka_offset,
+                "kafka_timestamp": c.kafka_timestamp,
+                "raw_key": c.key,
+                "raw_value": None,
+                "reason": None,
+            }
+            for c in changes
+        ]
+        rows_out = [
+            {
+                "record_kind": "current",
+                "offsets_topic": r.offsets_topic,
+                "connector": r.connector,
+                "partition": r.partition,
+                "offset": r.offset,
+                "listed": r.listed,
+                "change": r.op,
+                "kafka_topic": "offs",
+                "kafka_partition": r.kafka_partition,
+                "kafka_offset": r.kafka_offset,
+                "kafka_timestamp": r.kafka_timestamp,
+                "raw_key": r.key,
+                "raw_value": r.value,
+                "reason": None,
+            }
+            for r in current
+        ]
+        assert got.to_pylist() == history + rows_out
+        assert offsets_fold.state_from_json(state.get[0]) == pure_state
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(max_size=4),
+        st.builds(
+            topics_fold.TopicEntry,
+            st.one_of(st.none(), st.integers(-5, 5)),
+            st.one_of(st.none(), st.integers()),
+            st.integers(-1, 3),
+            st.integers(-1, 10**12),
+            st.booleans(),
+        ),
+        max_size=5,
+    )
+)
+def test_active_topics_state_json_is_the_dataclass_json(state: dict) -> None:
+    """The state row's text is unchanged (running queries' state stays readable): as ``asdict`` wrote it."""
+    old = json.dumps({t: dataclasses.asdict(e) for t, e in sorted(state.items())}, separators=(",", ":"))
+    assert topics_fold.state_to_json(state) == old
+    assert topics_fold.state_from_json(old) == state

@@ -1,0 +1,26 @@
+"""The Kafka layer's typed errors for a read that timed out (connect_state/kafka/errors.py): Kafka slow (a timeout,
+409 in the API) or Kafka away (unavailable, 503)."""
+
+from __future__ import annotations
+
+import socket
+
+from kafka import errors as kafka_errors
+
+from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
+from connect_state.kafka.errors import any_listening, read_error
+
+
+def test_a_read_timeout_with_no_broker_listening_is_kafka_unavailable() -> None:
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        up = f"PLAINTEXT://127.0.0.1:{listening.getsockname()[1]}"
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+            down = f"127.0.0.1:{closed.getsockname()[1]}"
+            assert any_listening(f"{down},{up}") and not any_listening(down)
+            timeout = kafka_errors.KafkaTimeoutError()
+            assert read_error(timeout, down) is KafkaUnavailableError
+            assert read_error(timeout, f"{down},{up}") is KafkaWriteTimeout
+            assert read_error(kafka_errors.UnknownTopicOrPartitionError(), down) is KafkaWriteError
