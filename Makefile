@@ -43,6 +43,7 @@ $(CONSTRAINTS): conf/versions.env
 	  "pytest==$(PYTEST_VERSION)" "pytest-timeout==$(PYTEST_TIMEOUT_VERSION)" "requests==$(REQUESTS_VERSION)" \
 	  "ruff==$(RUFF_VERSION)" "mypy==$(MYPY_VERSION)" "pandas-stubs==$(PANDAS_STUBS_VERSION)" \
 	  "types-requests==$(TYPES_REQUESTS_VERSION)" "pyyaml==$(PYYAML_VERSION)" \
+	  "databricks-bundles==$(DATABRICKS_BUNDLES_VERSION)" \
 	  "prometheus-client==$(PROMETHEUS_CLIENT_VERSION)" "selenium==$(SELENIUM_VERSION)" \
 	  "schemathesis==$(SCHEMATHESIS_VERSION)" > $@
 

@@ -1,57 +1,80 @@
-"""Audit trail (issue 13): every write, and every refusal, becomes one JSON line: who, when, from where, what, the
-outcome.
+"""Audit trail (issue 13): every write, and every refusal, becomes one row: who, when, from where, what, the outcome,
+the connector's state before the write; kept in the Delta table ``audit`` (:data:`connect_state.tables.AUDIT`).
 
 A row is written after the answer is decided, for every request whose method writes (``POST``, ``PUT``, ``PATCH``,
 ``DELETE``: allowed, refused or failed) and for every 401 or 403 of any method::
 
-    {"time": "2026-01-01T12:00:00.000Z", "principal": "alice", "auth": "basic", "remote_addr": "10.0.0.7",
-     "method": "PUT", "path": "/connectors/orders/stop", "query": "", "endpoint": "connectors.stop_connector",
-     "connector": "orders", "role": "operate", "body": null, "status": 204, "outcome": "succeeded", "message": null,
+    {"id": "5f0c...", "time": "2026-01-01T12:00:00.000123Z", "principal": "alice", "auth": "basic",
+     "remote_addr": "10.0.0.7", "method": "PUT", "path": "/connectors/orders/stop", "query": "",
+     "endpoint": "connectors.stop_connector", "connector": "orders", "role": "operate", "body": null, "status": 204,
+     "outcome": "succeeded", "message": null, "target_state_before": "STARTED", "connector_state_before": "RUNNING",
      "written": [{"topic": "connect-configs", "partition": 0, "offset": 42, "key": "commit-orders", "tombstone": false},
                  {"topic": "connect-configs", "partition": 0, "offset": 43, "key": "target-state-orders", ...}]}
 
 ``outcome`` is :class:`Outcome`: ``succeeded`` (2xx), ``refused`` (401, 403) or ``failed`` (anything else, with the
 error's message), and ``written``: each Kafka record the request wrote (topic, partition, offset, key, tombstone)
 and each consumer-group change (group, call, partitions). The body is the request's JSON with secrets redacted
-(:func:`connect_state.redaction.redact_json`). Rows go to the log (logger ``connect_state.api.audit``, always), to
-``api.audit.file`` (appended and synced before the answer leaves, so a row survives a restart) and to the Kafka
-topic ``api.audit.topic`` (keyed by connector), each when set. A failing sink is logged and never changes the answer.
+(:func:`connect_state.redaction.redact_json`). ``target_state_before`` / ``connector_state_before``: the connector's
+row of the ``connectors`` table when the request arrived (authorized requests: before anything is written; null when
+the connector or the table is unknown). ``id`` is unique per row.
 
-``GET /audit`` (role ``admin``) answers the newest rows of ``api.audit.file``, oldest first, filtered by
-``connector``, ``principal``, ``outcome``, ``since`` and ``until`` (epoch ms or ISO-8601), at most ``limit`` (default
-100, at most 10000): ``{"total": <rows matching>, "rows": [...]}``; 404 when no audit file is configured.
+Where rows go: the log (logger ``connect_state.api.audit``, always); ``api.audit.file``, appended and fsynced before
+the answer leaves; the Kafka topic ``api.audit.topic`` (keyed by connector), when set; and, with a file and
+``api.audit.table=true`` (the default), the Delta table ``audit`` under ``delta.root`` (local or object store, opened
+with the API's storage options: :class:`connect_state.api.tables.TableReader`). The file is the table's write-ahead
+spool: :class:`AuditTable` appends the lines past its mark (``<file>.flushed``, a byte offset) to the table, skipping
+ids the table already has, then moves the mark; a background thread does it every ``api.audit.flush.interval.ms``
+(``0``: after each audited request), starting in each serving process (replaying what an earlier process left
+unflushed). A crash between the append and the mark replays rows the id check then skips; Kafka or the object store
+being away only delays the flush. Processes sharing a spool serialise their flushes with ``flock`` on
+``<file>.lock``. A failing sink is logged and never changes the answer.
+
+``GET /audit`` (role ``admin``) answers the table's rows plus the spool's unflushed ones (the file's, without the
+table), oldest first, filtered by ``connector``, ``principal``, ``outcome``, ``since`` and ``until`` (epoch ms or
+ISO-8601), at most ``limit`` newest (default 100, at most 10000): ``{"total": <rows matching>, "rows": [...]}``;
+404 when no audit file is configured.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+import uuid
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, Flask, Response, g, jsonify, request
+import pyarrow as pa
+from deltalake import write_deltalake
+from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from connect_state.api.auth import current_principal, required_role
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.limits import json_depth
 from connect_state.api.resources import app_resources, get_settings
-from connect_state.errors import ConnectStateError
+from connect_state.api.tables import TableReader
+from connect_state.errors import ConnectStateError, TableNotFoundError
 from connect_state.history import parse_time
 from connect_state.redaction import redact_json, settings_patterns
 from connect_state.settings import Settings
+from connect_state.storage import deltalake_options
+from connect_state.tables import AUDIT, CONNECTORS
 
-__all__ = ["AuditTrail", "Outcome", "bp", "init_app", "outcome_of", "read_audit"]
+__all__ = ["AuditTable", "AuditTrail", "Outcome", "bp", "init_app", "outcome_of", "read_audit"]
 
 log = logging.getLogger("connect_state.api.audit")
 
 bp = Blueprint("audit", __name__)
 
+EXTENSION = "connect_state.audit"
 WRITE_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))
 REFUSALS = frozenset((401, 403))
 
@@ -79,6 +102,56 @@ class AuditTrail:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._end_torn_line(self.path)
+        self.table = AuditTable(settings, self.path) if self.path is not None and settings.api_audit_table else None
+        self.interval_s = settings.api_audit_flush_interval_ms / 1000
+        self._flusher: tuple[int, threading.Thread, threading.Event] | None = None
+        self._pid = os.getpid()
+        self._start_lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start this process's flusher (idempotent; again in a forked child): it first replays what is unflushed.
+        Never called before gunicorn forks (deltalake's runtime does not survive a fork)."""
+        if self.table is None or self.interval_s <= 0:
+            return
+        if self._pid != os.getpid():  # a forked child: the parent's locks and thread are not this process's
+            self._pid, self._lock, self._start_lock, self._flusher = (
+                os.getpid(),
+                threading.Lock(),
+                threading.Lock(),
+                None,
+            )
+            self.table.forked()
+        with self._start_lock:
+            if self._flusher is not None and self._flusher[1].is_alive():
+                return
+            stop = threading.Event()
+            thread = threading.Thread(target=self._run, args=(stop,), name="audit-flusher", daemon=True)
+            self._flusher = (os.getpid(), thread, stop)
+            thread.start()
+
+    def _run(self, stop: threading.Event) -> None:
+        while True:
+            self.flush()
+            if stop.wait(self.interval_s):
+                return
+
+    def stop(self) -> None:
+        """Stop the flusher and flush once more (at shutdown)."""
+        flusher, self._flusher = self._flusher, None
+        if flusher is not None and flusher[0] == os.getpid():
+            flusher[2].set()
+            flusher[1].join(timeout=self.interval_s + 10)
+        self.flush()
+
+    def flush(self) -> int:
+        """Flush the spool to the table now (errors logged); how many rows were appended."""
+        if self.table is None:
+            return 0
+        try:
+            return self.table.flush()
+        except Exception as err:  # the object store is away, the table unreadable: the spool keeps the rows
+            log.error("Cannot flush the audit spool %s to %s: %s", self.path, self.table.location, err)
+            return 0
 
     @staticmethod
     def _end_torn_line(path: Path) -> None:
@@ -109,6 +182,157 @@ class AuditTrail:
                 )
             except ConnectStateError as err:
                 log.error("Cannot send the audit row to topic %s: %s", self.topic, err)
+
+
+def row_id(row: Mapping[str, Any], line: str) -> str:
+    """A row's id; a line written before rows had ids gets one derived from its bytes (stable across replays)."""
+    value = row.get("id")
+    return value if isinstance(value, str) and value else hashlib.sha256(line.encode("utf-8")).hexdigest()[:32]
+
+
+def _time_us(text: str) -> int:
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    delta = parsed - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _iso(at: datetime) -> str:
+    return at.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _json_or_none(value: object) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def to_table_rows(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Audit rows (the JSON form) as the table's Arrow rows."""
+    columns: dict[str, list[Any]] = {name: [] for name in AUDIT.column_names}
+    for row in rows:
+        for name in AUDIT.column_names:
+            value = row.get(name)
+            if name == "time":
+                value = _time_us(value)
+            elif name in ("body", "written"):
+                value = _json_or_none(value)
+            elif value is not None and name != "status":
+                value = str(value)
+            columns[name].append(value)
+    return pa.Table.from_pydict(columns, schema=AUDIT.schema)
+
+
+def from_table_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A table row in the JSON form of a spool line."""
+    out = dict(row)
+    at = out.get("time")
+    out["time"] = _iso(at) if isinstance(at, datetime) else at
+    for name in ("body", "written"):
+        text = out.get(name)
+        out[name] = json.loads(text) if isinstance(text, str) else text
+    if out["written"] is None:
+        out["written"] = []
+    return out
+
+
+class AuditTable:
+    """The Delta table ``audit`` fed from the spool file ``spool`` (see the module's docstring)."""
+
+    def __init__(self, settings: Settings, spool: Path) -> None:
+        self.reader = TableReader(settings.delta_root, deltalake_options(settings))
+        self.location = str(self.reader.path(AUDIT))
+        self.spool = spool
+        self.mark = spool.with_name(spool.name + ".flushed")
+        self.lock_file = spool.with_name(spool.name + ".lock")
+        self._lock = threading.Lock()
+
+    def forked(self) -> None:
+        self._lock = threading.Lock()
+        self.reader = TableReader(self.reader.delta_root, self.reader.storage_options)
+
+    def flushed_offset(self) -> int:
+        """The spool's byte offset up to which every line is in the table (0 after a rotation of the spool)."""
+        try:
+            offset = int(self.mark.read_text().strip() or 0)
+        except (OSError, ValueError):
+            return 0
+        try:
+            size = self.spool.stat().st_size
+        except OSError:
+            return 0
+        return offset if 0 <= offset <= size else 0
+
+    def spooled(self, start: int) -> tuple[list[dict[str, Any]], int]:
+        """The spool's complete lines from byte ``start`` as rows (with ids), and the offset after the last one."""
+        try:
+            with self.spool.open("rb") as file:
+                file.seek(start)
+                data = file.read()
+        except FileNotFoundError:
+            return [], start
+        end = data.rfind(b"\n") + 1
+        rows = []
+        for raw in data[:end].splitlines():
+            line = raw.decode("utf-8", errors="replace")
+            try:
+                row = json.loads(line)
+                _time_us(row["time"])
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue  # a torn line after a crash (ended by the next start)
+            if isinstance(row, dict):
+                row["id"] = row_id(row, line)
+                rows.append(row)
+        return rows, start + end
+
+    def ids_in_table(self, ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        try:
+            table = self.reader.table(AUDIT)
+        except TableNotFoundError:
+            return set()
+        found = table.to_pyarrow_table(columns=["id"], filters=[("id", "in", list(ids))])
+        return {value for value in found.column("id").to_pylist() if value is not None}
+
+    def flush(self) -> int:
+        """Append the spool's unflushed rows the table does not have yet, then move the mark; the rows appended."""
+        if not self.spool.exists():
+            return 0
+        with self._lock, self.lock_file.open("a") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            start = self.flushed_offset()
+            rows, end = self.spooled(start)
+            present = self.ids_in_table([row["id"] for row in rows])
+            new: dict[str, dict[str, Any]] = {}
+            for row in rows:
+                if row["id"] not in present:
+                    new.setdefault(row["id"], row)
+            if new:
+                write_deltalake(
+                    self.location,
+                    to_table_rows(list(new.values())),
+                    mode="append",
+                    storage_options=self.reader.storage_options or None,
+                )
+            if end != start:
+                temporary = self.mark.with_name(self.mark.name + ".tmp")
+                with temporary.open("w") as out:
+                    out.write(str(end))
+                    out.flush()
+                    os.fsync(out.fileno())
+                os.replace(temporary, self.mark)
+            return len(new)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row: the table's, then the spool's unflushed ones the table does not have, oldest first."""
+        start = self.flushed_offset()  # before the table: a flush in between leaves rows in both, deduplicated
+        try:
+            stored = [from_table_row(row) for row in self.reader.rows(AUDIT)]
+        except TableNotFoundError:
+            stored = []
+        ids = {row["id"] for row in stored}
+        pending = [row for row in self.spooled(start)[0] if row["id"] not in ids]
+        return sorted([*stored, *pending], key=lambda row: _time_us(row["time"]))
 
 
 class RecordingProxy:
@@ -208,8 +432,10 @@ def audit_row(settings: Settings, response: Response) -> dict[str, Any]:
     """The row of the current request and its ``response``."""
     principal = current_principal()
     role = required_role()
+    target_state, connector_state = g.get("audit_state_before") or connector_state_before()
     return {
-        "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "id": uuid.uuid4().hex,
+        "time": _iso(datetime.now(UTC)),
         "principal": principal.name if principal else None,
         "auth": principal.method.value if principal else None,
         "remote_addr": request.remote_addr,
@@ -224,15 +450,35 @@ def audit_row(settings: Settings, response: Response) -> dict[str, Any]:
         "outcome": outcome_of(response.status_code).value,
         "message": _message(response),
         "written": proxy.written if isinstance(proxy := g.get("audit_proxy"), RecordingProxy) else [],
+        "target_state_before": target_state,
+        "connector_state_before": connector_state,
     }
+
+
+def connector_state_before() -> tuple[str | None, str | None]:
+    """The request's connector's target and connector state in the ``connectors`` table (None when unknown)."""
+    connector = (request.view_args or {}).get("connector")
+    if not connector:
+        return None, None
+    try:
+        found = app_resources().tables.rows(
+            CONNECTORS, filters=[("name", "=", connector)], columns=["target_state", "connector_state"]
+        )
+    except Exception as err:  # no table yet, unreadable: the row says unknown
+        log.debug("No state of connector %s for the audit row: %s", connector, err)
+        return None, None
+    return (found[0].get("target_state"), found[0].get("connector_state")) if found else (None, None)
 
 
 def init_app(app: Flask, settings: Settings) -> AuditTrail:
     """Audit every write and every refusal of ``app``."""
     trail = AuditTrail(settings)
+    app.extensions[EXTENSION] = trail
 
     def install_proxy() -> None:
+        trail.start()  # in the serving process (after gunicorn's fork), on its first request at the latest
         if request.method in WRITE_METHODS and request.url_rule is not None:
+            g.audit_state_before = connector_state_before()  # authorized (auth's hook ran first): before the write
             proxy = RecordingProxy()
             g.audit_proxy, g.writer, g.admin = proxy, AuditedWriter(proxy), AuditedAdmin(proxy)
 
@@ -244,10 +490,17 @@ def init_app(app: Flask, settings: Settings) -> AuditTrail:
                 trail.write(audit_row(settings, response))
             except Exception as err:  # the audit never changes the answer
                 log.error("Cannot audit %s %s: %s", request.method, request.path, err, exc_info=err)
+            if trail.interval_s <= 0:
+                trail.flush()
         return response
 
     app.after_request(record)
     return trail
+
+
+def audit_trail(app: Flask | None = None) -> AuditTrail:
+    """The audit trail of ``app`` (default: the current app)."""
+    return (app if app is not None else current_app).extensions[EXTENSION]
 
 
 # --- GET /audit -----------------------------------------------------------------------------------------------------
@@ -255,8 +508,8 @@ def init_app(app: Flask, settings: Settings) -> AuditTrail:
 DEFAULT_LIMIT, MAX_LIMIT = 100, 10_000
 
 
-def read_audit(
-    path: Path,
+def select_rows(
+    rows: Iterable[Mapping[str, Any]],
     *,
     connector: str | None = None,
     principal: str | None = None,
@@ -265,31 +518,44 @@ def read_audit(
     until: int | None = None,
     limit: int = DEFAULT_LIMIT,
 ) -> tuple[int, list[dict[str, Any]]]:
-    """The rows of the audit file matching the filters: how many, and the newest ``limit`` of them, oldest first."""
-    matched: list[dict[str, Any]] = []
+    """The rows matching the filters (``since``/``until`` epoch ms): how many, and the last ``limit`` of them."""
+    matched: deque[dict[str, Any]] = deque(maxlen=limit)
     total = 0
+    for row in rows:
+        try:
+            at = parse_time(row["time"])
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if connector is not None and row.get("connector") != connector:
+            continue
+        if principal is not None and row.get("principal") != principal:
+            continue
+        if outcome is not None and row.get("outcome") != outcome:
+            continue
+        if (since is not None and at < since) or (until is not None and at > until):
+            continue
+        total += 1
+        matched.append(dict(row))
+    return total, list(matched)
+
+
+def file_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of an audit file (a torn line after a crash skipped)."""
     if not path.is_file():
-        return 0, []
+        return
     with path.open(encoding="utf-8") as lines:
         for line in lines:
             try:
                 row = json.loads(line)
-                at = parse_time(row["time"])
-            except (ValueError, KeyError, TypeError):
-                continue  # a torn last line after a crash
-            if connector is not None and row.get("connector") != connector:
+            except ValueError:
                 continue
-            if principal is not None and row.get("principal") != principal:
-                continue
-            if outcome is not None and row.get("outcome") != outcome:
-                continue
-            if (since is not None and at < since) or (until is not None and at > until):
-                continue
-            total += 1
-            matched.append(row)
-            if len(matched) > limit:
-                del matched[0]
-    return total, matched
+            if isinstance(row, dict):
+                yield row
+
+
+def read_audit(path: Path, **filters: Any) -> tuple[int, list[dict[str, Any]]]:
+    """:func:`select_rows` of the audit file ``path``."""
+    return select_rows(file_rows(path), **filters)
 
 
 def _arg_time(name: str) -> int | None:
@@ -315,8 +581,10 @@ def get_audit() -> Response:
     outcome = request.args.get("outcome") or None
     if outcome is not None and outcome not in {o.value for o in Outcome}:
         raise ConnectRestException(400, f"Unknown outcome {outcome!r}: expected one of {', '.join(Outcome)}")
-    total, found = read_audit(
-        Path(settings.api_audit_file).expanduser(),
+    trail = audit_trail()
+    rows = trail.table.rows() if trail.table is not None else file_rows(Path(settings.api_audit_file).expanduser())
+    total, found = select_rows(
+        rows,
         connector=request.args.get("connector") or None,
         principal=request.args.get("principal") or None,
         outcome=outcome,

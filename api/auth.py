@@ -190,7 +190,7 @@ def _read_lines(path: str, setting: str) -> list[tuple[int, str]]:
         raise ConfigError(f"{setting}: cannot read {path}: {err.strerror or err}") from None
     lines = []
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        line = raw.split("#", 1)[0].strip()  # "#" starts a comment
         if line:
             lines.append((number, line))
     return lines
@@ -391,7 +391,7 @@ def certificate_principal_name(cert: Mapping[str, Any]) -> str | None:
 def authenticate(config: AuthConfig) -> Principal:
     """The request's principal (401 for wrong or missing credentials where they are needed)."""
     header = request.headers.get("Authorization")
-    if header and config.enabled:
+    if header and (config.passwords or config.tokens):
         return _from_header(config, header)
     if config.certificates:
         cert = peer_certificate(request.environ)
@@ -426,6 +426,8 @@ def init_app(app: Flask, settings: Settings) -> AuthConfig:
     check_exposure(settings, config)
     if config.enabled and config.grants is None:
         log.warning("api.auth.roles.file is not set: every authenticated principal has the role admin")
+    if (config.passwords or config.tokens) and not settings.api_tls_cert_file and not is_loopback(settings.api_host):
+        log.warning("Passwords and tokens cross the network in clear: serve TLS (api.tls.cert.file, api.tls.key.file)")
     app.extensions[EXTENSION] = config
 
     def authorize() -> None:

@@ -96,7 +96,7 @@ JOB = JobUnderTest(
     start=offsets_job.start,
     writer=(offsets_job.SourceOffsetsWriter, "__call__"),
     writer_parts=(
-        (offsets_job, "append_once", "history append"),
+        (offsets_job.SourceOffsetsWriter, "insert_history", "history append"),
         (offsets_job.SourceOffsetsWriter, "_merge_current", "source_offsets MERGE"),
         (offsets_job.SourceOffsetsWriter, "write_rejected", "rejected MERGE"),
     ),

@@ -121,7 +121,10 @@ def wait_batch(query: Any, after_batch: int, timeout_s: float) -> dict[str, Any]
             if progress["batchId"] > after_batch and progress.get("numInputRows", 0) > 0:
                 return progress
         time.sleep(0.05)
-    raise BenchError(f"no batch with input after batch {after_batch} within {timeout_s:g}s")
+    raise BenchError(
+        f"no batch with input after batch {after_batch} within {timeout_s:g}s; status {query.status}, "
+        f"last progress {query.lastProgress}"
+    )
 
 
 def phases(progress: dict[str, Any]) -> str:

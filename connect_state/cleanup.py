@@ -56,23 +56,33 @@ next pass of the job finds the deletion and cleans up then.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
-from connect_state.connect.connector_types import config_connector_type
+from connect_state.connect.connector_types import config_connector_type, connector_class, is_alias_of
 from connect_state.connect.offset_stores import connector_consumer_group, connector_offset_stores, sink_consumer_group
 from connect_state.connect.vocabulary import ConnectorType, State
 from connect_state.errors import ConfigError, RecordFormatError
-from connect_state.folds.connector_states import CREATED, DELETED
+from connect_state.folds.connector_states import CREATED, DELETED, ConnectorRecord, ConnectorState, fold_connector
 from connect_state.formats.config import CONNECTOR_PREFIX, parse_config_record
-from connect_state.formats.offsets import parse_offset_key
+from connect_state.formats.offsets import parse_offset_key, parse_offset_value
 from connect_state.formats.status import TOPIC_STATUS_SEPARATOR, TopicStatusKey, parse_status_key, topic_status_key
-from connect_state.plugins import DELETION_HOOKS_GROUP, PluginError, load_named_plugins, split_paths
+from connect_state.plugins import (
+    DELETION_HOOKS_BY_CLASS_GROUP,
+    DELETION_HOOKS_GROUP,
+    PluginError,
+    entry_point_objects,
+    load_named_plugins,
+    load_object,
+    split_paths,
+)
 
 
 class Step(StrEnum):
@@ -125,41 +135,195 @@ _UNITS_S = {
 
 
 class DeletionHook(Protocol):
-    """Called once per deletion, after the connector's tombstone, with its name and last config.
+    """Called once per deletion, once the deleted connector's tasks have stopped, with its name and last config.
 
     The external counterpart of KIP-883's ``Connector.stop(boolean isDeleted)``: ``is_deleted`` is always True here
-    (a stop is not a deletion and calls no hook). Raise to report a failure: the step is recorded as failed with the
+    (a stop is not a deletion and calls no hook). A hook that also accepts a keyword argument ``context`` (or
+    ``**kwargs``) receives a :class:`DeletedConnector`: the last config, the task configs, the last source offsets or
+    sink group offsets and the active topics. Raise to report a failure: the step is recorded as failed with the
     exception and called again after a backoff, so a hook must be idempotent (it may also be called again when the job
     crashed after the hook returned and before its outcome was written). A hook that returned is never called again
-    for that deletion.
+    for that deletion. Each call has a deadline (``cleanup.hook.timeout.ms``): a hook still running then is recorded
+    as failed and retried later (not while its earlier call is still running); the other steps go on meanwhile.
     """
 
     def __call__(self, connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None: ...
 
 
+@dataclass(frozen=True)
+class DeletedConnector:
+    """What a deletion hook receives as ``context``: the deleted connector as it was when its tasks stopped.
+
+    ``config``: its last config (``Map<String, String>``); ``task_configs``: the task configs in force at the
+    deletion, folded from the config topic's ``task-<name>-<n>`` / ``commit-<name>`` records before the tombstone (as
+    Connect applies them); ``source_offsets``: ``(partition, offset)`` of every source partition in the store Connect
+    reads (a source connector); ``sink_offsets``: ``{(topic, partition): offset}`` committed by its consumer group
+    (a sink connector); ``active_topics``: its KIP-558 active topics. Offsets and topics are read once, before the
+    pass's ``offsets`` / ``active_topics`` steps clean them, and reused by the retries of the same job process.
+    """
+
+    name: str
+    connector_class: str | None
+    connector_type: str
+    config: Mapping[str, str]
+    task_configs: Mapping[int, Mapping[str, str]]
+    source_offsets: Sequence[tuple[Mapping[str, object] | None, Mapping[str, object] | None]]
+    sink_offsets: Mapping[tuple[str, int], int]
+    active_topics: Sequence[str]
+    deletion_offset: int
+    deleted_at: int
+
+
+#: The class key of ``cleanup.hooks.by.class`` matching every connector class (a catch-all, like ``cleanup.hooks``).
+ANY_CLASS = "*"
+
+
+def _instantiate_hook(name: str, plugin: object) -> DeletionHook:
+    target = plugin
+    if isinstance(plugin, type):
+        try:
+            target = plugin()
+        except Exception as err:
+            raise PluginError(f"deletion hook {name!r}: cannot instantiate {plugin.__name__}: {err}") from err
+    if not callable(target):
+        raise PluginError(
+            f"deletion hook {name!r} is a {type(target).__name__}, not a callable "
+            "(connector, config, *, is_deleted) -> None"
+        )
+    return target
+
+
 def load_deletion_hooks(cleanup_hooks: str) -> dict[str, DeletionHook]:
     """The hooks of the ``cleanup.hooks`` setting (``module:attribute`` paths, named by their path) and of the
-    ``connect_state.deletion_hooks`` entry points (named by entry name).
+    ``connect_state.deletion_hooks`` entry points (named by entry name): catch-alls, called for every class.
 
     A class is instantiated without arguments (as Connect instantiates plugin classes). Raises
     :class:`~connect_state.plugins.PluginError` when a path cannot be imported or names something that is not callable:
     the job refuses to start rather than plan deletions without a hook the operator asked for.
     """
+    return {
+        name: _instantiate_hook(name, plugin)
+        for name, plugin in load_named_plugins(split_paths(cleanup_hooks), DELETION_HOOKS_GROUP).items()
+    }
+
+
+def load_class_hooks(paths_by_class: Mapping[str, str]) -> tuple[dict[str, DeletionHook], dict[str, frozenset[str]]]:
+    """KIP-883 hooks per connector class: ``cleanup.hooks.by.class=<class>=<module:attribute>`` pairs (several hooks
+    of one class separated by ``|``) and the entry points of group ``connect_state.deletion_hooks_by_class`` (name =
+    connector class); ``*`` as the class matches every class.
+
+    Returns the hooks by name (the ``module:attribute`` path, or ``<class>:<attribute name>`` for an entry point) and
+    the classes each is registered for.
+    """
     hooks: dict[str, DeletionHook] = {}
-    for name, plugin in load_named_plugins(split_paths(cleanup_hooks), DELETION_HOOKS_GROUP).items():
-        target = plugin
-        if isinstance(plugin, type):
+    classes: dict[str, set[str]] = {}
+    for connector_class_name, plugin in entry_point_objects(DELETION_HOOKS_BY_CLASS_GROUP).items():
+        name = f"{connector_class_name}:{getattr(plugin, '__name__', type(plugin).__name__)}"
+        hooks[name] = _instantiate_hook(name, plugin)
+        classes.setdefault(name, set()).add(connector_class_name)
+    for connector_class_name, paths in paths_by_class.items():
+        for path in (part.strip() for part in paths.split("|")):
+            if not path:
+                continue
+            if path not in hooks:
+                hooks[path] = _instantiate_hook(path, load_object(path))
+            classes.setdefault(path, set()).add(connector_class_name)
+    return hooks, {name: frozenset(found) for name, found in classes.items()}
+
+
+def hook_applies(classes: Collection[str] | None, class_name: str | None) -> bool:
+    """Whether a hook registered for ``classes`` (None: a catch-all) runs for a connector of class ``class_name``
+    (its full name or a ``PluginUtils`` alias, on either side)."""
+    if classes is None or ANY_CLASS in classes:
+        return True
+    if class_name is None:
+        return False
+    return any(
+        class_name == registered or is_alias_of(class_name, registered) or is_alias_of(registered, class_name)
+        for registered in classes
+    )
+
+
+def accepts_context(hook: Callable[..., object]) -> bool:
+    """Whether ``hook`` takes the ``context`` keyword (by name, or through ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(hook).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "context" or p.kind == inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+def call_hook(hook: DeletionHook, context: DeletedConnector) -> None:
+    """Call a hook as :class:`DeletionHook` says: with ``context`` when it takes it."""
+    if accepts_context(hook):
+        hook(context.name, dict(context.config), is_deleted=True, context=context)  # type: ignore[call-arg]
+    else:
+        hook(context.name, dict(context.config), is_deleted=True)
+
+
+def last_task_configs(
+    records: Iterable[tuple[bytes, bytes | None, int]], connector: str, before_offset: int
+) -> dict[int, dict[str, str]]:
+    """The connector's task configs in force just before ``before_offset`` (its deletion's tombstone): its config-topic
+    records folded with the connector-state fold (task configs apply on a complete ``commit-<name>``, as
+    ``KafkaConfigBackingStore`` applies them)."""
+    folded: list[ConnectorRecord] = []
+    for key, value, offset in records:
+        if offset >= before_offset:
+            continue
+        try:
+            record = parse_config_record(key, value)
+        except RecordFormatError:
+            continue
+        if getattr(record.key, "connector", None) != connector:
+            continue
+        try:
+            folded.append(ConnectorRecord.from_config(record, 0, offset, 0))
+        except ValueError:
+            continue
+    state, _events = fold_connector(ConnectorState(connector), folded)
+    return {task: hook_config(config) for task, config in sorted(state.task_configs.items())}
+
+
+class HookRunner:
+    """Runs hook calls with a deadline, each in its own daemon thread, so a hung hook holds up nothing.
+
+    A call still running at its deadline is reported failed (:class:`HookTimeout`) and left to finish in the
+    background; while it runs, the step's next attempt fails at once instead of starting a second call.
+    """
+
+    def __init__(self, timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+        self._running: dict[object, threading.Thread] = {}
+
+    def run(self, key: object, call: Callable[[], None]) -> None:
+        """Run ``call`` for ``key`` (a deletion's step) and wait up to the deadline; re-raise what it raised."""
+        previous = self._running.get(key)
+        if previous is not None and previous.is_alive():
+            raise HookTimeout(f"its call of an earlier attempt has still not returned (deadline {self.timeout_ms} ms)")
+        outcome: list[BaseException | None] = []
+
+        def target() -> None:
             try:
-                target = plugin()
-            except Exception as err:
-                raise PluginError(f"deletion hook {name!r}: cannot instantiate {plugin.__name__}: {err}") from err
-        if not callable(target):
-            raise PluginError(
-                f"deletion hook {name!r} is a {type(target).__name__}, not a callable "
-                "(connector, config, *, is_deleted) -> None"
-            )
-        hooks[name] = target
-    return hooks
+                call()
+            except BaseException as err:  # handed to the caller's thread
+                outcome.append(err)
+            else:
+                outcome.append(None)
+
+        thread = threading.Thread(target=target, name=f"deletion-hook-{key}", daemon=True)
+        self._running[key] = thread
+        thread.start()
+        thread.join(self.timeout_ms / 1000.0 if self.timeout_ms > 0 else None)
+        if thread.is_alive():
+            raise HookTimeout(f"did not return within {self.timeout_ms} ms (cleanup.hook.timeout.ms)")
+        del self._running[key]
+        if outcome and outcome[0] is not None:
+            raise outcome[0]
+
+
+class HookTimeout(RuntimeError):
+    """A deletion hook did not return by its deadline (the step is recorded as failed and retried)."""
 
 
 def hook_step(name: str) -> str:
@@ -559,6 +723,14 @@ class CleanupIO(Protocol):
         """Delete a consumer group: True when deleted, False when there was no such group."""
         ...
 
+    def source_offset_values(self, connector: str) -> list[tuple[str, bytes, bytes | None]]:
+        """``(offsets topic, key bytes, value bytes or None)`` of the connector's listed ``source_offsets`` rows."""
+        ...
+
+    def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        """The committed offsets of a consumer group (the ``sink_offsets`` table), by (topic, partition)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -619,9 +791,15 @@ class CleanupReconciler:
         backoff_max_ms: int,
         clock: Callable[[], int],
         log: logging.Logger | None = None,
+        hook_classes: Mapping[str, Collection[str]] | None = None,
+        hook_timeout_ms: int = 30_000,
     ) -> None:
         self.io = io
         self.hooks = dict(hooks)
+        self.hook_classes = dict(hook_classes or {})
+        self.hook_runner = HookRunner(hook_timeout_ms)
+        self._contexts: dict[tuple[str, int], DeletedConnector] = {}
+        self._config_records: list[tuple[bytes, bytes | None, int]] | None = None
         self.status_topic = status_topic
         self.offsets_topic = offsets_topic
         self.offsets_on_delete = offsets_on_delete
@@ -639,7 +817,7 @@ class CleanupReconciler:
 
     def run_pass(self) -> PassSummary:
         """Plan new deletions, run the due steps, record every outcome."""
-        self._lifecycles, self._creations = {}, None
+        self._lifecycles, self._creations, self._config_records = {}, None, None
         summary = PassSummary()
         self.io.begin_pass()
         events = self.io.deletion_events()
@@ -655,7 +833,7 @@ class CleanupReconciler:
             if deletion.key in known:
                 continue
             plan = plan_steps(
-                deletion, list(self.hooks), self.offsets_on_delete, self._lifecycles.get(deletion.connector)
+                deletion, self.hook_names(deletion), self.offsets_on_delete, self._lifecycles.get(deletion.connector)
             )
             outcomes = {p.step: planned_outcome(p, now) for p in plan}
             known[deletion.key] = outcomes
@@ -673,6 +851,11 @@ class CleanupReconciler:
             outcomes = dict(sorted(known[deletion.key].items(), key=lambda item: step_order(item[0])))
             if not any(is_due(o, self.clock()) for o in outcomes.values()):
                 continue
+            hooks_due = any(
+                step.startswith(HOOK_STEP_PREFIX) and is_due(o, self.clock()) for step, o in outcomes.items()
+            )
+            if hooks_due and self._hooks_wait(deletion) is None:
+                self._context(deletion)  # before this pass's shared steps clean what the hooks are told about
             new = run_due_steps(
                 outcomes,
                 self.actions(deletion),
@@ -706,8 +889,80 @@ class CleanupReconciler:
         return {
             Step.ACTIVE_TOPICS: lambda: self._shared(deletion, self._reset_active_topics),
             Step.OFFSETS: lambda: self._shared(deletion, self._clean_offsets),
-            **{hook_step(name): hook_action(hook, deletion) for name, hook in self.hooks.items()},
+            **{
+                hook_step(name): functools.partial(self._hook, deletion, name, hook)
+                for name, hook in self.hooks.items()
+            },
         }
+
+    def hook_names(self, deletion: Deletion) -> list[str]:
+        """The hooks registered for the deleted connector's class (and the catch-alls), in registration order."""
+        class_name = connector_class(deletion.config)
+        return [name for name in self.hooks if hook_applies(self.hook_classes.get(name), class_name)]
+
+    def _hooks_wait(self, deletion: Deletion) -> StepResult | None:
+        """Why the deletion's hooks must wait (its tasks still run), or None. Hooks run once the deleted connector's
+        tasks have stopped, as ``stop(isDeleted=true)`` is called when the connector stops; a recreated name's
+        statuses are the new connector's, so they do not hold the old one's hooks."""
+        lifecycle = self._lifecycles.get(deletion.connector, Lifecycle())
+        lifecycle = lifecycle.with_created(self._config_topic_creations().get(deletion.connector, ()))
+        if shared_cleanup_blocker(deletion, lifecycle) is not None:
+            return None
+        row = self.io.connector_row(deletion.connector)
+        config_offset = int(row.get("config_offset") or -1) if row is not None else -1  # type: ignore[call-overload]
+        if row is not None and not row.get("deleted") and config_offset > deletion.deletion_offset:
+            return None
+        live = live_statuses(row)
+        if live:
+            return StepResult.waiting(f"waiting for the deleted connector's tasks to stop ({', '.join(live)})")
+        return None
+
+    def _hook(self, deletion: Deletion, name: str, hook: DeletionHook) -> StepResult:
+        waiting = self._hooks_wait(deletion)
+        if waiting is not None:
+            return waiting
+        context = self._context(deletion)
+        self.hook_runner.run((deletion.key, name), lambda: call_hook(hook, context))
+        return StepResult.succeeded("hook returned")
+
+    def _context(self, deletion: Deletion) -> DeletedConnector:
+        """What the deletion's hooks are told (:class:`DeletedConnector`), read once per job process."""
+        if deletion.key in self._contexts:
+            return self._contexts[deletion.key]
+        name = deletion.connector
+        source: list[tuple[Mapping[str, object] | None, Mapping[str, object] | None]] = []
+        sink: dict[tuple[str, int], int] = {}
+        if deletion.connector_type == ConnectorType.SINK:
+            sink = dict(sorted(self.io.group_offsets(sink_group_id(name, deletion.config)).items()))
+        elif deletion.connector_type == ConnectorType.SOURCE:
+            value_topic = connector_offset_stores(self.offsets_topic, deletion.config).value_topic
+            for topic, key, value in sorted(self.io.source_offset_values(name)):
+                if topic != value_topic:
+                    continue
+                try:
+                    parsed = parse_offset_key(key)
+                    source.append((parsed.partition, parse_offset_value(value)))
+                except RecordFormatError:
+                    continue
+        context = DeletedConnector(
+            name=name,
+            connector_class=connector_class(deletion.config),
+            connector_type=deletion.connector_type,
+            config=hook_config(deletion.config),
+            task_configs=last_task_configs(self._all_config_records(), name, deletion.deletion_offset),
+            source_offsets=source,
+            sink_offsets=sink,
+            active_topics=sorted(self.io.active_topics(name)),
+            deletion_offset=deletion.deletion_offset,
+            deleted_at=deletion.deleted_at,
+        )
+        self._contexts[deletion.key] = context
+        return context
+
+    def _all_config_records(self) -> list[tuple[bytes, bytes | None, int]]:
+        if self._config_records is None:
+            self._config_records = self.io.config_records("")
+        return self._config_records
 
     def _shared(self, deletion: Deletion, action: Callable[[Deletion], StepResult]) -> StepResult:
         """Run a step on the name's shared resources, unless the name was recreated (skip) or the deleted

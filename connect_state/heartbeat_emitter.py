@@ -1,14 +1,19 @@
 """Sending the heartbeats that are due: provider call, heartbeat topic, offsets topic, one history row per record.
 
-What ``AbstractWorkerSourceTask`` would do with the records of KIP-910's ``produceHeartbeatRecords``, done from
-outside the worker (record format: :mod:`connect_state.heartbeats`):
+What ``AbstractWorkerSourceTask`` would do with KIP-910's offset updates and heartbeat records, done from outside the
+worker (provider forms and record format: :mod:`connect_state.heartbeats`):
 
+0. a provider with the offsets-update form is asked for the offsets to commit given the partition's last one (none
+   for a timer-mode connector without partitions); they are committed to the connector's stores in Connect's write
+   order (:meth:`HeartbeatEmitter._commit`) and recorded ``offsets_committed``, one row per partition; nothing is
+   produced. A provider with both forms goes on with 1.;
 1. call the provider registered for the connector's class (the default one produces nothing);
 2. send each record to the connector's heartbeat topic (created if missing) with the framework headers, and wait for
    ``acks=all``;
 3. for records that carry a source offset, commit it like ``OffsetStorageWriter`` once the records are acknowledged:
    the exact key bytes ``[connector, partition]``, the value in Java ``HashMap`` order, the partition Java's producer
-   picks (:class:`~connect_state.kafka.InternalTopicWriter`), the last offset per source partition;
+   picks (:class:`~connect_state.kafka.InternalTopicWriter`), the last offset per source partition, to the
+   connector's stores (its own ``offsets.storage.topic``, then the worker's);
 4. return one :class:`EmittedHeartbeat` per record (``produced``), or one saying ``no_records`` or ``failed`` (the
    provider raised or returned something invalid, or Kafka did not acknowledge): a failing heartbeat never stops
    the others; the next one is tried one interval later.
@@ -27,13 +32,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Protocol
 
 from kafka import errors as kafka_errors
 
+from connect_state.connect.offset_stores import connector_offset_stores
 from connect_state.errors import KafkaWriteError, RecordFormatError
 from connect_state.folds.heartbeats import DuePartition
 from connect_state.formats.offsets import (
@@ -46,6 +52,9 @@ from connect_state.heartbeats import (
     HeartbeatProvider,
     HeartbeatRecord,
     HeartbeatRecordError,
+    checked_offsets,
+    implements_heartbeat_records,
+    implements_update_offsets,
     provider_for,
     record_headers,
     serialize_payload,
@@ -63,6 +72,8 @@ class HeartbeatOutcome(StrEnum):
     NO_RECORDS = "no_records"
     FAILED = "failed"
     SKIPPED = "skipped"
+    #: offsets-update form: an offset committed without any record produced
+    OFFSETS_COMMITTED = "offsets_committed"
 
 
 HeartbeatMessage = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]
@@ -178,14 +189,21 @@ class HeartbeatEmitter:
                 # offset it was given would move it back.
                 return [result(HeartbeatOutcome.SKIPPED, "the offset moved since it was read")]
         provider = provider_for(self.providers, due.connector_class)
+        rows: list[EmittedHeartbeat] = []
+        if implements_update_offsets(provider):
+            rows.extend(self._update_offsets(provider, due, result))
+            if not implements_heartbeat_records(provider):
+                return rows
+        if not due.partition:
+            return rows or [result(HeartbeatOutcome.NO_RECORDS)]  # no partition yet: nothing to ask for records
         try:
             records = provider.produce_heartbeat_records(due.connector, due.config, due.partition, due.offset)
             records = self._checked(records)
         except Exception as err:  # a provider is third-party code: record its failure, keep going
             log.warning("heartbeat provider for %s failed on %s: %s", due.connector, partition_json, err)
-            return [result(HeartbeatOutcome.FAILED, f"{type(err).__name__}: {err}")]
+            return [*rows, result(HeartbeatOutcome.FAILED, f"{type(err).__name__}: {err}")]
         if not records:
-            return [result(HeartbeatOutcome.NO_RECORDS)]
+            return rows or [result(HeartbeatOutcome.NO_RECORDS)]
         messages = [
             (serialize_payload(r.key), serialize_payload(r.value), record_headers(due.connector, due.partition, r))
             for r in records
@@ -204,11 +222,10 @@ class HeartbeatEmitter:
         commit_error = None
         if commits:
             try:
-                self.offset_sender.send(self.offsets_topic, list(commits.items()))
+                self._commit(due, list(commits.items()))
             except KafkaWriteError as err:
                 log.warning("offsets of the heartbeat of %s %s not committed: %s", due.connector, partition_json, err)
                 commit_error = f"offset not committed: {err}"
-        rows = []
         for index, (record, (key, value, _headers), position) in enumerate(
             zip(records, messages, positions, strict=True)
         ):
@@ -229,6 +246,47 @@ class HeartbeatEmitter:
                 )
             )
         return rows
+
+    def _commit(self, due: DuePartition, records: list[tuple[bytes, bytes | None]]) -> None:
+        """Commit offsets as the framework does: to the connector's stores in ``ConnectorOffsetBackingStore.set``'s
+        order (its own ``offsets.storage.topic`` first, then the worker's, whose failure is only logged)."""
+        for write in connector_offset_stores(self.offsets_topic, due.config).writes(records):
+            try:
+                self.offset_sender.send(write.topic, write.records)
+            except KafkaWriteError as err:
+                if not write.best_effort:
+                    raise
+                log.warning("offsets of %s not written to the secondary store %s: %s", due.connector, write.topic, err)
+
+    def _update_offsets(
+        self, provider: HeartbeatProvider, due: DuePartition, result: Callable[..., EmittedHeartbeat]
+    ) -> list[EmittedHeartbeat]:
+        """The offsets-update form: ask the provider, commit what it returns, produce nothing."""
+        given = [(due.partition, due.offset)] if due.partition else []
+        try:
+            updates = checked_offsets(provider.update_offsets(due.connector, due.config, given))
+        except Exception as err:  # third-party code
+            log.warning("heartbeat provider for %s failed to update offsets: %s", due.connector, err)
+            return [result(HeartbeatOutcome.FAILED, f"{type(err).__name__}: {err}")]
+        if not updates:
+            return [] if implements_heartbeat_records(provider) else [result(HeartbeatOutcome.NO_RECORDS)]
+        records = [(offset_key_bytes(due.connector, p), serialize_offset_value(o)) for p, o in updates]
+        try:
+            self._commit(due, records)
+        except KafkaWriteError as err:
+            log.warning("offsets of %s not committed: %s", due.connector, err)
+            return [result(HeartbeatOutcome.FAILED, f"offset not committed: {err}")]
+        return [
+            replace(
+                result(
+                    HeartbeatOutcome.OFFSETS_COMMITTED,
+                    committed_offset=json.dumps(offset, separators=(",", ":")) if offset is not None else None,
+                ),
+                partition=json.dumps(partition, separators=(",", ":")),
+                source_key=key,
+            )
+            for (partition, offset), (key, _value) in zip(updates, records, strict=True)
+        ]
 
     @staticmethod
     def _checked(records: object) -> list[HeartbeatRecord]:

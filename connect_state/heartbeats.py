@@ -16,14 +16,20 @@ method. Register one per connector class (the full ``connector.class``; its alia
   ``<class>=<module:attribute>`` pairs), or
 * as a Python entry point of group ``connect_state.heartbeat_providers`` whose name is the connector class.
 
-The attribute may be a provider instance, a class with a no-argument constructor, or a plain function with the
-method's signature (:func:`as_provider`). A connector class without a provider gets the default (no records): the
-heartbeat still counts (the timer is reset and the ``heartbeats`` table says ``no_records``), as in the KIP.
+The attribute may be a provider instance, a class with a no-argument constructor, an object with either method, or a
+plain function with the signature of ``produce_heartbeat_records`` (:func:`as_provider`). A provider has the
+**offsets-update form** (:meth:`HeartbeatProvider.update_offsets`: partitions and offsets in, offsets to commit out,
+nothing produced: the KIP's proposed change), the **heartbeat-records form** (:meth:`HeartbeatProvider.
+produce_heartbeat_records`), or both. Only connectors whose class has a provider are eligible (as only tasks that
+implement the KIP's method take part); a provider that overrides neither method sends nothing, and its heartbeats are
+recorded ``no_records``.
 
-**When.** A partition is due when its connector is eligible (a source connector whose effective target state is
-STARTED and whose connector status is RUNNING, with ``heartbeat.interval.ms`` > 0) and neither its offset has moved
-nor a heartbeat was sent for the interval (:mod:`connect_state.folds.heartbeats`). ``heartbeat.interval.ms`` and
-``heartbeat.records.topic`` in the connector's own config override the connect-state settings of the same names.
+**When.** A partition is due when its connector is eligible (a source connector whose class has a provider, whose
+effective target state is STARTED and whose connector status is RUNNING, with ``heartbeat.interval.ms`` > 0) and, in
+``idle`` mode, neither its offset has moved nor a heartbeat was sent for the interval; in ``timer`` mode, when the
+connector's timer fires (every interval, KIP-910's timer; :mod:`connect_state.folds.heartbeats`).
+``heartbeat.interval.ms``, ``heartbeat.mode`` and ``heartbeat.records.topic`` in the connector's own config override
+the connect-state settings of the same names.
 
 **Heartbeat record format** (what lands in the heartbeat topic):
 
@@ -77,7 +83,11 @@ __all__ = [
     "HeartbeatProvider",
     "HeartbeatRecord",
     "HeartbeatRecordError",
+    "SourceOffset",
     "as_provider",
+    "checked_offsets",
+    "implements_heartbeat_records",
+    "implements_update_offsets",
     "provider_for",
     "record_headers",
     "serialize_payload",
@@ -158,12 +168,29 @@ def record_headers(
     return headers
 
 
-class HeartbeatProvider:
-    """Produces heartbeat records for the idle source partitions of one connector class (KIP-910).
+#: A source partition and its offset, as the offsets-update form takes and returns them (offset None: a tombstone).
+SourceOffset = tuple[Mapping[str, object], Mapping[str, object] | None]
 
-    Subclass and override :meth:`produce_heartbeat_records`. Called on the job's driver, once per idle partition and
-    interval; it should be quick and must not block for long (it holds up the job's micro-batch).
+
+class HeartbeatProvider:
+    """Moves the source offsets of one connector class's partitions without data (KIP-910), in either form or both.
+
+    * the **offsets-update form** (the KIP's proposed change): override :meth:`update_offsets`: the partitions and
+      their offsets in, the partitions and offsets to commit out; nothing is produced;
+    * the **heartbeat-records form** (the KIP's ``produceHeartbeatRecords``): override
+      :meth:`produce_heartbeat_records`: records sent to the heartbeat topic, their source offsets committed.
+
+    Called on the job's driver, once per due partition; it should be quick and must not block for long (it holds up
+    the job's micro-batch).
     """
+
+    def update_offsets(
+        self, connector: str, config: Mapping[str, object], offsets: Sequence[SourceOffset]
+    ) -> Sequence[SourceOffset] | None:
+        """The offsets to commit for ``connector``'s partitions, given their last committed ``offsets`` (empty for a
+        timer-mode connector that has none yet). The default commits nothing (the KIP's default returns an empty
+        map). Returned partitions may be new ones; an offset of None commits a tombstone."""
+        return None
 
     def produce_heartbeat_records(
         self,
@@ -193,16 +220,74 @@ class _FunctionProvider(HeartbeatProvider):
         return self.function(*args, **kwargs)
 
 
+class _DuckProvider(HeartbeatProvider):
+    """An object with either method (or both) that does not subclass :class:`HeartbeatProvider`."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        if callable(getattr(target, "update_offsets", None)):
+            self.update_offsets = target.update_offsets  # type: ignore[method-assign]
+        if callable(getattr(target, "produce_heartbeat_records", None)):
+            self.produce_heartbeat_records = target.produce_heartbeat_records  # type: ignore[method-assign]
+
+
 def as_provider(plugin: object) -> HeartbeatProvider:
-    """A loaded plugin as a provider: an object with ``produce_heartbeat_records``, a class to instantiate, or a
-    function with the method's signature."""
+    """A loaded plugin as a provider: a :class:`HeartbeatProvider`, an object with ``update_offsets`` and/or
+    ``produce_heartbeat_records``, a class to instantiate, or a function with the signature of
+    ``produce_heartbeat_records``."""
     if isinstance(plugin, type):
         plugin = plugin()
-    if callable(getattr(plugin, "produce_heartbeat_records", None)):
-        return plugin  # type: ignore[return-value]
+    if isinstance(plugin, HeartbeatProvider):
+        return plugin
+    if callable(getattr(plugin, "produce_heartbeat_records", None)) or callable(
+        getattr(plugin, "update_offsets", None)
+    ):
+        return _DuckProvider(plugin)
     if callable(plugin):
         return _FunctionProvider(plugin)
-    raise TypeError(f"{plugin!r} is not a heartbeat provider (no produce_heartbeat_records method, not callable)")
+    raise TypeError(
+        f"{plugin!r} is not a heartbeat provider (no update_offsets or produce_heartbeat_records method, not callable)"
+    )
+
+
+def _overrides(provider: HeartbeatProvider, method: str) -> bool:
+    if isinstance(provider, _DuckProvider):
+        return method in vars(provider)
+    return getattr(type(provider), method) is not getattr(HeartbeatProvider, method)
+
+
+def implements_update_offsets(provider: HeartbeatProvider) -> bool:
+    """Whether the provider has the offsets-update form (overrides :meth:`HeartbeatProvider.update_offsets`)."""
+    return _overrides(provider, "update_offsets")
+
+
+def implements_heartbeat_records(provider: HeartbeatProvider) -> bool:
+    """Whether the provider has the heartbeat-records form; a provider with neither form counts as this one (the
+    default: no records, the heartbeat is recorded as ``no_records``)."""
+    return _overrides(provider, "produce_heartbeat_records") or not implements_update_offsets(provider)
+
+
+def checked_offsets(offsets: object) -> list[SourceOffset]:
+    """What ``update_offsets`` returned, checked: ``(partition, offset)`` pairs whose maps pass
+    ``OffsetUtils.validateFormat``; raises :class:`HeartbeatRecordError` otherwise."""
+    if offsets is None:
+        return []
+    if isinstance(offsets, Mapping):
+        raise HeartbeatRecordError("update_offsets must return (partition, offset) pairs, not a mapping")
+    pairs: list[SourceOffset] = []
+    for item in offsets:  # type: ignore[attr-defined]
+        if not (isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], Mapping)):
+            raise HeartbeatRecordError(f"update_offsets returned {item!r}, not a (partition, offset) pair")
+        partition, offset = item
+        for what, value in (("Partitions", partition), ("Offsets", offset)):
+            if value is None:
+                continue
+            try:
+                validate_offset_map(value, what)
+            except (RecordFormatError, TypeError) as err:
+                raise HeartbeatRecordError(f"{what.lower()[:-1]} {value!r}: {err}") from err
+        pairs.append((dict(partition), dict(offset) if offset is not None else None))
+    return pairs
 
 
 def provider_for(providers: Mapping[str, HeartbeatProvider], connector_class: str | None) -> HeartbeatProvider:

@@ -16,6 +16,7 @@ from connect_state.connect.alter_offsets import AlterOffsetsRule, AlterOffsetsRu
 from connect_state.errors import ConfigError
 
 DELETION_HOOKS_GROUP = "connect_state.deletion_hooks"
+DELETION_HOOKS_BY_CLASS_GROUP = "connect_state.deletion_hooks_by_class"
 HEARTBEAT_PROVIDERS_GROUP = "connect_state.heartbeat_providers"
 ALTER_OFFSETS_GROUP = "connect_state.alter_offsets"
 

@@ -116,17 +116,23 @@ class Settings:
     api_tls_client_auth: str
     api_audit_file: str
     api_audit_topic: str
+    api_audit_table: bool
+    api_audit_flush_interval_ms: int
+    api_request_timeout_ms: int
     api_allowed_groups: str
     api_allowed_offsets_topics: str
     jobs_metrics_port: int
     consumer_offsets_topic: str
     cleanup_offsets_on_delete: bool
     cleanup_hooks: str
+    cleanup_hooks_by_class: dict[str, str]
+    cleanup_hook_timeout_ms: int
     cleanup_retry_backoff_ms: int
     cleanup_retry_backoff_max_ms: int
     heartbeat_interval_ms: int
     heartbeat_records_topic: str
     heartbeat_providers: dict[str, str]
+    heartbeat_mode: str
     connector_class_types: dict[str, str]
     offsets_alter_rules: dict[str, str]
     lease_duration_ms: int

@@ -330,7 +330,8 @@ HEARTBEATS = TableSpec(
     description=(
         "KIP-910: every heartbeat of an idle source partition: one row per record sent to the heartbeat topic "
         "(outcome produced, with its Kafka position and the offset it committed), or one row with outcome no_records "
-        "(the provider returned none) or failed (with the error)."
+        "(the provider returned none) or failed (with the error); offsets-update form: one row per partition with "
+        "outcome offsets_committed (an offset committed, nothing produced)."
     ),
 )
 
@@ -394,6 +395,41 @@ LEASES = TableSpec(
         "One writer where it matters: per job whose side effects must not happen twice (cleanup, heartbeats), the "
         "instance holding its lease, the epoch (fencing token: +1 at every change of holder), when it was taken, last "
         "renewed and when it expires (connect_state/leases.py, connect_state/spark/leases.py)."
+    ),
+)
+
+AUDIT = TableSpec(
+    name="audit",
+    schema=pa.schema(
+        [
+            ("id", STRING),
+            ("time", TIMESTAMP),
+            ("principal", STRING),
+            ("auth", STRING),
+            ("remote_addr", STRING),
+            ("method", STRING),
+            ("path", STRING),
+            ("query", STRING),
+            ("endpoint", STRING),
+            ("connector", STRING),
+            ("role", STRING),
+            ("body", STRING),
+            ("status", INT),
+            ("outcome", STRING),
+            ("message", STRING),
+            ("written", STRING),
+            ("target_state_before", STRING),
+            ("connector_state_before", STRING),
+        ]
+    ),
+    key=("id",),
+    description=(
+        "Issue 13: every mutating API request, allowed or refused, and every 401/403: who (principal, auth), when, "
+        "from where, method, path and query, connector, required role, the JSON body with secrets redacted, status, "
+        "outcome (succeeded, refused, failed) and message, the records and group changes written (JSON), and the "
+        "connector's target and connector state before the write (the connectors table). Written by the API "
+        "(deltalake, from its write-ahead spool api.audit.file, connect_state/api/audit.py), not by a Spark job; "
+        "not in ALL_TABLES (the jobs' tables)."
     ),
 )
 

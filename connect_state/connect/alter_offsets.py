@@ -134,7 +134,7 @@ def as_rule(plugin: object) -> AlterOffsetsRule:
     if callable(getattr(plugin, "alter_offsets", None)):
         return _MethodRule(plugin)
     if callable(plugin):
-        return plugin  # type: ignore[return-value]
+        return plugin
     raise TypeError(f"{plugin!r} is not an alterOffsets rule (no alter_offsets method, not callable)")
 
 

@@ -16,16 +16,22 @@ removes it here (``OffsetStorageReaderImpl`` gives the task no offset for it). R
 applied for their offsets-topic partition are replays and are skipped.
 
 **Eligibility** (:func:`heartbeat_policy`), the first failing check is the ``reason``: the connector has a config
-(not deleted), is a source connector, its ``heartbeat.interval.ms`` (its own config, else connect-state's) is a valid
-integer > 0 (0 turns heartbeats off, as in the KIP), its offsets live in the worker's offsets topic alone (no
-connector-specific ``offsets.storage.topic`` naming another topic, whose offsets would shadow ours: one naming the
-worker's topic is the worker's store, :func:`~connect_state.connect.offset_stores.connector_offset_stores`), its
-effective target state is STARTED and its connector status is RUNNING.
+(not deleted), is a source connector, its class has a heartbeat provider (:attr:`HeartbeatDefaults.provider_classes`,
+KIP-910: only tasks implementing the method take part), its ``heartbeat.interval.ms`` (its own config, else
+connect-state's) is a valid integer > 0 (0 turns heartbeats off, as in the KIP), its ``heartbeat.mode`` is valid, the
+worker's offsets topic is known when it has its own ``offsets.storage.topic`` (heartbeat offsets are committed to its
+stores in Connect's order), its effective target state is STARTED and its connector status is RUNNING.
 
-**Due** (:func:`due_at`): a partition is due at ``max(last_moved_at, last_heartbeat_at) + interval``: its offset has
-not moved, and no heartbeat was sent, for one interval. After a heartbeat the timer restarts, as the KIP's
-``currentTimeMs + heartbeatIntervalMs``. The job arms the group's processing-time timeout for the earliest due time
-of the connector's partitions (:attr:`StepResult.timeout_at`), only while the connector is eligible.
+**Due**, ``idle`` mode (:func:`due_at`): a partition is due at ``max(last_moved_at, last_heartbeat_at) +
+interval``: its offset has not moved, and no heartbeat was sent, for one interval. After a heartbeat the timer
+restarts, as the KIP's ``currentTimeMs + heartbeatIntervalMs``. The job arms the group's processing-time timeout for
+the earliest due time of the connector's partitions (:attr:`StepResult.timeout_at`), only while the connector is
+eligible.
+
+**Due**, ``timer`` mode (KIP-910's timer, :class:`HeartbeatMode`): per connector, armed one interval after it became
+eligible (:attr:`HeartbeatState.timer_next_at`), fired every interval whether or not offsets moved and reset whether or
+not anything came back; every partition is due when it fires, and a connector without partitions gets one heartbeat
+with partition ``{}`` (:data:`NO_PARTITION_KEY`), so its provider can commit a first offset.
 
 Kafka timestamps are the worker's clock, ``now`` is ours: idle ages are clamped at 0 when the clocks disagree.
 """
@@ -36,8 +42,10 @@ import base64
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 
-from connect_state.connect.offset_stores import OFFSETS_TOPIC_CONFIG, connector_offset_stores, connector_offsets_topic
+from connect_state.connect.connector_types import is_alias_of
+from connect_state.connect.offset_stores import OFFSETS_TOPIC_CONFIG, connector_offsets_topic
 from connect_state.connect.vocabulary import ConnectorType, State, TargetState
 from connect_state.errors import RecordFormatError
 from connect_state.folds.connector_states import (
@@ -56,9 +64,12 @@ from connect_state.formats.offsets import (
 
 __all__ = [
     "INTERVAL_CONFIG",
+    "MODE_CONFIG",
+    "NO_PARTITION_KEY",
     "TOPIC_CONFIG",
     "DuePartition",
     "HeartbeatDefaults",
+    "HeartbeatMode",
     "HeartbeatPolicy",
     "HeartbeatState",
     "OffsetRecord",
@@ -69,6 +80,7 @@ __all__ = [
     "due_at",
     "due_partition_from_row",
     "due_partitions",
+    "has_provider",
     "heartbeat_policy",
     "heartbeat_state_from_json",
     "heartbeat_state_to_json",
@@ -81,7 +93,21 @@ __all__ = [
 
 INTERVAL_CONFIG = "heartbeat.interval.ms"
 TOPIC_CONFIG = "heartbeat.records.topic"
+#: Ours: ``idle`` (a partition beats once its offset has not moved for the interval) or ``timer`` (KIP-910's timer).
+MODE_CONFIG = "heartbeat.mode"
 _INT32_MAX = 2**31 - 1
+
+
+class HeartbeatMode(StrEnum):
+    """When heartbeats fire (``heartbeat.mode``, globally or in a connector's config).
+
+    ``idle``: per partition, once its offset has not moved and no heartbeat was sent for the interval (connect-state's
+    original rule: a partition whose offset moves never beats). ``timer``: KIP-910's timer, per connector: every
+    interval, reset whether or not anything came back, whether or not offsets moved, also before the connector has
+    any offset (the provider is then asked with no partitions)."""
+
+    IDLE = "idle"
+    TIMER = "timer"
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -98,6 +124,10 @@ class HeartbeatDefaults:
     interval_ms: int
     records_topic: str
     offsets_topic: str | None = None
+    #: The connector classes that have a heartbeat provider (KIP-910: only tasks implementing the method take part);
+    #: None: not checked (every source connector with an interval is eligible).
+    provider_classes: frozenset[str] | None = None
+    mode: HeartbeatMode = HeartbeatMode.IDLE
 
 
 @dataclass(frozen=True)
@@ -107,6 +137,7 @@ class HeartbeatPolicy:
     interval_ms: int
     records_topic: str
     reason: str | None
+    mode: HeartbeatMode = HeartbeatMode.IDLE
 
     @property
     def eligible(self) -> bool:
@@ -135,17 +166,40 @@ def _interval(config: Mapping[str, object] | None, defaults: HeartbeatDefaults) 
 
 
 def _offsets_elsewhere(config: Mapping[str, object], defaults: HeartbeatDefaults) -> bool:
-    """Whether the connector's offsets are (also) in another topic than the worker's: its stores are more than the
-    worker's topic alone (:func:`~connect_state.connect.offset_stores.connector_offset_stores`)."""
-    if defaults.offsets_topic is None:
-        return connector_offsets_topic(config) is not None
-    return connector_offset_stores(defaults.offsets_topic, config).topics != (defaults.offsets_topic,)
+    """Whether the connector's offsets are (also) in another topic than the worker's, and the worker's topic is not
+    known: then its stores cannot be written in Connect's order (the job always knows it)."""
+    return defaults.offsets_topic is None and connector_offsets_topic(config) is not None
+
+
+def _mode(config: Mapping[str, object] | None, defaults: HeartbeatDefaults) -> tuple[HeartbeatMode, str | None]:
+    value = _override(config, MODE_CONFIG)
+    if value is None:
+        return defaults.mode, None
+    try:
+        return HeartbeatMode(str(value).strip().lower()), None
+    except ValueError:
+        return defaults.mode, f"invalid {MODE_CONFIG} {value!r} in the connector config (expected idle or timer)"
+
+
+def has_provider(connector_class: str | None, provider_classes: frozenset[str] | None) -> bool:
+    """Whether a provider is registered for the class (by full name or a ``PluginUtils`` alias of either side)."""
+    if provider_classes is None:
+        return True
+    if connector_class is None:
+        return False
+    return any(
+        connector_class == registered
+        or is_alias_of(connector_class, registered)
+        or is_alias_of(registered, connector_class)
+        for registered in provider_classes
+    )
 
 
 def heartbeat_policy(connector: ConnectorState, defaults: HeartbeatDefaults) -> HeartbeatPolicy:
     """The connector's effective interval and topic, and the first reason it gets no heartbeats (None: eligible)."""
     config = connector.config
     interval, bad_interval = _interval(config, defaults)
+    mode, bad_mode = _mode(config, defaults)
     topic_override = _override(config, TOPIC_CONFIG)
     topic = str(topic_override).strip() if topic_override is not None else defaults.records_topic
     status = connector.connector_status
@@ -153,10 +207,14 @@ def heartbeat_policy(connector: ConnectorState, defaults: HeartbeatDefaults) -> 
         reason: str | None = "deleted" if connector.deleted else "no config"
     elif connector.connector_type() != ConnectorType.SOURCE:
         reason = f"not a source connector ({connector.connector_type()})"
+    elif not has_provider(connector.connector_class, defaults.provider_classes):
+        reason = f"no heartbeat provider for class {connector.connector_class} (heartbeat.providers)"
     elif bad_interval is not None:
         reason = bad_interval
     elif interval == 0:
         reason = f"heartbeats disabled ({INTERVAL_CONFIG}=0)"
+    elif bad_mode is not None:
+        reason = bad_mode
     elif _offsets_elsewhere(config, defaults):
         reason = f"connector-specific {OFFSETS_TOPIC_CONFIG} is not supported"
     elif connector.effective_target_state != TargetState.STARTED:
@@ -167,7 +225,7 @@ def heartbeat_policy(connector: ConnectorState, defaults: HeartbeatDefaults) -> 
         reason = f"connector status {status.state}"
     else:
         reason = None
-    return HeartbeatPolicy(interval, topic, reason)
+    return HeartbeatPolicy(interval, topic, reason, mode)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -252,6 +310,8 @@ class HeartbeatState:
     connector: ConnectorState
     partitions: dict[bytes, PartitionActivity] = field(default_factory=dict)
     offsets_applied: dict[int, int] = field(default_factory=dict)
+    #: Timer mode: when the connector's timer fires next (epoch ms); None while it is not armed.
+    timer_next_at: int | None = None
 
     @classmethod
     def new(cls, name: str) -> HeartbeatState:
@@ -296,6 +356,7 @@ def _copy(state: HeartbeatState) -> HeartbeatState:
         state.connector,
         {key: replace(activity) for key, activity in state.partitions.items()},
         dict(state.offsets_applied),
+        state.timer_next_at,
     )
 
 
@@ -336,14 +397,42 @@ class StepResult:
     timeout_at: int | None
 
 
+#: The key of a timer-mode heartbeat of a connector that has no source partition yet (``partition`` is ``{}``).
+NO_PARTITION_KEY = b""
+
+
+def _timer_fired(state: HeartbeatState, policy: HeartbeatPolicy, now: int) -> bool:
+    return policy.mode == HeartbeatMode.TIMER and state.timer_next_at is not None and now >= state.timer_next_at
+
+
 def due_partitions(state: HeartbeatState, policy: HeartbeatPolicy, now: int) -> list[DuePartition]:
-    """The partitions due at ``now`` (none unless the connector is eligible), in key order."""
+    """The partitions due at ``now`` (none unless the connector is eligible), in key order.
+
+    Idle mode: each partition idle for the interval. Timer mode: every partition when the connector's timer has fired,
+    or, when it has none yet, one heartbeat with ``partition`` ``{}`` and key :data:`NO_PARTITION_KEY` (the provider
+    is asked with no offsets, as the KIP's task would be before its first commit)."""
     if not policy.eligible:
         return []
+    timer = _timer_fired(state, policy, now)
+    if timer and not state.partitions:
+        config = dict(state.connector.config or {})
+        fired = state.timer_next_at or now
+        return [
+            DuePartition(
+                state.name, state.connector.connector_class, config, {}, NO_PARTITION_KEY, {},
+                fired - policy.interval_ms, 0, policy.interval_ms, policy.records_topic, fired,
+            )
+        ]  # fmt: skip
     due = []
+    when: int | None
     for key, activity in sorted(state.partitions.items()):
-        when = due_at(activity.last_moved_at, activity.last_heartbeat_at, policy.interval_ms)
+        if policy.mode == HeartbeatMode.TIMER:
+            when = state.timer_next_at if timer else None
+        else:
+            when = due_at(activity.last_moved_at, activity.last_heartbeat_at, policy.interval_ms)
         if when is not None and now >= when:
+            # timer mode: "moved" one interval before the timer fired, so that :func:`still_due` agrees it is due
+            moved = when - policy.interval_ms if policy.mode == HeartbeatMode.TIMER else activity.last_moved_at
             due.append(
                 DuePartition(
                     state.name,
@@ -352,7 +441,7 @@ def due_partitions(state: HeartbeatState, policy: HeartbeatPolicy, now: int) -> 
                     dict(activity.partition),
                     key,
                     dict(activity.offset),
-                    activity.last_moved_at,
+                    moved,
                     idle_ms(activity.last_moved_at, now),
                     policy.interval_ms,
                     policy.records_topic,
@@ -367,6 +456,8 @@ def due_partitions(state: HeartbeatState, policy: HeartbeatPolicy, now: int) -> 
 def _next_timeout(state: HeartbeatState, policy: HeartbeatPolicy) -> int | None:
     if not policy.eligible:
         return None
+    if policy.mode == HeartbeatMode.TIMER:
+        return state.timer_next_at
     times = [
         due_at(activity.last_moved_at, activity.last_heartbeat_at, policy.interval_ms)
         for activity in state.partitions.values()
@@ -392,9 +483,17 @@ def step(
         if gone is not None:
             removed.append(gone)
     policy = heartbeat_policy(new_state.connector, defaults)
+    if policy.mode == HeartbeatMode.TIMER and policy.eligible and new_state.timer_next_at is None:
+        new_state.timer_next_at = now + policy.interval_ms  # armed when the connector becomes eligible
     due = due_partitions(new_state, policy, now)
     for heartbeat in due:
-        new_state.partitions[heartbeat.key].last_heartbeat_at = now
+        if heartbeat.key in new_state.partitions:
+            new_state.partitions[heartbeat.key].last_heartbeat_at = now
+    if policy.mode == HeartbeatMode.TIMER and policy.eligible:
+        if _timer_fired(new_state, policy, now):
+            new_state.timer_next_at = now + policy.interval_ms  # reset whether or not anything comes back
+    else:
+        new_state.timer_next_at = None
     removed = [key for key in dict.fromkeys(removed) if key not in new_state.partitions]
     return StepResult(new_state, due, removed, policy, _next_timeout(new_state, policy))
 
@@ -451,6 +550,7 @@ def heartbeat_state_to_json(state: HeartbeatState) -> str:
         "connector": state_to_json(state.connector),
         "partitions": partitions,
         "offsets_applied": {str(p): o for p, o in sorted(state.offsets_applied.items())},
+        "timer_next_at": state.timer_next_at,
     }
     return json.dumps(fields, separators=(",", ":"))
 
@@ -470,7 +570,9 @@ def heartbeat_state_from_json(text: str) -> HeartbeatState:
         for item in fields["partitions"]
     }
     offsets_applied = {int(p): o for p, o in fields["offsets_applied"].items()}
-    return HeartbeatState(state_from_json(fields["connector"]), partitions, offsets_applied)
+    return HeartbeatState(
+        state_from_json(fields["connector"]), partitions, offsets_applied, fields.get("timer_next_at")
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -253,6 +253,7 @@ def reconciler(settings: Settings) -> Reconciler:
         PARSED_SCHEMA,
         [RecordKind.TOPIC],
         ["connector", "topic"],
+        fast=fast_parse,
     )
 
 

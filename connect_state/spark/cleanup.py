@@ -15,9 +15,10 @@ script is ``connect-state-cleanup`` (jobs/cleanup.py).
 
 from __future__ import annotations
 
+import functools
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,6 +33,7 @@ from connect_state.cleanup import (
     StepOutcome,
     StepStatus,
     interval_seconds,
+    load_class_hooks,
     load_deletion_hooks,
 )
 from connect_state.errors import TopicNotFoundError
@@ -48,6 +50,7 @@ from connect_state.tables import (
     CONNECTOR_DELETIONS,
     CONNECTOR_EVENTS,
     CONNECTORS,
+    SINK_OFFSETS,
     SOURCE_OFFSETS,
     TableSpec,
 )
@@ -230,6 +233,26 @@ class SparkCleanupIO:
         rows = table.filter(F.col("connector") == connector).select("offsets_topic", "key").collect()
         return [(row.offsets_topic, bytes(row.key)) for row in rows]
 
+    def source_offset_values(self, connector: str) -> list[tuple[str, bytes, bytes | None]]:
+        table = self._table(SOURCE_OFFSETS)
+        if table is None:
+            return []
+        rows = (
+            table.filter((F.col("connector") == connector) & F.col("listed"))
+            .select("offsets_topic", "key", "value")
+            .collect()
+        )
+        return [
+            (row.offsets_topic, bytes(row.key), bytes(row.value) if row.value is not None else None) for row in rows
+        ]
+
+    def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        table = self._table(SINK_OFFSETS)
+        if table is None:
+            return {}
+        rows = table.filter(F.col("group_id") == group).select("topic", "partition", "offset").collect()
+        return {(row.topic, int(row.partition)): int(row.offset) for row in rows if row.offset is not None}
+
     def live_keys(self, topic: str, *, ends_with: str | None = None, contains: str | None = None) -> list[bytes]:
         frame = read_topic_batch(self.spark, self.settings, topic).filter(F.col("key").isNotNull())
         text: Column = F.col("key").cast("string")
@@ -269,6 +292,7 @@ def cleanup_reconciler(
     settings: Settings,
     hooks: Mapping[str, DeletionHook],
     *,
+    hook_classes: Mapping[str, Collection[str]] | None = None,
     writer: Any | None = None,
     group_admin_factory: GroupAdminFactory = default_group_admin,
     clock: Callable[[], int] = now_ms,
@@ -293,15 +317,19 @@ def cleanup_reconciler(
         backoff_max_ms=settings.cleanup_retry_backoff_max_ms,
         clock=clock,
         log=log,
+        hook_classes=hook_classes,
+        hook_timeout_ms=settings.cleanup_hook_timeout_ms,
     )
 
 
 def fenced_hook(hook: DeletionHook, fence: Callable[[], None]) -> DeletionHook:
-    """``hook``, called only after ``fence`` passed (LeaseLost otherwise: the step fails and its record is refused)."""
+    """``hook``, called only after ``fence`` passed (LeaseLost otherwise: the step fails and its record is refused).
+    Keeps the hook's signature (``functools.wraps``), so a hook taking ``context`` still gets it."""
 
-    def call(connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
+    @functools.wraps(hook)
+    def call(connector: str, config: Mapping[str, str], *, is_deleted: bool, **kwargs: Any) -> None:
         fence()
-        hook(connector, config, is_deleted=is_deleted)
+        hook(connector, config, is_deleted=is_deleted, **kwargs)
 
     return call
 
@@ -316,22 +344,35 @@ class CleanupJob:
 
     name = JOB_NAME
 
-    def __init__(self, hooks: Mapping[str, DeletionHook] | None = None) -> None:
+    def __init__(
+        self,
+        hooks: Mapping[str, DeletionHook] | None = None,
+        hook_classes: Mapping[str, Collection[str]] | None = None,
+    ) -> None:
         self.hooks = dict(hooks) if hooks is not None else None
+        self.hook_classes: Mapping[str, Collection[str]] = dict(hook_classes or {})
 
     def check(self, settings: Settings) -> None:
         """Load the hooks and read ``trigger.interval``: a bad setting fails here (ConfigError)."""
         interval_seconds(settings.trigger_interval)
         if self.hooks is None:
             self.hooks = load_deletion_hooks(settings.cleanup_hooks)
-            log.info("deletion hooks: %s", ", ".join(self.hooks) or "none")
+            class_hooks, self.hook_classes = load_class_hooks(settings.cleanup_hooks_by_class)
+            self.hooks.update(class_hooks)
+            log.info(
+                "deletion hooks: %s",
+                ", ".join(f"{name} ({', '.join(sorted(self.hook_classes.get(name, ['*'])))})" for name in self.hooks)
+                or "none",
+            )
 
     def start(self, spark: SparkSession, settings: Settings, available_now: bool, max_offsets: int | None) -> Run:
         """The passes run only while this instance holds the ``cleanup`` lease (:class:`LeasedTask`): a second
         instance waits; every side effect of a pass is fenced by the lease."""
         self.check(settings)
         lease = keeper_for(settings, CLEANUP_LEASE)
-        reconciler = cleanup_reconciler(spark, settings, self.hooks or {}, fence=lease.fence)
+        reconciler = cleanup_reconciler(
+            spark, settings, self.hooks or {}, hook_classes=self.hook_classes, fence=lease.fence
+        )
         interval = interval_seconds(settings.trigger_interval)
 
         def passes() -> PeriodicTask:

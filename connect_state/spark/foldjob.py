@@ -257,12 +257,14 @@ def fold_reconciler(
     kinds: Sequence[str],
     columns: Sequence[str | Column],
     conf: Mapping[str, str] | None = None,
+    fast: FastParse | None = None,
 ) -> Reconciler:
     """The :class:`Reconciler` of a pipeline's current ``table``: the key ``columns`` of the rows of ``kinds`` that the
-    pipeline's parse step (``classify``, ``ddl``) makes of every record of ``topics`` (a batch read)."""
+    pipeline's parse step (``classify``, ``ddl``, its bulk path ``fast``) makes of every record of ``topics`` (a batch
+    read)."""
 
     def live_keys(spark: SparkSession, names: Sequence[str]) -> DataFrame:
-        parsed = classify_records(read_topic_batch(spark, settings, names), classify, ddl)
+        parsed = classify_records(read_topic_batch(spark, settings, names), classify, ddl, fast)
         return parsed.filter(F.col("record_kind").isin(*[str(kind) for kind in kinds])).select(*columns)
 
     return Reconciler(

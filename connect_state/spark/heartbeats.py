@@ -42,11 +42,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
-from connect_state.errors import RecordFormatError
+from connect_state.errors import ConfigError, RecordFormatError
 from connect_state.folds.connector_states import ConnectorRecord
 from connect_state.folds.heartbeats import (
     DuePartition,
     HeartbeatDefaults,
+    HeartbeatMode,
     HeartbeatState,
     OffsetRecord,
     activity_rows,
@@ -388,9 +389,22 @@ class HeartbeatsWriter(FoldWriter):
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def heartbeat_defaults(settings: Settings) -> HeartbeatDefaults:
+def heartbeat_defaults(
+    settings: Settings, providers: Mapping[str, HeartbeatProvider] | None = None
+) -> HeartbeatDefaults:
+    """The fold's defaults: the settings' interval, topic and mode, the worker's offsets topic, and the classes with
+    a provider (only those are eligible, as in KIP-910; ``providers`` default: loaded from the settings)."""
+    classes = frozenset(providers if providers is not None else load_providers(settings))
+    try:
+        mode = HeartbeatMode(settings.heartbeat_mode.strip().lower())
+    except ValueError:
+        raise ConfigError(f"heartbeat.mode must be idle or timer, got {settings.heartbeat_mode!r}") from None
     return HeartbeatDefaults(
-        settings.heartbeat_interval_ms, settings.heartbeat_records_topic, settings.offset_storage_topic
+        settings.heartbeat_interval_ms,
+        settings.heartbeat_records_topic,
+        settings.offset_storage_topic,
+        provider_classes=classes,
+        mode=mode,
     )
 
 
@@ -427,7 +441,7 @@ def start(
     topics = [settings.config_storage_topic, settings.status_storage_topic, settings.offset_storage_topic]
     rows = read_internal_topic(spark, settings, topics, max_offsets_per_trigger)
     writer = HeartbeatsWriter(settings, sink)
-    folded = fold_stream(rows, settings, heartbeat_defaults(settings))
+    folded = fold_stream(rows, settings, heartbeat_defaults(settings, sink.providers if sink is not None else None))
     with no_data_batches_disabled(spark) if available_now else nullcontext():
         return start_fold_query(
             spark, settings, JOB_NAME, folded, writer, (SOURCE_PARTITION_ACTIVITY, HEARTBEATS),

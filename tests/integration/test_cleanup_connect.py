@@ -7,11 +7,15 @@ cleaned by the cleanup job, and Connect honours the result when a connector with
 * a counting hook runs exactly once per deletion across job restarts; a failing hook is recorded and retried while
   the other steps complete;
 * sink: deleted through our ``DELETE /connectors/<name>`` (Connect drops it), its consumer group is deleted, and the
-  recreated sink consumes the topic from the beginning again.
+  recreated sink consumes the topic from the beginning again;
+* hooks per class: a FileStreamSource hook gets Connect's task configs, offsets and active topics of the deleted
+  connector, after Connect stopped it; a FileStreamSink hook is not planned; a hung hook fails at its deadline.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +23,8 @@ from typing import Any
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from connect_state.cleanup import FAILED, SKIPPED, SUCCEEDED, CleanupReconciler
+from connect_state.cleanup import FAILED, SKIPPED, SUCCEEDED, CleanupReconciler, DeletedConnector
+from connect_state.connect.filestream import FILE_SOURCE_CLASS
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.settings import Settings
 from connect_state.spark import source_offsets
@@ -28,8 +33,10 @@ from connect_state.tables import CONNECTOR_DELETIONS
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import (
     api_client,
+    connect_offsets,
     delete_and_wait,
     job_settings,
+    run_active_topics,
     run_connector_states,
     source_position,
     unique,
@@ -273,3 +280,65 @@ def test_sink_deleted_through_our_api_loses_its_consumer_group(spark, connect, s
     assert sink_file.read_text().splitlines() == ["a", "b", "c", "a", "b", "c"]
     for name in (source, sink):
         connect.delete_connector(name)
+
+
+# --- KIP-883 hooks per class, with a deadline and the deleted connector's context -----------------------------------
+
+
+def test_class_hooks_get_the_deleted_connectors_context_after_its_tasks_stopped(
+    spark, connect, stack_settings, tmp_path
+):
+    """Hooks registered for FileStreamSource run for it, one for FileStreamSink does not; each gets what Connect
+    showed before the deletion (task configs, offsets, active topics), is called once Connect no longer runs the
+    connector, and a hung catch-all is recorded as failed at its deadline while the others complete."""
+    settings = cleanup_settings(stack_settings, tmp_path).with_overrides(**{"cleanup.hook.timeout.ms": "1000"})
+    name, topic, source_file = unique("ctx-src"), unique("ctx-topic"), tmp_path / "ctx.txt"
+    append_lines(source_file, ["one", "two"])
+    connect.create_connector(name, file_source_config(name, source_file, topic))
+    wait_settled(connect, name, source_file)
+    connect.wait_for(lambda: connect.active_topics(name) == {topic}, WAIT_S, description=f"{name} active topic")
+    status, tasks = connect.get(connect.connector_path(name, "tasks"))
+    assert status == 200
+    expected_tasks = {task["id"]["task"]: task["config"] for task in tasks}
+    expected_offsets = [(e["partition"], e["offset"]) for e in connect_offsets(connect, name)]
+
+    seen: dict[str, Any] = {}
+    release = threading.Event()
+
+    def source_hook(connector: str, config: Mapping[str, str], *, is_deleted: bool, context: DeletedConnector) -> None:
+        seen["context"] = context
+        seen["status_at_call"] = connect.connector_status(connector)  # Connect no longer runs it
+
+    def sink_hook(connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
+        seen["sink"] = connector
+
+    def hung_hook(connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
+        release.wait(60)
+
+    hooks = {"source": source_hook, "sink": sink_hook, "hung": hung_hook}
+    classes = {"source": frozenset({"FileStreamSource"}), "sink": frozenset({"FileStreamSink"})}
+    delete_and_wait(connect, name)
+    catch_up(spark, settings)
+    run_active_topics(spark, settings)
+    job = cleanup_reconciler(spark, settings, hooks, hook_classes=classes)
+    try:
+        started = time.monotonic()
+        job.run_pass()
+        assert time.monotonic() - started < WAIT_S  # the hung hook held up nothing beyond its deadline
+    finally:
+        release.set()
+        job.close()
+    steps = status_of(steps_of(spark, settings, name))
+    assert steps == {
+        "active_topics": (SUCCEEDED, 1),
+        "offsets": (SKIPPED, 0),
+        "hook:source": (SUCCEEDED, 1),
+        "hook:hung": (FAILED, 1),
+    }
+    assert "did not return within 1000 ms" in steps_of(spark, settings, name)["hook:hung"]["error"]
+    context: DeletedConnector = seen["context"]
+    assert seen["status_at_call"] is None and "sink" not in seen
+    assert {task: dict(config) for task, config in context.task_configs.items()} == expected_tasks
+    assert [(dict(p or {}), dict(o or {})) for p, o in context.source_offsets] == expected_offsets
+    assert list(context.active_topics) == [topic]
+    assert context.connector_class == FILE_SOURCE_CLASS and context.connector_type == "source"

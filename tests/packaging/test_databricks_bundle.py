@@ -3,7 +3,9 @@ script of the built wheel, its parameters parse with the job's own argument pars
 checkpoints are on cloud storage, one run at a time, on a schedule.
 
 No Databricks workspace is reached: the bundle is read with PyYAML and its ``${var.*}`` references are resolved from
-its variables' defaults (and sample values for those without one), as ``databricks bundle validate`` would.
+its variables' defaults (and sample values for those without one), as ``databricks bundle validate`` would; its
+resources (the job, the schema, the volume) are parsed with Databricks' own typed models of them (the
+``databricks-bundles`` package), which reject a field Databricks does not know, misspelt or misplaced.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from typing import Any
 
 import pytest
 import yaml
+from databricks.bundles.jobs import Job
+from databricks.bundles.schemas import Schema
+from databricks.bundles.volumes import Volume, VolumeType
 
 from connect_state.jobs.all import parser as jobs_parser
 from connect_state.settings import load_settings
@@ -64,6 +69,20 @@ def console_scripts(wheel: Path) -> dict[str, str]:
         entry_points = configparser.ConfigParser()
         entry_points.read_string(archive.read(name).decode())
     return dict(entry_points["console_scripts"])
+
+
+def test_the_resources_are_what_databricks_accepts(bundle: dict[str, Any]) -> None:
+    resources = bundle["resources"]
+    assert set(resources) == {"jobs", "schemas", "volumes"}
+    (job,) = (Job.from_dict(spec) for spec in resources["jobs"].values())
+    (schema,) = (Schema.from_dict(spec) for spec in resources["schemas"].values())
+    (volume,) = (Volume.from_dict(spec) for spec in resources["volumes"].values())
+    assert job.max_concurrent_runs == 1 and job.schedule is not None
+    (task,) = job.tasks
+    assert task.python_wheel_task is not None and task.python_wheel_task.entry_point == "connect-state-jobs"
+    assert (schema.catalog_name, volume.volume_type) == ("main", VolumeType.MANAGED)
+    with pytest.raises(ValueError, match="max_concurent_runs"):  # the models do reject what they do not know
+        Job.from_dict({**resources["jobs"]["connect_state"], "max_concurent_runs": 1})
 
 
 def test_one_scheduled_run_at_a_time(bundle: dict[str, Any]) -> None:

@@ -456,3 +456,19 @@ def test_passwords_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
     assert main(["token", "bot"]) == 0
     token, line = capsys.readouterr().out.strip().splitlines()
     assert line == f"bot:{hash_token(token)}"
+
+
+def test_certificates_only(make_client: MakeClient, auth_files: dict[str, str]) -> None:
+    """Mutual TLS without passwords or tokens: an Authorization header (a proxy's, a browser's) does not hide the
+    certificate; without a certificate, 401."""
+    overrides = {
+        "api.auth.roles.file": auth_files["api.auth.roles.file"],
+        "api.tls.cert.file": "server.pem",
+        "api.tls.key.file": "server.key",
+        "api.tls.ca.file": "ca.pem",
+        "api.tls.client.auth": "requested",
+    }
+    client = make_client(overrides=overrides)
+    environ = {"gunicorn.socket": FakeTlsSocket(cert_of(CERT_USER))}
+    assert client.put("/connectors/x/stop", headers=basic("x"), environ_overrides=environ).status_code == 404
+    assert client.put("/connectors/x/stop", headers=basic("x")).status_code == 401

@@ -4,6 +4,8 @@ and the ``deleted`` event of the connector-state fold that feeds it."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +19,7 @@ from connect_state.cleanup import (
     SKIPPED,
     SUCCEEDED,
     CleanupReconciler,
+    DeletedConnector,
     Deletion,
     Lifecycle,
     PlannedStep,
@@ -26,10 +29,12 @@ from connect_state.cleanup import (
     backoff_ms,
     deletions_from_events,
     hook_action,
+    hook_applies,
     hook_config,
     interval_seconds,
     is_due,
     live_statuses,
+    load_class_hooks,
     load_deletion_hooks,
     next_outcome,
     offsets_cleanup_enabled,
@@ -447,6 +452,7 @@ class MemoryCleanupIO:
     source_offsets: list[tuple[str, str, bytes]] = field(default_factory=list)  # (connector, topic, key)
     topics: dict[str, list[tuple[bytes, bytes | None]]] = field(default_factory=dict)
     groups: set[str] = field(default_factory=set)
+    group_commits: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
     outcomes: dict[tuple[str, int], dict[str, StepOutcome]] = field(default_factory=dict)
     tombstones: list[tuple[str, list[bytes]]] = field(default_factory=list)
     passes: int = 0
@@ -501,6 +507,13 @@ class MemoryCleanupIO:
             self.groups.remove(group)
             return True
         return False
+
+    def source_offset_values(self, connector: str) -> list[tuple[str, bytes, bytes | None]]:
+        latest = {(topic, key): value for topic, records in self.topics.items() for key, value in records}
+        return [(topic, key, latest.get((topic, key))) for name, topic, key in self.source_offsets if name == connector]
+
+    def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        return dict(self.group_commits.get(group, {}))
 
     def close(self) -> None:
         return None
@@ -591,9 +604,117 @@ def test_shared_steps_skip_a_recreated_name_and_wait_for_running_tasks() -> None
     summary = reconciler(io, {"h": lambda name, config, *, is_deleted: hook_calls.append(name)}).run_pass()
     assert statuses(io, "again") == {"active_topics": SKIPPED, "offsets": SKIPPED, "hook:h": SUCCEEDED}
     assert io.outcomes[("again", 5)]["offsets"].detail == "connector recreated at config offset 7"
-    assert statuses(io, "busy") == {"active_topics": PENDING, "offsets": PENDING, "hook:h": SUCCEEDED}
-    assert (
-        io.outcomes[("busy", 6)]["offsets"].detail
-        == "waiting for the deleted connector's tasks to stop (task 0 RUNNING)"
+    # KIP-883: hooks too run once the deleted connector's tasks have stopped
+    assert statuses(io, "busy") == {"active_topics": PENDING, "offsets": PENDING, "hook:h": PENDING}
+    for step in ("offsets", "hook:h"):
+        assert (
+            io.outcomes[("busy", 6)][step].detail
+            == "waiting for the deleted connector's tasks to stop (task 0 RUNNING)"
+        )
+    assert summary.waiting == 3 and sorted(hook_calls) == ["again"] and io.tombstones == []
+
+
+# --- KIP-883 hooks per class, with a deadline, with the deleted connector's context ---------------------------------
+
+
+def _task_records(name: str, configs: list[dict[str, str]]) -> list[tuple[bytes, bytes]]:
+    records = [
+        (f"task-{name}-{i}".encode(), json.dumps({"properties": config}).encode()) for i, config in enumerate(configs)
+    ]
+    return [*records, (f"commit-{name}".encode(), json.dumps({"tasks": len(configs)}).encode())]
+
+
+def test_hooks_run_for_their_class_only_and_receive_the_deleted_connectors_context() -> None:
+    key = offset_key_bytes("src", {"filename": "/in.txt"})
+    config_records = [
+        (b"connector-src", json.dumps({"properties": SOURCE_CONFIG}).encode()),
+        *_task_records("src", [{"task.class": "old"}]),
+        *_task_records("src", [{"task.class": "T", "file": "/in.txt"}, {"task.class": "T2"}]),
+        (b"connector-src", None),  # the deletion: offset 6
+        (b"task-src-0", json.dumps({"properties": {"task.class": "later"}}).encode()),
+    ]
+    io = MemoryCleanupIO(
+        events=[event("src", "deleted", 6, SOURCE_CONFIG), event("snk", "deleted", 8, SINK_CONFIG)],
+        topics={
+            "connect-configs": config_records,
+            "connect-offsets": [(key, b'{"position":42}')],
+            "connect-status": [],
+        },
+        active={"src": ["t"], "snk": ["t"]},
+        source_offsets=[("src", "connect-offsets", key)],
+        groups={"connect-snk"},
+        group_commits={"connect-snk": {("t", 0): 5}},
     )
-    assert summary.waiting == 2 and sorted(hook_calls) == ["again", "busy"] and io.tombstones == []
+    seen: dict[str, Any] = {}
+
+    def source_hook(connector: str, config: Mapping[str, str], *, is_deleted: bool, context: DeletedConnector) -> None:
+        seen[connector] = context
+
+    def any_hook(connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
+        seen.setdefault("any", []).append(connector)
+
+    rec = CleanupReconciler(
+        io, {"src-hook": source_hook, "sink-hook": lambda *a, **k: seen.setdefault("sink", a[0]), "all": any_hook},
+        status_topic="connect-status", offsets_topic="connect-offsets", offsets_on_delete=True, backoff_ms=1_000,
+        backoff_max_ms=60_000, clock=Clock(),
+        hook_classes={"src-hook": {"FileStreamSource"}, "sink-hook": {FILE_SINK_CLASS}},
+    )  # fmt: skip
+    rec.run_pass()
+    assert statuses(io, "src") == {"active_topics": SUCCEEDED, "offsets": SUCCEEDED, "hook:src-hook": SUCCEEDED,
+                                   "hook:all": SUCCEEDED}  # fmt: skip
+    assert statuses(io, "snk") == {"active_topics": SUCCEEDED, "offsets": SUCCEEDED, "hook:sink-hook": SUCCEEDED,
+                                   "hook:all": SUCCEEDED}  # fmt: skip
+    context = seen["src"]
+    assert context.task_configs == {0: {"task.class": "T", "file": "/in.txt"}, 1: {"task.class": "T2"}}
+    # read before the pass's offsets and active_topics steps tombstoned them
+    assert context.source_offsets == [({"filename": "/in.txt"}, {"position": 42})]
+    assert context.active_topics == ["t"] and context.connector_class == FILE_SOURCE_CLASS
+    assert context.config == hook_config(SOURCE_CONFIG) and (context.deletion_offset, context.sink_offsets) == (6, {})
+    assert seen["sink"] == "snk" and sorted(seen["any"]) == ["snk", "src"]
+    assert rec._context(
+        next(d for d in deletions_from_events(io.events or [])[0] if d.connector == "snk")
+    ).sink_offsets == {("t", 0): 5}
+
+
+def test_a_hung_hook_fails_at_its_deadline_without_holding_up_the_others_and_is_not_rerun_while_it_hangs() -> None:
+    release = threading.Event()
+    calls: list[str] = []
+
+    def hung(connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
+        calls.append("hung")
+        release.wait(5)
+
+    def quick(connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
+        calls.append("quick")
+
+    io = MemoryCleanupIO(events=[event("c", "deleted", 1, SOURCE_CONFIG)], topics={"connect-configs": []})
+    clock = Clock()
+    rec = CleanupReconciler(
+        io, {"hung": hung, "quick": quick}, status_topic="connect-status", offsets_topic="connect-offsets",
+        offsets_on_delete=False, backoff_ms=1, backoff_max_ms=1, clock=clock, hook_timeout_ms=50,
+    )  # fmt: skip
+    rec.run_pass()
+    outcome = io.outcomes[("c", 1)]["hook:hung"]
+    assert (outcome.status, outcome.attempts) == (FAILED, 1)
+    assert "HookTimeout: did not return within 50 ms" in (outcome.error or "")
+    assert io.outcomes[("c", 1)]["hook:quick"].status == SUCCEEDED
+    clock.now += 10
+    rec.run_pass()  # retried: the first call still hangs, so no second call
+    assert io.outcomes[("c", 1)]["hook:hung"].attempts == 2 and calls.count("hung") == 1
+    assert "has still not returned" in (io.outcomes[("c", 1)]["hook:hung"].error or "")
+    release.set()
+    time.sleep(0.1)
+    clock.now += 10
+    rec.run_pass()  # the call returned: the retry calls the hook again, and it returns now
+    assert calls.count("hung") == 2 and io.outcomes[("c", 1)]["hook:hung"].status == SUCCEEDED
+
+
+def test_class_hooks_load_from_settings_paths() -> None:
+    hooks, classes = load_class_hooks(
+        {"FileStreamSource": f"{__name__}:module_hook|{__name__}:ClassHook", "*": f"{__name__}:module_hook"}
+    )
+    assert set(hooks) == {f"{__name__}:module_hook", f"{__name__}:ClassHook"}
+    assert classes[f"{__name__}:module_hook"] == frozenset({"FileStreamSource", "*"})
+    assert hook_applies(classes[f"{__name__}:ClassHook"], FILE_SOURCE_CLASS)
+    assert not hook_applies(classes[f"{__name__}:ClassHook"], FILE_SINK_CLASS)
+    assert hook_applies(classes[f"{__name__}:module_hook"], "org.example.Other") and hook_applies(None, None)

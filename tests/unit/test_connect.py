@@ -148,7 +148,7 @@ def _source_offsets(config: dict[str, object]) -> list[dict[str, object]]:
     [
         ({}, [WORKER], 0, True),
         ({"offsets.storage.topic": WORKER}, [WORKER], 0, True),  # the one answer: the worker's store alone
-        ({"offsets.storage.topic": "own"}, [WORKER, "own"], 1, False),
+        ({"offsets.storage.topic": "own"}, [WORKER, "own"], 1, True),  # KIP-910: committed to both, Connect's order
     ],
 )
 def test_own_topic_equal_to_the_workers_has_one_answer_everywhere(

@@ -92,7 +92,9 @@ def fill(path: str, values: list[str]) -> str:
     query=queries,
     body=bodies,
 )
-def test_no_route_answers_an_undocumented_5xx(endpoint: str, values: list[str], query: dict[str, str], body: Any) -> None:
+def test_no_route_answers_an_undocumented_5xx(
+    endpoint: str, values: list[str], query: dict[str, str], body: Any
+) -> None:
     client = shared_client()
     method, path, _ = ROUTES[endpoint]
     response = client.open(fill(path, values), method=method, query_string=query, data=body)

@@ -6,9 +6,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from api.tables import TableReader
+from api.tables import TableReader, filter_expression
 from connect_state.tables import ACTIVE_TOPICS
 from tests.unit.helpers import write_table
 
@@ -46,3 +49,18 @@ def test_a_table_written_again_under_the_same_version_numbers_is_reloaded(tmp_pa
     shutil.rmtree(tmp_path / ACTIVE_TOPICS.name)
     write_table(tmp_path, ACTIVE_TOPICS, [row("z")])  # version 0 again
     assert topics(reader) == ["z"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["a", "b", "c"])), st.integers(0, 3)), max_size=12),
+    st.sampled_from(["a", "b", "z"]),
+    st.booleans(),
+)
+def test_the_equality_index_selects_what_a_scan_selects(rows: list, name: str, more: bool) -> None:
+    reader = TableReader("/nonexistent")
+    data = pa.table({"connector": [c for c, _ in rows], "task": [t for _, t in rows]})
+    filters: list = [("connector", "=", name)] + ([("task", ">=", 1)] if more else [])
+    for _ in range(2):  # the index is built, then reused
+        got = reader._filtered(ACTIVE_TOPICS, data, filters)
+        assert got.to_pylist() == data.filter(filter_expression(filters)).to_pylist()
