@@ -22,7 +22,7 @@ Where rows go: the log (logger ``connect_state.api.audit``, always); ``api.audit
 the answer leaves; the Kafka topic ``api.audit.topic`` (keyed by connector), when set; and, with a file and
 ``api.audit.table=true`` (the default), the Delta table ``audit`` under ``delta.root`` (local or object store, opened
 with the API's storage options: :class:`connect_state.api.tables.TableReader`). The file is the table's write-ahead
-spool: :class:`AuditTable` appends the lines past its mark (``<file>.flushed``, a byte offset) to the table, skipping
+spool: :class:`AuditTable` appends the lines past its mark (``<file>.flushed``: byte offset and inode) to the table, skipping
 ids the table already has, then moves the mark; a background thread does it every ``api.audit.flush.interval.ms``
 (``0``: after each audited request), starting in each serving process (replaying what an earlier process left
 unflushed). A crash between the append and the mark replays rows the id check then skips; Kafka or the object store
@@ -213,10 +213,12 @@ def to_table_rows(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
         for name in AUDIT.column_names:
             value = row.get(name)
             if name == "time":
-                value = _time_us(value)
+                value = _time_us(str(value))
             elif name in ("body", "written"):
                 value = _json_or_none(value)
-            elif value is not None and name != "status":
+            elif name == "status":  # a hand-edited line must not block the spool
+                value = value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1000 else None
+            elif value is not None:
                 value = str(value)
             columns[name].append(value)
     return pa.Table.from_pydict(columns, schema=AUDIT.schema)
@@ -251,16 +253,15 @@ class AuditTable:
         self.reader = TableReader(self.reader.delta_root, self.reader.storage_options)
 
     def flushed_offset(self) -> int:
-        """The spool's byte offset up to which every line is in the table (0 after a rotation of the spool)."""
+        """The spool's byte offset up to which every line is in the table: the mark ``"<offset> <inode>"``, 0 when
+        the spool is another file than the one marked (rotated) or shorter than the mark."""
         try:
-            offset = int(self.mark.read_text().strip() or 0)
+            offset_text, _, inode_text = self.mark.read_text().strip().partition(" ")
+            offset, inode = int(offset_text or 0), int(inode_text or -1)
+            stat = self.spool.stat()
         except (OSError, ValueError):
             return 0
-        try:
-            size = self.spool.stat().st_size
-        except OSError:
-            return 0
-        return offset if 0 <= offset <= size else 0
+        return offset if inode == stat.st_ino and 0 <= offset <= stat.st_size else 0
 
     def spooled(self, start: int) -> tuple[list[dict[str, Any]], int]:
         """The spool's complete lines from byte ``start`` as rows (with ids), and the offset after the last one."""
@@ -317,7 +318,7 @@ class AuditTable:
             if end != start:
                 temporary = self.mark.with_name(self.mark.name + ".tmp")
                 with temporary.open("w") as out:
-                    out.write(str(end))
+                    out.write(f"{end} {self.spool.stat().st_ino}")
                     out.flush()
                     os.fsync(out.fileno())
                 os.replace(temporary, self.mark)

@@ -78,6 +78,7 @@ from flask import Blueprint, Response, jsonify, request
 from connect_state.api.connectors import connector_row, is_configured
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.fresh import fresh_connector, fresh_source_rows
+from connect_state.api.guards import checked_group
 from connect_state.api.resources import TableSource, get_admin, get_settings, get_tables, get_writer
 from connect_state.connect.alter_offsets import AlterOffsetsRules, ModifyOffsetsRefused, SinkOffsets
 from connect_state.connect.connector_types import TypeBasis, connector_type_basis
@@ -113,7 +114,7 @@ from connect_state.formats.offsets import (
     sink_offset,
     sink_partition,
 )
-from connect_state.guards import checked_group, checked_stores
+from connect_state.guards import checked_stores
 from connect_state.kafka import ConsumerGroupAdminError, GroupNotEmptyError
 from connect_state.plugins import load_alter_offsets_rules
 from connect_state.tables import SINK_OFFSETS, SOURCE_OFFSETS
@@ -361,7 +362,7 @@ def _modify_source_offsets(name: str, row: Mapping[str, Any], pairs: list[Offset
 
 def _alter_sink_offsets(name: str, row: Mapping[str, Any], offsets: list[SinkOffset]) -> bool:
     """``Worker.alterSinkConnectorOffsets``: alter the non-null offsets, delete the null ones."""
-    group = checked_group(name, connector_consumer_group(name, _config(row)), get_settings())
+    group = checked_group(name, connector_consumer_group(name, _config(row)))
     managed = _alter_offsets(name, row, ConnectorType.SINK, {(o.topic, o.partition): o.offset for o in offsets})
     to_alter = {(o.topic, o.partition): o.offset for o in offsets if o.offset is not None}
     to_delete = [(o.topic, o.partition) for o in offsets if o.offset is None]
@@ -380,7 +381,7 @@ def _alter_sink_offsets(name: str, row: Mapping[str, Any], offsets: list[SinkOff
 
 def _reset_sink_offsets(name: str, row: Mapping[str, Any]) -> bool:
     """``Worker.modifySinkConnectorOffsets`` (reset) and ``resetSinkConnectorOffsets``: delete the group."""
-    group = checked_group(name, connector_consumer_group(name, _config(row)), get_settings())
+    group = checked_group(name, connector_consumer_group(name, _config(row)))
     admin = get_admin()
     try:
         listed = admin.list_group_offsets(group)

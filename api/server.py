@@ -24,6 +24,7 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 
 from connect_state.api import close_app, create_app
+from connect_state.api.audit import audit_trail
 from connect_state.api.auth import ClientAuth
 from connect_state.errors import ConnectStateError
 from connect_state.settings import Settings, add_config_arguments, settings_from_args
@@ -61,6 +62,9 @@ def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: 
     def worker_exit(_server: Any, _worker: Any) -> None:
         close_app(app)  # this worker's copy of the app: flush and close its Kafka writer
 
+    def post_worker_init(_worker: Any) -> None:
+        audit_trail(app).start()  # after the fork: replay the audit spool's unflushed rows into the audit table
+
     return {
         **tls_options(settings),
         "bind": [bind_address(settings.api_host, settings.api_port)],
@@ -72,13 +76,25 @@ def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: 
         "loglevel": "info",
         "proc_name": "connect-state-api",
         # A write may wait api.fresh.read.timeout.ms (the fresh read before it, the check after it) and
-        # api.kafka.write.timeout.ms for Kafka; let it finish before a worker is recycled.
-        "timeout": max(30, request_bound_s + 10),
+        # api.kafka.write.timeout.ms for Kafka; let it finish before a worker is recycled. api.request.timeout.ms
+        # overrides it (README "Security": what this bounds with the gthread worker).
+        "timeout": request_timeout_s(settings),
         "graceful_timeout": max(30, request_bound_s + 5),
         # gunicorn >= 25 opens a control socket in $HOME/.gunicorn by default; two servers would share it.
         "control_socket_disable": True,
         "worker_exit": worker_exit,
+        "post_worker_init": post_worker_init,
     }
+
+
+def request_timeout_s(settings: Settings) -> int:
+    """gunicorn's worker timeout in seconds: ``api.request.timeout.ms`` (rounded up), or, when 0, the longest a write
+    request's bounded waits add up to (``api.kafka.write.timeout.ms`` + 2 x ``api.fresh.read.timeout.ms``) plus 10 s,
+    at least 30 s."""
+    if settings.api_request_timeout_ms > 0:
+        return max(1, -(-settings.api_request_timeout_ms // 1000))
+    request_bound_s = (settings.api_kafka_write_timeout_ms + 2 * settings.api_fresh_read_timeout_ms) // 1000
+    return max(30, request_bound_s + 10)
 
 
 def tls_options(settings: Settings) -> dict[str, Any]:

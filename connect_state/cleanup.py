@@ -731,6 +731,11 @@ class CleanupIO(Protocol):
         """The committed offsets of a consumer group (the ``sink_offsets`` table), by (topic, partition)."""
         ...
 
+    def active_topics_at(self, connector: str, at_ms: int) -> list[str]:
+        """The connector's active topics as of Kafka time ``at_ms`` (``active_topics_history``: each topic's last
+        change at or before it was an addition); Connect resets them right after a deletion."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -952,7 +957,9 @@ class CleanupReconciler:
             task_configs=last_task_configs(self._all_config_records(), name, deletion.deletion_offset),
             source_offsets=source,
             sink_offsets=sink,
-            active_topics=sorted(self.io.active_topics(name)),
+            active_topics=sorted(
+                set(self.io.active_topics(name)) | set(self.io.active_topics_at(name, deletion.deleted_at))
+            ),
             deletion_offset=deletion.deletion_offset,
             deleted_at=deletion.deleted_at,
         )

@@ -9,10 +9,17 @@ says what was refused and which setting allows it.
 
 * a **heartbeat topic** may not be one of Connect's internal topics (config, offsets, status), the broker's
   ``__consumer_offsets`` or any other ``__``-prefixed topic;
-* a **consumer group** must be the connector's default (``connect-<name>``) or match ``api.allowed.groups``
-  (default ``connect-*``);
+* a **consumer group** must be the connector's default (``connect-<name>``), an override the connector's own tasks
+  committed to (committed offsets exist, all for topics the connector's tasks consume, and it is not another
+  connector's ``connect-<other>``), or match ``api.allowed.groups`` (an explicit allow-list, default empty);
 * an **offsets topic** may be the worker's offsets topic or one matching ``api.allowed.offsets.topics``, never the
-  config or status topic nor a ``__``-prefixed one.
+  config or status topic nor a ``__``-prefixed one; and a connector's own ``offsets.storage.topic`` is read as an
+  offsets topic only if its records are offsets records: :func:`sampled_offsets_topics` reads the last
+  ``OFFSETS_SAMPLE`` records of each partition (through the one Kafka layer, :class:`connect_state.kafka.log.
+  TopicLog`) and refuses a topic whose sampled records all have keys that are not Connect's
+  ``[connector, partition]`` JSON (:func:`connect_state.formats.offsets.parse_offset_key`); an empty topic passes
+  (a new offsets topic). The offsets job never subscribes to a refused topic (no byte of it lands in a table) and
+  records the refusal in ``rejected_records`` (partition and offset -1, the reason; ``GET /rejected-records``).
 
 Patterns are comma-separated globs (``fnmatch``, case-sensitive like Kafka's names).
 """
@@ -20,25 +27,30 @@ Patterns are comma-separated globs (``fnmatch``, case-sensitive like Kafka's nam
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import Any, Protocol
 
 from connect_state.connect.offset_stores import ConnectorOffsetStores
-from connect_state.errors import ConnectStateError
+from connect_state.errors import ConnectStateError, RecordFormatError
+from connect_state.formats.offsets import parse_offset_key
 from connect_state.settings import Settings
 
 __all__ = [
+    "GroupEvidence",
     "GuardRefusal",
     "InternalTopics",
     "check_consumer_group",
     "check_heartbeat_topic",
+    "check_offsets_records",
     "check_offsets_topic",
     "checked_group",
     "checked_stores",
     "internal_topics",
     "parse_globs",
     "permitted_offsets_topics",
+    "sampled_offsets_topics",
 ]
 
 log = logging.getLogger(__name__)
@@ -87,15 +99,52 @@ def check_heartbeat_topic(topic: str, internal: InternalTopics | Iterable[str]) 
     return topic
 
 
-def check_consumer_group(connector: str, group: str, allowed: str | Iterable[str]) -> str:
-    """``group`` when the connector's offsets may be altered or deleted in it: the connector's default group
-    ``connect-<name>`` or one matching ``allowed`` (``api.allowed.groups``); else :class:`GuardRefusal`."""
-    if group == f"connect-{connector}" or _matches(group, parse_globs(allowed)):
+@dataclass(frozen=True)
+class GroupEvidence:
+    """What the tables say about a consumer group a connector's config names (the API gathers it:
+    :mod:`connect_state.api.guards`)."""
+
+    #: the topics the group has committed offsets for (``sink_offsets``)
+    committed_topics: frozenset[str]
+    #: the topics the connector's tasks consume (KIP-558 active topics, reported by its tasks)
+    connector_topics: frozenset[str]
+    #: every other connector's name (``connect-<other>`` is that connector's group)
+    other_connectors: frozenset[str]
+
+
+DEFAULT_GROUP_PREFIX = "connect-"
+
+
+def check_consumer_group(
+    connector: str, group: str, allowed: str | Iterable[str], evidence: GroupEvidence | None = None
+) -> str:
+    """``group`` when the connector's offsets may be altered or deleted in it, else :class:`GuardRefusal`:
+
+    * the connector's default group ``connect-<name>``;
+    * a group matching ``allowed`` (``api.allowed.groups``, the operator's explicit allow-list, default empty);
+    * an override the connector's own tasks committed to: with ``evidence``, a group that is not another
+      connector's default group and has committed offsets, all of them for topics the connector's tasks consume.
+    """
+    if group == f"{DEFAULT_GROUP_PREFIX}{connector}" or _matches(group, parse_globs(allowed)):
         return group
-    raise GuardRefusal(
-        f"consumer.override.group.id {group!r} of connector {connector} is not an allowed consumer group: "
-        f"connect-state alters or deletes only connect-{connector} and groups matching api.allowed.groups"
+    what = f"consumer.override.group.id {group!r} of connector {connector} is not the connector's consumer group"
+    allows = (
+        f"connect-state alters or deletes only connect-{connector}, a group whose committed offsets are all for "
+        f"topics {connector}'s tasks consume, and groups matching api.allowed.groups"
     )
+    if evidence is None:
+        raise GuardRefusal(f"{what}: {allows}")
+    owner = group[len(DEFAULT_GROUP_PREFIX) :] if group.startswith(DEFAULT_GROUP_PREFIX) else None
+    if owner is not None and owner in evidence.other_connectors:
+        raise GuardRefusal(f"{what}: it is the default consumer group of connector {owner}; {allows}")
+    if not evidence.committed_topics:
+        raise GuardRefusal(f"{what}: it has no committed offsets (sink_offsets table); {allows}")
+    foreign = sorted(evidence.committed_topics - evidence.connector_topics)
+    if foreign:
+        raise GuardRefusal(
+            f"{what}: it has committed offsets for topics {connector} does not consume ({', '.join(foreign)}); {allows}"
+        )
+    return group
 
 
 def check_offsets_topic(topic: str, internal: InternalTopics, allowed: str | Iterable[str]) -> str:
@@ -123,9 +172,9 @@ def internal_topics(settings: Settings) -> InternalTopics:
     return InternalTopics(settings.config_storage_topic, settings.offset_storage_topic, settings.status_storage_topic)
 
 
-def checked_group(connector: str, group: str, settings: Settings) -> str:
+def checked_group(connector: str, group: str, settings: Settings, evidence: GroupEvidence | None = None) -> str:
     """:func:`check_consumer_group` with ``api.allowed.groups``."""
-    return check_consumer_group(connector, group, settings.api_allowed_groups)
+    return check_consumer_group(connector, group, settings.api_allowed_groups, evidence)
 
 
 def checked_stores(stores: ConnectorOffsetStores, settings: Settings) -> ConnectorOffsetStores:
@@ -144,3 +193,73 @@ def permitted_offsets_topics(topics: Iterable[str], settings: Settings) -> set[s
         except GuardRefusal as err:
             log.warning("Not reading %r as an offsets topic: %s", topic, err)
     return kept
+
+
+# --- offsets topics: their records must be offsets records ---------------------------------------------------------
+
+#: how many of the newest records of each partition :func:`sampled_offsets_topics` reads
+OFFSETS_SAMPLE = 20
+
+
+def is_offsets_key(key: bytes | None) -> bool:
+    """True when ``key`` is a Connect offsets key (``["<connector>", {partition}]`` JSON)."""
+    try:
+        parse_offset_key(key)
+    except RecordFormatError:
+        return False
+    return True
+
+
+def check_offsets_records(topic: str, keys: Sequence[bytes | None]) -> str:
+    """``topic`` when the sampled ``keys`` of its records (none: an empty topic) include an offsets key; else
+    :class:`GuardRefusal`."""
+    if not keys or any(is_offsets_key(key) for key in keys):
+        return topic
+    raise GuardRefusal(
+        f"offsets.storage.topic {topic!r} is not an offsets topic: none of its {len(keys)} newest records has a "
+        "Connect offsets key ([connector, partition] JSON); connect-state does not read it"
+    )
+
+
+class SampleLog(Protocol):
+    """What :func:`sampled_offsets_topics` needs of a topic reader (:class:`connect_state.kafka.log.TopicLog`)."""
+
+    def offsets(self, topics: Sequence[str], timeout_ms: int) -> Any: ...
+
+    def read(self, ranges: Mapping[tuple[str, int], tuple[int | None, int]], timeout_ms: int) -> Sequence[Any]: ...
+
+
+def sample_keys(
+    reader: SampleLog, topic: str, timeout_ms: int, per_partition: int = OFFSETS_SAMPLE
+) -> list[bytes | None]:
+    """The keys of the newest ``per_partition`` records of each partition of ``topic``."""
+    positions = reader.offsets([topic], timeout_ms)
+    ranges = {
+        partition: (max(positions.starts.get(partition, 0), end - per_partition), end)
+        for partition, end in positions.ends.items()
+        if end > positions.starts.get(partition, 0)
+    }
+    return [record.key for record in reader.read(ranges, timeout_ms)] if ranges else []
+
+
+def sampled_offsets_topics(
+    topics: Iterable[str], worker_topic: str, reader: SampleLog, timeout_ms: int
+) -> tuple[set[str], dict[str, str]]:
+    """The topics that may be read as offsets topics by their records (the worker's own always), and the refused
+    ones with the reason. A topic that cannot be sampled (missing, Kafka away) is kept: the job's own read then
+    waits or fails as for any topic."""
+    kept: set[str] = set()
+    refused: dict[str, str] = {}
+    for topic in topics:
+        if topic == worker_topic:
+            kept.add(topic)
+            continue
+        try:
+            kept.add(check_offsets_records(topic, sample_keys(reader, topic, timeout_ms)))
+        except GuardRefusal as err:
+            log.warning("Not reading %r as an offsets topic: %s", topic, err)
+            refused[topic] = str(err)
+        except ConnectStateError as err:
+            log.info("Cannot sample %r to check it is an offsets topic (%s): read as configured", topic, err)
+            kept.add(topic)
+    return kept, refused

@@ -37,6 +37,7 @@ from connect_state.cleanup import (
     load_deletion_hooks,
 )
 from connect_state.errors import TopicNotFoundError
+from connect_state.folds.active_topics import ADDED
 from connect_state.folds.connector_states import CREATED, DELETED
 from connect_state.kafka import InternalTopicWriter
 from connect_state.leases import CLEANUP_LEASE
@@ -47,6 +48,7 @@ from connect_state.spark.leases import LeasedTask, keeper_for
 from connect_state.spark.streaming import PeriodicTask, Run, job_logger
 from connect_state.tables import (
     ACTIVE_TOPICS,
+    ACTIVE_TOPICS_HISTORY,
     CONNECTOR_DELETIONS,
     CONNECTOR_EVENTS,
     CONNECTORS,
@@ -245,6 +247,18 @@ class SparkCleanupIO:
         return [
             (row.offsets_topic, bytes(row.key), bytes(row.value) if row.value is not None else None) for row in rows
         ]
+
+    def active_topics_at(self, connector: str, at_ms: int) -> list[str]:
+        table = self._table(ACTIVE_TOPICS_HISTORY)
+        if table is None:
+            return []
+        changes = (
+            table.filter((F.col("connector") == connector) & (F.unix_millis("kafka_timestamp") <= at_ms))
+            .groupBy("topic")
+            .agg(F.max_by("change", F.struct("kafka_timestamp", "kafka_offset")).alias("last"))
+            .collect()
+        )
+        return sorted(row.topic for row in changes if row.last == ADDED)
 
     def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         table = self._table(SINK_OFFSETS)

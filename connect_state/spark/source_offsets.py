@@ -61,6 +61,7 @@ from connect_state.spark.foldjob import (
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
+from connect_state.spark.offsets_guard import offsets_records_topics
 from connect_state.spark.reconcile import Reconciler
 from connect_state.spark.streaming import QueryTask, job_logger, stop_between_batches
 from connect_state.storage import Location
@@ -88,7 +89,8 @@ def configured_topics(spark: SparkSession, settings: Settings) -> set[str]:
             except ValueError:
                 continue
             configs.append(config if isinstance(config, dict) else None)
-    return permitted_offsets_topics(offsets_topics(settings.offset_storage_topic, configs), settings)
+    permitted = permitted_offsets_topics(offsets_topics(settings.offset_storage_topic, configs), settings)
+    return offsets_records_topics(spark, settings, permitted)  # issue 13: their records must be offsets records
 
 
 def checkpoint_topics(spark: SparkSession, checkpoint: Location) -> set[str]:

@@ -10,15 +10,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 from flask import Flask
 from flask.testing import FlaskClient
 
 from connect_state.api import close_app, create_app
+from connect_state.api.audit import audit_trail
 from connect_state.api.passwords import HashScheme, hash_password
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.kafka.log import TopicLogReader
 from connect_state.settings import Settings
+from connect_state.tables import AUDIT
 from tests.integration.helpers import job_settings, source_position, unique, wait_state
 
 pytestmark = [pytest.mark.integration]
@@ -83,7 +86,7 @@ WRITES = [
 
 
 def test_refusals_write_nothing_and_roles_write(
-    connect: ConnectRestClient, settings: Settings, api: FlaskClient, tmp_path: Path
+    connect: ConnectRestClient, settings: Settings, app: Flask, api: FlaskClient, tmp_path: Path
 ) -> None:
     name = unique("auth-src")
     source_file = tmp_path / "in.txt"
@@ -125,3 +128,14 @@ def test_refusals_write_nothing_and_roles_write(
     assert stop["principal"] == "operator"
     assert [w["key"] for w in stop["written"]] == [f"commit-{name}", f"target-state-{name}"]
     assert all(w["offset"] >= before.get((w["topic"], w["partition"]), 0) for w in stop["written"])
+
+    # The audit table (the file is its spool): every row once, also after a restart of the API on the same spool.
+    audit_trail(app).stop()  # the flusher's last flush
+    restarted = create_app(settings)
+    try:
+        assert audit_trail(restarted).flush() == 0, "a restart replays nothing that is already in the table"
+    finally:
+        close_app(restarted)
+    table = DeltaTable(str(settings.delta_root / AUDIT.name)).to_pyarrow_table(columns=["id", "outcome"])
+    assert sorted(table.column("id").to_pylist()) == sorted(row["id"] for row in audit)
+    assert table.column("outcome").to_pylist().count("refused") == refusals

@@ -31,7 +31,7 @@ T = TypeVar("T")
 START_S = 420.0  # the driver starts its five jobs one after the other (minutes on a busy 2-core machine)
 WAIT_S = 240.0  # a query that failed while Kafka was away restarts after its backoff (5 s, 10 s, 20 s, ...)
 AWAY_S = 40.0
-STOP_S = 240.0  # SIGTERM: each query's current batch ends first (connect_state.spark.streaming.STOP_TIMEOUT_S)
+STOP_S = 240.0  # SIGTERM: each query's current batch ends first (up to connect_state.spark.streaming.STOP_TIMEOUT_S)
 CONNECTOR = "brk-source"
 TOPICS = {"config.storage.topic": ("brk-configs", 1), "status.storage.topic": ("brk-status", 2)}
 OFFSETS_TOPIC = ("brk-offsets", 2)
@@ -63,8 +63,9 @@ def wait_until(predicate: Callable[[], T], timeout_s: float, what: str, driver: 
         value = predicate()
         if value:
             return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what} (last: {value!r})\n{driver.log_tail()}")
+        if not driver.alive() or time.monotonic() > deadline:
+            why = "the driver ended" if not driver.alive() else f"timed out after {timeout_s:.0f}s"
+            pytest.fail(f"{why} waiting for {what} (last: {value!r})\n{driver.log_tail()}")
         time.sleep(1)
 
 

@@ -39,6 +39,7 @@ from pyspark.sql import functions as F
 from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.faults import FaultPoint
+from connect_state.kafka.groups import ConsumerGroupAdmin
 from connect_state.settings import Settings
 from connect_state.spark import active_topics, connector_states, offsets
 from connect_state.spark.streaming import run_catch_up
@@ -213,6 +214,12 @@ def end_offsets(settings: Settings, topics: list[str]) -> dict[TopicPartition, i
         consumer.close()
 
 
+def committed(settings: Settings, group: str) -> dict[TopicPartition, int]:
+    """The sink's committed offsets (``__consumer_offsets`` is folded too, and the sink commits while it consumes)."""
+    with ConsumerGroupAdmin(settings) as admin:
+        return {TopicPartition(t, p): offset for (t, p), offset in admin.list_group_offsets(group).items()}
+
+
 def comparable(spark: SparkSession, settings: Settings, spec: TableSpec, group: str, topics: list[str]) -> DataFrame:
     """The table without its write-time columns; the sink tables for our sink's group only, the quarantine for our
     worker's topics only (``__consumer_offsets`` is the whole broker's: other tests write to it meanwhile)."""
@@ -308,24 +315,29 @@ def test_kill_9_again_and_again_and_a_worker_restart_leave_the_tables_a_fold_fro
     for name, file in sources.items():
         size = file.stat().st_size
         connect.wait_for(lambda n=name, z=size: source_position(connect, n) == z, WAIT_S, description=f"{name} read")
+    group = f"connect-{sink}"
+    connect.wait_for(
+        lambda: committed(settings, group) == end_offsets(settings, [topic_a]),
+        WAIT_S,
+        description="the sink's offsets committed up to the end of its topic",
+    )
 
     # The crashed tables caught up (their checkpoints resumed), and a fold from scratch of the same topics.
     fresh = settings.with_overrides(
         **{"delta.root": str(tmp_path / "fresh-delta"), "checkpoint.root": str(tmp_path / "fresh-checkpoints")}
     )
     for _attempt in range(3):
-        before = end_offsets(settings, topics)
+        before = (end_offsets(settings, topics), committed(settings, group))
         assert run_catch_up(FOLD_JOBS, spark, settings) == 0
         assert run_catch_up(FOLD_JOBS, spark, fresh) == 0
-        if end_offsets(settings, topics) == before:
-            break  # nothing was written to the worker's topics in between: both folds saw the same records
+        if (end_offsets(settings, topics), committed(settings, group)) == before:
+            break  # nothing was written to the worker's topics or committed in between: both folds saw the same
     else:
         pytest.fail("the worker's topics kept changing; the folds cannot be compared")
 
     # After the worker's restart and the crashes, our answers equal Connect's.
     assert disagreements(api_client(settings), connect, names) == []
 
-    group = f"connect-{sink}"
     for spec in CURRENT_TABLES:
         crashed = sorted_rows(comparable(spark, settings, spec, group, topics))
         scratch = sorted_rows(comparable(spark, fresh, spec, group, topics))

@@ -45,6 +45,7 @@ def overrides(tmp_path: Path, audit_file: Path) -> dict[str, str]:
         "api.auth.basic.file": str(users),
         "api.auth.roles.file": str(roles),
         "api.audit.file": str(audit_file),
+        "api.audit.flush.interval.ms": "0",  # flushed to the table after each request
     }
 
 
@@ -74,7 +75,8 @@ def test_write_and_refusals_are_audited(make: Any, audit_file: Path, kafka_log: 
         record.offset for record in kafka_log.logs[("connect-configs", 0)][-2:]
     ], "the offsets Kafka gave the records"
     assert pause["written"] == delete["written"] == missing["written"] == []
-    assert {k: stop[k] for k in stop if k not in ("time", "remote_addr", "written")} == {
+    assert len({row["id"] for row in (stop, pause, delete, missing)}) == 4, "unique ids"
+    assert {k: stop[k] for k in stop if k not in ("id", "time", "remote_addr", "written")} == {
         "principal": "alice",
         "auth": "basic",
         "method": "PUT",
@@ -87,7 +89,10 @@ def test_write_and_refusals_are_audited(make: Any, audit_file: Path, kafka_log: 
         "status": 204,
         "outcome": "succeeded",
         "message": None,
+        "target_state_before": "STARTED",  # the connectors table's row when the request came
+        "connector_state_before": "RUNNING",
     }
+    assert pause["target_state_before"] == "STARTED" and missing["target_state_before"] is None
     assert stop["time"].endswith("Z") and stop["remote_addr"] == "127.0.0.1"
     assert (pause["principal"], pause["status"], pause["outcome"], pause["role"]) == ("bob", 403, "refused", "operate")
     assert pause["message"].startswith("bob may not PUT")

@@ -453,6 +453,7 @@ class MemoryCleanupIO:
     topics: dict[str, list[tuple[bytes, bytes | None]]] = field(default_factory=dict)
     groups: set[str] = field(default_factory=set)
     group_commits: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
+    topic_history: list[tuple[str, str, int]] = field(default_factory=list)  # (connector, topic added, at)
     outcomes: dict[tuple[str, int], dict[str, StepOutcome]] = field(default_factory=dict)
     tombstones: list[tuple[str, list[bytes]]] = field(default_factory=list)
     passes: int = 0
@@ -514,6 +515,9 @@ class MemoryCleanupIO:
 
     def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         return dict(self.group_commits.get(group, {}))
+
+    def active_topics_at(self, connector: str, at_ms: int) -> list[str]:
+        return [topic for name, topic, ts in self.topic_history if name == connector and ts <= at_ms]
 
     def close(self) -> None:
         return None
@@ -640,7 +644,8 @@ def test_hooks_run_for_their_class_only_and_receive_the_deleted_connectors_conte
             "connect-offsets": [(key, b'{"position":42}')],
             "connect-status": [],
         },
-        active={"src": ["t"], "snk": ["t"]},
+        active={"snk": ["t"]},
+        topic_history=[("src", "t", 1_000), ("src", "after-deletion", 5_000)],  # Connect reset them at the deletion
         source_offsets=[("src", "connect-offsets", key)],
         groups={"connect-snk"},
         group_commits={"connect-snk": {("t", 0): 5}},

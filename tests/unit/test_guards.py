@@ -17,16 +17,19 @@ from connect_state.guards import (
     InternalTopics,
     check_consumer_group,
     check_heartbeat_topic,
+    check_offsets_records,
     check_offsets_topic,
     checked_stores,
     permitted_offsets_topics,
+    sample_keys,
+    sampled_offsets_topics,
 )
 from connect_state.heartbeat_emitter import HeartbeatEmitter, HeartbeatOutcome
 from connect_state.settings import Settings
-from connect_state.tables import CONNECTORS
+from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SINK_OFFSETS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTables, InMemoryTopics, RecordingWriter
-from tests.unit.helpers import assert_connect_error, mirror_connectors
+from tests.unit.helpers import mirror_connectors
 
 INTERNAL = InternalTopics("connect-configs", "connect-offsets", "connect-status")
 
@@ -149,26 +152,79 @@ def guarded(make_client: MakeClient, kafka_log: InMemoryTopics, admin: list[tupl
     return make_client(tables=InMemoryTables({CONNECTORS.name: ROWS}))
 
 
+CONFIG_GROUPS = {"snk-payments": "payments", "snk-steal": "connect-snk-ok", "snk-new": "fresh"}
 SINK_BODY = {"offsets": [{"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": 1}}]}
 SOURCE_BODY = {"offsets": [{"partition": {"filename": "/in"}, "offset": {"position": 1}}]}
 
 
+GROUP_ROWS = [
+    stopped("snk-victim", {"connector.class": SINK, "topics": "victim", "consumer.override.group.id": "payments"}),
+    stopped("snk-steal", {"connector.class": SINK, "topics": "t", "consumer.override.group.id": "connect-snk-ok"}),
+    stopped("snk-new", {"connector.class": SINK, "topics": "t", "consumer.override.group.id": "fresh"}),
+]
+
+
+def active(connector: str, topic: str) -> dict[str, Any]:
+    return {"connector": connector, "topic": topic, "task": 0, "discover_timestamp": 1, "updated_at": None}
+
+
+def committed(group: str, topic: str) -> dict[str, Any]:
+    return {"group_id": group, "topic": topic, "partition": 0, "offset": 5}
+
+
+@pytest.fixture
+def groups_client(make_client: MakeClient, kafka_log: InMemoryTopics, admin: list[tuple[str, str]]) -> Any:
+    """snk-ok overrides its group to connect-shared, which has committed offsets only for "t", a topic snk-ok's
+    tasks consume; snk-payments overrides it to "payments", another application's group with offsets for "victim"
+    (snk-victim consumes it: that is not snk-payments' business)."""
+    rows = [*ROWS, *GROUP_ROWS]
+    mirror_connectors(kafka_log, rows)
+    tables = {
+        CONNECTORS.name: rows,
+        SINK_OFFSETS.name: [committed("connect-shared", "t"), committed("payments", "victim"), committed("x", "t")],
+        ACTIVE_TOPICS.name: [active("snk-ok", "t"), active("snk-payments", "t"), active("snk-victim", "victim")],
+    }
+    return make_client(tables=InMemoryTables(tables))
+
+
+REFUSALS = {
+    "snk-payments": "it has committed offsets for topics snk-payments does not consume (victim)",
+    "snk-steal": "it is the default consumer group of connector snk-ok",
+    "snk-new": "it has no committed offsets (sink_offsets table)",
+}
+
+
 @pytest.mark.parametrize("method", ["patch", "delete"])
-def test_offsets_of_a_group_outside_the_pattern_are_refused(
-    guarded: Any, admin: list[tuple[str, str]], method: str
+@pytest.mark.parametrize("connector", sorted(REFUSALS))
+def test_offsets_of_a_group_that_is_not_the_connectors_are_refused(
+    groups_client: Any, admin: list[tuple[str, str]], method: str, connector: str
 ) -> None:
-    response = getattr(guarded, method)(
-        "/connectors/snk-payments/offsets", json=SINK_BODY if method == "patch" else None
+    response = getattr(groups_client, method)(
+        f"/connectors/{connector}/offsets", json=SINK_BODY if method == "patch" else None
     )
-    assert_connect_error(
-        response,
-        400,
-        "consumer.override.group.id 'payments' of connector snk-payments is not an allowed consumer group: "
-        "connect-state alters or deletes only connect-snk-payments and groups matching api.allowed.groups",
+    assert response.status_code == 400 and admin == [], "refused before the group is touched"
+    message = response.get_json()["message"]
+    assert message.startswith(
+        f"consumer.override.group.id {CONFIG_GROUPS[connector]!r} of connector {connector} is not "
     )
-    assert admin == []
-    ok = getattr(guarded, method)("/connectors/snk-ok/offsets", json=SINK_BODY if method == "patch" else None)
+    assert REFUSALS[connector] in message and "api.allowed.groups" in message
+
+
+@pytest.mark.parametrize("method", ["patch", "delete"])
+def test_an_override_the_connectors_tasks_committed_to_is_allowed(
+    groups_client: Any, admin: list[tuple[str, str]], method: str
+) -> None:
+    ok = getattr(groups_client, method)("/connectors/snk-ok/offsets", json=SINK_BODY if method == "patch" else None)
     assert ok.status_code == 200 and {group for _, group in admin} == {"connect-shared"}
+
+
+def test_allowed_groups_is_an_extra_allow_list(
+    make_client: MakeClient, kafka_log: InMemoryTopics, admin: list[tuple[str, str]]
+) -> None:
+    mirror_connectors(kafka_log, ROWS)
+    client = make_client(tables=InMemoryTables({CONNECTORS.name: ROWS}), overrides={"api.allowed.groups": "pay*"})
+    assert client.delete("/connectors/snk-payments/offsets").status_code == 200
+    assert {group for _, group in admin} == {"payments"}
 
 
 @pytest.mark.parametrize("method", ["patch", "delete"])
@@ -225,3 +281,44 @@ def test_heartbeat_emitter_refuses_internal_topics(settings: Settings) -> None:
         (row,) = emitter.emit(due, 1)
         assert row.outcome == HeartbeatOutcome.FAILED and "heartbeat.records.topic" in (row.error or "")
     assert sender.sends == []
+
+
+# --- offsets topics must hold offsets records (the offsets job's sample, connect_state/spark/offsets_guard.py) -----
+
+
+def offsets_key(connector: str) -> bytes:
+    return json.dumps([connector, {"filename": "/in"}]).encode()
+
+
+def test_offsets_records_check() -> None:
+    assert check_offsets_records("t", []) == "t"  # empty: a new offsets topic
+    assert check_offsets_records("t", [b"payload", offsets_key("c"), None]) == "t"  # one offsets record suffices
+    for keys in ([b"order-1", b"order-2"], [None], [b'["c"]'], [b'{"connector": "c"}']):
+        with pytest.raises(GuardRefusal, match=r"'t' is not an offsets topic: none of its \d+ newest records"):
+            check_offsets_records("t", keys)
+
+
+def test_sampled_offsets_topics(kafka_log: InMemoryTopics, settings: Settings) -> None:
+    worker = settings.offset_storage_topic
+    kafka_log.create("payments", 3)
+    for i in range(50):
+        kafka_log.append("payments", i % 3, f"order-{i}".encode(), b"{}")
+    kafka_log.create("own-offsets", 2)
+    kafka_log.append("own-offsets", 0, b"junk", b"{}")  # old junk, then offsets
+    kafka_log.append("own-offsets", 1, offsets_key("c"), b'{"position": 1}')
+    kafka_log.create("new-offsets", 1)
+    kafka_log.append(worker, 0, b"not a key", b"{}")  # the worker's own topic is never sampled
+    kept, refused = sampled_offsets_topics(
+        ["payments", "own-offsets", "new-offsets", "missing", worker], worker, kafka_log, 1000
+    )
+    assert kept == {"own-offsets", "new-offsets", "missing", worker}  # missing: read (and waited for) as configured
+    assert list(refused) == ["payments"] and "none of its 50 newest records" in refused["payments"]
+
+
+def test_sample_reads_only_the_newest_records(kafka_log: InMemoryTopics) -> None:
+    kafka_log.create("t", 1)
+    for i in range(30):
+        kafka_log.append("t", 0, offsets_key("c") if i < 15 else b"data", b"{}")
+    assert sample_keys(kafka_log, "t", 1000, per_partition=10) == [b"data"] * 10
+    with pytest.raises(GuardRefusal):
+        check_offsets_records("t", sample_keys(kafka_log, "t", 1000, per_partition=10))

@@ -8,9 +8,12 @@ import json
 import logging
 
 import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 
 from connect_state.api.limits import json_depth, too_deep_message
+from connect_state.api.server import gunicorn_options, request_timeout_s
+from connect_state.settings import Settings
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import RecordingWriter
 from tests.unit.helpers import assert_connect_error
@@ -146,3 +149,14 @@ def test_trusted_hosts(make_client: MakeClient) -> None:
     assert response.get_json()["error_code"] == 400
     open_client = make_client()
     assert open_client.get("/connectors/c/topics", headers={"Host": "evil.example.org"}).status_code != 400
+
+
+def test_request_timeout(settings: Settings) -> None:
+    """api.request.timeout.ms sets gunicorn's worker timeout; 0 derives it from the bounded waits of a write."""
+    app = Flask(__name__)
+    bound_ms = settings.api_kafka_write_timeout_ms + 2 * settings.api_fresh_read_timeout_ms
+    assert settings.api_request_timeout_ms == 0
+    assert gunicorn_options(settings, app)["timeout"] == request_timeout_s(settings) >= max(30, bound_ms // 1000 + 10)
+    assert request_timeout_s(settings.with_overrides(**{"api.request.timeout.ms": "90500"})) == 91
+    assert gunicorn_options(settings.with_overrides(**{"api.request.timeout.ms": "5000"}), app)["timeout"] == 5
+    assert callable(gunicorn_options(settings, app)["post_worker_init"])  # starts the audit flusher after the fork
