@@ -557,7 +557,7 @@ def _paths() -> dict[str, Schema]:
         },
         "/audit": {
             "get": op(
-                "The audit trail of writes and refusals (api.audit.file; role admin)",
+                "The audit trail of writes and refusals (the audit table and unflushed spool rows; role admin)",
                 {"200": _json(ANY, "Audit rows")},
                 400,
                 404,

@@ -306,11 +306,11 @@ def test_class_hooks_get_the_deleted_connectors_context_after_its_tasks_stopped(
     release = threading.Event()
 
     def source_hook(connector: str, config: Mapping[str, str], *, is_deleted: bool, context: DeletedConnector) -> None:
-        seen["context"] = context
-        seen["status_at_call"] = connect.connector_status(connector)  # Connect no longer runs it
+        # the shared worker may have other deleted FileStreamSource connectors: keep each one's context
+        seen[connector] = (context, connect.connector_status(connector))  # Connect no longer runs it
 
     def sink_hook(connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
-        seen["sink"] = connector
+        seen.setdefault("sink", []).append(connector)
 
     def hung_hook(connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
         release.wait(60)
@@ -336,8 +336,8 @@ def test_class_hooks_get_the_deleted_connectors_context_after_its_tasks_stopped(
         "hook:hung": (FAILED, 1),
     }
     assert "did not return within 1000 ms" in steps_of(spark, settings, name)["hook:hung"]["error"]
-    context: DeletedConnector = seen["context"]
-    assert seen["status_at_call"] is None and "sink" not in seen
+    context, status_at_call = seen[name]
+    assert status_at_call is None and name not in seen.get("sink", [])
     assert {task: dict(config) for task, config in context.task_configs.items()} == expected_tasks
     assert [(dict(p or {}), dict(o or {})) for p, o in context.source_offsets] == expected_offsets
     assert list(context.active_topics) == [topic]

@@ -62,7 +62,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 T = TypeVar("T")
 
 WAIT_S = 240.0
-ROUND_S = 240.0  # a driver's start (its own JVM) plus the batches until its fault point, on a busy 2-core machine
+ROUND_S = 300.0  # a driver's start (its own JVM) plus the batches until its fault point, on a busy 2-core machine
 FOLD_JOBS = [active_topics.JOB, connector_states.JOB, offsets.JOB]
 CURRENT_TABLES = (ACTIVE_TOPICS, CONNECTORS, SOURCE_OFFSETS, SINK_OFFSETS)
 HISTORY_TABLES = (
@@ -77,7 +77,7 @@ WRITE_TIME_COLUMNS = ("updated_at", "changed_at", "recorded_at", "seen_at")
 # cores), the second a few batches in (the fold queries' batches count together), so that it runs while the worker
 # restarts; then where the catch-up run does.
 HISTORY_FAULT = f"{FaultPoint.AFTER_HISTORY_WRITE}:1"
-BATCH_START_FAULT = f"{FaultPoint.BATCH_START}:8"
+BATCH_START_FAULT = f"{FaultPoint.BATCH_START}:3"
 CATCH_UP_FAULT = f"{FaultPoint.AFTER_BATCH_WRITE}:3"
 
 

@@ -322,3 +322,41 @@ def test_sample_reads_only_the_newest_records(kafka_log: InMemoryTopics) -> None
     assert sample_keys(kafka_log, "t", 1000, per_partition=10) == [b"data"] * 10
     with pytest.raises(GuardRefusal):
         check_offsets_records("t", sample_keys(kafka_log, "t", 1000, per_partition=10))
+
+
+def test_offsets_job_leaves_out_and_records_refused_topics(
+    kafka_log: InMemoryTopics, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """connect_state/spark/offsets_guard.py: the offsets job's subscription without the refused topics, each
+    recorded once per look (Spark's insert is tested under the integration lock), sampled again only later."""
+    from connect_state.spark import offsets_guard
+
+    kafka_log.create("payments", 1)
+    kafka_log.append("payments", 0, b"order-1", b"{}")
+    kafka_log.create("own", 1)
+    kafka_log.append("own", 0, offsets_key("c"), b"{}")
+    readers: list[str] = []
+
+    class Reader:
+        def __init__(self, _settings: Settings, *, client_id: str) -> None:
+            readers.append(client_id)
+
+        def offsets(self, topics: Any, timeout_ms: int) -> Any:
+            return kafka_log.offsets(topics, timeout_ms)
+
+        def read(self, ranges: Any, timeout_ms: int) -> Any:
+            return kafka_log.read(ranges, timeout_ms)
+
+        def close(self) -> None:
+            pass
+
+    recorded: list[dict[str, str]] = []
+    monkeypatch.setattr(offsets_guard, "TopicLogReader", Reader)
+    monkeypatch.setattr(offsets_guard, "record_refusals", lambda _spark, _settings, refused: recorded.append(refused))
+    monkeypatch.setattr(offsets_guard, "_accepted", set())
+    monkeypatch.setattr(offsets_guard, "_refused", {})
+    topics = {"payments", "own", settings.offset_storage_topic}
+    assert offsets_guard.offsets_records_topics(None, settings, set(topics)) == topics - {"payments"}  # type: ignore[arg-type]
+    assert [list(r) for r in recorded] == [["payments"]] and len(readers) == 1
+    assert offsets_guard.offsets_records_topics(None, settings, set(topics)) == topics - {"payments"}  # type: ignore[arg-type]
+    assert len(readers) == 1, "accepted topics are not sampled again, refused ones only after RECHECK_SECONDS"
