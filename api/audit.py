@@ -22,10 +22,10 @@ Where rows go: the log (logger ``connect_state.api.audit``, always); ``api.audit
 the answer leaves; the Kafka topic ``api.audit.topic`` (keyed by connector), when set; and, with a file and
 ``api.audit.table=true`` (the default), the Delta table ``audit`` under ``delta.root`` (local or object store, opened
 with the API's storage options: :class:`connect_state.api.tables.TableReader`). The file is the table's write-ahead
-spool: :class:`AuditTable` appends the lines past its mark (``<file>.flushed``: byte offset and inode) to the table, skipping
-ids the table already has, then moves the mark; a background thread does it every ``api.audit.flush.interval.ms``
-(``0``: after each audited request), starting in each serving process (replaying what an earlier process left
-unflushed). A crash between the append and the mark replays rows the id check then skips; Kafka or the object store
+spool: :class:`AuditTable` appends the lines past its mark (``<file>.flushed``: byte offset and inode) to the
+table, skipping ids the table already has, then moves the mark; a background thread does it every
+``api.audit.flush.interval.ms`` (``0``: after each audited request), starting in each serving process (replaying
+what an earlier process left unflushed). A crash between the append and the mark replays rows the id check then skips; Kafka or the object store
 being away only delays the flush. Processes sharing a spool serialise their flushes with ``flock`` on
 ``<file>.lock``. A failing sink is logged and never changes the answer.
 
