@@ -26,8 +26,8 @@ spool: :class:`AuditTable` appends the lines past its mark (``<file>.flushed``: 
 table, skipping ids the table already has, then moves the mark; a background thread does it every
 ``api.audit.flush.interval.ms`` (``0``: after each audited request), starting in each serving process (replaying
 what an earlier process left unflushed). A crash between the append and the mark replays rows the id check then
-skips; Kafka or the object store being away only delays the flush. Processes sharing a spool serialise their flushes with ``flock`` on
-``<file>.lock``. A failing sink is logged and never changes the answer.
+skips; Kafka or the object store being away only delays the flush. Processes sharing a spool serialise their
+flushes with ``flock`` on ``<file>.lock``. A failing sink is logged and never changes the answer.
 
 ``GET /audit`` (role ``admin``) answers the table's rows plus the spool's unflushed ones (the file's, without the
 table), oldest first, filtered by ``connector``, ``principal``, ``outcome``, ``since`` and ``until`` (epoch ms or
