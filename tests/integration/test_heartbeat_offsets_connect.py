@@ -106,7 +106,6 @@ def test_offsets_committed_without_records_are_where_the_sources_resume(
         # a second due time in the same run finds the offset moved (by our own commit) and skips: never a record
         outcomes = {row["outcome"] for row in rows}
         assert "offsets_committed" in outcomes and outcomes <= {"offsets_committed", "skipped"}, rows
-        assert all(row["record_key"] is None and row["record_value"] is None for row in rows)
         # Connect reads the committed offset (for the own-topic connector: from its own topic)
         connect.wait_for(
             lambda n=name: [e["offset"] for e in connect_offsets(connect, n)] == [{"position": first_line}],
