@@ -66,7 +66,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
-from connect_state.connect.connector_types import config_connector_type, connector_class, is_alias_of
+from connect_state.connect.connector_types import config_connector_type, connector_class, names_any
 from connect_state.connect.offset_stores import connector_consumer_group, connector_offset_stores, sink_consumer_group
 from connect_state.connect.vocabulary import ConnectorType, State
 from connect_state.errors import ConfigError, RecordFormatError
@@ -236,12 +236,7 @@ def hook_applies(classes: Collection[str] | None, class_name: str | None) -> boo
     (its full name or a ``PluginUtils`` alias, on either side)."""
     if classes is None or ANY_CLASS in classes:
         return True
-    if class_name is None:
-        return False
-    return any(
-        class_name == registered or is_alias_of(class_name, registered) or is_alias_of(registered, class_name)
-        for registered in classes
-    )
+    return names_any(class_name, classes)
 
 
 def accepts_context(hook: Callable[..., object]) -> bool:

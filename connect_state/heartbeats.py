@@ -71,7 +71,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from connect_state.connect.connector_types import is_alias_of
+from connect_state.connect.connector_types import registered_for
 from connect_state.errors import RecordFormatError
 from connect_state.formats.offsets import serialize_offset_value, validate_offset_map
 
@@ -293,11 +293,5 @@ def checked_offsets(offsets: object) -> list[SourceOffset]:
 def provider_for(providers: Mapping[str, HeartbeatProvider], connector_class: str | None) -> HeartbeatProvider:
     """The provider registered for ``connector_class`` (exactly, or through a ``PluginUtils`` alias of either side,
     :func:`~connect_state.connect.connector_types.plugin_aliases`), else the default provider (no records)."""
-    if connector_class is None:
-        return DEFAULT_PROVIDER
-    if connector_class in providers:
-        return providers[connector_class]
-    for registered, provider in providers.items():
-        if is_alias_of(connector_class, registered) or is_alias_of(registered, connector_class):
-            return provider
-    return DEFAULT_PROVIDER
+    provider = registered_for(providers, connector_class)
+    return DEFAULT_PROVIDER if provider is None else provider

@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from connect_state.connect.connector_types import is_alias_of
+from connect_state.connect.connector_types import registered_for
 from connect_state.connect.filestream import (
     FILE_SINK_CLASS,
     FILE_SOURCE_CLASS,
@@ -148,15 +148,6 @@ BUILT_IN_RULES: Mapping[str, AlterOffsetsRule] = {
 }
 
 
-def _lookup(rules: Mapping[str, AlterOffsetsRule], connector_class: str) -> AlterOffsetsRule | None:
-    if connector_class in rules:
-        return rules[connector_class]
-    for registered, rule in rules.items():
-        if is_alias_of(connector_class, registered) or is_alias_of(registered, connector_class):
-            return rule
-    return None
-
-
 @dataclass(frozen=True)
 class AlterOffsetsRules:
     """The rules by connector class: ``configured`` (settings, entry points) over :data:`BUILT_IN_RULES`."""
@@ -167,7 +158,7 @@ class AlterOffsetsRules:
         """The class's rule (configured first, then built in), None for the default (returns false)."""
         if connector_class is None:
             return None
-        return _lookup(self.configured, connector_class) or _lookup(BUILT_IN_RULES, connector_class)
+        return registered_for(self.configured, connector_class) or registered_for(BUILT_IN_RULES, connector_class)
 
     def alter_offsets(
         self,

@@ -11,8 +11,9 @@ alias: ``PluginUtils`` gives every plugin its simple name and its simple name wi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from enum import StrEnum
+from typing import TypeVar
 
 from connect_state.connect.vocabulary import ConnectorType
 
@@ -63,6 +64,30 @@ def is_alias_of(name: str | None, class_name: str) -> bool:
     """Whether a config's ``connector.class`` value ``name`` names ``class_name`` (the class or one of its
     aliases)."""
     return name is not None and name in plugin_aliases(class_name)
+
+
+def same_plugin(name: str | None, registered: str) -> bool:
+    """Whether a connector's ``connector.class`` value and a class name registered with us (a provider, hook or
+    ``alterOffsets`` rule) name the same plugin: equal, or either a ``PluginUtils`` alias of the other."""
+    return name is not None and (name == registered or is_alias_of(name, registered) or is_alias_of(registered, name))
+
+
+def names_any(name: str | None, registered: Collection[str]) -> bool:
+    """Whether ``name`` names one of the ``registered`` classes (:func:`same_plugin`)."""
+    return any(same_plugin(name, entry) for entry in registered)
+
+
+T = TypeVar("T")
+
+
+def registered_for(registry: Mapping[str, T], connector_class: str | None) -> T | None:
+    """What ``registry`` holds for a connector's class: its exact entry, else the first entry naming the same plugin
+    (:func:`same_plugin`); None when there is none. The one lookup of providers, hooks and rules by class."""
+    if connector_class is None:
+        return None
+    if connector_class in registry:
+        return registry[connector_class]
+    return next((value for entry, value in registry.items() if same_plugin(connector_class, entry)), None)
 
 
 def _mapped_type(class_name: str, class_types: Mapping[str, str]) -> str | None:

@@ -44,7 +44,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from connect_state.connect.connector_types import is_alias_of
+from connect_state.connect.connector_types import names_any
 from connect_state.connect.offset_stores import OFFSETS_TOPIC_CONFIG, connector_offsets_topic
 from connect_state.connect.vocabulary import ConnectorType, State, TargetState
 from connect_state.errors import RecordFormatError
@@ -185,14 +185,7 @@ def has_provider(connector_class: str | None, provider_classes: frozenset[str] |
     """Whether a provider is registered for the class (by full name or a ``PluginUtils`` alias of either side)."""
     if provider_classes is None:
         return True
-    if connector_class is None:
-        return False
-    return any(
-        connector_class == registered
-        or is_alias_of(connector_class, registered)
-        or is_alias_of(registered, connector_class)
-        for registered in provider_classes
-    )
+    return names_any(connector_class, provider_classes)
 
 
 def heartbeat_policy(connector: ConnectorState, defaults: HeartbeatDefaults) -> HeartbeatPolicy:

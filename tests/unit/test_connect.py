@@ -10,7 +10,13 @@ import pytest
 from connect_state.api.offsets import source_connector_offsets
 from connect_state.cleanup import source_offsets_topics as cleanup_offsets_topics
 from connect_state.connect.alter_offsets import AlterOffsetsRules, ModifyOffsetsRefused
-from connect_state.connect.connector_types import config_connector_type, is_alias_of, plugin_aliases
+from connect_state.connect.connector_types import (
+    config_connector_type,
+    is_alias_of,
+    names_any,
+    plugin_aliases,
+    registered_for,
+)
 from connect_state.connect.filestream import FILE_SINK_CLASS, FILE_SOURCE_CLASS
 from connect_state.connect.offset_stores import (
     ConnectorOffsetStores,
@@ -233,3 +239,22 @@ def test_rest_bodies() -> None:
     assert json.dumps(connector_state_info(row), separators=(",", ":")) == (
         '{"name":"c","connector":{"state":"RUNNING","worker_id":"w","version":null},"tasks":[],"type":"source"}'
     )
+
+
+@pytest.mark.parametrize(
+    ("connector_class", "expected"),
+    [
+        ("org.apache.kafka.connect.file.FileStreamSourceConnector", "exact"),
+        ("FileStreamSourceConnector", "by-alias"),
+        ("FileStreamSource", "by-alias"),
+        ("FileStreamSink", None),
+        (None, None),
+    ],
+)
+def test_registered_for_finds_an_entry_by_class_or_alias_of_either_side(connector_class, expected) -> None:
+    registry = {"org.apache.kafka.connect.file.FileStreamSourceConnector": "exact"}
+    found = registered_for(registry, connector_class)
+    assert (found is not None) == (expected is not None)
+    assert names_any(connector_class, registry) == (expected is not None)
+    # registered under an alias, looked up by the full name
+    assert registered_for({"FileStreamSource": 1}, "org.apache.kafka.connect.file.FileStreamSourceConnector") == 1
