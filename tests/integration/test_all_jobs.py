@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from connect_state.connect.filestream import FILE_SOURCE_CLASS
 from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.kafka.topic_positions import TopicPositions
 from connect_state.spark.all_jobs import every_job
@@ -18,10 +19,14 @@ from tests.integration.helpers import api_client, delta_table, job_settings, uni
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 WAIT_S = 90.0
+DEMO_PROVIDERS = f"{FILE_SOURCE_CLASS}=connect_state.dev.demo_heartbeats:provider"
 
 
 def test_catch_up_of_every_job_answers_like_connect(spark, connect, stack_settings, tmp_path):
-    settings = job_settings(stack_settings, tmp_path, **{"heartbeat.interval.ms": "600000"})
+    # KIP-910: only connectors whose class has a heartbeat provider are eligible; the demo's provider is the source's
+    settings = job_settings(
+        stack_settings, tmp_path, **{"heartbeat.interval.ms": "600000", "heartbeat.providers": DEMO_PROVIDERS}
+    )
     name, topic = unique("all-source"), unique("all-topic")
     source_file = tmp_path / "in.txt"
     append_lines(source_file, ["one", "two", "three"])
