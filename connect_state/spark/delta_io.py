@@ -49,22 +49,41 @@ def schema_of(spec: TableSpec) -> StructType:
     return spark_schema(spec.schema)
 
 
+def is_commit_file(name: str) -> bool:
+    """Whether a ``_delta_log`` entry is a commit or a checkpoint of one (``<20 digits>.json``,
+    ``<20 digits>.checkpoint[.<part>].parquet``), not a temporary file or a checksum."""
+    version, _, rest = name.partition(".")
+    return len(version) == 20 and version.isdigit() and (rest == "json" or rest.startswith("checkpoint"))
+
+
 def ensure_table(spark: SparkSession, root: Location, spec: TableSpec) -> str:
     """Create the table at ``root/spec.name`` if it does not exist yet; return its path."""
     path = str(root / spec.name)
-    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema_of(spec))
-    builder = builder.comment(spec.description)
-    for key, value in TABLE_PROPERTIES.items():
-        builder = builder.property(key, value)
-    builder.execute()
+    _create_if_absent(spark, path, spec)
     return path
 
 
 def create_table(spark: SparkSession, root: Location, spec: TableSpec) -> bool:
     """:func:`ensure_table`; True when the table did not exist before (it is empty now)."""
-    path = str(root / spec.name)
-    existed = storage.exists(spark, f"{path}/_delta_log")
-    ensure_table(spark, root, spec)
+    return _create_if_absent(spark, str(root / spec.name), spec)
+
+
+def _create_if_absent(spark: SparkSession, path: str, spec: TableSpec) -> bool:
+    """Create the table unless it has a commit; True when it had none. A ``_delta_log`` without a commit is what a
+    process killed while creating the table leaves behind: Delta takes it for neither a table nor an empty location
+    (``DELTA_TABLE_NOT_FOUND`` on every later start), so it is removed first and the table created again."""
+    log_dir = f"{path}/_delta_log"
+    entries = storage.list_names(spark, log_dir)
+    existed = any(is_commit_file(name) for name in entries)
+    if not existed and storage.exists(spark, log_dir):
+        log.warning("%s: a _delta_log without a commit (an interrupted creation, %s); creating the table again",
+                    path, entries or "empty")  # fmt: skip
+        storage.delete(spark, log_dir)
+    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema_of(spec))
+    builder = builder.comment(spec.description)
+    for key, value in TABLE_PROPERTIES.items():
+        builder = builder.property(key, value)
+    builder.execute()
     return not existed
 
 

@@ -11,12 +11,13 @@ from pyspark.sql import SparkSession
 
 from connect_state.dev.s3_server import S3Server
 from connect_state.settings import load_settings
-from connect_state.spark import storage
+from connect_state.spark import delta_io, storage
 from connect_state.spark.checkpoint import latest_positions, offset_log_batches, planned_positions
 from connect_state.spark.source_offsets import checkpoint_topics
 from connect_state.spark.storage import configure_storage
 from connect_state.spark.streaming import checkpoint_query_id
 from connect_state.storage import Location
+from connect_state.tables import CONNECTORS
 from tests.fixtures.s3 import TEST_BUCKET
 
 pytestmark = pytest.mark.spark
@@ -79,3 +80,13 @@ def test_a_checkpoint_in_a_bucket_reads_through_hadoop(spark_on_s3: SparkSession
     write_checkpoint(spark_on_s3, settings.checkpoint_root / "kept")
     keys = s3_server.list_keys(TEST_BUCKET, f"{prefix}/")
     assert f"{prefix}/checkpoints/kept/offsets/10" in keys and f"{prefix}/checkpoints/kept/metadata" in keys
+
+
+def test_a_table_whose_creation_was_killed_is_created_again(spark: SparkSession, tmp_path: Path) -> None:
+    """A driver killed while creating a table leaves ``_delta_log`` without a commit (seen in the crash test: every
+    later start of the job failed with ``DELTA_TABLE_NOT_FOUND``); the next start creates the table."""
+    root = Location.parse(str(tmp_path))
+    (tmp_path / CONNECTORS.name / "_delta_log").mkdir(parents=True)
+    assert delta_io.create_table(spark, root, CONNECTORS)  # it did not exist: nothing was committed
+    assert spark.read.format("delta").load(str(root / CONNECTORS.name)).count() == 0
+    assert not delta_io.create_table(spark, root, CONNECTORS)  # now it does

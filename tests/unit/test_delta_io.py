@@ -145,3 +145,19 @@ def test_a_conflict_that_persists_is_raised_after_the_last_attempt() -> None:
     with pytest.raises(ConcurrentAppendException):
         delta_io.retry_on_conflict(action, "rejected_records", attempts=3)
     assert action.calls == 3
+
+
+@pytest.mark.parametrize(
+    ("name", "commit"),
+    [
+        ("00000000000000000000.json", True),
+        ("00000000000000000010.checkpoint.parquet", True),
+        ("00000000000000000010.checkpoint.0000000001.0000000002.parquet", True),
+        (".00000000000000000000.json.3f1c.tmp", False),
+        ("00000000000000000000.crc", False),
+        ("_last_checkpoint", False),
+        ("0000000000000000000.json", False),
+    ],
+)
+def test_is_commit_file(name: str, commit: bool) -> None:
+    assert delta_io.is_commit_file(name) is commit
