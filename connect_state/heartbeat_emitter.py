@@ -52,6 +52,7 @@ from connect_state.heartbeats import (
     HeartbeatProvider,
     HeartbeatRecord,
     HeartbeatRecordError,
+    as_provider,
     checked_offsets,
     implements_heartbeat_records,
     implements_update_offsets,
@@ -141,7 +142,7 @@ class HeartbeatEmitter:
 
     def __init__(
         self,
-        providers: Mapping[str, HeartbeatProvider],
+        providers: Mapping[str, object],
         heartbeat_sender: HeartbeatSender,
         offset_sender: OffsetSender,
         offsets_topic: str,
@@ -149,7 +150,8 @@ class HeartbeatEmitter:
         internal_topics: Collection[str] = (),
     ) -> None:
         self.internal_topics = (offsets_topic, *internal_topics)  # never a heartbeat topic (connect_state.guards)
-        self.providers = providers
+        # any plugin shape (a provider, a duck-typed object, a function), as loaded from the settings
+        self.providers = {connector_class: as_provider(plugin) for connector_class, plugin in providers.items()}
         self.heartbeat_sender = heartbeat_sender
         self.offset_sender = offset_sender
         self.offsets_topic = offsets_topic
