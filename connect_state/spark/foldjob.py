@@ -164,21 +164,27 @@ def passed_through(batch: pd.DataFrame, ddl: str) -> pd.DataFrame:
 _KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "unix_millis(timestamp) AS timestamp")
 
 
+def _classify_rows(classify: Classifier, records: Iterable[tuple[Any, ...]]) -> list[dict]:
+    """The exact parse step over Kafka rows ``(key, value, topic, partition, offset, timestamp)``: the rows
+    ``classify`` makes of each, with the record's coordinates."""
+    rows: list[dict] = []
+    for key, value, topic, partition, offset, timestamp in records:
+        kafka = {
+            "kafka_topic": topic,
+            "kafka_partition": partition,
+            "kafka_offset": offset,
+            "kafka_timestamp": timestamp,
+        }
+        rows.extend(classify(key, value, kafka))
+    return rows
+
+
 def _classify_records_pandas(kafka_rows: DataFrame, classify: Classifier, ddl: str) -> DataFrame:
     """:func:`classify_records` without a bulk path."""
 
     def parse(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for frame in frames:
-            rows: list[dict] = []
-            for key, value, topic, partition, offset, timestamp in frame.itertuples(index=False, name=None):
-                kafka = {
-                    "kafka_topic": topic,
-                    "kafka_partition": partition,
-                    "kafka_offset": offset,
-                    "kafka_timestamp": timestamp,
-                }
-                rows.extend(classify(key, value, kafka))
-            yield pandas_frame(rows, ddl)
+            yield pandas_frame(_classify_rows(classify, frame.itertuples(index=False, name=None)), ddl)
 
     return kafka_rows.selectExpr(*_KAFKA_COLUMNS).mapInPandas(parse, ddl)
 
@@ -206,16 +212,8 @@ rows the classifier would for the records it takes."""
 
 def _classified_batch(kafka: pa.RecordBatch, classify: Classifier, schema: pa.Schema) -> pa.RecordBatch | None:
     """The exact parse step over the rows of an Arrow batch of Kafka rows (None when it yields no row)."""
-    rows: list[dict] = []
     columns = [kafka.column(i).to_pylist() for i in range(6)]
-    for key, value, topic, partition, offset, timestamp in zip(*columns, strict=True):
-        kafka_columns = {
-            "kafka_topic": topic,
-            "kafka_partition": partition,
-            "kafka_offset": offset,
-            "kafka_timestamp": timestamp,
-        }
-        rows.extend(classify(key, value, kafka_columns))
+    rows = _classify_rows(classify, zip(*columns, strict=True))
     if not rows:
         return None
     for row in rows:  # StrEnum members as plain strings for Arrow

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,20 +43,6 @@ def settings(stack_settings: Settings, tmp_path: Path) -> Settings:
             "api.audit.file": str(tmp_path / "audit.jsonl"),
         },
     )
-
-
-@pytest.fixture
-def app(settings: Settings) -> Iterator[Flask]:
-    application = create_app(settings)
-    try:
-        yield application
-    finally:
-        close_app(application)
-
-
-@pytest.fixture
-def api(app: Flask) -> FlaskClient:
-    return app.test_client()
 
 
 def basic(user: str) -> dict[str, str]:

@@ -16,12 +16,10 @@ Every wait is bounded (``WAIT_S``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from flask import Flask
-from flask.testing import FlaskClient
 
 from connect_state.api import close_app, create_app
 from connect_state.connect.rest import not_stopped_message, offsets_success_message
@@ -53,21 +51,6 @@ WAIT_S = 90.0
 @pytest.fixture
 def settings(stack_settings: Settings, tmp_path) -> Settings:
     return job_settings(stack_settings, tmp_path)
-
-
-@pytest.fixture
-def app(settings: Settings) -> Iterator[Flask]:
-    """Our API on the session's broker, with its own Kafka writer and readers (closed at the end)."""
-    application = create_app(settings)
-    try:
-        yield application
-    finally:
-        close_app(application)
-
-
-@pytest.fixture
-def api(app: Flask) -> FlaskClient:
-    return app.test_client()
 
 
 def answer(response: Any) -> tuple[int, Any]:

@@ -10,12 +10,11 @@ the heartbeats job (the fold, then the sweep) finds the idle partitions and call
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka import KafkaConsumer
 
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
 from connect_state.dev.filestream import append_lines, file_source_config
@@ -23,7 +22,15 @@ from connect_state.heartbeats import HeartbeatProvider, SourceOffset
 from connect_state.settings import Settings
 from connect_state.spark import heartbeats
 from connect_state.spark.streaming import run_job
-from tests.integration.helpers import api_client, connect_offsets, create_topic, job_settings, source_position, unique
+from tests.integration.helpers import (
+    api_client,
+    connect_offsets,
+    create_topic,
+    job_settings,
+    read_topic,
+    source_position,
+    unique,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 WAIT_S = 90.0
@@ -47,26 +54,8 @@ PROVIDER = RewindOffsets()
 PROVIDERS = f"{FILE_SOURCE_CLASS}=tests.integration.test_heartbeat_offsets_connect:PROVIDER"
 
 
-@pytest.fixture
-def created(connect) -> Iterator[list[str]]:
-    names: list[str] = []
-    yield names
-    for name in names:
-        connect.delete_connector(name, missing_ok=True)
-
-
-def topic_values(settings: Settings, topic: str, timeout_ms: int = 3000) -> list[bytes]:
-    consumer = KafkaConsumer(
-        topic,
-        bootstrap_servers=settings.bootstrap_servers,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        consumer_timeout_ms=timeout_ms,
-    )
-    try:
-        return [record.value for record in consumer]
-    finally:
-        consumer.close()
+def topic_values(settings: Settings, topic: str) -> list[bytes]:
+    return [record.value for record in read_topic(settings.bootstrap_servers, topic)]
 
 
 def test_offsets_committed_without_records_are_where_the_sources_resume(
@@ -112,7 +101,7 @@ def test_offsets_committed_without_records_are_where_the_sources_resume(
             WAIT_S,
             description=f"{name} offset rewound by the heartbeat",
         )
-    assert topic_values(settings, settings.heartbeat_records_topic, 1000) == []  # nothing was produced
+    assert topic_values(settings, settings.heartbeat_records_topic) == []  # nothing was produced
 
     # Restarted, each source resumes from the committed offset: lines 2 and 3 once more.
     for name in sources:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -106,16 +106,6 @@ def heartbeat_rows(api, name: str) -> list[dict[str, Any]]:
 
 def partitions(api, name: str) -> list[dict[str, Any]]:
     return api.get(f"/connectors/{name}/heartbeats").get_json()["partitions"]
-
-
-@pytest.fixture
-def created(connect) -> Iterator[list[str]]:
-    """Names of the connectors a test creates: deleted after it, passed or failed, so that no connector of a failed
-    test stays eligible for the heartbeats of the tests after it (they share the worker)."""
-    names: list[str] = []
-    yield names
-    for name in names:
-        connect.delete_connector(name, missing_ok=True)
 
 
 def heartbeat_settings(stack_settings: Settings, tmp_path: Path, **overrides: str) -> Settings:

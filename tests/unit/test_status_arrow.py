@@ -8,11 +8,9 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from connect_state.errors import RecordFormatError
+from connect_state.folds.active_topics import TopicRecord
 from connect_state.formats.status import (
     TopicStatus,
-    TopicStatusKey,
-    parse_status_record,
     serialize_topic_status,
     topic_status_key,
 )
@@ -83,20 +81,11 @@ def near_canonical(draw: st.DrawFn) -> tuple[bytes, bytes | None]:
 
 
 def _exact(key: bytes, value: bytes | None) -> tuple[str, str, int | None, int | None] | None:
-    try:
-        record = parse_status_record(key, value)
-    except RecordFormatError:
+    """What the exact path (the fold's own parse of one record) reads."""
+    record = TopicRecord.from_kafka(key, value, 0, 0, 0)
+    if record is None:
         return None
-    if not isinstance(record.key, TopicStatusKey):
-        return None
-    status = record.value
-    assert status is None or isinstance(status, TopicStatus)
-    return (
-        record.key.connector,
-        record.key.topic,
-        None if status is None else status.task,
-        None if status is None else status.discover_timestamp,
-    )
+    return record.connector, record.topic, record.task, record.discover_timestamp
 
 
 def _check(records: list[tuple[bytes, bytes | None]]) -> pa.BooleanArray:
