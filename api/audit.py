@@ -56,9 +56,10 @@ from deltalake import write_deltalake
 from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from connect_state.api.args import limit_arg, time_arg
 from connect_state.api.auth import current_principal, required_role
 from connect_state.api.errors import ConnectRestException
-from connect_state.api.limits import json_depth
+from connect_state.api.limits import WRITE_METHODS, json_depth
 from connect_state.api.resources import app_resources, get_settings
 from connect_state.api.tables import TableReader
 from connect_state.errors import ConnectStateError, TableNotFoundError
@@ -68,14 +69,13 @@ from connect_state.settings import Settings
 from connect_state.storage import deltalake_options
 from connect_state.tables import AUDIT, CONNECTORS
 
-__all__ = ["AuditTable", "AuditTrail", "Outcome", "bp", "init_app", "outcome_of", "read_audit"]
+__all__ = ["AuditTable", "AuditTrail", "Outcome", "bp", "init_app", "outcome_of"]
 
 log = logging.getLogger("connect_state.api.audit")
 
 bp = Blueprint("audit", __name__)
 
 EXTENSION = "connect_state.audit"
-WRITE_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))
 REFUSALS = frozenset((401, 403))
 
 
@@ -554,31 +554,12 @@ def file_rows(path: Path) -> Iterator[dict[str, Any]]:
                 yield row
 
 
-def read_audit(path: Path, **filters: Any) -> tuple[int, list[dict[str, Any]]]:
-    """:func:`select_rows` of the audit file ``path``."""
-    return select_rows(file_rows(path), **filters)
-
-
-def _arg_time(name: str) -> int | None:
-    text = request.args.get(name)
-    if not text:
-        return None
-    try:
-        return parse_time(text)
-    except (ValueError, OverflowError, OSError):
-        raise ConnectRestException(
-            400, f"Invalid {name} {text!r}: expected epoch milliseconds or an ISO-8601 time"
-        ) from None
-
-
 @bp.get("/audit")
 def get_audit() -> Response:
     settings = get_settings()
     if not settings.api_audit_file:
         raise ConnectRestException(404, "No audit file is configured (api.audit.file)")
-    text = request.args.get("limit", str(DEFAULT_LIMIT))
-    if not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
-        raise ConnectRestException(400, f"limit must be an integer between 1 and {MAX_LIMIT}, got {text!r}")
+    limit = limit_arg(DEFAULT_LIMIT, MAX_LIMIT)
     outcome = request.args.get("outcome") or None
     if outcome is not None and outcome not in {o.value for o in Outcome}:
         raise ConnectRestException(400, f"Unknown outcome {outcome!r}: expected one of {', '.join(Outcome)}")
@@ -589,8 +570,8 @@ def get_audit() -> Response:
         connector=request.args.get("connector") or None,
         principal=request.args.get("principal") or None,
         outcome=outcome,
-        since=_arg_time("since"),
-        until=_arg_time("until"),
-        limit=int(text),
+        since=time_arg("since"),
+        until=time_arg("until"),
+        limit=limit,
     )
     return jsonify({"total": total, "rows": found})

@@ -18,9 +18,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, current_app, jsonify
 
-from connect_state.api.errors import ConnectRestException
+from connect_state.api.args import limit_arg
 from connect_state.api.resources import get_settings, get_tables
 from connect_state.errors import TableNotFoundError
 from connect_state.redaction import redact_json, settings_patterns
@@ -55,13 +55,6 @@ def _rows(spec: TableSpec, connector: str) -> list[dict[str, Any]]:
         return []
 
 
-def _limit() -> int:
-    raw = request.args.get("limit", str(DEFAULT_LIMIT))
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise ConnectRestException(400, f"limit must be an integer between 1 and {MAX_LIMIT}, got {raw!r}")
-    return int(raw)
-
-
 @bp.get("/ui")
 @bp.get("/ui/")
 def page() -> Response:
@@ -78,7 +71,7 @@ def page() -> Response:
 @bp.get("/ui/timeline/<connector>")
 def timeline(connector: str) -> Response:
     """The connector's state changes and source-offset movement, for the chart."""
-    limit = _limit()
+    limit = limit_arg(DEFAULT_LIMIT, MAX_LIMIT)
     events = [
         {
             "at": _ms(row["kafka_timestamp"]) or _ms(row["recorded_at"]),

@@ -29,9 +29,9 @@ import json
 import time
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, jsonify
 
-from connect_state.api.errors import ConnectRestException
+from connect_state.api.args import limit_arg
 from connect_state.api.resources import get_tables
 from connect_state.folds.heartbeats import due_at, idle_ms
 from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY
@@ -52,19 +52,6 @@ def _json(text: str | None) -> Any:
 
 def _text(data: bytes | None) -> str | None:
     return None if data is None else bytes(data).decode("utf-8", errors="replace")
-
-
-def _limit() -> int:
-    raw = request.args.get("limit")
-    if raw is None:
-        return DEFAULT_LIMIT
-    try:
-        limit = int(raw)
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= MAX_LIMIT:
-        raise ConnectRestException(400, f"limit must be an integer between 1 and {MAX_LIMIT}, got {raw!r}")
-    return limit
 
 
 def partition_view(row: dict[str, Any], now: int) -> dict[str, Any]:
@@ -107,7 +94,7 @@ def heartbeat_view(row: dict[str, Any]) -> dict[str, Any]:
 @bp.get("/<connector>/heartbeats")
 def get_heartbeats(connector: str) -> Response:
     """Idle age per source partition and the latest heartbeats of ``connector``."""
-    limit = _limit()
+    limit = limit_arg(DEFAULT_LIMIT, MAX_LIMIT)
     now = int(time.time() * 1000)
     tables = get_tables()
     activity = tables.rows(SOURCE_PARTITION_ACTIVITY, filters=[("connector", "=", connector)])

@@ -29,6 +29,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from connect_state import history
+from connect_state.api.args import time_arg
 from connect_state.api.connectors import connector_row
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.resources import get_settings, get_tables
@@ -53,16 +54,6 @@ DEFAULT_LIMIT = 100
 
 def _bad(message: str) -> ConnectRestException:
     return ConnectRestException(400, message)
-
-
-def _time_arg(name: str) -> int | None:
-    text = request.args.get(name)
-    if text is None or text == "":
-        return None
-    try:
-        return history.parse_time(text)
-    except (ValueError, OverflowError, OSError):
-        raise _bad(f"Invalid {name} {text!r}: expected epoch milliseconds or an ISO-8601 time") from None
 
 
 def _int_arg(name: str, default: int, low: int, high: int) -> int:
@@ -100,7 +91,7 @@ def get_events(connector: str) -> Response:
     unknown = [k for k in kinds if k not in EVENTS]
     if unknown:
         raise _bad(f"Unknown event kind {unknown[0]!r}: expected one of {', '.join(EVENTS)}")
-    since, until = _time_arg("since"), _time_arg("until")
+    since, until = time_arg("since"), time_arg("until")
     limit, offset = _page()
     rows = []
     for row in _events(connector):
@@ -150,7 +141,7 @@ def _redact(config: dict[str, object]) -> dict[str, object] | None:
 @bp.get("/connectors/<connector>/history/topics")
 def get_topics_as_of(connector: str) -> Response:
     _known_row(connector)
-    at = _time_arg("at")
+    at = time_arg("at")
     rows = get_tables().rows(ACTIVE_TOPICS_HISTORY, filters=[("connector", "=", connector)])
     return jsonify({"connector": connector, "at": at, "topics": history.topics_as_of(rows, at)})
 
@@ -174,7 +165,7 @@ def _sink_rows(connector: str, row: dict[str, Any]) -> list[dict[str, Any]]:
 @bp.get("/connectors/<connector>/history/offsets")
 def get_offsets_as_of(connector: str) -> Response:
     row = _known_row(connector)
-    at = _time_arg("at")
+    at = time_arg("at")
     if _is_sink(connector, row):
         offsets = history.sink_offsets_as_of(_sink_rows(connector, row), at)
     else:

@@ -25,7 +25,7 @@ __all__ = ["init_app", "json_depth", "too_deep_message"]
 
 log = logging.getLogger(__name__)
 
-_BODY_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))
+WRITE_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))  # the methods that write (and carry a body)
 
 
 def json_depth(data: bytes, limit: int) -> int:
@@ -91,7 +91,7 @@ def check_json_depth(limit: int) -> None:
     if any(json_depth(value.encode(), limit) > limit for value in request.args.values()):
         message = f"A query parameter is nested more than {limit} levels deep (api.max.json.depth)"
         raise ConnectRestException(400, message)
-    if request.method not in _BODY_METHODS:
+    if request.method not in WRITE_METHODS:
         return
     data = request.get_data(cache=True)
     bound = request.max_content_length

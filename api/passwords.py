@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from enum import StrEnum
 
-__all__ = ["HashScheme", "hash_password", "hash_token", "new_token", "verify_password", "verify_token"]
+__all__ = ["HashScheme", "hash_password", "hash_token", "new_token", "verify_password"]
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 PBKDF2_ITERATIONS = 600_000
@@ -76,10 +76,6 @@ def new_token() -> str:
 def hash_token(token: str) -> str:
     """The stored form of a bearer token."""
     return f"{HashScheme.SHA256}${hashlib.sha256(token.encode()).hexdigest()}"
-
-
-def verify_token(token: str, stored: str) -> bool:
-    return hmac.compare_digest(hash_token(token).encode(), stored.encode())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -651,16 +651,6 @@ def run_due_steps(
     return new
 
 
-def hook_action(hook: DeletionHook, deletion: Deletion) -> Callable[[], StepResult]:
-    """The action of a ``hook:<name>`` step: call the hook with the deletion's name and last config."""
-
-    def call() -> StepResult:
-        hook(deletion.connector, hook_config(deletion.config), is_deleted=True)
-        return StepResult.succeeded("hook returned")
-
-    return call
-
-
 # ---------------------------------------------------------------------------------------------------------------------
 # A pass: the decisions, behind a small I/O interface
 # ---------------------------------------------------------------------------------------------------------------------

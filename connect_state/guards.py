@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
-from connect_state.connect.offset_stores import ConnectorOffsetStores
+from connect_state.connect.offset_stores import ConnectorOffsetStores, sink_consumer_group
 from connect_state.errors import ConnectStateError, RecordFormatError
 from connect_state.formats.offsets import parse_offset_key
 from connect_state.settings import Settings
@@ -45,7 +45,6 @@ __all__ = [
     "check_heartbeat_topic",
     "check_offsets_records",
     "check_offsets_topic",
-    "checked_group",
     "checked_stores",
     "internal_topics",
     "parse_globs",
@@ -112,9 +111,6 @@ class GroupEvidence:
     other_connectors: frozenset[str]
 
 
-DEFAULT_GROUP_PREFIX = "connect-"
-
-
 def check_consumer_group(
     connector: str, group: str, allowed: str | Iterable[str], evidence: GroupEvidence | None = None
 ) -> str:
@@ -125,17 +121,17 @@ def check_consumer_group(
     * an override the connector's own tasks committed to: with ``evidence``, a group that is not another
       connector's default group and has committed offsets, all of them for topics the connector's tasks consume.
     """
-    if group == f"{DEFAULT_GROUP_PREFIX}{connector}" or _matches(group, parse_globs(allowed)):
+    if group == sink_consumer_group(connector) or _matches(group, parse_globs(allowed)):
         return group
     what = f"consumer.override.group.id {group!r} of connector {connector} is not the connector's consumer group"
     allows = (
-        f"connect-state alters or deletes only connect-{connector}, a group whose committed offsets are all for "
-        f"topics {connector}'s tasks consume, and groups matching api.allowed.groups"
+        f"connect-state alters or deletes only {sink_consumer_group(connector)}, a group whose committed offsets are "
+        f"all for topics {connector}'s tasks consume, and groups matching api.allowed.groups"
     )
     if evidence is None:
         raise GuardRefusal(f"{what}: {allows}")
-    owner = group[len(DEFAULT_GROUP_PREFIX) :] if group.startswith(DEFAULT_GROUP_PREFIX) else None
-    if owner is not None and owner in evidence.other_connectors:
+    owner = next((other for other in sorted(evidence.other_connectors) if group == sink_consumer_group(other)), None)
+    if owner is not None:
         raise GuardRefusal(f"{what}: it is the default consumer group of connector {owner}; {allows}")
     if not evidence.committed_topics:
         raise GuardRefusal(f"{what}: it has no committed offsets (sink_offsets table); {allows}")
@@ -170,11 +166,6 @@ def check_offsets_topic(topic: str, internal: InternalTopics, allowed: str | Ite
 
 def internal_topics(settings: Settings) -> InternalTopics:
     return InternalTopics(settings.config_storage_topic, settings.offset_storage_topic, settings.status_storage_topic)
-
-
-def checked_group(connector: str, group: str, settings: Settings, evidence: GroupEvidence | None = None) -> str:
-    """:func:`check_consumer_group` with ``api.allowed.groups``."""
-    return check_consumer_group(connector, group, settings.api_allowed_groups, evidence)
 
 
 def checked_stores(stores: ConnectorOffsetStores, settings: Settings) -> ConnectorOffsetStores:

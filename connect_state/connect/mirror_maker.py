@@ -29,7 +29,6 @@ from connect_state.formats.offsets import OffsetPair
 __all__ = [
     "CONSUMER_GROUP_ID_KEY",
     "MIRROR_CHECKPOINT_CLASS",
-    "MIRROR_CONNECTOR_CLASSES",
     "MIRROR_HEARTBEAT_CLASS",
     "MIRROR_SOURCE_CLASS",
     "OFFSET_KEY",
@@ -46,7 +45,6 @@ __all__ = [
 MIRROR_SOURCE_CLASS = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
 MIRROR_CHECKPOINT_CLASS = "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"
 MIRROR_HEARTBEAT_CLASS = "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector"
-MIRROR_CONNECTOR_CLASSES = (MIRROR_SOURCE_CLASS, MIRROR_CHECKPOINT_CLASS, MIRROR_HEARTBEAT_CLASS)
 
 #: ``MirrorUtils.SOURCE_CLUSTER_KEY``, ``TOPIC_KEY``, ``PARTITION_KEY``, ``OFFSET_KEY``.
 SOURCE_CLUSTER_KEY = "cluster"

@@ -590,10 +590,6 @@ _TREEIFY_THRESHOLD = 8
 _MIN_TREEIFY_CAPACITY = 64
 
 
-def _spread(key: str) -> int:
-    return _spread_hash(java_string_hashcode(key))
-
-
 def _spread_hash(hash_code: int) -> int:
     h = hash_code & 0xFFFFFFFF
     return h ^ (h >> 16)

@@ -27,8 +27,8 @@ from connect_state.cleanup import (
     StepOutcome,
     StepResult,
     backoff_ms,
+    call_hook,
     deletions_from_events,
-    hook_action,
     hook_applies,
     hook_config,
     interval_seconds,
@@ -336,14 +336,15 @@ def test_a_failing_step_never_blocks_the_others_and_each_outcome_is_recorded_rig
     assert journal[-2:] == ["ran hook:bad", "recorded hook:bad"]
 
 
-def test_hook_action_passes_name_string_config_and_is_deleted() -> None:
+def test_call_hook_passes_name_string_config_and_is_deleted() -> None:
     seen: list[tuple[str, Mapping[str, str], bool]] = []
 
     def hook(connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
         seen.append((connector, config, is_deleted))
 
-    result = hook_action(hook, deletion(config={"a": "x", "n": 3, "z": None}))()
-    assert result == StepResult.succeeded("hook returned")
+    config = hook_config({"a": "x", "n": 3, "z": None})
+    context = DeletedConnector("c", None, "source", config, {}, [], {}, [], 7, 0)
+    call_hook(hook, context)
     assert seen == [("c", {"a": "x", "n": "3", "z": "null"}, True)]
     assert hook_config(None) == {}
 
