@@ -82,7 +82,12 @@ from connect_state.api.guards import checked_group
 from connect_state.api.resources import TableSource, get_admin, get_settings, get_tables, get_writer
 from connect_state.connect.alter_offsets import AlterOffsetsRules, ModifyOffsetsRefused, SinkOffsets
 from connect_state.connect.connector_types import TypeBasis, connector_type_basis
-from connect_state.connect.offset_stores import ConnectorOffsetStores, connector_consumer_group, connector_offset_stores
+from connect_state.connect.offset_stores import (
+    connector_consumer_group,
+    connector_offset_stores,
+    listed_partitions,
+    source_connector_offsets,
+)
 from connect_state.connect.rest import (
     connector_not_found_message,
     connector_offsets,
@@ -97,17 +102,14 @@ from connect_state.connect.rest import (
     source_modify_timeout_message,
 )
 from connect_state.connect.vocabulary import ConnectorType, TargetState
-from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout, RecordFormatError
+from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
 from connect_state.formats import jsonconv
 from connect_state.formats.offsets import (
     BadOffsetsRequest,
     OffsetPair,
     SinkOffset,
-    map_identity,
     normalize_source_offsets,
     offset_key_bytes,
-    parse_offset_key,
-    parse_offset_value,
     parse_offsets_request,
     parse_sink_offsets,
     serialize_offset_value,
@@ -199,51 +201,6 @@ def _alter_offsets(
     except ModifyOffsetsRefused as err:
         log.error("Failed to modify offsets for %s connector %s", kind.value, name, exc_info=err.cause)
         raise ConnectRestException(err.status, err.message) from None
-
-
-def listed_partitions(name: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, object]]:
-    """The connector's ``connectorPartitions``: the partition maps of its listed rows, deduplicated by Java
-    ``Map.equals``, sorted by their key bytes."""
-    found: dict[object, dict[str, object]] = {}
-    for row in rows:
-        if not row.get("listed") or row.get("key") is None:
-            continue
-        try:
-            key = parse_offset_key(bytes(row["key"]))
-        except RecordFormatError:
-            continue
-        if key.connector != name or key.partition is None:
-            continue
-        found.setdefault(map_identity(key.partition), key.partition)
-    return sorted(found.values(), key=lambda partition: offset_key_bytes(name, partition))
-
-
-def source_connector_offsets(
-    name: str, rows: Sequence[Mapping[str, Any]], stores: ConnectorOffsetStores
-) -> list[dict[str, object]]:
-    """``Worker.sourceConnectorOffsets`` over ``source_offsets`` rows of the connector (any topic): its partitions
-    listed in any of its stores, each value from the store ``get`` reads."""
-    in_topics = [row for row in rows if row.get("offsets_topic") in stores.topics]
-    values = {
-        bytes(row["key"]): (bytes(row["value"]) if row.get("value") is not None else None)
-        for row in in_topics
-        if row.get("offsets_topic") == stores.value_topic and row.get("key") is not None
-    }
-    entries: list[dict[str, object]] = []
-    for partition in listed_partitions(name, in_topics):
-        raw = values.get(offset_key_bytes(name, partition))
-        try:
-            offset = parse_offset_value(raw)
-        except RecordFormatError as err:
-            log.error("CRITICAL: Failed to deserialize offset data of connector %s (%s): %s", name, partition, err)
-            continue
-        entries.append(
-            {
-                "partition": jsonconv.java_hashmap_ordered(partition),
-                "offset": None if offset is None else jsonconv.java_hashmap_ordered(offset),
-            }
-        )
-    return entries
 
 
 def sink_connector_offsets(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, object]]:

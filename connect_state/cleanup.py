@@ -64,15 +64,20 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, cast
 
 from connect_state.connect.connector_types import config_connector_type, connector_class, names_any
-from connect_state.connect.offset_stores import connector_consumer_group, connector_offset_stores, sink_consumer_group
+from connect_state.connect.offset_stores import (
+    connector_consumer_group,
+    connector_offset_stores,
+    sink_consumer_group,
+    source_connector_offsets,
+)
 from connect_state.connect.vocabulary import ConnectorType, State
 from connect_state.errors import ConfigError, RecordFormatError
 from connect_state.folds.connector_states import CREATED, DELETED, ConnectorRecord, ConnectorState, fold_connector
 from connect_state.formats.config import CONNECTOR_PREFIX, parse_config_record
-from connect_state.formats.offsets import parse_offset_key, parse_offset_value
+from connect_state.formats.offsets import parse_offset_key
 from connect_state.formats.status import TOPIC_STATUS_SEPARATOR, TopicStatusKey, parse_status_key, topic_status_key
 from connect_state.plugins import (
     DELETION_HOOKS_BY_CLASS_GROUP,
@@ -83,6 +88,9 @@ from connect_state.plugins import (
     load_object,
     split_paths,
 )
+
+#: A partition or an offset map, as Connect's REST shows them.
+JsonMap = Mapping[str, object]
 
 
 class Step(StrEnum):
@@ -681,8 +689,8 @@ class CleanupIO(Protocol):
         """The connector's ``connectors`` row (tasks as a list of dicts), or None."""
         ...
 
-    def config_records(self, key_prefix: str) -> list[tuple[bytes, bytes | None, int]]:
-        """``(key, value, offset)`` of every record of the config topic whose key starts with ``key_prefix``."""
+    def config_records(self) -> list[tuple[bytes, bytes | None, int]]:
+        """``(key, value, offset)`` of every record of the config topic (read once per pass)."""
         ...
 
     def active_topics(self, connector: str) -> list[str]:
@@ -708,8 +716,8 @@ class CleanupIO(Protocol):
         """Delete a consumer group: True when deleted, False when there was no such group."""
         ...
 
-    def source_offset_values(self, connector: str) -> list[tuple[str, bytes, bytes | None]]:
-        """``(offsets topic, key bytes, value bytes or None)`` of the connector's listed ``source_offsets`` rows."""
+    def source_offset_rows(self, connector: str) -> list[Mapping[str, object]]:
+        """The connector's ``source_offsets`` rows (``offsets_topic``, ``key``, ``value``, ``listed``), in any topic."""
         ...
 
     def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
@@ -925,15 +933,10 @@ class CleanupReconciler:
         if deletion.connector_type == ConnectorType.SINK:
             sink = dict(sorted(self.io.group_offsets(sink_group_id(name, deletion.config)).items()))
         elif deletion.connector_type == ConnectorType.SOURCE:
-            value_topic = connector_offset_stores(self.offsets_topic, deletion.config).value_topic
-            for topic, key, value in sorted(self.io.source_offset_values(name)):
-                if topic != value_topic:
-                    continue
-                try:
-                    parsed = parse_offset_key(key)
-                    source.append((parsed.partition, parse_offset_value(value)))
-                except RecordFormatError:
-                    continue
+            # what GET /connectors/<name>/offsets answers (Worker.sourceConnectorOffsets)
+            stores = connector_offset_stores(self.offsets_topic, deletion.config)
+            entries = source_connector_offsets(name, self.io.source_offset_rows(name), stores)
+            source = [(cast(JsonMap, entry["partition"]), cast("JsonMap | None", entry["offset"])) for entry in entries]
         context = DeletedConnector(
             name=name,
             connector_class=connector_class(deletion.config),
@@ -953,7 +956,7 @@ class CleanupReconciler:
 
     def _all_config_records(self) -> list[tuple[bytes, bytes | None, int]]:
         if self._config_records is None:
-            self._config_records = self.io.config_records("")
+            self._config_records = self.io.config_records()
         return self._config_records
 
     def _shared(self, deletion: Deletion, action: Callable[[Deletion], StepResult]) -> StepResult:
@@ -974,10 +977,13 @@ class CleanupReconciler:
         return action(deletion)
 
     def _config_topic_creations(self) -> dict[str, list[int]]:
-        """Per name, the config-topic offsets of its live ``connector-<name>`` records (read once per pass)."""
+        """Per name, the config-topic offsets of its live ``connector-<name>`` records (from the pass's one read of the
+        config topic)."""
         if self._creations is None:
             creations: dict[str, list[int]] = {}
-            for key, value, offset in self.io.config_records(CONNECTOR_PREFIX):
+            for key, value, offset in self._all_config_records():
+                if not key.startswith(CONNECTOR_PREFIX.encode()):
+                    continue
                 try:
                     record = parse_config_record(key, value)
                 except RecordFormatError:

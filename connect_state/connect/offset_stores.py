@@ -32,9 +32,14 @@ connect-state reads one Kafka cluster, so only the names are compared here.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from connect_state.errors import RecordFormatError
+from connect_state.formats import jsonconv
+from connect_state.formats.offsets import map_identity, offset_key_bytes, parse_offset_key, parse_offset_value
 
 __all__ = [
     "CONSUMER_GROUP_OVERRIDE",
@@ -44,9 +49,13 @@ __all__ = [
     "connector_consumer_group",
     "connector_offset_stores",
     "connector_offsets_topic",
+    "listed_partitions",
     "offsets_topics",
     "sink_consumer_group",
+    "source_connector_offsets",
 ]
+
+log = logging.getLogger(__name__)
 
 #: ``SourceConnectorConfig.OFFSETS_TOPIC_CONFIG``: a source connector's own offsets topic.
 OFFSETS_TOPIC_CONFIG = "offsets.storage.topic"
@@ -141,3 +150,48 @@ def connector_consumer_group(connector: str, config: Mapping[str, object] | None
     client-override policy ``All`` allows it), else :func:`sink_consumer_group`."""
     override = (config or {}).get(CONSUMER_GROUP_OVERRIDE)
     return override if isinstance(override, str) else sink_consumer_group(connector)
+
+
+def listed_partitions(name: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, object]]:
+    """The connector's ``connectorPartitions``: the partition maps of its listed rows, deduplicated by Java
+    ``Map.equals``, sorted by their key bytes."""
+    found: dict[object, dict[str, object]] = {}
+    for row in rows:
+        if not row.get("listed") or row.get("key") is None:
+            continue
+        try:
+            key = parse_offset_key(bytes(row["key"]))
+        except RecordFormatError:
+            continue
+        if key.connector != name or key.partition is None:
+            continue
+        found.setdefault(map_identity(key.partition), key.partition)
+    return sorted(found.values(), key=lambda partition: offset_key_bytes(name, partition))
+
+
+def source_connector_offsets(
+    name: str, rows: Sequence[Mapping[str, Any]], stores: ConnectorOffsetStores
+) -> list[dict[str, object]]:
+    """``Worker.sourceConnectorOffsets`` over ``source_offsets`` rows of the connector (any topic): its partitions
+    listed in any of its stores, each value from the store ``get`` reads."""
+    in_topics = [row for row in rows if row.get("offsets_topic") in stores.topics]
+    values = {
+        bytes(row["key"]): (bytes(row["value"]) if row.get("value") is not None else None)
+        for row in in_topics
+        if row.get("offsets_topic") == stores.value_topic and row.get("key") is not None
+    }
+    entries: list[dict[str, object]] = []
+    for partition in listed_partitions(name, in_topics):
+        raw = values.get(offset_key_bytes(name, partition))
+        try:
+            offset = parse_offset_value(raw)
+        except RecordFormatError as err:
+            log.error("CRITICAL: Failed to deserialize offset data of connector %s (%s): %s", name, partition, err)
+            continue
+        entries.append(
+            {
+                "partition": jsonconv.java_hashmap_ordered(partition),
+                "offset": None if offset is None else jsonconv.java_hashmap_ordered(offset),
+            }
+        )
+    return entries

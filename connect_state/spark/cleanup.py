@@ -213,10 +213,9 @@ class SparkCleanupIO:
         rows = table.filter(F.col("name") == name).collect()
         return rows[0].asDict(recursive=True) if rows else None
 
-    def config_records(self, key_prefix: str) -> list[tuple[bytes, bytes | None, int]]:
+    def config_records(self) -> list[tuple[bytes, bytes | None, int]]:
         rows = (
             read_topic_batch(self.spark, self.settings, self.settings.config_storage_topic)
-            .filter(F.col("key").cast("string").startswith(key_prefix))
             .select("key", "value", "offset")
             .collect()
         )
@@ -235,18 +234,12 @@ class SparkCleanupIO:
         rows = table.filter(F.col("connector") == connector).select("offsets_topic", "key").collect()
         return [(row.offsets_topic, bytes(row.key)) for row in rows]
 
-    def source_offset_values(self, connector: str) -> list[tuple[str, bytes, bytes | None]]:
+    def source_offset_rows(self, connector: str) -> list[Mapping[str, object]]:
         table = self._table(SOURCE_OFFSETS)
         if table is None:
             return []
-        rows = (
-            table.filter((F.col("connector") == connector) & F.col("listed"))
-            .select("offsets_topic", "key", "value")
-            .collect()
-        )
-        return [
-            (row.offsets_topic, bytes(row.key), bytes(row.value) if row.value is not None else None) for row in rows
-        ]
+        columns = ("offsets_topic", "key", "value", "listed")
+        return [row.asDict() for row in table.filter(F.col("connector") == connector).select(*columns).collect()]
 
     def active_topics_at(self, connector: str, at_ms: int) -> list[str]:
         table = self._table(ACTIVE_TOPICS_HISTORY)

@@ -477,9 +477,8 @@ class MemoryCleanupIO:
     def connector_row(self, name: str) -> dict[str, Any] | None:
         return self.connectors.get(name)
 
-    def config_records(self, key_prefix: str) -> list[tuple[bytes, bytes | None, int]]:
-        records = self.topics.get("connect-configs", [])
-        return [(k, v, offset) for offset, (k, v) in enumerate(records) if k.decode().startswith(key_prefix)]
+    def config_records(self) -> list[tuple[bytes, bytes | None, int]]:
+        return [(k, v, offset) for offset, (k, v) in enumerate(self.topics.get("connect-configs", []))]
 
     def active_topics(self, connector: str) -> list[str]:
         return self.active.get(connector, [])
@@ -510,9 +509,13 @@ class MemoryCleanupIO:
             return True
         return False
 
-    def source_offset_values(self, connector: str) -> list[tuple[str, bytes, bytes | None]]:
+    def source_offset_rows(self, connector: str) -> list[Mapping[str, object]]:
         latest = {(topic, key): value for topic, records in self.topics.items() for key, value in records}
-        return [(topic, key, latest.get((topic, key))) for name, topic, key in self.source_offsets if name == connector]
+        return [
+            {"offsets_topic": topic, "key": key, "value": latest.get((topic, key)), "listed": True}
+            for name, topic, key in self.source_offsets
+            if name == connector
+        ]
 
     def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         return dict(self.group_commits.get(group, {}))

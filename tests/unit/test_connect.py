@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from connect_state.api.offsets import source_connector_offsets
 from connect_state.cleanup import source_offsets_topics as cleanup_offsets_topics
 from connect_state.connect.alter_offsets import AlterOffsetsRules, ModifyOffsetsRefused
 from connect_state.connect.connector_types import (
@@ -25,6 +24,7 @@ from connect_state.connect.offset_stores import (
     connector_offset_stores,
     connector_offsets_topic,
     offsets_topics,
+    source_connector_offsets,
 )
 from connect_state.connect.rest import (
     active_topics_info,
