@@ -30,7 +30,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from connect_state.connect.offset_stores import ConnectorOffsetStores, sink_consumer_group
 from connect_state.errors import ConnectStateError, RecordFormatError
@@ -41,6 +41,7 @@ __all__ = [
     "GroupEvidence",
     "GuardRefusal",
     "InternalTopics",
+    "SampledTopics",
     "check_consumer_group",
     "check_heartbeat_topic",
     "check_offsets_records",
@@ -233,14 +234,26 @@ def sample_keys(
     return [record.key for record in reader.read(ranges, timeout_ms)] if ranges else []
 
 
+class SampledTopics(NamedTuple):
+    """What :func:`sampled_offsets_topics` found."""
+
+    #: the topics that may be read as offsets topics: checked by their records (the worker's own always), or unsampled
+    kept: set[str]
+    #: the refused topics, with the reason
+    refused: dict[str, str]
+    #: the kept topics that could not be sampled (missing, Kafka away): to be checked again
+    unsampled: set[str]
+
+
 def sampled_offsets_topics(
     topics: Iterable[str], worker_topic: str, reader: SampleLog, timeout_ms: int
-) -> tuple[set[str], dict[str, str]]:
-    """The topics that may be read as offsets topics by their records (the worker's own always), and the refused
-    ones with the reason. A topic that cannot be sampled (missing, Kafka away) is kept: the job's own read then
-    waits or fails as for any topic."""
+) -> SampledTopics:
+    """The topics that may be read as offsets topics by their records, and the refused ones. A topic that cannot be
+    sampled (missing, Kafka away) is kept, and said to be unsampled: the job's own read then waits or fails as for
+    any topic, and the check is made again the next time."""
     kept: set[str] = set()
     refused: dict[str, str] = {}
+    unsampled: set[str] = set()
     for topic in topics:
         if topic == worker_topic:
             kept.add(topic)
@@ -253,4 +266,5 @@ def sampled_offsets_topics(
         except ConnectStateError as err:
             log.info("Cannot sample %r to check it is an offsets topic (%s): read as configured", topic, err)
             kept.add(topic)
-    return kept, refused
+            unsampled.add(topic)
+    return SampledTopics(kept, refused, unsampled)

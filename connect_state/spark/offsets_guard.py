@@ -6,7 +6,8 @@ and leaves out a topic whose sampled records all have keys that are not Connect 
 it, so none of its bytes land in a table. Each refusal is one row of ``rejected_records`` (``partition`` and
 ``offset`` -1, ``key`` and ``value`` null, ``reason`` the refusal), inserted once per topic, so
 ``GET /rejected-records?topic=<t>`` shows it. A topic once accepted is not sampled again by this process (it is in
-the query's checkpoint from then on); a refused one is sampled again after ``RECHECK_SECONDS``.
+the query's checkpoint from then on); a refused one is sampled again after ``RECHECK_SECONDS``; one that could not be
+sampled (Kafka away, a missing topic) is read as configured and sampled again at the next look.
 """
 
 from __future__ import annotations
@@ -42,12 +43,12 @@ def offsets_records_topics(spark: SparkSession, settings: Settings, topics: set[
         return topics - recent
     reader = TopicLogReader(settings, client_id=CLIENT_ID)
     try:
-        kept, refused = sampled_offsets_topics(
+        kept, refused, unsampled = sampled_offsets_topics(
             sorted(unchecked), settings.offset_storage_topic, reader, settings.api_fresh_read_timeout_ms
         )
     finally:
         reader.close()
-    _accepted.update(kept)
+    _accepted.update(kept - unsampled)  # one that could not be sampled is looked at again next time
     _refused.update(dict.fromkeys(refused, now))
     if refused:
         try:

@@ -308,10 +308,11 @@ def test_sampled_offsets_topics(kafka_log: InMemoryTopics, settings: Settings) -
     kafka_log.append("own-offsets", 1, offsets_key("c"), b'{"position": 1}')
     kafka_log.create("new-offsets", 1)
     kafka_log.append(worker, 0, b"not a key", b"{}")  # the worker's own topic is never sampled
-    kept, refused = sampled_offsets_topics(
+    kept, refused, unsampled = sampled_offsets_topics(
         ["payments", "own-offsets", "new-offsets", "missing", worker], worker, kafka_log, 1000
     )
     assert kept == {"own-offsets", "new-offsets", "missing", worker}  # missing: read (and waited for) as configured
+    assert unsampled == {"missing"}  # and checked again next time
     assert list(refused) == ["payments"] and "none of its 50 newest records" in refused["payments"]
 
 
@@ -360,3 +361,7 @@ def test_offsets_job_leaves_out_and_records_refused_topics(
     assert [list(r) for r in recorded] == [["payments"]] and len(readers) == 1
     assert offsets_guard.offsets_records_topics(None, settings, set(topics)) == topics - {"payments"}  # type: ignore[arg-type]
     assert len(readers) == 1, "accepted topics are not sampled again, refused ones only after RECHECK_SECONDS"
+    with_missing = topics | {"missing"}  # cannot be sampled: read as configured, and looked at again each time
+    for looks in (2, 3):
+        assert offsets_guard.offsets_records_topics(None, settings, set(with_missing)) == with_missing - {"payments"}  # type: ignore[arg-type]
+        assert len(readers) == looks
