@@ -6,7 +6,7 @@ Before it writes, Connect calls the connector's ``alterOffsets(config, offsets)`
 * returns **true** → the short success message (the connector manages or has checked the offsets);
 * returns **false** (``SourceConnector`` / ``SinkConnector``'s default) → the long "framework-managed" message;
 * raises ``UnsupportedOperationException`` (:class:`~connect_state.errors.AlterOffsetsUnsupported`) → 500
-  :func:`unsupported_message`;
+  :func:`connect_state.connect.rest.modify_offsets_unsupported_message`;
 * raises a ``ConnectException`` (:class:`~connect_state.errors.AlterOffsetsRejected`) → 500 with its message; a
   ``BadRequestException`` (:class:`~connect_state.errors.AlterOffsetsBadRequest`) → 400 with its message;
 * raises anything else → 500 ``"Failed to modify offsets for source connector <name>"`` (``sink`` for a sink
@@ -49,6 +49,7 @@ from connect_state.connect.mirror_maker import (
     mirror_heartbeat_alter_offsets,
     mirror_source_alter_offsets,
 )
+from connect_state.connect.rest import modify_offsets_failed_message, modify_offsets_unsupported_message
 from connect_state.connect.vocabulary import ConnectorType
 from connect_state.errors import (
     AlterOffsetsBadRequest,
@@ -67,25 +68,12 @@ __all__ = [
     "SinkOffsets",
     "as_rule",
     "java_map_order",
-    "unsupported_message",
-    "wrapped_failure_message",
 ]
 
 #: ``Map<TopicPartition, Long>``: a sink connector's offsets as its ``alterOffsets`` sees them (None: reset).
 SinkOffsets = Mapping[tuple[str, int], int | None]
 #: A connector class's ``alterOffsets``: ``(config, offsets) -> bool`` (offsets: source pairs or :data:`SinkOffsets`).
 AlterOffsetsRule = Callable[[Mapping[str, Any], Any], bool]
-
-
-def unsupported_message(name: str) -> str:
-    """Connect's 500 when the connector's ``alterOffsets`` throws ``UnsupportedOperationException``."""
-    return f"Failed to modify offsets for connector {name} because it doesn't support external modification of offsets"
-
-
-def wrapped_failure_message(name: str, kind: ConnectorType) -> str:
-    """Connect's 500 when ``alterOffsets`` throws something that is not a ``ConnectException``
-    (``ConnectUtils.maybeWrap(t, "Failed to modify offsets for <type> connector <name>")``)."""
-    return f"Failed to modify offsets for {kind.value} connector {name}"
 
 
 class ModifyOffsetsRefused(Exception):
@@ -180,12 +168,12 @@ class AlterOffsetsRules:
         try:
             return bool(rule(dict(config), argument))
         except AlterOffsetsUnsupported as err:
-            raise ModifyOffsetsRefused(500, unsupported_message(name), err) from err
+            raise ModifyOffsetsRefused(500, modify_offsets_unsupported_message(name), err) from err
         except AlterOffsetsBadRequest as err:
             raise ModifyOffsetsRefused(400, err.message, err) from err
         except AlterOffsetsRejected as err:
             raise ModifyOffsetsRefused(500, err.message, err) from err
         except ConnectorOffsetsError as err:
-            raise ModifyOffsetsRefused(500, str(err) or wrapped_failure_message(name, kind), err) from err
+            raise ModifyOffsetsRefused(500, str(err) or modify_offsets_failed_message(name, kind), err) from err
         except Exception as err:  # a third-party rule's bug: Connect wraps what is not a ConnectException
-            raise ModifyOffsetsRefused(500, wrapped_failure_message(name, kind), err) from err
+            raise ModifyOffsetsRefused(500, modify_offsets_failed_message(name, kind), err) from err

@@ -11,6 +11,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, cast
 
+from connect_state.connect.vocabulary import ConnectorType
+
 __all__ = [
     "MIRRORED_CONNECT_VERSION",
     "RESET_DISABLED",
@@ -25,6 +27,8 @@ __all__ = [
     "error_message",
     "expanded_connectors",
     "http_error_message",
+    "modify_offsets_failed_message",
+    "modify_offsets_unsupported_message",
     "not_stopped_message",
     "offsets_success_message",
     "restart_state_info",
@@ -229,9 +233,20 @@ def source_modify_timeout_message(name: str) -> str:
     return f"Timed out while attempting to modify offsets for source connector {name}"
 
 
+def modify_offsets_failed_message(name: str, kind: ConnectorType) -> str:
+    """500 of a PATCH / DELETE that failed: ``ConnectUtils.maybeWrap(t, "Failed to modify offsets for <type> connector
+    <name>")``: an offsets write that failed, or an ``alterOffsets`` that threw something not a ``ConnectException``."""
+    return f"Failed to modify offsets for {kind.value} connector {name}"
+
+
+def modify_offsets_unsupported_message(name: str) -> str:
+    """500 when the connector's ``alterOffsets`` throws ``UnsupportedOperationException``."""
+    return f"Failed to modify offsets for connector {name} because it doesn't support external modification of offsets"
+
+
 def source_modify_failed_message(name: str) -> str:
     """500 of a source PATCH / DELETE whose offsets write failed."""
-    return f"Failed to modify offsets for source connector {name}"
+    return modify_offsets_failed_message(name, ConnectorType.SOURCE)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

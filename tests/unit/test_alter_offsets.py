@@ -13,8 +13,6 @@ from connect_state.connect.alter_offsets import (
     ModifyOffsetsRefused,
     as_rule,
     java_map_order,
-    unsupported_message,
-    wrapped_failure_message,
 )
 from connect_state.connect.connector_types import TypeBasis, connector_type_basis
 from connect_state.connect.mirror_maker import (
@@ -22,6 +20,7 @@ from connect_state.connect.mirror_maker import (
     MIRROR_HEARTBEAT_CLASS,
     MIRROR_SOURCE_CLASS,
 )
+from connect_state.connect.rest import modify_offsets_failed_message, modify_offsets_unsupported_message
 from connect_state.connect.vocabulary import ConnectorType
 from connect_state.errors import AlterOffsetsBadRequest, AlterOffsetsRejected, AlterOffsetsUnsupported
 from connect_state.formats.jsonconv import java_hash_code
@@ -170,10 +169,10 @@ class _Refusing:
 @pytest.mark.parametrize(
     ("error", "status", "message"),
     [
-        (AlterOffsetsUnsupported(), 500, unsupported_message("c")),
+        (AlterOffsetsUnsupported(), 500, modify_offsets_unsupported_message("c")),
         (AlterOffsetsRejected("no such partition"), 500, "no such partition"),
         (AlterOffsetsBadRequest("offset out of range"), 400, "offset out of range"),
-        (RuntimeError("bug"), 500, wrapped_failure_message("c", SINK)),
+        (RuntimeError("bug"), 500, modify_offsets_failed_message("c", SINK)),
     ],
 )
 def test_configured_rule_answers_like_connect(error: Exception, status: int, message: str) -> None:
@@ -181,8 +180,8 @@ def test_configured_rule_answers_like_connect(error: Exception, status: int, mes
     with pytest.raises(ModifyOffsetsRefused) as caught:
         rules.alter_offsets("c", "MySink", SINK, {}, {("t", 0): 1})
     assert (caught.value.status, caught.value.message) == (status, message)
-    assert wrapped_failure_message("c", SINK) == "Failed to modify offsets for sink connector c"
-    assert unsupported_message("c") == (
+    assert modify_offsets_failed_message("c", SINK) == "Failed to modify offsets for sink connector c"
+    assert modify_offsets_unsupported_message("c") == (
         "Failed to modify offsets for connector c because it doesn't support external modification of offsets"
     )
 

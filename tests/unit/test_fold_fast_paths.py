@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from connect_state.errors import RecordFormatError
 from connect_state.folds import active_topics as topics_fold
 from connect_state.folds import source_offsets as offsets_fold
-from connect_state.formats.offsets import parse_offset_key, parse_offset_value
+from connect_state.formats.offsets import parse_offset_key
 from connect_state.spark import active_topics as topics_job
 from connect_state.spark import source_offsets as offsets_job
 from connect_state.spark.foldjob import arrow_schema, column_frame, nullable_values, pandas_frame
@@ -35,16 +35,6 @@ LONGS = st.one_of(
     st.integers(-(10**19), 10**19),
     st.sampled_from([0, -1, 10**18 - 1, 10**18, -(10**18), 2**31, 2**63 - 1, -(2**63)]),
 )
-
-
-def exact_read_offset(value: bytes | None) -> tuple[str | None, str | None]:
-    if value is None:
-        return None, None
-    try:
-        offset = parse_offset_value(value)
-    except RecordFormatError as err:
-        return None, err.reason
-    return ("null" if offset is None else offsets_fold.connect_json(offset)), None
 
 
 @st.composite
@@ -65,13 +55,13 @@ def offset_values(draw: st.DrawFn) -> bytes:
 @example(b'{"position":01}')
 @example(b'{"position":9999999999999999999}')
 def test_read_offset_equals_the_exact_reading(value: bytes | None) -> None:
-    assert offsets_fold.read_offset(value) == exact_read_offset(value)
+    assert offsets_fold.read_offset(value) == offsets_fold.read_offset_exact(value)
 
 
 def test_the_bulk_path_takes_plain_offsets() -> None:
     for value in (b'{"position":1234}', b'{"kafka_offset":0}', b'{"x":-999999999999999999}'):
         assert offsets_fold._SIMPLE_OFFSET.fullmatch(value)
-        assert offsets_fold.read_offset(value) == exact_read_offset(value) == (value.decode(), None)
+        assert offsets_fold.read_offset(value) == offsets_fold.read_offset_exact(value) == (value.decode(), None)
     for value in (b'{"position":-0}', b'{"position":1000000000000000000}', b'{"position":1.0}', b'{"a b":1}'):
         assert not offsets_fold._SIMPLE_OFFSET.fullmatch(value)
 
