@@ -68,6 +68,7 @@ __all__ = [
     "is_loopback",
     "load_auth_config",
     "parse_grants",
+    "tls_client_auth",
 ]
 
 log = logging.getLogger(__name__)
@@ -269,7 +270,7 @@ class AuthConfig:
 
 def load_auth_config(settings: Settings) -> AuthConfig:
     """The app's :class:`AuthConfig` from the settings and the files they name (a missing file: ConfigError)."""
-    client_auth = _client_auth(settings)
+    client_auth = tls_client_auth(settings)
     tokens: dict[str, str] = {}
     if settings.api_auth_token_file:
         for name, stored in _credentials(settings.api_auth_token_file, "api.auth.token.file").items():
@@ -284,7 +285,8 @@ def load_auth_config(settings: Settings) -> AuthConfig:
     )
 
 
-def _client_auth(settings: Settings) -> ClientAuth:
+def tls_client_auth(settings: Settings) -> ClientAuth:
+    """``api.tls.client.auth``, checked against the other TLS settings (:class:`ConfigError` when they disagree)."""
     try:
         client_auth = ClientAuth(settings.api_tls_client_auth.strip().lower())
     except ValueError:

@@ -25,7 +25,7 @@ from gunicorn.app.base import BaseApplication
 
 from connect_state.api import close_app, create_app
 from connect_state.api.audit import audit_trail
-from connect_state.api.auth import ClientAuth
+from connect_state.api.auth import ClientAuth, tls_client_auth
 from connect_state.errors import ConnectStateError
 from connect_state.settings import Settings, add_config_arguments, settings_from_args
 
@@ -57,8 +57,6 @@ class ApiServer(BaseApplication):
 def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: int = 4) -> dict[str, Any]:
     """gunicorn settings for ``app``: bound to ``api.host:api.port``, threads, access log to stdout."""
 
-    request_bound_s = (settings.api_kafka_write_timeout_ms + 2 * settings.api_fresh_read_timeout_ms) // 1000
-
     def worker_exit(_server: Any, _worker: Any) -> None:
         close_app(app)  # this worker's copy of the app: flush and close its Kafka writer
 
@@ -79,7 +77,7 @@ def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: 
         # api.kafka.write.timeout.ms for Kafka; let it finish before a worker is recycled. api.request.timeout.ms
         # overrides it (README "Security": what this bounds with the gthread worker).
         "timeout": request_timeout_s(settings),
-        "graceful_timeout": max(30, request_bound_s + 5),
+        "graceful_timeout": max(30, _request_bound_s(settings) + 5),
         # gunicorn >= 25 opens a control socket in $HOME/.gunicorn by default; two servers would share it.
         "control_socket_disable": True,
         "worker_exit": worker_exit,
@@ -93,8 +91,13 @@ def request_timeout_s(settings: Settings) -> int:
     at least 30 s."""
     if settings.api_request_timeout_ms > 0:
         return max(1, -(-settings.api_request_timeout_ms // 1000))
-    request_bound_s = (settings.api_kafka_write_timeout_ms + 2 * settings.api_fresh_read_timeout_ms) // 1000
-    return max(30, request_bound_s + 10)
+    return max(30, _request_bound_s(settings) + 10)
+
+
+def _request_bound_s(settings: Settings) -> int:
+    """The longest a write request's bounded waits add up to, in seconds: the fresh read before the write and the
+    check after it (``api.fresh.read.timeout.ms`` each) and Kafka's acknowledgment (``api.kafka.write.timeout.ms``)."""
+    return (settings.api_kafka_write_timeout_ms + 2 * settings.api_fresh_read_timeout_ms) // 1000
 
 
 def tls_options(settings: Settings) -> dict[str, Any]:
@@ -103,7 +106,7 @@ def tls_options(settings: Settings) -> dict[str, Any]:
     if not settings.api_tls_cert_file:
         return {}
     options: dict[str, Any] = {"certfile": settings.api_tls_cert_file, "keyfile": settings.api_tls_key_file}
-    client_auth = ClientAuth(settings.api_tls_client_auth.strip().lower())
+    client_auth = tls_client_auth(settings)
     if settings.api_tls_ca_file:
         options["ca_certs"] = settings.api_tls_ca_file
     options["cert_reqs"] = _CERT_REQS[client_auth]

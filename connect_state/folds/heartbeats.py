@@ -109,6 +109,11 @@ class HeartbeatMode(StrEnum):
     IDLE = "idle"
     TIMER = "timer"
 
+    @classmethod
+    def parse(cls, text: object) -> HeartbeatMode:
+        """A mode as written in a setting or a config (case and surrounding blanks ignored); ValueError if unknown."""
+        return cls(str(text).strip().lower())
+
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Policy: interval, topic, eligibility
@@ -176,7 +181,7 @@ def _mode(config: Mapping[str, object] | None, defaults: HeartbeatDefaults) -> t
     if value is None:
         return defaults.mode, None
     try:
-        return HeartbeatMode(str(value).strip().lower()), None
+        return HeartbeatMode.parse(value), None
     except ValueError:
         return defaults.mode, f"invalid {MODE_CONFIG} {value!r} in the connector config (expected idle or timer)"
 

@@ -396,7 +396,7 @@ def heartbeat_defaults(
     a provider (only those are eligible, as in KIP-910; ``providers`` default: loaded from the settings)."""
     classes = frozenset(providers if providers is not None else load_providers(settings))
     try:
-        mode = HeartbeatMode(settings.heartbeat_mode.strip().lower())
+        mode = HeartbeatMode.parse(settings.heartbeat_mode)
     except ValueError:
         raise ConfigError(f"heartbeat.mode must be idle or timer, got {settings.heartbeat_mode!r}") from None
     return HeartbeatDefaults(
