@@ -30,7 +30,7 @@ from connect_state.folds.active_topics_columns import ChangeColumns, fold_topic_
 from connect_state.formats.status import TopicStatus, TopicStatusKey, parse_status_record
 from connect_state.formats.status_arrow import match_topic_statuses
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import append_once, delta_transaction
+from connect_state.spark.delta_io import delta_transaction
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldJob,
@@ -203,10 +203,8 @@ class ActiveTopicsWriter(FoldWriter):
                 "kafka_offset",
             )
         )
-        if ACTIVE_TOPICS.name in self.new_tables:  # created empty by this query: the MERGE would only insert
-            inserts = latest.filter(F.col("change") != REMOVED).select(*ACTIVE_TOPICS.column_names)
-            append_once(inserts, self.path(ACTIVE_TOPICS), self.app_id(ACTIVE_TOPICS), batch_id)
-            self.new_tables.discard(ACTIVE_TOPICS.name)
+        inserts = latest.filter(F.col("change") != REMOVED).select(*ACTIVE_TOPICS.column_names)
+        if self.append_if_new(ACTIVE_TOPICS, inserts, batch_id):
             return
         values: dict[str, str | Column] = {name: f"s.{name}" for name in ACTIVE_TOPICS.column_names}
         table = DeltaTable.forPath(changes.sparkSession, self.path(ACTIVE_TOPICS))

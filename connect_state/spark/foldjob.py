@@ -434,14 +434,21 @@ class FoldWriter:
         again (a batch replayed, a checkpoint lost while the tables were kept) adds nothing. Only the table's files
         that may hold the batch's offsets are read (``kafka_offset`` at least the batch's lowest); into a table the
         query created empty and has not written yet, an append (tagged with the same transaction id) does the same."""
-        if spec.name in self.new_tables:
-            append_once(rows, self.path(spec), self.app_id(spec), batch_id)
-            self.new_tables.discard(spec.name)
+        if self.append_if_new(spec, rows, batch_id):
             return
         lowest = rows.agg(F.min("kafka_offset")).first()
         floor = lowest[0] if lowest is not None else None
         target = f"t.kafka_offset >= {int(floor)}" if floor is not None else None
         insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id, target)
+
+    def append_if_new(self, spec: TableSpec, rows: DataFrame, batch_id: int) -> bool:
+        """Append ``rows`` (tagged with the batch's transaction id) when ``spec`` is a table this query created empty
+        and has not written yet, where a MERGE would only insert them; False (nothing written) otherwise."""
+        if spec.name not in self.new_tables:
+            return False
+        append_once(rows, self.path(spec), self.app_id(spec), batch_id)
+        self.new_tables.discard(spec.name)
+        return True
 
     def write(self, batch: DataFrame, batch_id: int) -> str:
         """Write the batch's non-rejected rows; return a short summary for the log."""

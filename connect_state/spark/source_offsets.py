@@ -46,7 +46,7 @@ from connect_state.guards import permitted_offsets_topics
 from connect_state.positions import topics_of
 from connect_state.settings import Settings
 from connect_state.spark.checkpoint import latest_positions
-from connect_state.spark.delta_io import append_once, delta_transaction
+from connect_state.spark.delta_io import delta_transaction
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldWriter,
@@ -267,10 +267,8 @@ class SourceOffsetsWriter(FoldWriter):
             F.current_timestamp().alias("updated_at"),
             F.col("change").alias("op"),
         )
-        if SOURCE_OFFSETS.name in self.new_tables:  # created empty by this query: the MERGE would only insert
-            inserts = source.filter(F.col("op") == source_fold.UPSERT).select(*SOURCE_OFFSETS.column_names)
-            append_once(inserts, self.path(SOURCE_OFFSETS), self.app_id(SOURCE_OFFSETS), batch_id)
-            self.new_tables.discard(SOURCE_OFFSETS.name)
+        inserts = source.filter(F.col("op") == source_fold.UPSERT).select(*SOURCE_OFFSETS.column_names)
+        if self.append_if_new(SOURCE_OFFSETS, inserts, batch_id):
             return
         values: dict[str, str | Column] = {name: f"s.`{name}`" for name in SOURCE_OFFSETS.column_names}
         table = DeltaTable.forPath(current.sparkSession, self.path(SOURCE_OFFSETS))
