@@ -141,10 +141,14 @@ def read_topic(
     bootstrap: str, topic: str, partitions: Sequence[int] | None = None, timeout_s: float = 60.0
 ) -> list[Any]:
     """Every record of ``topic`` (of its ``partitions``, default all), from the beginning up to the end offsets at the
-    call, in the order polled (each partition's in offset order); fails after ``timeout_s``."""
+    call, in the order polled (each partition's in offset order); fails after ``timeout_s``. A topic that does not
+    exist (nothing was ever produced to it, with auto-creation off) has no records."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     try:
-        numbers = sorted(consumer.partitions_for_topic(topic) or ()) if partitions is None else partitions
+        # partitions_for_topic asks the broker when its cache lacks the topic: empty means there is no such topic
+        numbers = sorted(consumer.partitions_for_topic(topic)) if partitions is None else partitions
+        if not numbers:
+            return []
         parts = [TopicPartition(topic, p) for p in numbers]
         consumer.assign(parts)
         consumer.seek_to_beginning(*parts)
