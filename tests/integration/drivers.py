@@ -31,8 +31,8 @@ from connect_state.settings import ENV_PREFIX, Settings
 
 REPO = Path(__file__).resolve().parents[2]
 HOOK_LOG_ENV = "CONNECT_STATE_TEST_HOOK_LOG"
-# The tests' JVM settings (tests/fixtures/spark.py) for the drivers' JVMs too: C1 only and the serial collector start
-# a JVM about twice as fast on two cores.
+# The drivers' JVMs are started and killed again and again (the crash test): C1 only and the serial collector start a
+# JVM about twice as fast on two cores. The session's long-lived JVM keeps C2 (tests/fixtures/spark.py).
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
