@@ -18,6 +18,16 @@ from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWr
 # kafka-python's "no answer in time": the client's own timeouts, and a broker's REQUEST_TIMED_OUT.
 _TIMEOUTS: tuple[type[BaseException], ...] = (kafka_errors.KafkaTimeoutError, kafka_errors.RequestTimedOutError)
 
+# What a kafka-python consumer call (offset lookups, polls) can raise: its own errors, and a KeyError that
+# kafka-python 3.0.x raises when the broker goes away mid-call. Catch these, then type them with client_error.
+CLIENT_CALL_ERRORS: tuple[type[BaseException], ...] = (kafka_errors.KafkaError, KeyError)
+
+
+def client_error(err: BaseException) -> BaseException:
+    """One of :data:`CLIENT_CALL_ERRORS` as kafka-python's own error: kafka-python 3.0.x's KeyError (the broker
+    went away mid-call) means no answer in time."""
+    return err if isinstance(err, kafka_errors.KafkaError) else kafka_errors.KafkaTimeoutError(describe_error(err))
+
 
 def describe_error(err: BaseException) -> str:
     """An exception as ``Type: message`` (kafka-python messages alone are often just the class name)."""

@@ -31,7 +31,14 @@ from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWr
 from connect_state.folds.config_snapshot import ConfigSnapshot, ConnectorConfigView
 from connect_state.kafka.admin import KafkaAdmin, StopIOOnFailedInit
 from connect_state.kafka.config import kafka_python_config
-from connect_state.kafka.errors import any_listening, describe_error, read_error, unreachable
+from connect_state.kafka.errors import (
+    CLIENT_CALL_ERRORS,
+    any_listening,
+    client_error,
+    describe_error,
+    read_error,
+    unreachable,
+)
 from connect_state.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -161,11 +168,9 @@ class TopicLogReader:
             try:
                 starts = consumer.beginning_offsets(partitions, timeout_ms=deadline.remaining_ms())
                 ends = consumer.end_offsets(partitions, timeout_ms=deadline.remaining_ms())
-            except (kafka_errors.KafkaError, KeyError) as err:
-                # kafka-python 3.0.x raises a KeyError when the broker goes away mid-call: no answer in time
-                kind = err if isinstance(err, kafka_errors.KafkaError) else kafka_errors.KafkaTimeoutError()
+            except CLIENT_CALL_ERRORS as err:
                 reason = describe_error(err)
-                raise read_error(kind, self.bootstrap_servers)(
+                raise read_error(client_error(err), self.bootstrap_servers)(
                     f"cannot {what} on Kafka at {self.bootstrap_servers}: {reason}"
                 ) from err
         finally:
@@ -196,9 +201,9 @@ class TopicLogReader:
             if any_listening(self.bootstrap_servers):
                 raise
             raise KafkaUnavailableError(f"{err}; no broker at {self.bootstrap_servers} accepts connections") from err
-        except kafka_errors.KafkaError as err:
+        except CLIENT_CALL_ERRORS as err:
             reason = describe_error(err)
-            error = read_error(err, self.bootstrap_servers)
+            error = read_error(client_error(err), self.bootstrap_servers)
             raise error(f"cannot read {names} from Kafka at {self.bootstrap_servers}: {reason}") from err
         finally:
             self._lock.release()

@@ -16,7 +16,7 @@ from connect_state.errors import KafkaWriteTimeout, RecordFormatError
 from connect_state.formats.offsets import offset_key_bytes, parse_offset_key
 from connect_state.kafka.admin import StopIOOnFailedInit
 from connect_state.kafka.config import kafka_python_config
-from connect_state.kafka.errors import describe_error, unreachable, write_error
+from connect_state.kafka.errors import CLIENT_CALL_ERRORS, client_error, describe_error, unreachable, write_error
 from connect_state.settings import Settings
 
 CLIENT_ID = "connect-state-heartbeat-offsets-reader"
@@ -71,9 +71,9 @@ class OffsetsTopicReader:
                     for record in records:
                         if record.offset < end and _lookup_key(record.key) == key:
                             found, latest = True, record.value
-        except kafka_errors.KafkaError as err:
+        except CLIENT_CALL_ERRORS as err:
             reason = describe_error(err)
-            raise write_error(err)(f"cannot read {self.topic}-{kafka_partition}: {reason}") from err
+            raise write_error(client_error(err))(f"cannot read {self.topic}-{kafka_partition}: {reason}") from err
         return found, latest
 
     def close(self) -> None:

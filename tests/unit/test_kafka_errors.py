@@ -8,7 +8,7 @@ import socket
 from kafka import errors as kafka_errors
 
 from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
-from connect_state.kafka.errors import any_listening, read_error
+from connect_state.kafka.errors import CLIENT_CALL_ERRORS, any_listening, client_error, read_error, write_error
 
 
 def test_a_read_timeout_with_no_broker_listening_is_kafka_unavailable() -> None:
@@ -24,3 +24,13 @@ def test_a_read_timeout_with_no_broker_listening_is_kafka_unavailable() -> None:
             assert read_error(timeout, down) is KafkaUnavailableError
             assert read_error(timeout, f"{down},{up}") is KafkaWriteTimeout
             assert read_error(kafka_errors.UnknownTopicOrPartitionError(), down) is KafkaWriteError
+
+
+def test_kafka_pythons_key_error_mid_call_is_a_timeout() -> None:
+    """kafka-python 3.0.x raises a KeyError from offset lookups when the broker goes away mid-call."""
+    lost = KeyError(1)
+    assert isinstance(lost, CLIENT_CALL_ERRORS)
+    assert isinstance(client_error(lost), kafka_errors.KafkaTimeoutError)
+    assert write_error(client_error(lost)) is KafkaWriteTimeout
+    own = kafka_errors.UnknownTopicOrPartitionError()
+    assert client_error(own) is own and write_error(client_error(own)) is KafkaWriteError
