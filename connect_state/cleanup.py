@@ -172,7 +172,7 @@ class DeletedConnector:
 
     name: str
     connector_class: str | None
-    connector_type: str
+    connector_type: ConnectorType
     config: Mapping[str, str]
     task_configs: Mapping[int, Mapping[str, str]]
     source_offsets: Sequence[tuple[Mapping[str, object] | None, Mapping[str, object] | None]]
@@ -357,7 +357,7 @@ class Deletion:
     connector: str
     deletion_offset: int
     deleted_at: int
-    connector_type: str
+    connector_type: ConnectorType
     config: dict[str, object] | None = field(default=None, hash=False, compare=False)
 
     @property
@@ -403,10 +403,12 @@ def deletions_from_events(events: Iterable[Mapping[str, object]]) -> tuple[list[
         details = json.loads(str(row["details"])) if row.get("details") else {}
         config = details.get("config")
         config = dict(config) if isinstance(config, dict) else None
-        kind = details.get("connector_type") or (
-            config_connector_type(config) if config is not None else ConnectorType.UNKNOWN
-        )
-        deletions[(name, offset)] = Deletion(name, offset, _epoch_ms(row["kafka_timestamp"]), str(kind), config)
+        recorded = details.get("connector_type")
+        if recorded:
+            kind = ConnectorType(recorded) if recorded in set(ConnectorType) else ConnectorType.UNKNOWN
+        else:
+            kind = config_connector_type(config) if config is not None else ConnectorType.UNKNOWN
+        deletions[(name, offset)] = Deletion(name, offset, _epoch_ms(row["kafka_timestamp"]), kind, config)
     names = created.keys() | deleted.keys()
     lifecycles = {
         name: Lifecycle(tuple(sorted(created.get(name, ()))), tuple(sorted(deleted.get(name, ())))) for name in names
@@ -726,7 +728,8 @@ class CleanupIO(Protocol):
 
     def active_topics_at(self, connector: str, at_ms: int) -> list[str]:
         """The connector's active topics as of Kafka time ``at_ms`` (``active_topics_history``: each topic's last
-        change at or before it was an addition); Connect resets them right after a deletion."""
+        change at or before it was an addition or an update, not a removal); Connect resets them right after a
+        deletion."""
         ...
 
     def close(self) -> None: ...

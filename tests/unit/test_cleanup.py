@@ -46,6 +46,7 @@ from connect_state.cleanup import (
     source_offsets_topics,
 )
 from connect_state.connect.filestream import FILE_SINK_CLASS, FILE_SOURCE_CLASS
+from connect_state.connect.vocabulary import ConnectorType
 from connect_state.errors import ConfigError
 from connect_state.folds.connector_states import DELETED, ConnectorRecord, ConnectorState, fold_connector
 from connect_state.formats.config import (
@@ -105,9 +106,22 @@ def test_deletions_from_events_dedupes_ignores_status_and_old_events_without_con
     created = {**row, "event": "created", "kafka_offset": 2, "details": "{}"}
     status = {**row, "event": "status_changed", "source": "status", "kafka_offset": 99}
     deletions, lifecycles = deletions_from_events([created, row, dict(row), status])
-    assert deletions == [Deletion("c", 5, 7, "unknown", None)]
+    assert deletions == [Deletion("c", 5, 7, ConnectorType.UNKNOWN, None)]
     assert deletions[0].config is None
     assert lifecycles == {"c": Lifecycle((2,), (5,))}
+
+
+@pytest.mark.parametrize(
+    ("recorded", "expected"),
+    [("sink", ConnectorType.SINK), ("source", ConnectorType.SOURCE), ("SINK", ConnectorType.UNKNOWN),
+     ("mirror", ConnectorType.UNKNOWN), (None, ConnectorType.SOURCE)],
+)  # fmt: skip
+def test_a_deletions_type_is_the_recorded_one_when_connect_knows_it(recorded, expected) -> None:
+    details = {"config": SOURCE_CONFIG, **({"connector_type": recorded} if recorded else {})}
+    row = {"connector": "c", "event": "deleted", "details": json.dumps(details), "source": "config",
+           "kafka_offset": 5, "kafka_timestamp": 7}  # fmt: skip
+    [deletion], _ = deletions_from_events([row])
+    assert deletion.connector_type is expected
 
 
 # --- the recreated rule ---------------------------------------------------------------------------------------------
