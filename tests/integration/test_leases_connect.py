@@ -90,12 +90,14 @@ def produced(api, name: str) -> list[int]:
     return sorted(h["emitted_at"] for h in response.get_json()["heartbeats"] if h["outcome"] == "produced")
 
 
-def test_two_instances_of_the_leased_jobs_act_once_and_take_over_after_a_crash(
-    spark, connect, stack_settings, tmp_path
-):
+def test_two_instances_of_the_leased_jobs_act_once_and_take_over_after_a_crash(spark, extra_connect_worker, tmp_path):
+    # A Connect cluster of its own: its config topic holds only this test's deletions (on the shared worker, the
+    # first cleanup pass would first run the catch-all hook for every connector the suite deleted before).
+    worker = extra_connect_worker()
+    connect = worker.client()
     hook_log = tmp_path / "hooks.log"
     settings = job_settings(
-        stack_settings,
+        worker.worker_settings(),
         tmp_path,
         **{
             "lease.duration.ms": str(LEASE_MS),
