@@ -37,7 +37,7 @@ from connect_state.cleanup import (
     load_deletion_hooks,
 )
 from connect_state.errors import TopicNotFoundError
-from connect_state.folds.active_topics import ADDED
+from connect_state.folds.active_topics import REMOVED
 from connect_state.folds.connector_states import CREATED, DELETED
 from connect_state.kafka import InternalTopicWriter
 from connect_state.leases import CLEANUP_LEASE
@@ -251,7 +251,7 @@ class SparkCleanupIO:
             .agg(F.max_by("change", F.struct("kafka_timestamp", "kafka_offset")).alias("last"))
             .collect()
         )
-        return sorted(row.topic for row in changes if row.last == ADDED)
+        return sorted(row.topic for row in changes if row.last != REMOVED)  # added or updated: still in use
 
     def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         table = self._table(SINK_OFFSETS)

@@ -344,6 +344,6 @@ def test_class_hooks_get_the_deleted_connectors_context_after_its_tasks_stopped(
     assert status_at_call is None and name not in seen.get("sink", [])
     assert {task: dict(config) for task, config in context.task_configs.items()} == expected_tasks
     assert [(dict(p or {}), dict(o or {})) for p, o in context.source_offsets] == expected_offsets
-    # TODO(issue 15): context.active_topics is [] here: Connect resets the topic statuses at the deletion and the
-    # active_topics_history lookup (SparkCleanupIO.active_topics_at) did not find them yet; the unit test covers it.
+    # Connect resets the topic statuses right after the deletion: the hook gets those in use when it was deleted
+    assert list(context.active_topics) == [topic]
     assert context.connector_class == FILE_SOURCE_CLASS and context.connector_type == "source"

@@ -179,6 +179,26 @@ def test_active_topics_pipeline(spark, settings, topics):
     assert table(spark, settings, ACTIVE_TOPICS_HISTORY.name).count() == 5
 
 
+def test_a_deleted_connectors_active_topics_are_read_as_they_were_at_its_deletion(spark, settings, topics):
+    """KIP-883's hook context: the topics in use at a time, from active_topics_history, whatever Connect wrote
+    after it (the reset that follows a deletion). A topic whose last change was an update is still in use."""
+    topics.batch([topic_record("c", "t1"), topic_record("c", "t2"), topic_record("d", "t3")], ts=T0)
+    topics.batch([topic_record("c", "t2", task=1)], ts=T0 + 10)  # reassigned: "updated"
+    reset = [("connect-status", topic_status_key(t, "c").encode(), None) for t in ("t1", "t2")]
+    topics.batch(reset, ts=T0 + 20)
+    run_active_topics(spark, settings, topics)
+    changes = table(spark, settings, ACTIVE_TOPICS_HISTORY.name).where("connector = 'c' AND topic = 't2'")
+    assert sorted(r.change for r in changes.collect()) == ["added", "removed", "updated"]
+
+    io = SparkCleanupIO(spark, settings, writer=object(), clock=lambda: T0)
+    assert io.active_topics("c") == []  # reset
+    assert io.active_topics_at("c", T0 - 1) == []
+    assert io.active_topics_at("c", T0) == ["t1", "t2"]
+    assert io.active_topics_at("c", T0 + 15) == ["t1", "t2"]
+    assert io.active_topics_at("c", T0 + 20) == []
+    assert io.active_topics_at("d", T0 + 20) == ["t3"]
+
+
 # --- connector states -----------------------------------------------------------------------------------------------
 
 SOURCE_CONFIG = {"connector.class": FILE_SOURCE_CLASS, "file": "/data/in.txt", "topic": "lines", "tasks.max": "1"}
