@@ -40,7 +40,8 @@ $(CONSTRAINTS): conf/versions.env
 	  "pyspark==$(PYSPARK_VERSION)" "delta-spark==$(DELTA_SPARK_VERSION)" "pandas==$(PANDAS_VERSION)" \
 	  "pyarrow==$(PYARROW_VERSION)" "deltalake==$(DELTALAKE_VERSION)" "chispa==$(CHISPA_VERSION)" \
 	  "kafka-python==$(KAFKA_PYTHON_VERSION)" "flask==$(FLASK_VERSION)" "gunicorn==$(GUNICORN_VERSION)" \
-	  "pytest==$(PYTEST_VERSION)" "pytest-timeout==$(PYTEST_TIMEOUT_VERSION)" "requests==$(REQUESTS_VERSION)" \
+	  "pytest==$(PYTEST_VERSION)" "pytest-timeout==$(PYTEST_TIMEOUT_VERSION)" "pytest-xdist==$(PYTEST_XDIST_VERSION)" \
+	  "requests==$(REQUESTS_VERSION)" \
 	  "ruff==$(RUFF_VERSION)" "mypy==$(MYPY_VERSION)" "pandas-stubs==$(PANDAS_STUBS_VERSION)" \
 	  "types-requests==$(TYPES_REQUESTS_VERSION)" "pyyaml==$(PYYAML_VERSION)" \
 	  "databricks-bundles==$(DATABRICKS_BUNDLES_VERSION)" \
@@ -77,8 +78,11 @@ $(S3_LIB)/.fetched: jvm/s3/pom.xml conf/versions.env
 run: setup
 	$(VENV)/bin/connect-state-demo
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist), a test file at a time each; every process starts its own
+# broker, Connect worker and SparkSession once and shares them between its tests. TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-unit: venv
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
