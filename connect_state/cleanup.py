@@ -78,7 +78,13 @@ from connect_state.errors import ConfigError, RecordFormatError
 from connect_state.folds.connector_states import CREATED, DELETED, ConnectorRecord, ConnectorState, fold_connector
 from connect_state.formats.config import CONNECTOR_PREFIX, parse_config_record
 from connect_state.formats.offsets import parse_offset_key
-from connect_state.formats.status import TOPIC_STATUS_SEPARATOR, TopicStatusKey, parse_status_key, topic_status_key
+from connect_state.formats.status import (
+    TOPIC_STATUS_PREFIX,
+    TOPIC_STATUS_SEPARATOR,
+    TopicStatusKey,
+    parse_status_key,
+    topic_status_key,
+)
 from connect_state.plugins import (
     DELETION_HOOKS_BY_CLASS_GROUP,
     DELETION_HOOKS_GROUP,
@@ -801,6 +807,7 @@ class CleanupReconciler:
         self.hook_runner = HookRunner(hook_timeout_ms)
         self._contexts: dict[tuple[str, int], DeletedConnector] = {}
         self._config_records: list[tuple[bytes, bytes | None, int]] | None = None
+        self._status_keys: list[bytes] | None = None
         self.status_topic = status_topic
         self.offsets_topic = offsets_topic
         self.offsets_on_delete = offsets_on_delete
@@ -818,7 +825,7 @@ class CleanupReconciler:
 
     def run_pass(self) -> PassSummary:
         """Plan new deletions, run the due steps, record every outcome."""
-        self._lifecycles, self._creations, self._config_records = {}, None, None
+        self._lifecycles, self._creations, self._config_records, self._status_keys = {}, None, None, None
         summary = PassSummary()
         self.io.begin_pass()
         events = self.io.deletion_events()
@@ -957,6 +964,13 @@ class CleanupReconciler:
         self._contexts[deletion.key] = context
         return context
 
+    def _live_topic_status_keys(self) -> list[bytes]:
+        """The status topic's live ``status-topic-*`` keys, read once per pass: one read of the topic serves the
+        ``active_topics`` step of every deletion (a first pass may have hundreds; a read each took seconds)."""
+        if self._status_keys is None:
+            self._status_keys = self.io.live_keys(self.status_topic, contains=TOPIC_STATUS_PREFIX)
+        return self._status_keys
+
     def _all_config_records(self) -> list[tuple[bytes, bytes | None, int]]:
         if self._config_records is None:
             self._config_records = self.io.config_records()
@@ -1000,7 +1014,10 @@ class CleanupReconciler:
         """Tombstones for every ``status-topic-<topic>:connector-<name>`` key the table or the status topic shows."""
         name, topic = deletion.connector, self.status_topic
         keys = {topic_status_key(active, name).encode("utf-8") for active in self.io.active_topics(name)}
-        for key in self.io.live_keys(topic, ends_with=TOPIC_STATUS_SEPARATOR + name):
+        suffix = (TOPIC_STATUS_SEPARATOR + name).encode("utf-8")
+        for key in self._live_topic_status_keys():
+            if not key.endswith(suffix):
+                continue
             try:
                 parsed = parse_status_key(key)
             except RecordFormatError:

@@ -471,6 +471,7 @@ class MemoryCleanupIO:
     topic_history: list[tuple[str, str, int]] = field(default_factory=list)  # (connector, topic added, at)
     outcomes: dict[tuple[str, int], dict[str, StepOutcome]] = field(default_factory=dict)
     tombstones: list[tuple[str, list[bytes]]] = field(default_factory=list)
+    live_reads: list[str] = field(default_factory=list)
     passes: int = 0
 
     def begin_pass(self) -> None:
@@ -501,6 +502,7 @@ class MemoryCleanupIO:
         return [(topic, key) for name, topic, key in self.source_offsets if name == connector]
 
     def live_keys(self, topic: str, *, ends_with: str | None = None, contains: str | None = None) -> list[bytes]:
+        self.live_reads.append(topic)
         latest = dict(self.topics.get(topic, []))
         return [
             key
@@ -594,6 +596,21 @@ def test_a_pass_tombstones_exactly_the_connectors_keys() -> None:
     ]
     # Final: the next pass runs nothing.
     assert reconciler(io).run_pass().ran == 0
+
+
+def test_a_pass_reads_the_status_topic_once_for_all_its_deletions() -> None:
+    names = [f"c{i}" for i in range(5)]
+    io = MemoryCleanupIO(
+        events=[event(name, "deleted", 10 + i, SOURCE_CONFIG) for i, name in enumerate(names)],
+        topics={"connect-status": [(f"status-topic-t:connector-{name}".encode(), b"{}") for name in names[:3]]},
+    )
+    rec = reconciler(io, offsets_on_delete=False)
+    assert rec.run_pass().succeeded == 5
+    assert io.live_reads == ["connect-status"]
+    assert io.tombstones == [("connect-status", [f"status-topic-t:connector-{name}".encode()]) for name in names[:3]]
+    io.events.append(event("c9", "deleted", 30, SOURCE_CONFIG))
+    rec.run_pass()  # the next pass reads it again: keys written since count
+    assert io.live_reads == ["connect-status", "connect-status"]
 
 
 def test_a_missing_own_offsets_topic_is_left_out_and_a_sinks_group_is_deleted() -> None:
