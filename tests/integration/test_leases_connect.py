@@ -149,7 +149,12 @@ def test_two_instances_of_the_leased_jobs_act_once_and_take_over_after_a_crash(s
         assert all(0 < held[n]["expires_in_ms"] <= LEASE_MS for n in held), held
 
         # Heartbeats of the idle source: one instance sends them.
-        wait_until(lambda: len(produced(api, beating)) >= 3, WAIT_S, "three heartbeats", drivers)
+        wait_until(
+            lambda: len(produced(api, beating)) >= 3,
+            START_S,  # the holder's heartbeats query starts after it takes the lease: a JVM's first batches
+            "three heartbeats",
+            drivers,
+        )
 
         # Two deletions: the hook runs once for each, in the cleanup lease's holder.
         for name in doomed[:2]:
