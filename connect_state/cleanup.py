@@ -709,9 +709,9 @@ class CleanupIO(Protocol):
         """``(offsets topic, key bytes)`` of the connector's rows in the ``source_offsets`` table."""
         ...
 
-    def live_keys(self, topic: str, *, ends_with: str | None = None, contains: str | None = None) -> list[bytes]:
-        """The keys of ``topic`` whose latest record is not a tombstone, among those whose text ends with
-        ``ends_with`` / contains ``contains`` (a coarse filter: the caller parses the keys)."""
+    def live_keys(self, topic: str, *, contains: str | None = None) -> list[bytes]:
+        """The keys of ``topic`` whose latest record is not a tombstone, among those whose text contains
+        ``contains`` (a coarse filter: the caller parses the keys)."""
         ...
 
     def topic_exists(self, topic: str) -> bool: ...

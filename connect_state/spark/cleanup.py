@@ -260,11 +260,9 @@ class SparkCleanupIO:
         rows = table.filter(F.col("group_id") == group).select("topic", "partition", "offset").collect()
         return {(row.topic, int(row.partition)): int(row.offset) for row in rows if row.offset is not None}
 
-    def live_keys(self, topic: str, *, ends_with: str | None = None, contains: str | None = None) -> list[bytes]:
+    def live_keys(self, topic: str, *, contains: str | None = None) -> list[bytes]:
         frame = read_topic_batch(self.spark, self.settings, topic).filter(F.col("key").isNotNull())
         text: Column = F.col("key").cast("string")
-        if ends_with is not None:
-            frame = frame.filter(text.endswith(ends_with))
         if contains is not None:
             frame = frame.filter(text.contains(contains))
         latest = frame.groupBy("partition", "key").agg(F.max_by(F.col("value").isNull(), F.col("offset")).alias("gone"))

@@ -501,15 +501,11 @@ class MemoryCleanupIO:
     def source_offsets_keys(self, connector: str) -> list[tuple[str, bytes]]:
         return [(topic, key) for name, topic, key in self.source_offsets if name == connector]
 
-    def live_keys(self, topic: str, *, ends_with: str | None = None, contains: str | None = None) -> list[bytes]:
+    def live_keys(self, topic: str, *, contains: str | None = None) -> list[bytes]:
         self.live_reads.append(topic)
         latest = dict(self.topics.get(topic, []))
         return [
-            key
-            for key, value in latest.items()
-            if value is not None
-            and (ends_with is None or key.decode().endswith(ends_with))
-            and (contains is None or contains in key.decode())
+            key for key, value in latest.items() if value is not None and (contains is None or contains in key.decode())
         ]
 
     def topic_exists(self, topic: str) -> bool:
