@@ -140,13 +140,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _stop_on_sigterm(signum: int, _frame: FrameType | None) -> None:
+def _stop_on_signal(signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
 def run_dev(app: Flask, settings: Settings) -> int:
-    """Flask's development server (threaded, no reloader) until SIGINT/SIGTERM."""
-    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    """Flask's development server (threaded, no reloader) until SIGINT/SIGTERM. Both handlers are installed here: a
+    process started with SIGINT ignored (a background job of a script, a pytest-xdist worker's child) would otherwise
+    never see Python's KeyboardInterrupt."""
+    previous = {sig: signal.signal(sig, _stop_on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         app.run(
             host=settings.api_host,
@@ -158,7 +160,8 @@ def run_dev(app: Flask, settings: Settings) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         close_app(app)
     return 0
 
