@@ -78,11 +78,12 @@ $(S3_LIB)/.fetched: jvm/s3/pom.xml conf/versions.env
 run: setup
 	$(VENV)/bin/connect-state-demo
 
-# The suite runs in TEST_WORKERS processes (pytest-xdist), a test file at a time each; every process starts its own
-# broker, Connect worker and SparkSession once and shares them between its tests. TEST_WORKERS=0: one process.
+# The suite runs in TEST_WORKERS processes (pytest-xdist), a test file at a time each, and the files that start JVMs
+# of their own one after the other in one process (tests/fixtures/xdist.py); every process starts its own broker,
+# Connect worker and SparkSession once and shares them between its tests. TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 test-unit: venv
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
