@@ -29,7 +29,7 @@ from tests.integration.helpers import (
     unique,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(1200)]
 T = TypeVar("T")
 
 WAIT_S = 180.0  # a cleanup pass beside another test file on 2 cores took up to 2 minutes
