@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
@@ -32,9 +32,11 @@ from connect_state.formats.status_arrow import match_topic_statuses
 from connect_state.settings import Settings
 from connect_state.spark.delta_io import delta_transaction
 from connect_state.spark.foldjob import (
+    NO_ROWS,
     RECORD_COLUMNS_DDL,
     FoldJob,
     FoldWriter,
+    KindCounts,
     RecordKind,
     arrow_schema,
     classify_records,
@@ -55,9 +57,10 @@ JOB_NAME = "active_topics"
 PARSED_SCHEMA = (
     "record_kind STRING, connector STRING, topic STRING, task INT, discover_timestamp BIGINT, " + RECORD_COLUMNS_DDL
 )
-# The fold's output: changes of active-topic sets, and rejected records passed through.
+# The fold's output: changes of active-topic sets, and rejected records passed through. ``latest``: the change is the
+# batch's last of its (connector, topic), the one the current table takes.
 OUTPUT_SCHEMA = (
-    "record_kind STRING, connector STRING, topic STRING, change STRING, seq INT, task INT, "
+    "record_kind STRING, connector STRING, topic STRING, change STRING, latest BOOLEAN, task INT, "
     "discover_timestamp BIGINT, " + RECORD_COLUMNS_DDL
 )
 STATE_SCHEMA = "topics_json STRING"
@@ -111,14 +114,15 @@ def fast_parse(kafka: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
 
 
 def _change_frame(changes: ChangeColumns, connector: str) -> pd.DataFrame:
-    """The fold's output rows of ``changes`` (``seq`` their order)."""
+    """The fold's output rows of ``changes``, each flagged ``latest`` when no later change of its topic follows."""
     n = len(changes)
+    last = {topic: i for i, topic in enumerate(changes.topic)}
     columns: dict[str, list[Any]] = {
         "record_kind": [str(RecordKind.CHANGE)] * n,
         "connector": [connector] * n,
         "topic": changes.topic,
         "change": changes.change,
-        "seq": list(range(n)),
+        "latest": [last[topic] == i for i, topic in enumerate(changes.topic)],
         "task": changes.task,
         "discover_timestamp": changes.discover_timestamp,
         "kafka_partition": changes.kafka_partition,
@@ -164,15 +168,15 @@ class ActiveTopicsWriter(FoldWriter):
 
     job_name = JOB_NAME
 
-    def write(self, changes: DataFrame, batch_id: int) -> str:
-        n_changes = changes.count()
-        if n_changes:
-            self._write_history(changes, batch_id)
+    def write(self, changes: DataFrame, batch_id: int, counts: KindCounts) -> str:
+        stats = counts.get(RecordKind.CHANGE, NO_ROWS)
+        if stats.rows:
+            self._write_history(changes, batch_id, stats.lowest_offset)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
             self._merge_current(changes, batch_id)
-        return f"{n_changes} active-topic changes"
+        return f"{stats.rows} active-topic changes"
 
-    def _write_history(self, changes: DataFrame, batch_id: int) -> None:
+    def _write_history(self, changes: DataFrame, batch_id: int, lowest_offset: int | None) -> None:
         rows = changes.select(
             "connector",
             "topic",
@@ -184,24 +188,18 @@ class ActiveTopicsWriter(FoldWriter):
             "kafka_offset",
             F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
         )
-        self.insert_history(rows, ACTIVE_TOPICS_HISTORY, batch_id)
+        self.insert_history(rows, ACTIVE_TOPICS_HISTORY, batch_id, lowest_offset)
 
     def _merge_current(self, changes: DataFrame, batch_id: int) -> None:
-        latest = (
-            changes.withColumn(
-                "_rank", F.row_number().over(Window.partitionBy("connector", "topic").orderBy(F.desc("seq")))
-            )
-            .filter("_rank = 1")
-            .select(
-                "connector",
-                "topic",
-                "change",
-                "task",
-                "discover_timestamp",
-                F.current_timestamp().alias("updated_at"),
-                "kafka_partition",
-                "kafka_offset",
-            )
+        latest = changes.filter(F.col("latest")).select(
+            "connector",
+            "topic",
+            "change",
+            "task",
+            "discover_timestamp",
+            F.current_timestamp().alias("updated_at"),
+            "kafka_partition",
+            "kafka_offset",
         )
         inserts = latest.filter(F.col("change") != REMOVED).select(*ACTIVE_TOPICS.column_names)
         if self.append_if_new(ACTIVE_TOPICS, inserts, batch_id):

@@ -37,9 +37,11 @@ from connect_state.formats.status import TopicStatusKey, parse_status_record
 from connect_state.settings import Settings
 from connect_state.spark.delta_io import delta_transaction, spark_type
 from connect_state.spark.foldjob import (
+    NO_ROWS,
     RECORD_COLUMNS_DDL,
     FoldJob,
     FoldWriter,
+    KindCounts,
     RecordKind,
     classify_records,
     fold_reconciler,
@@ -167,10 +169,11 @@ class ConnectorStatesWriter(FoldWriter):
 
     job_name = JOB_NAME
 
-    def write(self, batch: DataFrame, batch_id: int) -> str:
+    def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
         events = batch.filter(F.col("record_kind") == RecordKind.EVENT)
         rows = batch.filter(F.col("record_kind") == RecordKind.ROW)
-        n_events, n_rows = events.count(), rows.count()
+        event_rows = counts.get(RecordKind.EVENT, NO_ROWS)
+        n_events, n_rows = event_rows.rows, counts.get(RecordKind.ROW, NO_ROWS).rows
         if n_events:
             history = events.select(
                 "connector",
@@ -182,7 +185,7 @@ class ConnectorStatesWriter(FoldWriter):
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
                 F.current_timestamp().alias("recorded_at"),
             )
-            self.insert_history(history, CONNECTOR_EVENTS, batch_id)
+            self.insert_history(history, CONNECTOR_EVENTS, batch_id, event_rows.lowest_offset)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_rows:
             self._merge_connectors(rows, batch_id)

@@ -108,6 +108,27 @@ def pandas_frame(rows: Iterable[dict], ddl: str) -> pd.DataFrame:
     return frame
 
 
+@dataclass(frozen=True)
+class KindCount:
+    """A batch's rows of one ``record_kind``: how many, and the lowest Kafka offset among them (a history insert
+    reads only the table's files that may hold it or later ones)."""
+
+    rows: int
+    lowest_offset: int | None
+
+
+KindCounts = Mapping[RecordKind, KindCount]
+"""A batch's rows by ``record_kind`` (kinds it has none of are absent)."""
+
+NO_ROWS = KindCount(0, None)
+
+
+def kind_counts(batch: DataFrame) -> KindCounts:
+    """The rows of each ``record_kind`` in ``batch``, in one Spark job (whatever the writer needs to know of them)."""
+    stats = batch.groupBy("record_kind").agg(F.count(F.lit(1)), F.min("kafka_offset")).collect()
+    return {RecordKind(kind): KindCount(int(n), None if low is None else int(low)) for kind, n, low in stats}
+
+
 def column_frame(columns: Mapping[str, Sequence[Any]], rows: int, ddl: str) -> pd.DataFrame:
     """Columns (lists of ``rows`` values) as a pandas frame for Arrow with the columns of ``ddl``, as
     :func:`pandas_frame` makes it from rows (columns of ``ddl`` not given are all null), without pandas' per-column
@@ -332,11 +353,11 @@ class FoldWriter:
         losses = self.record_data_loss(spark, batch_id)  # before the batch's records are read
         batch.persist()
         try:
-            rejected = batch.filter(F.col("record_kind") == RecordKind.REJECTED)
-            n_rejected = rejected.count()
+            counts = kind_counts(batch)  # the one pass over the batch that fills the cache
+            n_rejected = counts.get(RecordKind.REJECTED, NO_ROWS).rows
             if n_rejected:
-                self.write_rejected(rejected, batch_id)
-            summary = self.write(batch.filter(F.col("record_kind") != RecordKind.REJECTED), batch_id)
+                self.write_rejected(batch.filter(F.col("record_kind") == RecordKind.REJECTED), batch_id)
+            summary = self.write(batch.filter(F.col("record_kind") != RecordKind.REJECTED), batch_id, counts)
             self.log.info("batch %d: %s, %d rejected records", batch_id, summary, n_rejected)
         finally:
             batch.unpersist()
@@ -429,16 +450,15 @@ class FoldWriter:
                 exc_info=True,
             )
 
-    def insert_history(self, rows: DataFrame, spec: TableSpec, batch_id: int) -> None:
+    def insert_history(self, rows: DataFrame, spec: TableSpec, batch_id: int, lowest_offset: int | None) -> None:
         """Insert a batch's rows of a history table, keyed by their Kafka coordinates (``spec.key``): a record folded
         again (a batch replayed, a checkpoint lost while the tables were kept) adds nothing. Only the table's files
-        that may hold the batch's offsets are read (``kafka_offset`` at least the batch's lowest); into a table the
-        query created empty and has not written yet, an append (tagged with the same transaction id) does the same."""
+        that may hold the batch's offsets are read (``kafka_offset`` at least ``lowest_offset``, the rows' lowest);
+        into a table the query created empty and has not written yet, an append (tagged with the same transaction
+        id) does the same."""
         if self.append_if_new(spec, rows, batch_id):
             return
-        lowest = rows.agg(F.min("kafka_offset")).first()
-        floor = lowest[0] if lowest is not None else None
-        target = f"t.kafka_offset >= {int(floor)}" if floor is not None else None
+        target = f"t.kafka_offset >= {lowest_offset}" if lowest_offset is not None else None
         insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id, target)
 
     def append_if_new(self, spec: TableSpec, rows: DataFrame, batch_id: int) -> bool:
@@ -450,8 +470,9 @@ class FoldWriter:
         self.new_tables.discard(spec.name)
         return True
 
-    def write(self, batch: DataFrame, batch_id: int) -> str:
-        """Write the batch's non-rejected rows; return a short summary for the log."""
+    def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
+        """Write the batch's non-rejected rows (``counts``: how many of each kind the batch has); return a short
+        summary for the log."""
         raise NotImplementedError
 
     def write_rejected(self, rejected: DataFrame, batch_id: int) -> None:

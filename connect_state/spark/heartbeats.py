@@ -68,7 +68,15 @@ from connect_state.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
 from connect_state.settings import Settings
 from connect_state.spark import connector_states
 from connect_state.spark.delta_io import append_once, delta_transaction, ensure_table, spark_schema
-from connect_state.spark.foldjob import FoldWriter, RecordKind, classify_records, pandas_frame, start_fold_query
+from connect_state.spark.foldjob import (
+    NO_ROWS,
+    FoldWriter,
+    KindCounts,
+    RecordKind,
+    classify_records,
+    pandas_frame,
+    start_fold_query,
+)
 from connect_state.spark.kafka_source import read_internal_topic
 from connect_state.spark.leases import LeasedTask, LeaseKeeper, keeper_for, stop_query
 from connect_state.spark.streaming import QueryTask, Run, job_logger
@@ -335,10 +343,10 @@ class HeartbeatsWriter(FoldWriter):
         super().__init__(settings.delta_root, settings.checkpoint_path(JOB_NAME))
         self.sink = sink if sink is not None else HeartbeatSink(settings)
 
-    def write(self, batch: DataFrame, batch_id: int) -> str:
+    def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
         spark = batch.sparkSession
         activity = batch.filter(F.col("record_kind").isin(RecordKind.ACTIVITY, RecordKind.REMOVED))
-        n_activity = activity.count()
+        n_activity = counts.get(RecordKind.ACTIVITY, NO_ROWS).rows + counts.get(RecordKind.REMOVED, NO_ROWS).rows
         if n_activity:
             self._merge_activity(activity, batch_id)
         due_rows = batch.filter(F.col("record_kind") == RecordKind.DUE).collect()

@@ -205,9 +205,9 @@ def test_writer_replay_of_a_committed_batch_changes_nothing(spark, tmp_path, sta
     writer = job.ActiveTopicsWriter(settings.delta_root, checkpoint)
     batch = spark.createDataFrame(
         [
-            ("change", "c", "t1", "added", 0, 0, 10, "s", 1, 5, 100, None, None, None),
-            ("change", "c", "t2", "added", 1, 0, 11, "s", 2, 6, 100, None, None, None),
-            ("change", "c", "t1", "removed", 2, 0, 10, "s", 1, 7, 100, None, None, None),
+            ("change", "c", "t1", "added", False, 0, 10, "s", 1, 5, 100, None, None, None),
+            ("change", "c", "t2", "added", True, 0, 11, "s", 2, 6, 100, None, None, None),
+            ("change", "c", "t1", "removed", True, 0, 10, "s", 1, 7, 100, None, None, None),
             ("rejected", None, None, None, None, None, None, "s", 3, 8, 100, b"k", b"v", "bad"),
         ],
         job.OUTPUT_SCHEMA,

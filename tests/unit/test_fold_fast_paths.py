@@ -183,7 +183,7 @@ def test_active_topics_fold_group_is_the_pure_fold(records: list[tuple], split: 
                 "connector": c.connector,
                 "topic": c.topic,
                 "change": c.change,
-                "seq": i,
+                "latest": all(later.topic != c.topic for later in changes[i + 1 :]),
                 "task": c.task,
                 "discover_timestamp": c.discover_timestamp,
                 "kafka_topic": None,
