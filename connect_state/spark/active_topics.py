@@ -32,7 +32,6 @@ from connect_state.formats.status_arrow import match_topic_statuses
 from connect_state.settings import Settings
 from connect_state.spark.delta_io import delta_transaction
 from connect_state.spark.foldjob import (
-    NO_ROWS,
     RECORD_COLUMNS_DDL,
     FoldJob,
     FoldWriter,
@@ -169,12 +168,12 @@ class ActiveTopicsWriter(FoldWriter):
     job_name = JOB_NAME
 
     def write(self, changes: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        stats = counts.get(RecordKind.CHANGE, NO_ROWS)
-        if stats.rows:
-            self._write_history(changes, batch_id, stats.lowest_offset)
+        n_changes = counts.rows(RecordKind.CHANGE)
+        if n_changes:
+            self._write_history(changes, batch_id, counts.lowest_offset(RecordKind.CHANGE))
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
             self._merge_current(changes, batch_id)
-        return f"{stats.rows} active-topic changes"
+        return f"{n_changes} active-topic changes"
 
     def _write_history(self, changes: DataFrame, batch_id: int, lowest_offset: int | None) -> None:
         rows = changes.select(

@@ -37,7 +37,6 @@ from connect_state.formats.status import TopicStatusKey, parse_status_record
 from connect_state.settings import Settings
 from connect_state.spark.delta_io import delta_transaction, spark_type
 from connect_state.spark.foldjob import (
-    NO_ROWS,
     RECORD_COLUMNS_DDL,
     FoldJob,
     FoldWriter,
@@ -172,8 +171,7 @@ class ConnectorStatesWriter(FoldWriter):
     def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
         events = batch.filter(F.col("record_kind") == RecordKind.EVENT)
         rows = batch.filter(F.col("record_kind") == RecordKind.ROW)
-        event_rows = counts.get(RecordKind.EVENT, NO_ROWS)
-        n_events, n_rows = event_rows.rows, counts.get(RecordKind.ROW, NO_ROWS).rows
+        n_events, n_rows = counts.rows(RecordKind.EVENT), counts.rows(RecordKind.ROW)
         if n_events:
             history = events.select(
                 "connector",
@@ -185,7 +183,7 @@ class ConnectorStatesWriter(FoldWriter):
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
                 F.current_timestamp().alias("recorded_at"),
             )
-            self.insert_history(history, CONNECTOR_EVENTS, batch_id, event_rows.lowest_offset)
+            self.insert_history(history, CONNECTOR_EVENTS, batch_id, counts.lowest_offset(RecordKind.EVENT))
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_rows:
             self._merge_connectors(rows, batch_id)

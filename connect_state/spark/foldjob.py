@@ -109,24 +109,29 @@ def pandas_frame(rows: Iterable[dict], ddl: str) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
-class KindCount:
-    """A batch's rows of one ``record_kind``: how many, and the lowest Kafka offset among them (a history insert
-    reads only the table's files that may hold it or later ones)."""
+class KindCounts:
+    """A batch's rows by ``record_kind``: how many of each kind, and the lowest Kafka offset among them (a history
+    insert reads only the table's files that may hold it or later ones)."""
 
-    rows: int
-    lowest_offset: int | None
+    counts: Mapping[RecordKind, int]
+    lowest_offsets: Mapping[RecordKind, int]
 
+    def rows(self, *kinds: RecordKind) -> int:
+        """The batch's rows of ``kinds``."""
+        return sum(self.counts.get(kind, 0) for kind in kinds)
 
-KindCounts = Mapping[RecordKind, KindCount]
-"""A batch's rows by ``record_kind`` (kinds it has none of are absent)."""
-
-NO_ROWS = KindCount(0, None)
+    def lowest_offset(self, kind: RecordKind) -> int | None:
+        """The lowest Kafka offset among the batch's rows of ``kind`` (None: it has none)."""
+        return self.lowest_offsets.get(kind)
 
 
 def kind_counts(batch: DataFrame) -> KindCounts:
     """The rows of each ``record_kind`` in ``batch``, in one Spark job (whatever the writer needs to know of them)."""
     stats = batch.groupBy("record_kind").agg(F.count(F.lit(1)), F.min("kafka_offset")).collect()
-    return {RecordKind(kind): KindCount(int(n), None if low is None else int(low)) for kind, n, low in stats}
+    return KindCounts(
+        {RecordKind(kind): int(n) for kind, n, _ in stats},
+        {RecordKind(kind): int(low) for kind, _, low in stats if low is not None},
+    )
 
 
 def column_frame(columns: Mapping[str, Sequence[Any]], rows: int, ddl: str) -> pd.DataFrame:
@@ -354,7 +359,7 @@ class FoldWriter:
         batch.persist()
         try:
             counts = kind_counts(batch)  # the one pass over the batch that fills the cache
-            n_rejected = counts.get(RecordKind.REJECTED, NO_ROWS).rows
+            n_rejected = counts.rows(RecordKind.REJECTED)
             if n_rejected:
                 self.write_rejected(batch.filter(F.col("record_kind") == RecordKind.REJECTED), batch_id)
             summary = self.write(batch.filter(F.col("record_kind") != RecordKind.REJECTED), batch_id, counts)

@@ -69,7 +69,6 @@ from connect_state.settings import Settings
 from connect_state.spark import connector_states
 from connect_state.spark.delta_io import append_once, delta_transaction, ensure_table, spark_schema
 from connect_state.spark.foldjob import (
-    NO_ROWS,
     FoldWriter,
     KindCounts,
     RecordKind,
@@ -346,7 +345,7 @@ class HeartbeatsWriter(FoldWriter):
     def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
         spark = batch.sparkSession
         activity = batch.filter(F.col("record_kind").isin(RecordKind.ACTIVITY, RecordKind.REMOVED))
-        n_activity = counts.get(RecordKind.ACTIVITY, NO_ROWS).rows + counts.get(RecordKind.REMOVED, NO_ROWS).rows
+        n_activity = counts.rows(RecordKind.ACTIVITY, RecordKind.REMOVED)
         if n_activity:
             self._merge_activity(activity, batch_id)
         due_rows = batch.filter(F.col("record_kind") == RecordKind.DUE).collect()

@@ -30,7 +30,6 @@ from connect_state.formats.consumer_offsets import OffsetCommitKey, OffsetCommit
 from connect_state.settings import Settings
 from connect_state.spark.delta_io import delta_transaction
 from connect_state.spark.foldjob import (
-    NO_ROWS,
     RECORD_COLUMNS_DDL,
     FoldWriter,
     KindCounts,
@@ -159,8 +158,7 @@ class SinkOffsetsWriter(FoldWriter):
     def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
         history = batch.filter(F.col("record_kind") == RecordKind.HISTORY)
         current = batch.filter(F.col("record_kind") == RecordKind.CURRENT)
-        history_rows = counts.get(RecordKind.HISTORY, NO_ROWS)
-        n_history, n_current = history_rows.rows, counts.get(RecordKind.CURRENT, NO_ROWS).rows
+        n_history, n_current = counts.rows(RecordKind.HISTORY), counts.rows(RecordKind.CURRENT)
         if n_history:
             rows = history.select(
                 "group_id",
@@ -174,7 +172,7 @@ class SinkOffsetsWriter(FoldWriter):
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
                 F.current_timestamp().alias("recorded_at"),
             )
-            self.insert_history(rows, SINK_OFFSETS_HISTORY, batch_id, history_rows.lowest_offset)
+            self.insert_history(rows, SINK_OFFSETS_HISTORY, batch_id, counts.lowest_offset(RecordKind.HISTORY))
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_current:
             self._merge_current(current, batch_id)

@@ -48,7 +48,6 @@ from connect_state.settings import Settings
 from connect_state.spark.checkpoint import latest_positions
 from connect_state.spark.delta_io import delta_transaction
 from connect_state.spark.foldjob import (
-    NO_ROWS,
     RECORD_COLUMNS_DDL,
     FoldWriter,
     KindCounts,
@@ -234,8 +233,7 @@ class SourceOffsetsWriter(FoldWriter):
     def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
         history = batch.filter(F.col("record_kind") == RecordKind.HISTORY)
         current = batch.filter(F.col("record_kind") == RecordKind.CURRENT)
-        history_rows = counts.get(RecordKind.HISTORY, NO_ROWS)
-        n_history, n_current = history_rows.rows, counts.get(RecordKind.CURRENT, NO_ROWS).rows
+        n_history, n_current = counts.rows(RecordKind.HISTORY), counts.rows(RecordKind.CURRENT)
         if n_history:
             rows = history.select(
                 "connector",
@@ -249,7 +247,7 @@ class SourceOffsetsWriter(FoldWriter):
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
                 F.current_timestamp().alias("recorded_at"),
             )
-            self.insert_history(rows, SOURCE_OFFSETS_HISTORY, batch_id, history_rows.lowest_offset)
+            self.insert_history(rows, SOURCE_OFFSETS_HISTORY, batch_id, counts.lowest_offset(RecordKind.HISTORY))
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_current:
             self._merge_current(current, batch_id)
