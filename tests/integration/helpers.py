@@ -64,11 +64,13 @@ def our_topics(client: FlaskClient, name: str) -> set[str]:
 
 
 def create_topic(settings: Settings, topic: str, partitions: int, *, compacted: bool = False) -> None:
-    """Create ``topic`` with ``partitions`` partitions (replication 1) on the session's broker."""
+    """Create ``topic`` with ``partitions`` partitions (replication 1) on the session's broker; returns once the broker
+    describes it with a leader for every partition (KRaft acknowledges the creation before its metadata cache knows
+    the topic: a producer asking right away may be told it does not exist)."""
     configs = {"cleanup.policy": "compact"} if compacted else {}
     admin = KafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
     try:
-        admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs)])
+        admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs)], wait_for_metadata=True)
     finally:
         admin.close()
 

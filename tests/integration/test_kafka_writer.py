@@ -18,7 +18,6 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
-from kafka.admin import NewTopic
 
 from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.errors import TopicNotFoundError
@@ -26,6 +25,7 @@ from connect_state.formats.status import topic_status_key
 from connect_state.kafka import InternalTopicWriter, KafkaAdmin, RecordPosition
 from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings
+from tests.integration.helpers import create_topic
 
 # --- with the real broker -------------------------------------------------------------------------------------------
 
@@ -43,12 +43,12 @@ def admin(broker_settings: Settings) -> Iterator[KafkaAdminClient]:
 
 
 @pytest.fixture
-def make_topic(admin: KafkaAdminClient) -> Callable[[int], str]:
-    """``make_topic(partitions)``: a new compacted topic with a unique name."""
+def make_topic(broker_settings: Settings) -> Callable[[int], str]:
+    """``make_topic(partitions)``: a new compacted topic with a unique name, known to the broker's metadata."""
 
     def make(partitions: int) -> str:
         name = f"writer-test-{uuid.uuid4().hex[:12]}"
-        admin.create_topics([NewTopic(name, partitions, 1, topic_configs={"cleanup.policy": "compact"})])
+        create_topic(broker_settings, name, partitions, compacted=True)
         return name
 
     return make
