@@ -12,11 +12,12 @@ A row is written after the answer is decided, for every request whose method wri
                  {"topic": "connect-configs", "partition": 0, "offset": 43, "key": "target-state-orders", ...}]}
 
 ``outcome`` is :class:`Outcome`: ``succeeded`` (2xx), ``refused`` (401, 403) or ``failed`` (anything else, with the
-error's message), and ``written``: each Kafka record the request wrote (topic, partition, offset, key, tombstone)
-and each consumer-group change (group, call, partitions). The body is the request's JSON with secrets redacted
-(:func:`connect_state.redaction.redact_json`). ``target_state_before`` / ``connector_state_before``: the connector's
-row of the ``connectors`` table when the request arrived (authorized requests: before anything is written; null when
-the connector or the table is unknown). ``id`` is unique per row.
+error's message), and ``written``: each Kafka record the request wrote (topic, partition, offset, key, tombstone;
+plus ``transactional_id`` for a record written in a transaction), each consumer-group change (group, call,
+partitions) and each round of zombie fencing (``fenced``: the transactional ids). The body is the request's JSON
+with secrets redacted (:func:`connect_state.redaction.redact_json`). ``target_state_before`` /
+``connector_state_before``: the connector's row of the ``connectors`` table when the request arrived (authorized
+requests: before anything is written; null when the connector or the table is unknown). ``id`` is unique per row.
 
 Where rows go: the log (logger ``connect_state.api.audit``, always); ``api.audit.file``, appended and fsynced before
 the answer leaves; the Kafka topic ``api.audit.topic`` (keyed by connector), when set; and, with a file and
@@ -354,6 +355,31 @@ class AuditedWriter:
 
     def send(self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None) -> Any:
         positions = list(app_resources().writer().send(topic, records, timeout_ms))
+        self._note(topic, records, positions)
+        return positions
+
+    def send_in_transaction(
+        self,
+        transactional_id: str,
+        topic: str,
+        records: Sequence[tuple[bytes, bytes | None]],
+        timeout_ms: int | None = None,
+    ) -> Any:
+        positions = list(app_resources().writer().send_in_transaction(transactional_id, topic, records, timeout_ms))
+        self._note(topic, records, positions, transactional_id=transactional_id)
+        return positions
+
+    def fence_producers(self, transactional_ids: Sequence[str], timeout_ms: int | None = None) -> None:
+        app_resources().writer().fence_producers(transactional_ids, timeout_ms)
+        self.proxy.written.append({"fenced": list(transactional_ids)})
+
+    def _note(
+        self,
+        topic: str,
+        records: Sequence[tuple[bytes, bytes | None]],
+        positions: Sequence[Any],
+        **extra: str,
+    ) -> None:
         for (key, value), position in zip(records, positions, strict=False):
             self.proxy.written.append(
                 {
@@ -362,9 +388,9 @@ class AuditedWriter:
                     "offset": _position(position, "offset", 1),
                     "key": key.decode("utf-8", errors="replace"),
                     "tombstone": value is None,
+                    **extra,
                 }
             )
-        return positions
 
     def close(self) -> None:  # the app's writer is closed by the app
         pass

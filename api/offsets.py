@@ -44,6 +44,12 @@
      (:meth:`~connect_state.connect.offset_stores.ConnectorOffsetStores.writes`): tombstones to the worker's topic
      first, then everything to the connector's topic, then the non-null offsets to the worker's topic (a failure of
      that last write is only logged);
+     With ``exactly.once.source.support=enabled`` (the workers' setting, KIP-618;
+     :mod:`connect_state.connect.exactly_once`), a source connector's offsets change is first preceded by a round of
+     zombie fencing and the checks of 2. and 3. again (a failed fencing is Connect's 500 ``"Failed to perform zombie
+     fencing for source connector prior to modifying offsets"``, plus why and what to do; nothing is written), and
+     the write to the connector's primary store is one transaction of task 0's transactional id
+     (``<connect.group.id>-<name>-0``);
   6. :func:`~connect_state.connect.rest.offsets_success_message`: the short form when the connector's
      ``alterOffsets`` returns true, the long "framework-managed" form otherwise (a class without a rule).
 
@@ -82,6 +88,7 @@ from connect_state.api.guards import checked_group
 from connect_state.api.resources import TableSource, get_admin, get_settings, get_tables, get_writer
 from connect_state.connect.alter_offsets import AlterOffsetsRules, ModifyOffsetsRefused, SinkOffsets
 from connect_state.connect.connector_types import TypeBasis, connector_type_basis
+from connect_state.connect.exactly_once import offsets_transactional_id, zombie_fencing_ids
 from connect_state.connect.offset_stores import (
     connector_consumer_group,
     connector_offset_stores,
@@ -89,6 +96,7 @@ from connect_state.connect.offset_stores import (
     source_connector_offsets,
 )
 from connect_state.connect.rest import (
+    ZOMBIE_FENCING_FAILED,
     connector_not_found_message,
     connector_offsets,
     not_stopped_message,
@@ -100,9 +108,11 @@ from connect_state.connect.rest import (
     sink_reset_zombie_message,
     source_modify_failed_message,
     source_modify_timeout_message,
+    zombie_fencing_failed_message,
 )
 from connect_state.connect.vocabulary import ConnectorType, TargetState
 from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
+from connect_state.folds.config_snapshot import ConnectorConfigView
 from connect_state.formats import jsonconv
 from connect_state.formats.offsets import (
     BadOffsetsRequest,
@@ -263,12 +273,36 @@ def _request_body() -> object:
 def _stopped_connector(name: str) -> Mapping[str, Any]:
     """``modifyConnectorOffsetsChecks`` on the config topic read to its end now: 404 unless the connector has a config;
     400 unless STOPPED with no committed tasks. The connector's ``connectors``-shaped row (type, class, config)."""
+    return _stopped_view(name).row
+
+
+def _stopped_view(name: str) -> ConnectorConfigView:
     view = fresh_connector(name)
     if not view.exists:
         raise ConnectRestException(404, connector_not_found_message(name))
     if view.target_state != TargetState.STOPPED or view.task_count != 0:
         raise ConnectRestException(400, not_stopped_message(name))
-    return view.row
+    return view
+
+
+def _fence_zombie_source_tasks(name: str, row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """With exactly-once source support enabled (``exactly.once.source.support``), before a source connector's offsets
+    change: a round of zombie fencing (:func:`~connect_state.connect.exactly_once.zombie_fencing_ids`), then the
+    checks again (``DistributedHerder.modifyConnectorOffsets``). A failed fencing is Connect's 500, plus why and what
+    to do; nothing is written. Returns the connector's row as of the last check."""
+    settings = get_settings()
+    if not settings.exactly_once_source_support.enabled:
+        return row
+    ids = zombie_fencing_ids(settings.connect_group_id, _stopped_view(name))
+    if not ids:
+        log.debug("No zombie fencing needed for source connector %s", name)
+        return row
+    try:
+        get_writer().fence_producers(ids, settings.api_kafka_write_timeout_ms)
+    except KafkaWriteError as err:
+        log.error("%s (connector %s)", ZOMBIE_FENCING_FAILED, name, exc_info=err)
+        raise ConnectRestException(500, zombie_fencing_failed_message(name, str(err))) from err
+    return _stopped_connector(name)
 
 
 def source_timeout_message(name: str, verb: str) -> str:
@@ -287,9 +321,18 @@ def _write_source_offsets(name: str, config: Mapping[str, Any], pairs: list[Offs
     timeout_ms = settings.api_kafka_write_timeout_ms
     records = [(offset_key_bytes(name, partition), serialize_offset_value(offset)) for partition, offset in pairs]
     stores = checked_stores(connector_offset_stores(settings.offset_storage_topic, config), settings)
+    transactional_id = (
+        offsets_transactional_id(settings.connect_group_id, name)
+        if settings.exactly_once_source_support.enabled
+        else None
+    )
     for write in stores.writes(records):
         try:
-            writer.send(write.topic, write.records, timeout_ms)
+            if transactional_id is not None and write.topic == stores.primary_topic:
+                # Worker.modifySourceConnectorOffsets: the connector store's write in one transaction of task 0's id
+                writer.send_in_transaction(transactional_id, write.topic, write.records, timeout_ms)
+            else:
+                writer.send(write.topic, write.records, timeout_ms)
         except KafkaWriteError as err:
             if write.best_effort:
                 log.warning("Failed to write offsets of connector %s to secondary backing store: %s", name, err)
@@ -374,6 +417,7 @@ def alter_connector_offsets(connector: str) -> Response:
             raise ConnectRestException(err.status, err.message) from None
         managed = _alter_sink_offsets(connector, row, offsets)
     else:
+        row = _fence_zombie_source_tasks(connector, row)
         managed = _modify_source_offsets(connector, row, pairs, f"PATCH /connectors/{connector}/offsets")
     return _with_type(jsonify({"message": offsets_success_message("altered", managed)}), kind, basis)
 
@@ -386,6 +430,7 @@ def reset_connector_offsets(connector: str) -> Response:
     if kind == ConnectorType.SINK:
         managed = _reset_sink_offsets(connector, row)
     else:
+        row = _fence_zombie_source_tasks(connector, row)
         settings = get_settings()
         stores = checked_stores(connector_offset_stores(settings.offset_storage_topic, _config(row)), settings)
         rows = fresh_source_rows(connector, stores)

@@ -46,6 +46,16 @@ class RecordWriter(Protocol):
 
     def send(self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None) -> Any: ...
 
+    def send_in_transaction(
+        self,
+        transactional_id: str,
+        topic: str,
+        records: Sequence[tuple[bytes, bytes | None]],
+        timeout_ms: int | None = None,
+    ) -> Any: ...
+
+    def fence_producers(self, transactional_ids: Sequence[str], timeout_ms: int | None = None) -> None: ...
+
     def close(self) -> None: ...
 
 

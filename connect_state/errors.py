@@ -49,6 +49,11 @@ class KafkaUnavailableError(KafkaWriteTimeout):
     """
 
 
+class ZombieFencingError(KafkaWriteError):
+    """The transactional producers of a connector's tasks could not be fenced (KIP-618 zombie fencing): the broker
+    refused or did not answer the ``InitProducerId`` for one of their transactional ids."""
+
+
 class TopicNotFoundError(KafkaWriteError):
     """The topic does not exist on the cluster (the Kafka layer never auto-creates a topic)."""
 

@@ -14,11 +14,13 @@ import argparse
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from connect_state.connect.vocabulary import ExactlyOnceSourceSupport
 from connect_state.errors import ConfigError
 from connect_state.storage import Location, check_endpoint
 
@@ -63,6 +65,18 @@ def _to_int(key: str, value: str) -> int:
         return int(value)
     except ValueError:
         raise ConfigError(f"{key}: expected an integer, got {value!r}") from None
+
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def _to_enum(key: str, value: str, vocabulary: type[_E]) -> _E:
+    """A vocabulary value, case-insensitive as Connect's ``ConfigDef.CaseInsensitiveValidString``."""
+    try:
+        return vocabulary(value.strip().lower())
+    except ValueError:
+        allowed = ", ".join(member.value for member in vocabulary)
+        raise ConfigError(f"{key}: expected one of {allowed}, got {value!r}") from None
 
 
 def _to_client_props(key: str, value: str) -> dict[str, str]:
@@ -144,6 +158,8 @@ class Settings:
     local_s3_port: int
     local_s3_bucket: str
     connect_rest_url: str
+    connect_group_id: str
+    exactly_once_source_support: ExactlyOnceSourceSupport
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -172,6 +188,8 @@ class Settings:
                     raise ConfigError(f"{key}: {err}") from None
             elif f.type == "dict[str, str]":
                 values[f.name] = _to_client_props(key, value)
+            elif f.type == "ExactlyOnceSourceSupport":
+                values[f.name] = _to_enum(key, value, ExactlyOnceSourceSupport)
             else:
                 values[f.name] = value
         check_endpoint(values["storage_s3_endpoint"], values["storage_allow_http"])

@@ -18,6 +18,7 @@ __all__ = [
     "RESET_DISABLED",
     "TRACKING_DISABLED",
     "UNDEFINED_VERSION",
+    "ZOMBIE_FENCING_FAILED",
     "active_topics_info",
     "connector_config",
     "connector_info",
@@ -47,6 +48,7 @@ __all__ = [
     "task_status_not_found_message",
     "unknown_connector_colon_message",
     "unknown_connector_message",
+    "zombie_fencing_failed_message",
 ]
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -231,6 +233,24 @@ def source_modify_timeout_message(name: str) -> str:
     """500 of a source PATCH / DELETE whose offsets were not flushed in time
     (``Worker.modifySourceConnectorOffsets``)."""
     return f"Timed out while attempting to modify offsets for source connector {name}"
+
+
+#: Connect's 500 when the fencing before a source connector's offsets change fails, with exactly-once source support
+#: enabled (``DistributedHerder.modifyConnectorOffsets``).
+ZOMBIE_FENCING_FAILED = "Failed to perform zombie fencing for source connector prior to modifying offsets"
+
+
+def zombie_fencing_failed_message(name: str, reason: str) -> str:
+    """:data:`ZOMBIE_FENCING_FAILED`, then ours: why the connector's transactional producers could not be fenced, that
+    nothing was written, and what to do."""
+    return (
+        f"{ZOMBIE_FENCING_FAILED}. connect-state could not fence the transactional producers of source connector "
+        f"{name} ({reason}); no offsets were written. The principal of kafka.client.properties needs WRITE and "
+        "DESCRIBE on the connector's transactional ids (TransactionalId <connect.group.id>-<connector>-<task>), the "
+        "broker must support transactions, and connect.group.id must be the workers' group.id; retry once that is so "
+        "(exactly.once.source.support=disabled is only right when the workers run without exactly-once source "
+        "support)."
+    )
 
 
 def modify_offsets_failed_message(name: str, kind: ConnectorType) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["ConnectorType", "State", "TargetState"]
+__all__ = ["ConnectorType", "ExactlyOnceSourceSupport", "State", "TargetState"]
 
 
 class TargetState(StrEnum):
@@ -38,3 +38,18 @@ class ConnectorType(StrEnum):
     SOURCE = "source"
     SINK = "sink"
     UNKNOWN = "unknown"
+
+
+class ExactlyOnceSourceSupport(StrEnum):
+    """``DistributedConfig.ExactlyOnceSourceSupport`` (KIP-618), the worker property ``exactly.once.source.support``
+    in its lower-case form. Only ``enabled`` turns on exactly-once source support
+    (``DistributedConfig.exactlyOnceSourceEnabled``); ``preparing`` only readies the cluster for it."""
+
+    DISABLED = "disabled"
+    PREPARING = "preparing"
+    ENABLED = "enabled"
+
+    @property
+    def enabled(self) -> bool:
+        """``exactlyOnceSourceEnabled()``: zombie fencing and transactional offset writes for source connectors."""
+        return self is ExactlyOnceSourceSupport.ENABLED

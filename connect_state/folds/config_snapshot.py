@@ -28,7 +28,14 @@ from connect_state.folds.connector_states import (
     connector_of,
     connector_row,
 )
-from connect_state.formats.config import TargetStateKey, TaskCommitKey, parse_config_key, parse_config_record
+from connect_state.formats.config import (
+    TargetStateKey,
+    TaskCommitKey,
+    TaskCount,
+    TaskCountKey,
+    parse_config_key,
+    parse_config_record,
+)
 
 __all__ = ["ConfigSnapshot", "ConnectorConfigView", "config_connector_record"]
 
@@ -64,7 +71,10 @@ class ConnectorConfigView:
     (``ClusterConfigState.targetState``: STARTED for a config without a target-state record; None when neither is
     left); ``task_count`` the committed task count (0 before any commit and after a deletion); ``target_state_offset``
     the offset of the last ``target-state-<name>`` record applied (value or tombstone), None when there was none;
-    ``row`` the ``connectors``-table shape of the same state (:func:`~connect_state.folds.connector_states.
+    ``task_count_record`` the last ``tasks-fencing-<name>`` record's task count (``ClusterConfigState.taskCountRecord``,
+    KIP-618: how many task producers the last fencing round left to fence; never cleared, not even by a deletion) and
+    ``pending_fencing`` whether task configs were committed after it (``ClusterConfigState.pendingFencing``); ``row``
+    the ``connectors``-table shape of the same state (:func:`~connect_state.folds.connector_states.
     connector_row`: ``type``, ``connector_class``, ``config`` as JSON...), without statuses.
     """
 
@@ -74,6 +84,8 @@ class ConnectorConfigView:
     task_count: int
     target_state_offset: int | None
     row: Mapping[str, Any] = field(hash=False, compare=False)
+    task_count_record: int | None = None
+    pending_fencing: bool = False
 
     @property
     def target_state_left(self) -> bool:
@@ -92,6 +104,8 @@ class ConfigSnapshot:
     def __init__(self) -> None:
         self._states: dict[str, ConnectorState] = {}
         self._target_state_offsets: dict[str, int] = {}
+        self._task_count_records: dict[str, int] = {}
+        self._pending_fencing: set[str] = set()
         self.positions: dict[int, int] = {}
 
     def apply(
@@ -104,9 +118,19 @@ class ConfigSnapshot:
             return
         state = self._states.setdefault(record.connector, ConnectorState(record.connector))
         before = state.config_applied.get(kafka_partition)
+        had_config = state.config is not None
         apply_record(state, record)
-        if isinstance(record.key, TargetStateKey) and (before is None or kafka_offset > before):
+        if before is not None and kafka_offset <= before:
+            return  # a replay
+        if isinstance(record.key, TargetStateKey):
             self._target_state_offsets[record.connector] = kafka_offset
+        elif isinstance(record.key, TaskCommitKey) and record.value is not None and had_config:
+            # processTasksCommitRecord: task configs after the last task-count record need a round of fencing
+            self._pending_fencing.add(record.connector)
+        elif isinstance(record.key, TaskCountKey) and isinstance(record.value, TaskCount):
+            # processTaskCountRecord
+            self._task_count_records[record.connector] = record.value.task_count
+            self._pending_fencing.discard(record.connector)
 
     def connector(self, name: str) -> ConnectorConfigView:
         """The connector's view (an unknown name: not existing, no target state)."""
@@ -121,6 +145,8 @@ class ConfigSnapshot:
             task_count=state.committed_task_count,
             target_state_offset=self._target_state_offsets.get(name),
             row=connector_row(state),
+            task_count_record=self._task_count_records.get(name),
+            pending_fencing=name in self._pending_fencing,
         )
 
     def connectors(self) -> list[str]:

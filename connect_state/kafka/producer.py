@@ -18,10 +18,15 @@ What it guarantees (spec §1):
   :func:`~connect_state.kafka.partitioner.partition_for_key` (the Java producer's murmur2 partitioner), whatever
   kafka-python's own default would do, so every key lands where a worker writes it and compaction / last-writer-wins
   keep working.
-* Both go through one send path: the records are sent in order (one request in flight per broker, so a retry cannot
-  reorder them), flushed, and every acknowledgement is awaited within ``timeout_ms``. Failures raise the typed errors
-  of :mod:`connect_state.errors`: :class:`KafkaWriteTimeout` (not acknowledged in time; a timed-out record may still
-  be delivered later: like any Kafka client, we cannot take back a record already in flight),
+* Exactly-once source connectors (KIP-618, :mod:`connect_state.connect.exactly_once`): :meth:`InternalTopicWriter.
+  fence_producers` fences transactional ids as ``Admin.fenceProducers`` does (one ``InitProducerId`` each, through a
+  short-lived transactional producer), and :meth:`InternalTopicWriter.send_in_transaction` writes records in one
+  transaction of a short-lived producer with a given transactional id (as ``Worker.modifySourceConnectorOffsets``
+  does with task 0's). Both are bounded by their ``timeout_ms``.
+* Every send goes through one send path: the records are sent in order (one request in flight per broker, so a
+  retry cannot reorder them), flushed, and every acknowledgement is awaited within ``timeout_ms``. Failures raise
+  the typed errors of :mod:`connect_state.errors`: :class:`KafkaWriteTimeout` (not acknowledged in time; a
+  timed-out record may still be delivered later: like any Kafka client, we cannot take back a record in flight),
   :class:`KafkaUnavailableError` (Kafka not reached), :class:`TopicNotFoundError`, else :class:`KafkaWriteError`.
 
 A producer asked about a topic that does not exist keeps that topic in its metadata forever and re-requests metadata
@@ -44,7 +49,7 @@ from typing import Any, Self
 from kafka import KafkaProducer
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaWriteError, KafkaWriteTimeout
+from connect_state.errors import KafkaWriteError, KafkaWriteTimeout, ZombieFencingError
 from connect_state.kafka.admin import KafkaAdmin
 from connect_state.kafka.config import kafka_python_config
 from connect_state.kafka.errors import describe_error, unreachable, write_error
@@ -195,14 +200,100 @@ class InternalTopicWriter:
         """
         return self._send(topic, messages, timeout_ms)
 
-    def _send(self, topic: str, messages: Sequence[Message], timeout_ms: int | None) -> list[RecordPosition]:
-        """The one send path: place, send in order, flush, await every acknowledgement before the deadline."""
+    # --- transactions (exactly-once source connectors) ------------------------------------------------------------
+
+    def _transactional_producer(self, transactional_id: str, timeout_ms: int) -> KafkaProducer:
+        """A new producer with ``transactional_id`` (idempotent, as Connect's exactly-once producers are), its
+        ``init_transactions`` done: the id's earlier producers are fenced and their open transaction aborted."""
+        self._check_open()
+        config = self.producer_config()
+        config.update(
+            transactional_id=transactional_id,
+            enable_idempotence=True,
+            max_block_ms=max(timeout_ms, 1),
+            client_id=f"{self.client_id}-{transactional_id}",
+        )
+        try:
+            producer = KafkaProducer(**config)
+        except kafka_errors.KafkaError as err:
+            raise unreachable(err, self.bootstrap_servers) from err
+        try:
+            producer.init_transactions()
+        except Exception:
+            producer.close(timeout=0)
+            raise
+        return producer
+
+    def fence_producers(self, transactional_ids: Sequence[str], timeout_ms: int | None = None) -> None:
+        """Fence the producers of ``transactional_ids`` (``Admin.fenceProducers``): for each id, an ``InitProducerId``
+        that bumps its epoch and aborts its open transaction. Raises :class:`ZombieFencingError` when the broker
+        refuses or does not answer one within ``timeout_ms`` (default ``api.kafka.write.timeout.ms``)."""
+        timeout_ms = self.default_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = time.monotonic() + timeout_ms / 1000
+        for transactional_id in transactional_ids:
+            remaining = int((deadline - time.monotonic()) * 1000)
+            try:
+                if remaining <= 0:
+                    raise kafka_errors.KafkaTimeoutError(f"no time left of {timeout_ms} ms")
+                self._transactional_producer(transactional_id, remaining).close(timeout=0)
+            except (kafka_errors.KafkaError, KafkaWriteError) as err:
+                raise ZombieFencingError(
+                    f"fencing transactional id {transactional_id!r} on Kafka at {self.bootstrap_servers} failed: "
+                    f"{describe_error(err)}"
+                ) from err
+            log.info("Fenced the producers of transactional id %s", transactional_id)
+
+    def send_in_transaction(
+        self, transactional_id: str, topic: str, records: Sequence[Record], timeout_ms: int | None = None
+    ) -> list[RecordPosition]:
+        """:meth:`send` in one transaction of a new producer with ``transactional_id`` (``init_transactions`` fences
+        its earlier producers first), committed before returning; on a failure the transaction is aborted when it
+        can be. Raises :class:`ZombieFencingError` when the transactional producer cannot be initialised (nothing is
+        written), else :meth:`send`'s errors; a commit not acknowledged in time is a :class:`KafkaWriteTimeout`."""
+        timeout_ms = self.default_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = time.monotonic() + timeout_ms / 1000
+        try:
+            producer = self._transactional_producer(transactional_id, timeout_ms)
+        except kafka_errors.KafkaError as err:
+            raise ZombieFencingError(
+                f"initialising transactional id {transactional_id!r} on Kafka at {self.bootstrap_servers} failed: "
+                f"{describe_error(err)}"
+            ) from err
+        committed = False
+        try:
+            producer.begin_transaction()
+            remaining = max(int((deadline - time.monotonic()) * 1000), 0)
+            positions = self._send(topic, [(key, value, None) for key, value in records], remaining, producer)
+            _bounded(producer.commit_transaction, deadline, f"committing the transaction of {transactional_id!r}")
+            committed = True
+            return positions
+        except kafka_errors.KafkaError as err:
+            raise write_error(err)(
+                f"transaction of {transactional_id!r} on topic {topic!r} failed: {describe_error(err)}"
+            ) from err
+        finally:
+            if not committed:
+                with contextlib.suppress(Exception):
+                    _bounded(producer.abort_transaction, time.monotonic() + 1.0, "aborting")
+            producer.close(timeout=0 if not committed else max(deadline - time.monotonic(), 0))
+
+    # --- the send path -----------------------------------------------------------------------------------------
+
+    def _send(
+        self,
+        topic: str,
+        messages: Sequence[Message],
+        timeout_ms: int | None,
+        producer: KafkaProducer | None = None,
+    ) -> list[RecordPosition]:
+        """The one send path: place, send in order, flush, await every acknowledgement before the deadline (on the
+        shared producer, or ``producer``)."""
         if not messages:
             return []
         timeout_ms = self.default_timeout_ms if timeout_ms is None else timeout_ms
         deadline = time.monotonic() + timeout_ms / 1000
         count = self.partition_count(topic, max(int((deadline - time.monotonic()) * 1000), 0))
-        producer = self._producer_client()
+        producer = producer or self._producer_client()
         futures = []
         try:
             for key, value, headers in messages:
@@ -260,3 +351,24 @@ class InternalTopicWriter:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _bounded(call: Any, deadline: float, what: str) -> None:
+    """Run ``call`` (a kafka-python call without a timeout of its own) in a helper thread; raise kafka-python's
+    ``KafkaTimeoutError`` when it has not returned by ``deadline`` (``time.monotonic()``), or the error it raised."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as err:  # handed to the caller
+            outcome.append(err)
+
+    thread = threading.Thread(target=run, name=f"kafka-{what}", daemon=True)
+    thread.start()
+    thread.join(max(deadline - time.monotonic(), 0))
+    if not outcome:
+        raise kafka_errors.KafkaTimeoutError(f"{what} did not finish in time")
+    if outcome[0] is not None:
+        raise outcome[0]

@@ -30,6 +30,7 @@ from tests.integration.helpers import (
     read_topic,
     source_position,
     unique,
+    wait_state,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -121,3 +122,64 @@ def test_offsets_committed_without_records_are_where_the_sources_resume(
             b"line 2",
             b"line 3",
         ]
+
+
+class FirstOffset(HeartbeatProvider):
+    """Offsets-update form only, for a timer-mode connector that has no offset yet: asked with no offsets, it commits
+    the position after the first line of the connector's ``file`` (which does not exist yet)."""
+
+    def update_offsets(
+        self, connector: str, config: Mapping[str, object], offsets: Sequence[SourceOffset]
+    ) -> list[SourceOffset]:
+        if offsets:
+            return []
+        return [({"filename": str(config["file"])}, {"position": len(b"line 1\n")})]
+
+
+FIRST_OFFSET = FirstOffset()
+
+
+def test_timer_mode_commits_an_offset_before_the_connector_has_any(spark, connect, stack_settings, tmp_path, created):
+    """KIP-910's timer fires every interval per connector, also before its task has committed anything: the provider
+    is asked with no offsets, its offset is the connector's first, and the source starts from it."""
+    settings = job_settings(
+        stack_settings,
+        tmp_path,
+        **{
+            "heartbeat.interval.ms": "600000",  # only this test's connector (its own interval) is due
+            "heartbeat.records.topic": unique("kip910-timer-heartbeats"),
+            "heartbeat.providers": f"{FILE_SOURCE_CLASS}=tests.integration.test_heartbeat_offsets_connect:FIRST_OFFSET",
+        },
+    )
+    api = api_client(settings)
+    name, topic = unique("kip910-timer"), unique("kip910-timer-topic")
+    file = tmp_path / f"{name}.txt"  # not there yet: the task runs and commits nothing
+    config = {"heartbeat.interval.ms": str(INTERVAL_MS), "heartbeat.mode": "timer"}
+    connect.create_connector(name, file_source_config(name, file, topic, **config))
+    created.append(name)
+    wait_state(connect, name, "RUNNING", 1)
+    assert connect_offsets(connect, name) == []
+
+    def committed() -> bool:
+        # the first run arms the timer one interval after the connector became eligible; a later run fires it
+        assert run_job(heartbeats.HeartbeatsJob(), spark, settings, True, timeout_s=240) == 0
+        rows = api.get(f"/connectors/{name}/heartbeats?limit=100").get_json()["heartbeats"]
+        return any(row["outcome"] == "offsets_committed" for row in rows)
+
+    connect.wait_for(committed, WAIT_S * 2, interval=INTERVAL_MS / 1000, description="the timer fired")
+    connect.wait_for(
+        lambda: connect_offsets(connect, name) == [{"partition": {"filename": str(file)}, "offset": {"position": 7}}],
+        WAIT_S,
+        description="Connect reads the offset the timer committed",
+    )
+    assert topic_values(settings, settings.heartbeat_records_topic) == []  # nothing was produced
+
+    # Stopped, given its file, resumed: the source starts from the committed offset, after line 1.
+    assert connect.put(connect.connector_path(name, "stop"))[0] == 204
+    wait_state(connect, name, "STOPPED", 0)
+    append_lines(file, ["line 1", "line 2", "line 3"])
+    assert connect.put(connect.connector_path(name, "resume"))[0] == 202
+    connect.wait_for(
+        lambda: len(topic_values(settings, topic)) >= 2, WAIT_S, description=f"{name} read its file from the offset"
+    )
+    assert [v.strip(b'"') for v in topic_values(settings, topic)] == [b"line 2", b"line 3"]

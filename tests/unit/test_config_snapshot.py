@@ -14,9 +14,11 @@ from connect_state.formats.config import (
     resume_records,
     serialize_connector_config,
     serialize_target_state,
+    serialize_task_count,
     stop_records,
     target_state_key,
     task_config_records,
+    task_count_key,
 )
 from connect_state.formats.offsets import offset_key_bytes
 from tests.unit.helpers import topic_status_value
@@ -136,3 +138,40 @@ def test_source_offsets_state_from_rows_and_merged_rows() -> None:
     _state, _history, changes = offsets_fold.fold_connector_offsets(state, records)
     merged = offsets_fold.apply_current_rows(rows, changes)
     assert [(row["key"], row["listed"]) for row in merged] == [(key_b, True)]
+
+
+# --- KIP-618: task-count records and pending fencing (KafkaConfigBackingStore.processTaskCountRecord, ...) ----------
+
+
+def fencing(name: str, tasks: int) -> tuple[str, bytes]:
+    return (task_count_key(name), serialize_task_count(tasks))
+
+
+def test_no_task_count_record_before_exactly_once() -> None:
+    view = snapshot_of(*created("c", tasks=2)).connector("c")
+    assert (view.task_count_record, view.pending_fencing) == (None, True)
+
+
+def test_a_task_count_record_after_the_task_configs_clears_pending_fencing() -> None:
+    view = snapshot_of(*created("c", tasks=3), fencing("c", 3)).connector("c")
+    assert (view.task_count_record, view.pending_fencing) == (3, False)
+
+
+def test_stopping_after_a_fencing_makes_fencing_pending_again() -> None:
+    """``stop`` writes empty task configs and a commit: the 3 task producers fenced last time are due again."""
+    view = snapshot_of(*created("c", tasks=3), fencing("c", 3), *stop_records("c")).connector("c")
+    assert (view.task_count, view.task_count_record, view.pending_fencing) == (0, 3, True)
+
+
+def test_the_task_count_record_outlives_a_deletion() -> None:
+    """``processConnectorRemoval`` leaves ``connectorTaskCountRecords`` alone; a commit without a config (compacted
+    history) adds no pending fencing."""
+    records = [*created("c", tasks=2), fencing("c", 2), *delete_records("c"), *task_config_records("c", [{}])]
+    view = snapshot_of(*records).connector("c")
+    assert (view.exists, view.task_count_record, view.pending_fencing) == (False, 2, False)
+
+
+def test_a_task_count_record_in_the_wrong_format_is_ignored() -> None:
+    records = [*created("c", tasks=2), fencing("c", 2), *stop_records("c"), (task_count_key("c"), b'"two"')]
+    view = snapshot_of(*records).connector("c")
+    assert (view.task_count_record, view.pending_fencing) == (2, True)
