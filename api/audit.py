@@ -358,16 +358,8 @@ class AuditedWriter:
         self._note(topic, records, positions)
         return positions
 
-    def send_in_transaction(
-        self,
-        transactional_id: str,
-        topic: str,
-        records: Sequence[tuple[bytes, bytes | None]],
-        timeout_ms: int | None = None,
-    ) -> Any:
-        positions = list(app_resources().writer().send_in_transaction(transactional_id, topic, records, timeout_ms))
-        self._note(topic, records, positions, transactional_id=transactional_id)
-        return positions
+    def begin_transaction(self, transactional_id: str, timeout_ms: int | None = None) -> AuditedTransaction:
+        return AuditedTransaction(self, app_resources().writer().begin_transaction(transactional_id, timeout_ms))
 
     def fence_producers(self, transactional_ids: Sequence[str], timeout_ms: int | None = None) -> None:
         app_resources().writer().fence_producers(transactional_ids, timeout_ms)
@@ -394,6 +386,22 @@ class AuditedWriter:
 
     def close(self) -> None:  # the app's writer is closed by the app
         pass
+
+
+class AuditedTransaction:
+    """A transaction of the app's Kafka writer, noting each committed record (with its transactional id)."""
+
+    def __init__(self, writer: AuditedWriter, transaction: Any) -> None:
+        self.writer = writer
+        self.transaction = transaction
+
+    def commit(self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None) -> Any:
+        positions = list(self.transaction.commit(topic, records, timeout_ms))
+        self.writer._note(topic, records, positions, transactional_id=self.transaction.transactional_id)
+        return positions
+
+    def close(self) -> None:
+        self.transaction.close()
 
 
 class AuditedAdmin:

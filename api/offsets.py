@@ -85,7 +85,7 @@ from connect_state.api.connectors import connector_row, is_configured
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.fresh import fresh_connector, fresh_source_rows
 from connect_state.api.guards import checked_group
-from connect_state.api.resources import TableSource, get_admin, get_settings, get_tables, get_writer
+from connect_state.api.resources import OpenTransaction, TableSource, get_admin, get_settings, get_tables, get_writer
 from connect_state.connect.alter_offsets import AlterOffsetsRules, ModifyOffsetsRefused, SinkOffsets
 from connect_state.connect.connector_types import TypeBasis, connector_type_basis
 from connect_state.connect.exactly_once import offsets_transactional_id, zombie_fencing_ids
@@ -293,10 +293,11 @@ def _fence_zombie_source_tasks(name: str, row: Mapping[str, Any]) -> Mapping[str
     settings = get_settings()
     if not settings.exactly_once_source_support.enabled:
         return row
-    ids = zombie_fencing_ids(settings.connect_group_id, _stopped_view(name))
+    view = _stopped_view(name)
+    ids = zombie_fencing_ids(settings.connect_group_id, view)
     if not ids:
         log.debug("No zombie fencing needed for source connector %s", name)
-        return row
+        return view.row
     try:
         get_writer().fence_producers(ids, settings.api_kafka_write_timeout_ms)
     except KafkaWriteError as err:
@@ -315,34 +316,41 @@ def source_timeout_message(name: str, verb: str) -> str:
 
 
 def _write_source_offsets(name: str, config: Mapping[str, Any], pairs: list[OffsetPair], verb: str) -> None:
-    """``OffsetStorageWriter`` + ``ConnectorOffsetBackingStore.set`` for normalised pairs (spec §4.4)."""
+    """``OffsetStorageWriter`` + ``ConnectorOffsetBackingStore.set`` for normalised pairs (spec §4.4); with
+    exactly-once source support, the primary store's write is one transaction of task 0's transactional id, begun
+    (``initTransactions``) before anything is written."""
     settings = get_settings()
     writer = get_writer()
     timeout_ms = settings.api_kafka_write_timeout_ms
     records = [(offset_key_bytes(name, partition), serialize_offset_value(offset)) for partition, offset in pairs]
     stores = checked_stores(connector_offset_stores(settings.offset_storage_topic, config), settings)
-    transactional_id = (
-        offsets_transactional_id(settings.connect_group_id, name)
-        if settings.exactly_once_source_support.enabled
-        else None
-    )
-    for write in stores.writes(records):
-        try:
-            if transactional_id is not None and write.topic == stores.primary_topic:
-                # Worker.modifySourceConnectorOffsets: the connector store's write in one transaction of task 0's id
-                writer.send_in_transaction(transactional_id, write.topic, write.records, timeout_ms)
-            else:
-                writer.send(write.topic, write.records, timeout_ms)
-        except KafkaWriteError as err:
-            if write.best_effort:
-                log.warning("Failed to write offsets of connector %s to secondary backing store: %s", name, err)
-                continue
-            log.error("Failed to modify offsets for source connector %s: %s", name, err)
-            if isinstance(err, KafkaWriteTimeout) and not isinstance(err, KafkaUnavailableError):
-                raise ConnectRestException(500, source_timeout_message(name, verb)) from err
-            timed_out = isinstance(err, KafkaWriteTimeout)
-            message = source_modify_timeout_message if timed_out else source_modify_failed_message
-            raise ConnectRestException(500, message(name)) from err
+    transaction: OpenTransaction | None = None
+    try:
+        if settings.exactly_once_source_support.enabled:
+            transaction = writer.begin_transaction(
+                offsets_transactional_id(settings.connect_group_id, name), timeout_ms
+            )
+        for write in stores.writes(records):
+            try:
+                if transaction is not None and write.topic == stores.primary_topic:
+                    transaction.commit(write.topic, write.records, timeout_ms)
+                else:
+                    writer.send(write.topic, write.records, timeout_ms)
+            except KafkaWriteError as err:
+                if write.best_effort:
+                    log.warning("Failed to write offsets of connector %s to secondary backing store: %s", name, err)
+                    continue
+                raise
+    except KafkaWriteError as err:
+        log.error("Failed to modify offsets for source connector %s: %s", name, err)
+        if isinstance(err, KafkaWriteTimeout) and not isinstance(err, KafkaUnavailableError):
+            raise ConnectRestException(500, source_timeout_message(name, verb)) from err
+        timed_out = isinstance(err, KafkaWriteTimeout)
+        message = source_modify_timeout_message if timed_out else source_modify_failed_message
+        raise ConnectRestException(500, message(name)) from err
+    finally:
+        if transaction is not None:
+            transaction.close()
 
 
 def _modify_source_offsets(name: str, row: Mapping[str, Any], pairs: list[OffsetPair], verb: str) -> bool:

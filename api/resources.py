@@ -41,18 +41,23 @@ class TableSource(Protocol):
     ) -> list[dict[str, Any]]: ...
 
 
+class OpenTransaction(Protocol):
+    """A begun transaction (see :class:`connect_state.kafka.Transaction`): commit writes and commits; close aborts
+    what was not committed."""
+
+    def commit(
+        self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None
+    ) -> Any: ...
+
+    def close(self) -> None: ...
+
+
 class RecordWriter(Protocol):
     """What the views need from a Kafka writer (see :class:`connect_state.kafka.InternalTopicWriter`)."""
 
     def send(self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None) -> Any: ...
 
-    def send_in_transaction(
-        self,
-        transactional_id: str,
-        topic: str,
-        records: Sequence[tuple[bytes, bytes | None]],
-        timeout_ms: int | None = None,
-    ) -> Any: ...
+    def begin_transaction(self, transactional_id: str, timeout_ms: int | None = None) -> OpenTransaction: ...
 
     def fence_producers(self, transactional_ids: Sequence[str], timeout_ms: int | None = None) -> None: ...
 

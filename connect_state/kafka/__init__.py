@@ -34,7 +34,7 @@ from connect_state.kafka.errors import describe_error
 from connect_state.kafka.groups import ConsumerGroupAdmin, GroupPartition
 from connect_state.kafka.log import ConfigTopicTail, LogRecord, OffsetsCache, TopicLogReader, TopicOffsets
 from connect_state.kafka.partitioner import murmur2, partition_for_key, to_positive
-from connect_state.kafka.producer import InternalTopicWriter, Message, Record, RecordPosition
+from connect_state.kafka.producer import InternalTopicWriter, Message, Record, RecordPosition, Transaction
 from connect_state.kafka.reader import OffsetsTopicReader
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "TopicLogReader",
     "TopicNotFoundError",
     "TopicOffsets",
+    "Transaction",
     "describe_error",
     "kafka_python_config",
     "murmur2",

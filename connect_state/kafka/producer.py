@@ -20,9 +20,10 @@ What it guarantees (spec §1):
   keep working.
 * Exactly-once source connectors (KIP-618, :mod:`connect_state.connect.exactly_once`): :meth:`InternalTopicWriter.
   fence_producers` fences transactional ids as ``Admin.fenceProducers`` does (one ``InitProducerId`` each, through a
-  short-lived transactional producer), and :meth:`InternalTopicWriter.send_in_transaction` writes records in one
-  transaction of a short-lived producer with a given transactional id (as ``Worker.modifySourceConnectorOffsets``
-  does with task 0's). Both are bounded by their ``timeout_ms``.
+  short-lived transactional producer), and :meth:`InternalTopicWriter.begin_transaction` opens one transaction of a
+  short-lived producer with a given transactional id (as ``Worker.modifySourceConnectorOffsets`` does with task
+  0's), initialised before anything is written; :class:`Transaction` writes and commits it, or aborts it. All are
+  bounded by their ``timeout_ms``.
 * Every send goes through one send path: the records are sent in order (one request in flight per broker, so a
   retry cannot reorder them), flushed, and every acknowledgement is awaited within ``timeout_ms``. Failures raise
   the typed errors of :mod:`connect_state.errors`: :class:`KafkaWriteTimeout` (not acknowledged in time; a
@@ -204,30 +205,30 @@ class InternalTopicWriter:
 
     def _transactional_producer(self, transactional_id: str, timeout_ms: int) -> KafkaProducer:
         """A new producer with ``transactional_id`` (idempotent, as Connect's exactly-once producers are), its
-        ``init_transactions`` done: the id's earlier producers are fenced and their open transaction aborted."""
+        ``init_transactions`` done within ``timeout_ms``: the id's earlier producers are fenced and their open
+        transaction aborted. Raises kafka-python's errors."""
         self._check_open()
+        timeout_ms = max(timeout_ms, 1)
         config = self.producer_config()
         config.update(
             transactional_id=transactional_id,
             enable_idempotence=True,
-            max_block_ms=max(timeout_ms, 1),
+            max_block_ms=timeout_ms,
+            bootstrap_timeout_ms=timeout_ms,
             client_id=f"{self.client_id}-{transactional_id}",
         )
-        try:
-            producer = KafkaProducer(**config)
-        except kafka_errors.KafkaError as err:
-            raise unreachable(err, self.bootstrap_servers) from err
+        producer = KafkaProducer(**config)
         try:
             producer.init_transactions()
-        except Exception:
-            producer.close(timeout=0)
+        except BaseException:
+            _close_now(producer)
             raise
         return producer
 
     def fence_producers(self, transactional_ids: Sequence[str], timeout_ms: int | None = None) -> None:
         """Fence the producers of ``transactional_ids`` (``Admin.fenceProducers``): for each id, an ``InitProducerId``
         that bumps its epoch and aborts its open transaction. Raises :class:`ZombieFencingError` when the broker
-        refuses or does not answer one within ``timeout_ms`` (default ``api.kafka.write.timeout.ms``)."""
+        refuses or does not answer one within ``timeout_ms`` (default ``api.kafka.write.timeout.ms``, for all)."""
         timeout_ms = self.default_timeout_ms if timeout_ms is None else timeout_ms
         deadline = time.monotonic() + timeout_ms / 1000
         for transactional_id in transactional_ids:
@@ -235,47 +236,29 @@ class InternalTopicWriter:
             try:
                 if remaining <= 0:
                     raise kafka_errors.KafkaTimeoutError(f"no time left of {timeout_ms} ms")
-                self._transactional_producer(transactional_id, remaining).close(timeout=0)
-            except (kafka_errors.KafkaError, KafkaWriteError) as err:
+                _close_now(self._transactional_producer(transactional_id, remaining))
+            except kafka_errors.KafkaError as err:
                 raise ZombieFencingError(
                     f"fencing transactional id {transactional_id!r} on Kafka at {self.bootstrap_servers} failed: "
                     f"{describe_error(err)}"
                 ) from err
             log.info("Fenced the producers of transactional id %s", transactional_id)
 
-    def send_in_transaction(
-        self, transactional_id: str, topic: str, records: Sequence[Record], timeout_ms: int | None = None
-    ) -> list[RecordPosition]:
-        """:meth:`send` in one transaction of a new producer with ``transactional_id`` (``init_transactions`` fences
-        its earlier producers first), committed before returning; on a failure the transaction is aborted when it
-        can be. Raises :class:`ZombieFencingError` when the transactional producer cannot be initialised (nothing is
-        written), else :meth:`send`'s errors; a commit not acknowledged in time is a :class:`KafkaWriteTimeout`."""
+    def begin_transaction(self, transactional_id: str, timeout_ms: int | None = None) -> Transaction:
+        """A transaction of a new producer with ``transactional_id``, begun: ``init_transactions`` (which fences the
+        id's earlier producers) is done before anything is written, as ``Worker.modifySourceConnectorOffsets`` does.
+        Raises :class:`ZombieFencingError` when it cannot be (nothing is written). Use it as a context manager:
+        :meth:`Transaction.commit` writes and commits; leaving without a commit aborts and closes."""
         timeout_ms = self.default_timeout_ms if timeout_ms is None else timeout_ms
-        deadline = time.monotonic() + timeout_ms / 1000
         try:
             producer = self._transactional_producer(transactional_id, timeout_ms)
+            producer.begin_transaction()
         except kafka_errors.KafkaError as err:
             raise ZombieFencingError(
                 f"initialising transactional id {transactional_id!r} on Kafka at {self.bootstrap_servers} failed: "
                 f"{describe_error(err)}"
             ) from err
-        committed = False
-        try:
-            producer.begin_transaction()
-            remaining = max(int((deadline - time.monotonic()) * 1000), 0)
-            positions = self._send(topic, [(key, value, None) for key, value in records], remaining, producer)
-            _bounded(producer.commit_transaction, deadline, f"committing the transaction of {transactional_id!r}")
-            committed = True
-            return positions
-        except kafka_errors.KafkaError as err:
-            raise write_error(err)(
-                f"transaction of {transactional_id!r} on topic {topic!r} failed: {describe_error(err)}"
-            ) from err
-        finally:
-            if not committed:
-                with contextlib.suppress(Exception):
-                    _bounded(producer.abort_transaction, time.monotonic() + 1.0, "aborting")
-            producer.close(timeout=0 if not committed else max(deadline - time.monotonic(), 0))
+        return Transaction(self, transactional_id, producer)
 
     # --- the send path -----------------------------------------------------------------------------------------
 
@@ -372,3 +355,73 @@ def _bounded(call: Any, deadline: float, what: str) -> None:
         raise kafka_errors.KafkaTimeoutError(f"{what} did not finish in time")
     if outcome[0] is not None:
         raise outcome[0]
+
+
+def _close_now(producer: KafkaProducer) -> None:
+    """Close a short-lived producer without waiting (its records are acknowledged or abandoned already); a flush
+    that cannot finish in no time is not an error here."""
+    try:
+        producer.close(timeout=0)
+    except Exception:
+        log.debug("closing a transactional producer", exc_info=True)
+
+
+class Transaction:
+    """One begun transaction of a short-lived transactional producer (:meth:`InternalTopicWriter.begin_transaction`).
+
+    :meth:`commit` sends records through the writer's one send path and commits, within its ``timeout_ms``. Closing
+    (or leaving the ``with`` block) without a commit aborts; when the abort cannot be confirmed at once, the id is
+    initialised again (which makes the broker abort it), so no open transaction holds up ``read_committed`` readers.
+    """
+
+    def __init__(self, writer: InternalTopicWriter, transactional_id: str, producer: KafkaProducer) -> None:
+        self.writer = writer
+        self.transactional_id = transactional_id
+        self._producer: KafkaProducer | None = producer
+        self.committed = False
+
+    def commit(self, topic: str, records: Sequence[Record], timeout_ms: int | None = None) -> list[RecordPosition]:
+        """Write ``records`` to ``topic`` (as :meth:`InternalTopicWriter.send`) and commit; raises the same typed
+        errors, a commit not acknowledged in time being a :class:`KafkaWriteTimeout` (outcome unknown)."""
+        if self._producer is None or self.committed:
+            raise KafkaWriteError(f"the transaction of {self.transactional_id!r} is closed")
+        timeout_ms = self.writer.default_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = time.monotonic() + timeout_ms / 1000
+        messages: list[Message] = [(key, value, None) for key, value in records]
+        positions = self.writer._send(topic, messages, timeout_ms, self._producer)
+        try:
+            _bounded(self._producer.commit_transaction, deadline, f"committing {self.transactional_id}")
+        except kafka_errors.KafkaError as err:
+            raise write_error(err)(
+                f"commit of the transaction of {self.transactional_id!r} on topic {topic!r} failed: "
+                f"{describe_error(err)}"
+            ) from err
+        self.committed = True
+        return positions
+
+    def close(self) -> None:
+        """Abort unless committed, then close the producer (idempotent)."""
+        producer, self._producer = self._producer, None
+        if producer is None:
+            return
+        aborted = self.committed
+        if not self.committed:
+            try:
+                _bounded(producer.abort_transaction, time.monotonic() + 1.0, f"aborting {self.transactional_id}")
+                aborted = True
+            except Exception:
+                log.warning("could not abort the transaction of %s at once", self.transactional_id, exc_info=True)
+        _close_now(producer)
+        if not aborted:
+            try:
+                self.writer.fence_producers([self.transactional_id])
+            except ZombieFencingError:
+                log.warning(
+                    "the transaction of %s stays open until the broker's transaction timeout", self.transactional_id
+                )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

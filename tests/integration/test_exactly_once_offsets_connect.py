@@ -4,13 +4,15 @@ A worker of its own Connect cluster runs with ``exactly.once.source.support=enab
 ``testAlterSourceConnectorOffsetsExactlyOnceSupportEnabled`` and ``testResetSourceConnectorOffsetsExactlyOnceSupport
 Enabled``, spec §7.2). Its leader writes a ``tasks-fencing-<name>`` record when the source first starts, so once the
 source is stopped a round of zombie fencing is due before its offsets may change. A zombie, a transactional producer
-with the task's transactional id and an open transaction, is fenced by our PATCH: its transaction is aborted and its
-commit refused. Our offsets are then honoured by the worker (its own ``GET /offsets``, and the position the source
+with the transactional id of a task the last fencing record counts and an open transaction, is fenced by our PATCH:
+its transaction is aborted and its commit refused; our offsets are written in a transaction (a commit marker follows
+them). Our offsets are then honoured by the worker (its own ``GET /offsets``, and the position the source
 resumes from). When the broker refuses the fencing, our answer is Connect's 500 and nothing is written.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,8 @@ from connect_state.connect.rest import ZOMBIE_FENCING_FAILED, offsets_success_me
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.dev.local_stack import ConnectWorker
+from connect_state.formats.config import serialize_task_count, task_count_key
+from connect_state.kafka import InternalTopicWriter
 from tests.integration.helpers import api_client, connect_offsets, job_settings, unique, wait_state
 
 pytestmark = [pytest.mark.integration]
@@ -47,7 +51,9 @@ def committed_values(bootstrap: str, topic: str) -> list[str]:
         consumer.seek_to_beginning(partition)
         end = consumer.end_offsets([partition])[partition]  # the last stable offset under read_committed
         values: list[str] = []
+        deadline = time.monotonic() + WAIT_S
         while consumer.position(partition) < end:
+            assert time.monotonic() < deadline, f"could not read {topic} to offset {end}"
             for records in consumer.poll(timeout_ms=1000).values():
                 values.extend(record.value.decode() for record in records)
         return values
@@ -93,10 +99,14 @@ def test_offsets_change_after_zombie_fencing_and_in_a_transaction(eos_worker, tm
     wait_state(connect, source, "RUNNING", 1)
     connect.wait_for(lambda: position(connect, source, source_file) == {"position": 8}, WAIT_S, description="at 8")
     assert committed_values(bootstrap, topic) == ["a", "b", "c", "d"]
+    # As if the connector had run 2 tasks before: the leader's last fencing round recorded 2 task producers (the one
+    # task of a FileStream source never uses task 1's transactional id, so only the fencing round can fence it).
+    with InternalTopicWriter(settings) as writer:
+        writer.send(worker.config_topic, [(task_count_key(source).encode(), serialize_task_count(2))])
     stop(connect, source)
 
-    # A zombie of task 0: a producer with the task's transactional id, holding an open transaction.
-    transactional_id = f"{worker.group_id}-{source}-0"
+    # A zombie of task 1: a producer with that task's transactional id, holding an open transaction.
+    transactional_id = f"{worker.group_id}-{source}-1"
     zombie = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=transactional_id)
     try:
         zombie.init_transactions()
@@ -104,8 +114,12 @@ def test_offsets_change_after_zombie_fencing_and_in_a_transaction(eos_worker, tm
         zombie.send(topic, value=b"zombie", partition=0).get(timeout=30)
 
         body = {"offsets": [{"partition": {"filename": str(source_file)}, "offset": {"position": 4}}]}
+        before = end_offsets(bootstrap, worker.offset_topic)
         response = api.patch(f"/connectors/{source}/offsets", json=body)
         assert (response.status_code, response.get_json()) == (200, {"message": ALTERED})
+        # One offset record and the transaction's commit marker.
+        after = end_offsets(bootstrap, worker.offset_topic)
+        assert sum(after.values()) - sum(before.values()) == 2, (before, after)
 
         # Fenced: its transaction was aborted (read_committed never shows it) and it can no longer commit.
         with pytest.raises(kafka_errors.KafkaError) as fenced:
@@ -144,6 +158,6 @@ def test_offsets_change_after_zombie_fencing_and_in_a_transaction(eos_worker, tm
     assert response.status_code == 500
     message = response.get_json()["message"]
     assert message.startswith(ZOMBIE_FENCING_FAILED)
-    assert transactional_id in message and "no offsets were written" in message
+    assert f"'{worker.group_id}-{source}-0'" in message and "no offsets were written" in message
     assert end_offsets(bootstrap, worker.offset_topic) == before
     connect.delete_connector(source)

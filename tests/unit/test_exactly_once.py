@@ -92,7 +92,8 @@ def test_a_wrong_setting_says_what_is_allowed() -> None:
         load_settings(overrides={"exactly.once.source.support": "yes"}, environ={})
 
 
-def test_the_defaults_are_connects() -> None:
+def test_the_defaults_follow_connects_sample_worker_config() -> None:
+    """Connect's ``group.id`` has no default: ``connect-cluster`` is ``config/connect-distributed.properties``'."""
     settings = load_settings(environ={})
     assert settings.connect_group_id == "connect-cluster"
     assert settings.exactly_once_source_support is ExactlyOnceSourceSupport.DISABLED
