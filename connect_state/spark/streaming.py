@@ -96,13 +96,28 @@ class Task(Protocol):
         ...
 
 
+def _last_batch_id(query: StreamingQuery) -> int | None:
+    progress = query.lastProgress
+    if progress is None:
+        return None
+    batch = progress.get("batchId") if isinstance(progress, dict) else getattr(progress, "batchId", None)
+    return batch if isinstance(batch, int) else None
+
+
 def stop_between_batches(query: StreamingQuery, timeout_s: float = 120.0) -> None:
-    """Stop ``query`` once its current micro-batch (if any) has finished, so no batch is interrupted halfway (the
-    writes are idempotent either way); waits at most ``timeout_s``.
+    """Stop ``query`` at the end of its current micro-batch (if any), so no batch is interrupted halfway (the writes
+    are idempotent either way); waits at most ``timeout_s``.
+
+    The end of a batch is seen as a gap between triggers or, for a query whose batches run back to back (a batch
+    longer than its trigger interval, or timeouts due at every batch), as a new ``batchId`` in its last progress: the
+    next batch has then only just started planning, before any write, and is planned again on the next start.
     """
     deadline = time.monotonic() + timeout_s
+    started_with = _last_batch_id(query)
     while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
-        time.sleep(0.2)
+        if _last_batch_id(query) != started_with:
+            break
+        time.sleep(0.05)
     query.stop()
 
 

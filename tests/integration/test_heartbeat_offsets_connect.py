@@ -139,7 +139,6 @@ class FirstOffset(HeartbeatProvider):
 FIRST_OFFSET = FirstOffset()
 
 
-@pytest.mark.slow
 def test_timer_mode_commits_an_offset_before_the_connector_has_any(spark, connect, stack_settings, tmp_path, created):
     """KIP-910's timer fires every interval per connector, also before its task has committed anything: the provider
     is asked with no offsets, its offset is the connector's first, and the source starts from it. The continuous job

@@ -354,5 +354,30 @@ def test_a_query_interrupted_by_a_stop_on_request_still_counts_as_stopped(monkey
     assert query.stopped_while_busy is True
 
 
+class BackToBackQuery(FakeQuery):
+    """Batches run back to back (the trigger is always active); each ``batch_s`` a new progress appears."""
+
+    def __init__(self, batch_s: float) -> None:
+        super().__init__(busy_s=3600.0)
+        self.started = time.monotonic()
+        self.batch_s = batch_s
+
+    @property
+    def lastProgress(self) -> dict:  # type: ignore[override]
+        return {"batchId": int((time.monotonic() - self.started) / self.batch_s)}
+
+    def stop(self) -> None:
+        # the batch that finished is whole; the one starting is interrupted before it wrote anything
+        self.stopped_after = time.monotonic() - self.started
+        self.active = False
+
+
+def test_a_query_whose_batches_run_back_to_back_stops_after_the_current_batch() -> None:
+    query = BackToBackQuery(batch_s=0.3)
+    streaming.stop_between_batches(query, timeout_s=30.0)  # type: ignore[arg-type]
+    assert query.isActive is False
+    assert 0.3 <= query.stopped_after < 1.0  # at the first batch end, not at the timeout
+
+
 def test_a_query_that_fails_by_itself_fails_its_task() -> None:
     assert QueryTask(FakeQuery(fails=True), poll_seconds=0.05).run(threading.Event()) == 1  # type: ignore[arg-type]
