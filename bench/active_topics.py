@@ -239,7 +239,7 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
         cluster, "bench-status", work.records, PARTITIONS, args.replication_factor, topics, report_fill=True
     )
 
-    spark = bench_session(work_dir, args.master, "connect-state-bench-active-topics")
+    spark = bench_session(work_dir, args.master, "connect-state-bench-active-topics", args.conf)
     try:
         if args.warmup_records:
             warm = make_workload(args, args.warmup_records, args.seed + 1)

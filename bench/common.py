@@ -72,6 +72,13 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     parser.add_argument("--job-timeout", type=float, default=1800.0, help="longest wait for one job run, s (1800)")
     parser.add_argument("--work-dir", type=Path, help="parent of the run's temporary directory (default: system temp)")
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an extra Spark setting of the run's session, to measure a lever before it is kept (repeatable)",
+    )
 
 
 def client_config(settings: Settings, defaults: dict[str, Any]) -> dict[str, Any]:
@@ -249,14 +256,20 @@ def kafka_cluster(settings: Settings, bootstrap_servers: str | None, work_dir: P
 # --- Spark: session, the two measurements ----------------------------------------------------------------------------
 
 
-def bench_session(work_dir: Path, master: str, app_name: str) -> SparkSession:
-    """The one SparkSession of the run: the tests' settings with the production JIT, scratch space in ``work_dir``;
-    prints the machine it runs on (:func:`machine_lines`)."""
+def bench_session(work_dir: Path, master: str, app_name: str, extra: Sequence[str] = ()) -> SparkSession:
+    """The one SparkSession of the run: the tests' settings with the production JIT, scratch space in ``work_dir``,
+    then ``extra`` (``KEY=VALUE``, from ``--conf``); prints the machine it runs on (:func:`machine_lines`)."""
     conf = {
         **BENCH_SPARK_CONF,
         "spark.sql.warehouse.dir": str(work_dir / "spark-warehouse"),
         "spark.local.dir": str(work_dir / "spark-local"),
     }
+    for item in extra:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise BenchError(f"--conf expects KEY=VALUE, got {item!r}")
+        conf[key.strip()] = value.strip()
+        print(f"extra Spark setting: {key.strip()}={value.strip()}", flush=True)
     spark = build_session(app_name, master, conf)
     spark.sparkContext.setLogLevel("ERROR")
     for line in machine_lines(spark, master):

@@ -587,7 +587,7 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
     )
 
     with contextlib.ExitStack() as stack:
-        spark = bench_session(work_dir, args.master, "connect-state-bench-offsets")
+        spark = bench_session(work_dir, args.master, "connect-state-bench-offsets", args.conf)
         stack.callback(spark.stop)
         if args.warmup_records:
             warm = make_workload(args, args.warmup_records, min(args.connectors, 50), args.seed + 1)

@@ -136,7 +136,7 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
     job, partitions, prefix = JOBS[args.job]
     records = initial_records(args)
     topic = new_topic(cluster, prefix, records, partitions, args.replication_factor, topics, report_fill=True)
-    spark = bench_session(work_dir, args.master, "connect-state-bench-small-batch")
+    spark = bench_session(work_dir, args.master, "connect-state-bench-small-batch", args.conf)
     settings = job.settings(cluster, work_dir, topic, "job").with_overrides(**{"trigger.interval": args.trigger})
     rng = random.Random(args.seed + 7)
     try:
