@@ -270,13 +270,9 @@ def _request_body() -> object:
         raise ConnectRestException(400, f"Request body is not valid JSON: {err}") from None
 
 
-def _stopped_connector(name: str) -> Mapping[str, Any]:
+def _stopped_connector(name: str) -> ConnectorConfigView:
     """``modifyConnectorOffsetsChecks`` on the config topic read to its end now: 404 unless the connector has a config;
-    400 unless STOPPED with no committed tasks. The connector's ``connectors``-shaped row (type, class, config)."""
-    return _stopped_view(name).row
-
-
-def _stopped_view(name: str) -> ConnectorConfigView:
+    400 unless STOPPED with no committed tasks. The connector's view (``row``: its ``connectors``-shaped row)."""
     view = fresh_connector(name)
     if not view.exists:
         raise ConnectRestException(404, connector_not_found_message(name))
@@ -285,15 +281,14 @@ def _stopped_view(name: str) -> ConnectorConfigView:
     return view
 
 
-def _fence_zombie_source_tasks(name: str, row: Mapping[str, Any]) -> Mapping[str, Any]:
+def _fence_zombie_source_tasks(name: str, view: ConnectorConfigView) -> Mapping[str, Any]:
     """With exactly-once source support enabled (``exactly.once.source.support``), before a source connector's offsets
     change: a round of zombie fencing (:func:`~connect_state.connect.exactly_once.zombie_fencing_ids`), then the
     checks again (``DistributedHerder.modifyConnectorOffsets``). A failed fencing is Connect's 500, plus why and what
     to do; nothing is written. Returns the connector's row as of the last check."""
     settings = get_settings()
     if not settings.exactly_once_source_support.enabled:
-        return row
-    view = _stopped_view(name)
+        return view.row
     ids = zombie_fencing_ids(settings.connect_group_id, view)
     if not ids:
         log.debug("No zombie fencing needed for source connector %s", name)
@@ -303,7 +298,7 @@ def _fence_zombie_source_tasks(name: str, row: Mapping[str, Any]) -> Mapping[str
     except KafkaWriteError as err:
         log.error("%s (connector %s)", ZOMBIE_FENCING_FAILED, name, exc_info=err)
         raise ConnectRestException(500, zombie_fencing_failed_message(name, str(err))) from err
-    return _stopped_connector(name)
+    return _stopped_connector(name).row
 
 
 def source_timeout_message(name: str, verb: str) -> str:
@@ -416,7 +411,8 @@ def alter_connector_offsets(connector: str) -> Response:
         pairs = parse_offsets_request(_request_body())
     except BadOffsetsRequest as err:
         raise ConnectRestException(400, err.message) from None  # Connect: 500 for Jackson's errors
-    row = _stopped_connector(connector)
+    view = _stopped_connector(connector)
+    row = view.row
     kind, basis = _connector_type(connector, row)
     if kind == ConnectorType.SINK:
         try:
@@ -425,7 +421,7 @@ def alter_connector_offsets(connector: str) -> Response:
             raise ConnectRestException(err.status, err.message) from None
         managed = _alter_sink_offsets(connector, row, offsets)
     else:
-        row = _fence_zombie_source_tasks(connector, row)
+        row = _fence_zombie_source_tasks(connector, view)
         managed = _modify_source_offsets(connector, row, pairs, f"PATCH /connectors/{connector}/offsets")
     return _with_type(jsonify({"message": offsets_success_message("altered", managed)}), kind, basis)
 
@@ -433,12 +429,13 @@ def alter_connector_offsets(connector: str) -> Response:
 @bp.delete("/<connector>/offsets")
 def reset_connector_offsets(connector: str) -> Response:
     """``DELETE /connectors/<name>/offsets`` (``ConnectorsResource.resetConnectorOffsets``)."""
-    row = _stopped_connector(connector)
+    view = _stopped_connector(connector)
+    row = view.row
     kind, basis = _connector_type(connector, row)
     if kind == ConnectorType.SINK:
         managed = _reset_sink_offsets(connector, row)
     else:
-        row = _fence_zombie_source_tasks(connector, row)
+        row = _fence_zombie_source_tasks(connector, view)
         settings = get_settings()
         stores = checked_stores(connector_offset_stores(settings.offset_storage_topic, _config(row)), settings)
         rows = fresh_source_rows(connector, stores)

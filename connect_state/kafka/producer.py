@@ -252,8 +252,15 @@ class InternalTopicWriter:
         timeout_ms = self.default_timeout_ms if timeout_ms is None else timeout_ms
         try:
             producer = self._transactional_producer(transactional_id, timeout_ms)
+        except kafka_errors.KafkaError as err:
+            raise ZombieFencingError(
+                f"initialising transactional id {transactional_id!r} on Kafka at {self.bootstrap_servers} failed: "
+                f"{describe_error(err)}"
+            ) from err
+        try:
             producer.begin_transaction()
         except kafka_errors.KafkaError as err:
+            _close_now(producer)
             raise ZombieFencingError(
                 f"initialising transactional id {transactional_id!r} on Kafka at {self.bootstrap_servers} failed: "
                 f"{describe_error(err)}"

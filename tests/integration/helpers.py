@@ -140,12 +140,17 @@ def produce_values(bootstrap: str, topic: str, records: Sequence[tuple[int, byte
 
 
 def read_topic(
-    bootstrap: str, topic: str, partitions: Sequence[int] | None = None, timeout_s: float = 60.0
+    bootstrap: str,
+    topic: str,
+    partitions: Sequence[int] | None = None,
+    timeout_s: float = 60.0,
+    isolation_level: str = "read_uncommitted",
 ) -> list[Any]:
     """Every record of ``topic`` (of its ``partitions``, default all), from the beginning up to the end offsets at the
     call, in the order polled (each partition's in offset order); fails after ``timeout_s``. A topic that does not
-    exist (nothing was ever produced to it, with auto-creation off) has no records."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    exist (nothing was ever produced to it, with auto-creation off) has no records. With ``read_committed``, records
+    of open and aborted transactions are left out (and the end is the last stable offset)."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, isolation_level=isolation_level)
     try:
         # partitions_for_topic asks the broker when its cache lacks the topic: empty means there is no such topic
         numbers = sorted(consumer.partitions_for_topic(topic)) if partitions is None else partitions

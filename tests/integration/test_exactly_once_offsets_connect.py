@@ -12,7 +12,6 @@ resumes from). When the broker refuses the fencing, our answer is Connect's 500 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.dev.local_stack import ConnectWorker
 from connect_state.formats.config import serialize_task_count, task_count_key
 from connect_state.kafka import InternalTopicWriter
-from tests.integration.helpers import api_client, connect_offsets, job_settings, unique, wait_state
+from tests.integration.helpers import api_client, connect_offsets, job_settings, read_topic, unique, wait_state
 
 pytestmark = [pytest.mark.integration]
 WAIT_S = 90.0
@@ -40,25 +39,8 @@ def eos_worker(extra_connect_worker) -> Iterator[ConnectWorker]:
 
 
 def committed_values(bootstrap: str, topic: str) -> list[str]:
-    """Every committed value of the one-partition ``topic`` (``read_committed``: aborted and open transactions'
-    records are not returned)."""
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False, isolation_level="read_committed", group_id=None
-    )
-    try:
-        partition = TopicPartition(topic, 0)
-        consumer.assign([partition])
-        consumer.seek_to_beginning(partition)
-        end = consumer.end_offsets([partition])[partition]  # the last stable offset under read_committed
-        values: list[str] = []
-        deadline = time.monotonic() + WAIT_S
-        while consumer.position(partition) < end:
-            assert time.monotonic() < deadline, f"could not read {topic} to offset {end}"
-            for records in consumer.poll(timeout_ms=1000).values():
-                values.extend(record.value.decode() for record in records)
-        return values
-    finally:
-        consumer.close()
+    """Every committed value of ``topic`` (``read_committed``: aborted and open transactions' records are left out)."""
+    return [record.value.decode() for record in read_topic(bootstrap, topic, isolation_level="read_committed")]
 
 
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
