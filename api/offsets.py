@@ -90,6 +90,7 @@ from connect_state.connect.alter_offsets import AlterOffsetsRules, ModifyOffsets
 from connect_state.connect.connector_types import TypeBasis, connector_type_basis
 from connect_state.connect.exactly_once import offsets_transactional_id, zombie_fencing_ids
 from connect_state.connect.offset_stores import (
+    ConnectorOffsetStores,
     connector_consumer_group,
     connector_offset_stores,
     listed_partitions,
@@ -227,10 +228,21 @@ def _json(body: object, status: int = 200) -> Response:
     return Response(jsonconv.dumps(body), status=status, mimetype="application/json")
 
 
+SOURCE_ROW_COLUMNS = ("offsets_topic", "key", "value", "listed")
+
+
 def _source_rows(tables: TableSource, name: str) -> list[dict[str, Any]]:
-    return tables.rows(
-        SOURCE_OFFSETS, filters=[("connector", "=", name)], columns=["offsets_topic", "key", "value", "listed"]
-    )
+    return tables.rows(SOURCE_OFFSETS, filters=[("connector", "=", name)], columns=list(SOURCE_ROW_COLUMNS))
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_offsets_body(name: str, stores: ConnectorOffsetStores, rows: tuple[tuple[Any, ...], ...]) -> str:
+    """The JSON body of a source connector's ``GET /offsets`` from its rows (as tuples of
+    :data:`SOURCE_ROW_COLUMNS`). Kept for the same rows and stores: parsing every key and value of a connector with
+    many partitions is most of the answer's cost, and its rows change only when the offsets job commits (issue 11 §5).
+    """
+    row_dicts = [dict(zip(SOURCE_ROW_COLUMNS, row, strict=True)) for row in rows]
+    return jsonconv.dumps(connector_offsets(source_connector_offsets(name, row_dicts, stores)))
 
 
 @bp.get("/<connector>/offsets")
@@ -245,8 +257,9 @@ def get_connector_offsets(connector: str) -> Response:
         rows = tables.rows(SINK_OFFSETS, filters=[("group_id", "=", group)], columns=["topic", "partition", "offset"])
         return _with_type(_json(connector_offsets(sink_connector_offsets(rows))), kind, basis)
     stores = connector_offset_stores(get_settings().offset_storage_topic, config)
-    entries = source_connector_offsets(connector, _source_rows(tables, connector), stores)
-    return _with_type(_json(connector_offsets(entries)), kind, basis)
+    rows = tuple(tuple(row[column] for column in SOURCE_ROW_COLUMNS) for row in _source_rows(tables, connector))
+    body = _source_offsets_body(connector, stores, rows)
+    return _with_type(Response(body, status=200, mimetype="application/json"), kind, basis)
 
 
 # --- modifying ------------------------------------------------------------------------------------------------------

@@ -8,6 +8,12 @@ can be any) and reloads the table's rows only when the version moved.
 Between commits the rows are served from an in-memory Arrow snapshot per table, filtered with ``pyarrow.compute``
 (reopening and scanning the table on every request cost 15-20 ms; Connect answers from memory too). Snapshots are
 immutable and shared by the request threads; refreshing one is serialised per table.
+
+Turning Arrow rows into Python dicts (``to_pylist``) is most of a read's cost, so the dicts are kept with the
+snapshot they came from: a connector's rows (an equality filter on a string column) the first time they are asked
+for, and every row of a small table (at most :data:`ROW_CACHE_MAX_ROWS`, e.g. ``watermarks``, read on every GET for
+the lag header). A read returns fresh dicts (copies of the kept ones), so callers may modify what they get; a new
+table version drops what was kept for the old one (issue 11 §5).
 """
 
 from __future__ import annotations
@@ -95,6 +101,12 @@ _COMPARISONS = {
 
 _NO_ROWS = pa.array([], pa.int64())
 
+ROW_CACHE_MAX_ROWS = 10_000
+"""A table with at most this many rows keeps all of them as dicts for reads without filters (see the module doc)."""
+VALUE_CACHE_MAX_VALUES = 20_000
+"""At most this many values (connectors) of one column keep their rows as dicts per snapshot; others are read
+through Arrow each time (bounds the memory of a table with many keys per connector)."""
+
 
 def filter_expression(filters: Sequence[Filter]) -> pc.Expression:
     """The pyarrow expression of ANDed ``(column, op, value)`` filters (the ops of deltalake's DNF filters)."""
@@ -125,6 +137,10 @@ class TableReader:
         self._locks_guard = threading.Lock()
         # (table, column) -> (the snapshot's data, value -> row numbers): see _filtered
         self._indexes: dict[tuple[str, str], tuple[pa.Table, dict[str, pa.Array]]] = {}
+        # (table, column) -> (the snapshot's data, value -> that value's rows as dicts of every column): see rows
+        self._value_rows: dict[tuple[str, str], tuple[pa.Table, dict[str, list[dict[str, Any]]]]] = {}
+        # table -> (the snapshot's data, every row as a dict of every column), for small tables: see rows
+        self._all_rows: dict[str, tuple[pa.Table, list[dict[str, Any]]]] = {}
 
     def path(self, spec: TableSpec) -> Location:
         return self.delta_root / spec.name
@@ -199,9 +215,42 @@ class TableReader:
     ) -> list[dict[str, Any]]:
         """The rows matching every filter, as dicts of the requested columns (default: all of the spec's)."""
         data = self.snapshot(spec)
+        kept = self._kept_rows(spec, data, filters or ())
+        if kept is not None:
+            names = list(columns) if columns is not None else spec.column_names
+            return [{name: row[name] for name in names} for row in kept]
         if filters:
             data = self._filtered(spec, data, filters)
         return data.select(list(columns) if columns is not None else spec.column_names).to_pylist()
+
+    def _kept_rows(self, spec: TableSpec, data: pa.Table, filters: Sequence[Filter]) -> list[dict[str, Any]] | None:
+        """The snapshot's rows as dicts, kept with it, when the read is one a cache serves (see the module doc): one
+        equality filter on a string column, or no filter on a small table; None otherwise (read through Arrow)."""
+        if not filters:
+            if data.num_rows > ROW_CACHE_MAX_ROWS:
+                return None
+            cached = self._all_rows.get(spec.name)
+            if cached is None or cached[0] is not data:
+                cached = (data, data.select(spec.column_names).to_pylist())
+                self._all_rows[spec.name] = cached
+            return cached[1]
+        if len(filters) != 1:
+            return None
+        column, op, value = filters[0]
+        if op not in ("=", "==") or not isinstance(value, str):
+            return None
+        if not pa.types.is_string(data.schema.field(column).type):
+            return None
+        by_value = self._value_rows.get((spec.name, column))
+        if by_value is None or by_value[0] is not data:
+            by_value = (data, {})
+            self._value_rows[(spec.name, column)] = by_value
+        rows = by_value[1].get(value)
+        if rows is None:
+            rows = self._filtered(spec, data, filters).select(spec.column_names).to_pylist()
+            if len(by_value[1]) < VALUE_CACHE_MAX_VALUES:
+                by_value[1][value] = rows
+        return rows
 
     def _filtered(self, spec: TableSpec, data: pa.Table, filters: Sequence[Filter]) -> pa.Table:
         """``data`` filtered; a string column's equality (a connector's name, a group) goes through an index of the

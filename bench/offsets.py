@@ -22,7 +22,15 @@ serves them. (c) ``GET /connectors/<name>/offsets`` is sent ``--requests`` times
 to our API and to Connect (sequential, one keep-alive connection to each, after a warm-up); every answer of both is
 checked against the expected offsets (``api check: OK``), and p50/p99 latencies are reported.
 
-The last line holds the ratios: the job's time over the raw read's, and our p50 and p99 over Connect's.
+(d) Then the concurrent load of issue 11 §5 (:mod:`bench.http_load`): for each of ``GET /connectors/<name>/status``,
+``/topics`` and ``/offsets`` and each ``--clients`` count (4 and 8), that many client processes send keep-alive
+GETs over the connectors in a closed loop for ``--load-seconds`` (10), to our API, then to Connect; requests per
+second and p50/p99 latencies are reported, with the resident memory of our API's processes afterwards. Before the
+load, our ``/status`` and ``/topics`` answers for a sample of connectors are compared with Connect's (the oracle),
+and ``jobs.active_topics`` (AvailableNow) folds the worker's status topic so ``/topics`` reads a real table.
+
+The last line holds the ratios: the job's time over the raw read's, our p50 and p99 over Connect's, and, per path and
+client count, our requests per second over Connect's.
 
 Without ``--bootstrap-servers`` a temporary KRaft broker is started on free loopback ports with its data in the work
 directory. The worker, the API and the broker are stopped and the work directory removed at the end, also on error,
@@ -58,6 +66,7 @@ from connect_state.dev.filestream import file_source_config
 from connect_state.dev.local_stack import ConnectWorker, free_port, tail, terminate_process_group
 from connect_state.formats.offsets import offset_key_bytes, serialize_offset_value
 from connect_state.settings import Settings, add_config_arguments
+from connect_state.spark import active_topics as topics_job
 from connect_state.spark import connector_states as states_job
 from connect_state.spark import source_offsets as offsets_job
 from connect_state.tables import CONNECTORS, REJECTED_RECORDS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY
@@ -79,6 +88,7 @@ from bench.common import (
     run_rounds,
     warm_up,
 )
+from bench.http_load import LoadResult, run_load
 
 PARTITIONS = 25
 """Connect's default partition count for ``connect-offsets`` (``offset.storage.partitions``)."""
@@ -355,6 +365,7 @@ class ApiProcess:
         }
         for key, value in overrides.items():
             command += ["--set", f"{key}={value}"]
+        command += ["--workers", str(args.api_workers), "--threads", str(args.api_threads)]
         self.command = command
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -389,6 +400,24 @@ class ApiProcess:
 
     def log_tail(self, lines: int = 30) -> str:
         return tail(self.log_file, lines)
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the gunicorn master and its workers (``/proc``), 0 when not running."""
+        return process_tree_rss(self._proc.pid) if self._proc is not None else 0
+
+
+def process_tree_rss(pid: int) -> int:
+    """The summed ``VmRSS`` of ``pid`` and its descendants, read from ``/proc`` (Linux)."""
+    total, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += [int(child) for child in (task / "children").read_text().split()]
+    return total
 
 
 # --- (c): GET /connectors/<name>/offsets latency ---------------------------------------------------------------------
@@ -491,6 +520,70 @@ def latency_line(target: HttpTarget) -> str:
     )
 
 
+# --- (d): concurrent keep-alive clients -------------------------------------------------------------------------------
+
+LOAD_PATHS = ("status", "topics", "offsets")
+ORACLE_SAMPLE = 50
+"""Connectors whose ``/status`` and ``/topics`` answers are compared with Connect's before the load."""
+
+
+def compare_with_connect(ours: HttpTarget, connect: HttpTarget, names: Sequence[str], kinds: Sequence[str]) -> str:
+    """Our ``/status`` and ``/topics`` answers equal Connect's (JSON-equal, both 200) for a sample of connectors;
+    raise BenchError otherwise. ``/offsets`` answers were checked against the workload in (c)."""
+    sample = names[:: max(1, len(names) // ORACLE_SAMPLE)][:ORACLE_SAMPLE]
+    compared = 0
+    for kind in (k for k in kinds if k != "offsets"):
+        for name in sample:
+            path = ConnectRestClient.connector_path(name, kind)
+            answers = [target.get(path) for target in (ours, connect)]
+            (our_status, our_body, _), (their_status, their_body, _) = answers
+            if our_status != 200 or their_status != 200 or json.loads(our_body) != json.loads(their_body):
+                raise BenchError(
+                    f"oracle check failed on GET {path}: ours {our_status} {our_body[:300]!r}, "
+                    f"Connect {their_status} {their_body[:300]!r}"
+                )
+            compared += 1
+    return f"{compared:,} answers equal to Connect's ({len(sample)} connectors)"
+
+
+def run_topics_job(spark: SparkSession, settings: Settings, timeout_s: float) -> str:
+    """``jobs.active_topics`` (AvailableNow) over the worker's status topic into ``settings.delta_root``."""
+    run = run_job(
+        lambda: topics_job.start(spark, settings, available_now=True),
+        timeout_s,
+        (topics_job.ActiveTopicsWriter, "__call__"),
+        (),
+    )
+    return f"active_topics folded in {run.seconds:.2f} s"
+
+
+def concurrent_load(
+    args: argparse.Namespace, targets: Sequence[tuple[str, str]], names: Sequence[str]
+) -> list[tuple[str, int, LoadResult, LoadResult]]:
+    """Per path kind and client count: our API's round, then Connect's; returns (kind, clients, ours, Connect)."""
+    results = []
+    for kind in load_paths(args):
+        paths = [ConnectRestClient.connector_path(name, kind) for name in names]
+        for clients in client_counts(args):
+            rounds = []
+            for label, url in targets:
+                result = run_load(f"{label} /{kind}", url, paths, clients, args.load_seconds, warmup=20)
+                print(f"    {result.line()}; load average {load_average()}", flush=True)
+                if result.failures:
+                    raise BenchError(f"GET /{kind} under load: {result.line()}")
+                rounds.append(result)
+            results.append((kind, clients, rounds[0], rounds[1]))
+    return results
+
+
+def load_ratio_line(results: Sequence[tuple[str, int, LoadResult, LoadResult]]) -> str:
+    return ", ".join(
+        f"{kind}@{clients} {ours.rate / connect.rate:.2f} (p99 {ours.percentile_ms(99):.1f}/"
+        f"{connect.percentile_ms(99):.1f} ms)"
+        for kind, clients, ours, connect in results
+    )
+
+
 # --- the run ---------------------------------------------------------------------------------------------------------
 
 
@@ -508,6 +601,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup-requests", type=int, default=50, help="untimed GETs per server first (default 50)")
     parser.add_argument("--warmup-records", type=int, default=2_000, help="records of the warm-up topic, 0: no warm-up")
     parser.add_argument("--create-threads", type=int, default=4, help="connector creations in flight (default 4)")
+    parser.add_argument("--clients", default="4,8", help="(d): comma-separated concurrent client counts (default 4,8)")
+    parser.add_argument("--load-seconds", type=float, default=10.0, help="(d): seconds per round, 0: no (d) (10)")
+    parser.add_argument(
+        "--load-paths", default="status,topics,offsets", help="(d): which GET /connectors/<name>/... (default all)"
+    )
+    parser.add_argument("--api-workers", type=int, default=1, help="connect-state-api --workers (default 1)")
+    parser.add_argument("--api-threads", type=int, default=4, help="connect-state-api --threads (default 4)")
     add_cluster_arguments(parser)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (broker data, tables, logs)")
     add_config_arguments(parser)
@@ -523,9 +623,24 @@ def validate(args: argparse.Namespace) -> None:
             (args.repeat >= 1 and args.warmup_records >= 0, "--repeat must be >= 1, --warmup-records >= 0"),
             (args.requests >= 1 and args.warmup_requests >= 0, "--requests must be >= 1, --warmup-requests >= 0"),
             (args.create_threads >= 1, "--create-threads must be >= 1"),
+            (all(n > 0 for n in client_counts(args)), "--clients must be positive integers, comma-separated"),
+            (args.load_seconds >= 0, "--load-seconds must be >= 0"),
+            (set(load_paths(args)) <= set(LOAD_PATHS), f"--load-paths must be among {', '.join(LOAD_PATHS)}"),
+            (args.api_workers >= 1 and args.api_threads >= 1, "--api-workers and --api-threads must be >= 1"),
             (args.job_timeout > 0, "--job-timeout must be positive"),
         )
     )
+
+
+def client_counts(args: argparse.Namespace) -> list[int]:
+    try:
+        return [int(n) for n in args.clients.split(",") if n.strip()]
+    except ValueError:
+        return [0]
+
+
+def load_paths(args: argparse.Namespace) -> list[str]:
+    return [kind.strip() for kind in args.load_paths.split(",") if kind.strip()]
 
 
 def make_workload(args: argparse.Namespace, n: int, connectors: int, seed: int) -> Workload:
@@ -566,6 +681,8 @@ def rest_phase(
         **{"config.storage.topic": worker.config_topic, "status.storage.topic": worker.status_topic}
     )
     print(f"connectors table: {run_connector_states(spark, states, work, args.job_timeout)}", flush=True)
+    if args.load_seconds and "topics" in load_paths(args):
+        print(run_topics_job(spark, states, args.job_timeout), flush=True)
     api = ApiProcess(states, args, work_dir / "api.log")
     stack.callback(api.stop)
     return api, worker.rest_url
@@ -610,6 +727,19 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
             flush=True,
         )
         expected = measure_latency([ours, connect], work, args.requests, args.warmup_requests)
+        load: list[tuple[str, int, LoadResult, LoadResult]] = []
+        if args.load_seconds:
+            print(f"(d) oracle: {compare_with_connect(ours, connect, work.connectors, load_paths(args))}", flush=True)
+            ours.close()
+            connect.close()
+            print(
+                f"(d) concurrent keep-alive clients {args.clients}, {args.load_seconds:g} s a round, "
+                f"connect-state-api --workers {args.api_workers} --threads {args.api_threads}",
+                flush=True,
+            )
+            load = concurrent_load(args, [("ours", api.url), ("Connect", connect_url)], work.connectors)
+            rss_mib = api.rss_bytes() / 2**20
+            print(f"(d) connect-state-api resident memory after the load: {rss_mib:,.0f} MiB", flush=True)
 
     raw, job_seconds = statistics.median(raw_times), statistics.median(job_times)
     print(f"(a) raw Kafka read to a count, median of {len(raw_times)}: {rate(n, raw)}")
@@ -624,8 +754,13 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
     print(f"api check: OK (every answer of both servers equals the expected offsets; {entries:,} partitions in all)")
     p50 = percentile(ours.latencies, 50) / percentile(connect.latencies, 50)
     p99 = percentile(ours.latencies, 99) / percentile(connect.latencies, 99)
+    for _kind, _clients, ours_load, connect_load in load:
+        print(f"(d) {ours_load.line()}")
+        print(f"(d) {connect_load.line()}")
+    load_part = f"; req/s ours/Connect {load_ratio_line(load)}" if load else ""
     print(
-        f"ratios: job/raw read (b/a) {job_seconds / raw:.2f}; GET /offsets ours/Connect p50 {p50:.2f}, p99 {p99:.2f}",
+        f"ratios: job/raw read (b/a) {job_seconds / raw:.2f}; GET /offsets ours/Connect p50 {p50:.2f}, p99 {p99:.2f}"
+        f"{load_part}",
         flush=True,
     )
 

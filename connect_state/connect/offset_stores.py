@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from connect_state.errors import RecordFormatError
@@ -155,18 +156,47 @@ def connector_consumer_group(connector: str, config: Mapping[str, object] | None
 def listed_partitions(name: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, object]]:
     """The connector's ``connectorPartitions``: the partition maps of its listed rows, deduplicated by Java
     ``Map.equals``, sorted by their key bytes."""
-    found: dict[object, dict[str, object]] = {}
+    return [partition for _key, partition in _listed_partition_keys(name, rows)]
+
+
+def _listed_partition_keys(name: str, rows: Sequence[Mapping[str, Any]]) -> list[tuple[bytes, dict[str, object]]]:
+    """:func:`listed_partitions` with each partition's key bytes (:func:`offset_key_bytes`, computed once)."""
+    found: dict[object, tuple[bytes, dict[str, object]]] = {}
     for row in rows:
         if not row.get("listed") or row.get("key") is None:
             continue
-        try:
-            key = parse_offset_key(bytes(row["key"]))
-        except RecordFormatError:
+        listed = _listed_key(bytes(row["key"]))
+        if listed is None or listed.connector != name:
             continue
-        if key.connector != name or key.partition is None:
-            continue
-        found.setdefault(map_identity(key.partition), key.partition)
-    return sorted(found.values(), key=lambda partition: offset_key_bytes(name, partition))
+        found.setdefault(listed.identity, (listed.key_bytes, dict(listed.partition)))
+    return sorted(found.values(), key=_first)
+
+
+class _ListedKey(NamedTuple):
+    connector: str
+    identity: object
+    key_bytes: bytes
+    partition: dict[str, object]
+
+
+@lru_cache(maxsize=65536)
+def _listed_key(raw: bytes) -> _ListedKey | None:
+    """What :func:`listed_partitions` needs of a key, once per distinct key bytes (parsing the key and writing its
+    canonical bytes again is most of a ``GET /offsets``' cost): None for a key Connect ignores or a null partition.
+    The partition map is shared: callers get copies."""
+    try:
+        key = parse_offset_key(raw)
+    except RecordFormatError:
+        return None
+    if key.partition is None:
+        return None
+    return _ListedKey(
+        key.connector, map_identity(key.partition), offset_key_bytes(key.connector, key.partition), key.partition
+    )
+
+
+def _first(pair: tuple[bytes, dict[str, object]]) -> bytes:
+    return pair[0]
 
 
 def source_connector_offsets(
@@ -181,8 +211,8 @@ def source_connector_offsets(
         if row.get("offsets_topic") == stores.value_topic and row.get("key") is not None
     }
     entries: list[dict[str, object]] = []
-    for partition in listed_partitions(name, in_topics):
-        raw = values.get(offset_key_bytes(name, partition))
+    for key, partition in _listed_partition_keys(name, in_topics):
+        raw = values.get(key)
         try:
             offset = parse_offset_value(raw)
         except RecordFormatError as err:

@@ -362,6 +362,24 @@ def test_get_source_offsets(client):
     assert response.get_data().startswith(b'{"offsets":[{"partition":{"a":"1","b":"2"},"offset":null},')
 
 
+def test_get_source_offsets_follows_the_rows_not_an_earlier_answer(client, tables: InMemoryTables):
+    """The answer kept for the same rows (issue 11 §5) is never served once the rows changed."""
+    first = client.get("/connectors/src/offsets").get_json()
+    assert client.get("/connectors/src/offsets").get_json() == first
+    tables.tables[SOURCE_OFFSETS.name] = [
+        source_row("src", '{"filename":"/tmp/in.txt"}', b'{"position":43}'),
+        source_row("src", '{"filename":"/new"}', b'{"position":1}'),
+    ]
+    assert client.get("/connectors/src/offsets").get_json() == {
+        "offsets": [
+            {"partition": {"filename": "/new"}, "offset": {"position": 1}},
+            {"partition": {"filename": "/tmp/in.txt"}, "offset": {"position": 43}},
+        ]
+    }
+    tables.tables[SOURCE_OFFSETS.name] = SOURCE_ROWS
+    assert client.get("/connectors/src/offsets").get_json() == first
+
+
 def test_get_source_offsets_with_a_connector_specific_topic(client):
     """Partitions from both topics; values from the connector's topic only (4.3.1's ConnectorOffsetBackingStore)."""
     response = client.get("/connectors/src-own/offsets")

@@ -64,3 +64,61 @@ def test_the_equality_index_selects_what_a_scan_selects(rows: list, name: str, m
     for _ in range(2):  # the index is built, then reused
         got = reader._filtered(ACTIVE_TOPICS, data, filters)
         assert got.to_pylist() == data.filter(filter_expression(filters)).to_pylist()
+
+
+def arrow_rows(reader: TableReader, filters: list | None, columns: list[str] | None) -> list[dict]:
+    """The same read through Arrow only (no kept dicts): the oracle of the row cache."""
+    data = reader.snapshot(ACTIVE_TOPICS)
+    if filters:
+        data = data.filter(filter_expression(filters))
+    return data.select(columns or ACTIVE_TOPICS.column_names).to_pylist()
+
+
+@pytest.mark.parametrize(
+    ("filters", "columns"),
+    [
+        (None, None),
+        (None, ["topic"]),
+        ([("connector", "=", "c")], None),
+        ([("connector", "=", "c")], ["task", "topic"]),
+        ([("connector", "=", "absent")], None),
+        ([("connector", "=", "c"), ("task", ">=", 1)], None),  # two filters: read through Arrow
+        ([("task", "=", 0)], None),  # not a string column: read through Arrow
+    ],
+)
+def test_kept_rows_equal_an_arrow_read_before_and_after_a_commit(tmp_path: Path, filters, columns) -> None:
+    reader = TableReader(tmp_path)
+    write_table(tmp_path, ACTIVE_TOPICS, [row("a"), {**row("b"), "task": 1}, {**row("x"), "connector": "d"}])
+    for _ in range(2):  # built, then served from what was kept
+        assert reader.rows(ACTIVE_TOPICS, filters, columns) == arrow_rows(reader, filters, columns)
+    write_table(tmp_path, ACTIVE_TOPICS, [{**row("c"), "task": 2}])  # a new version drops what was kept
+    assert reader.rows(ACTIVE_TOPICS, filters, columns) == arrow_rows(reader, filters, columns)
+    assert reader.snapshot(ACTIVE_TOPICS).num_rows == 4  # the commit was seen
+
+
+def test_a_caller_changing_its_rows_does_not_change_the_next_answer(tmp_path: Path) -> None:
+    write_table(tmp_path, ACTIVE_TOPICS, [row("a")])
+    reader = TableReader(tmp_path)
+    for filters in (None, [("connector", "=", "c")]):
+        expected = arrow_rows(reader, filters, None)
+        first = reader.rows(ACTIVE_TOPICS, filters)
+        first[0]["topic"] = "changed"
+        first.append({"topic": "added"})
+        assert reader.rows(ACTIVE_TOPICS, filters) == expected
+        assert expected[0]["topic"] == "a"
+
+
+def test_large_tables_and_many_values_are_read_through_arrow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import api.tables as tables_module
+
+    monkeypatch.setattr(tables_module, "ROW_CACHE_MAX_ROWS", 1)
+    monkeypatch.setattr(tables_module, "VALUE_CACHE_MAX_VALUES", 1)
+    write_table(tmp_path, ACTIVE_TOPICS, [row("a"), {**row("b"), "connector": "d"}])
+    reader = TableReader(tmp_path)
+    assert reader.rows(ACTIVE_TOPICS) == arrow_rows(reader, None, None)
+    assert ACTIVE_TOPICS.name not in reader._all_rows  # two rows > 1: not kept
+    for name in ("c", "d", "c", "d"):
+        assert reader.rows(ACTIVE_TOPICS, [("connector", "=", name)]) == arrow_rows(
+            reader, [("connector", "=", name)], None
+        )
+    assert list(reader._value_rows[(ACTIVE_TOPICS.name, "connector")][1]) == ["c"]  # one value kept, "d" read each time
