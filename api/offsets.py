@@ -236,7 +236,7 @@ def _source_rows(tables: TableSource, name: str) -> list[dict[str, Any]]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _source_offsets_body(name: str, stores: ConnectorOffsetStores, rows: tuple[tuple[Any, ...], ...]) -> str:
+def _source_offsets_body(name: str, stores: ConnectorOffsetStores, rows: tuple[tuple[Any, ...], ...]) -> bytes:
     """The JSON body of a source connector's ``GET /offsets`` from its rows (as tuples of
     :data:`SOURCE_ROW_COLUMNS`). Kept for the same rows and stores: parsing every key and value of a connector with
     many partitions is most of the answer's cost, and its rows change only when the offsets job commits (issue 11 §5).
@@ -257,8 +257,8 @@ def get_connector_offsets(connector: str) -> Response:
         rows = tables.rows(SINK_OFFSETS, filters=[("group_id", "=", group)], columns=["topic", "partition", "offset"])
         return _with_type(_json(connector_offsets(sink_connector_offsets(rows))), kind, basis)
     stores = connector_offset_stores(get_settings().offset_storage_topic, config)
-    rows = tuple(tuple(row[column] for column in SOURCE_ROW_COLUMNS) for row in _source_rows(tables, connector))
-    body = _source_offsets_body(connector, stores, rows)
+    rows_key = tuple(tuple(row[column] for column in SOURCE_ROW_COLUMNS) for row in _source_rows(tables, connector))
+    body = _source_offsets_body(connector, stores, rows_key)
     return _with_type(Response(body, status=200, mimetype="application/json"), kind, basis)
 
 
