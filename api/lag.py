@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from typing import Any
 
 from flask import Flask, Response, current_app, request
 
@@ -29,11 +30,15 @@ def _epoch_ms(value: object) -> int | None:
 
 
 def watermarks() -> list[Watermark]:
-    """Every row of the ``watermarks`` table (none when the jobs have not created it)."""
+    """Every row of the ``watermarks`` table (none when the jobs have not created it), converted once per version of
+    the table (it is read on every GET)."""
     try:
-        rows = app_resources().tables.rows(WATERMARKS)
+        return app_resources().tables.derived(WATERMARKS, _watermarks_of)
     except TableNotFoundError:
         return []
+
+
+def _watermarks_of(rows: list[dict[str, Any]]) -> list[Watermark]:
     return [
         Watermark(
             row["query"], row["topic"], int(row["partition"]), int(row["next_offset"]), _epoch_ms(row["committed_at"])

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import atexit
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from flask import Flask, current_app, g
 
@@ -29,6 +29,8 @@ from connect_state.kafka import ConsumerGroupAdmin, GroupPartition, InternalTopi
 from connect_state.kafka.log import ConfigTopicTail, OffsetsCache, TopicLog, TopicLogReader
 from connect_state.settings import Settings
 from connect_state.storage import deltalake_options
+
+T = TypeVar("T")
 
 EXTENSION = "connect_state"
 
@@ -39,6 +41,8 @@ class TableSource(Protocol):
     def rows(
         self, spec: Any, filters: Sequence[tuple[str, str, Any]] | None = None, columns: Sequence[str] | None = None
     ) -> list[dict[str, Any]]: ...
+
+    def derived(self, spec: Any, build: Callable[[list[dict[str, Any]]], T]) -> T: ...
 
 
 class OpenTransaction(Protocol):

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,6 +46,8 @@ from connect_state.tables import (
     SOURCE_PARTITION_ACTIVITY,
     TableSpec,
 )
+
+T = TypeVar("T")
 
 Filter = tuple[str, str, Any]
 """A pyarrow-style filter, e.g. ``("connector", "=", "foo-source")``; a list of them is ANDed."""
@@ -141,6 +143,9 @@ class TableReader:
         self._value_rows: dict[tuple[str, str], tuple[pa.Table, dict[str, list[dict[str, Any]]]]] = {}
         # table -> (the snapshot's data, every row as a dict of every column), for small tables: see rows
         self._all_rows: dict[str, tuple[pa.Table, list[dict[str, Any]]]] = {}
+        # (table, function) -> (the snapshot's data, the function of its rows): see derived
+        self._derived: dict[tuple[str, Callable[..., Any]], tuple[pa.Table, Any]] = {}
+        self._log_dirs: dict[str, str] = {}
 
     def path(self, spec: TableSpec) -> Location:
         return self.delta_root / spec.name
@@ -157,12 +162,19 @@ class TableReader:
         with self._locks_guard:
             return self._locks.setdefault(name, threading.Lock())
 
+    def _log_dir(self, spec: TableSpec) -> str:
+        """A local table's ``_delta_log`` directory (kept: building the path is a good part of a check's cost)."""
+        log_dir = self._log_dirs.get(spec.name)
+        if log_dir is None:
+            log_dir = self._log_dirs[spec.name] = os.path.join(os.fspath(self.path(spec)), "_delta_log")
+        return log_dir
+
     def _commit_file(self, spec: TableSpec, version: int) -> tuple[int, int, int] | None:
         """The identity of a local table's commit file ``_delta_log/<version>.json``; None when absent or remote."""
         if not self.delta_root.is_local or version < 0:
             return None
         try:
-            stat = os.stat(os.path.join(os.fspath(self.path(spec)), "_delta_log", f"{version:020d}.json"))
+            stat = os.stat(os.path.join(self._log_dir(spec), f"{version:020d}.json"))
         except OSError:
             return None
         return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
@@ -174,8 +186,7 @@ class TableReader:
         commits (about a millisecond). Tables in object stores always ask the log."""
         if snapshot.commit_file is None:
             return False
-        log = os.path.join(os.fspath(self.path(spec)), "_delta_log")
-        if os.path.exists(os.path.join(log, f"{snapshot.version + 1:020d}.json")):
+        if os.path.exists(os.path.join(self._log_dir(spec), f"{snapshot.version + 1:020d}.json")):
             return False
         return self._commit_file(spec, snapshot.version) == snapshot.commit_file
 
@@ -222,6 +233,18 @@ class TableReader:
         if filters:
             data = self._filtered(spec, data, filters)
         return data.select(list(columns) if columns is not None else spec.column_names).to_pylist()
+
+    def derived(self, spec: TableSpec, build: Callable[[list[dict[str, Any]]], T]) -> T:
+        """``build(every row of the table)``, computed once per table version and function (e.g. the watermarks of
+        the lag header, wanted on every GET). ``build`` must not keep or modify the rows it is given; what it returns
+        is shared by every caller until the next version."""
+        data = self.snapshot(spec)
+        cached = self._derived.get((spec.name, build))
+        if cached is None or cached[0] is not data:
+            rows = self._kept_rows(spec, data, ())
+            cached = (data, build(rows if rows is not None else data.select(spec.column_names).to_pylist()))
+            self._derived[(spec.name, build)] = cached
+        return cached[1]
 
     def _kept_rows(self, spec: TableSpec, data: pa.Table, filters: Sequence[Filter]) -> list[dict[str, Any]] | None:
         """The snapshot's rows as dicts, kept with it, when the read is one a cache serves (see the module doc): one

@@ -122,3 +122,19 @@ def test_large_tables_and_many_values_are_read_through_arrow(tmp_path: Path, mon
             reader, [("connector", "=", name)], None
         )
     assert list(reader._value_rows[(ACTIVE_TOPICS.name, "connector")][1]) == ["c"]  # one value kept, "d" read each time
+
+
+def test_derived_is_built_once_per_table_version(tmp_path: Path) -> None:
+    built: list[int] = []
+
+    def topic_set(rows: list[dict]) -> frozenset[str]:
+        built.append(len(rows))
+        return frozenset(r["topic"] for r in rows)
+
+    write_table(tmp_path, ACTIVE_TOPICS, [row("a")])
+    reader = TableReader(tmp_path)
+    assert [reader.derived(ACTIVE_TOPICS, topic_set) for _ in range(3)] == [frozenset({"a"})] * 3
+    assert built == [1]
+    write_table(tmp_path, ACTIVE_TOPICS, [row("b")])
+    assert reader.derived(ACTIVE_TOPICS, topic_set) == frozenset({"a", "b"})
+    assert built == [1, 2]
