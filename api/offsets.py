@@ -91,10 +91,12 @@ from connect_state.connect.connector_types import TypeBasis, connector_type_basi
 from connect_state.connect.exactly_once import offsets_transactional_id, zombie_fencing_ids
 from connect_state.connect.offset_stores import (
     ConnectorOffsetStores,
+    UnreadableOffset,
     connector_consumer_group,
     connector_offset_stores,
     listed_partitions,
-    source_connector_offsets,
+    log_unreadable_offsets,
+    source_connector_offsets_checked,
 )
 from connect_state.connect.rest import (
     ZOMBIE_FENCING_FAILED,
@@ -235,14 +237,29 @@ def _source_rows(tables: TableSource, name: str) -> list[dict[str, Any]]:
     return tables.rows(SOURCE_OFFSETS, filters=[("connector", "=", name)], columns=list(SOURCE_ROW_COLUMNS))
 
 
-@functools.lru_cache(maxsize=4096)
-def _source_offsets_body(name: str, stores: ConnectorOffsetStores, rows: tuple[tuple[Any, ...], ...]) -> bytes:
-    """The JSON body of a source connector's ``GET /offsets`` from its rows (as tuples of
-    :data:`SOURCE_ROW_COLUMNS`). Kept for the same rows and stores: parsing every key and value of a connector with
-    many partitions is most of the answer's cost, and its rows change only when the offsets job commits (issue 11 §5).
+SOURCE_BODIES_MAX = 4096
+"""At most this many connectors keep their last ``GET /offsets`` body (see :func:`_source_offsets_body`)."""
+_source_bodies: dict[tuple[str, ConnectorOffsetStores], tuple[tuple[Any, ...], bytes, list[UnreadableOffset]]] = {}
+
+
+def _source_offsets_body(
+    name: str, stores: ConnectorOffsetStores, rows: tuple[tuple[Any, ...], ...]
+) -> tuple[bytes, list[UnreadableOffset]]:
+    """The JSON body of a source connector's ``GET /offsets`` from its rows (as tuples of :data:`SOURCE_ROW_COLUMNS`),
+    and the offsets left out as unreadable. The last body of each connector is kept with the rows it came from and
+    served again while they are the same: parsing every key and value of a connector with many partitions is most of
+    the answer's cost, and its rows change only when the offsets job commits (issue 11 §5). One body per connector
+    (replaced when its rows change), at most :data:`SOURCE_BODIES_MAX` connectors.
     """
+    kept = _source_bodies.get((name, stores))
+    if kept is not None and kept[0] == rows:
+        return kept[1], kept[2]
     row_dicts = [dict(zip(SOURCE_ROW_COLUMNS, row, strict=True)) for row in rows]
-    return jsonconv.dumps(connector_offsets(source_connector_offsets(name, row_dicts, stores)))
+    entries, unreadable = source_connector_offsets_checked(name, row_dicts, stores)
+    body = jsonconv.dumps(connector_offsets(entries))
+    if kept is not None or len(_source_bodies) < SOURCE_BODIES_MAX:
+        _source_bodies[(name, stores)] = (rows, body, unreadable)
+    return body, unreadable
 
 
 @bp.get("/<connector>/offsets")
@@ -258,7 +275,8 @@ def get_connector_offsets(connector: str) -> Response:
         return _with_type(_json(connector_offsets(sink_connector_offsets(rows))), kind, basis)
     stores = connector_offset_stores(get_settings().offset_storage_topic, config)
     rows_key = tuple(tuple(row[column] for column in SOURCE_ROW_COLUMNS) for row in _source_rows(tables, connector))
-    body = _source_offsets_body(connector, stores, rows_key)
+    body, unreadable = _source_offsets_body(connector, stores, rows_key)
+    log_unreadable_offsets(connector, unreadable)
     return _with_type(Response(body, status=200, mimetype="application/json"), kind, basis)
 
 

@@ -233,9 +233,17 @@ class _ServedTables:
         self, spec: Any, filters: Sequence[tuple[str, str, Any]] | None = None, columns: Sequence[str] | None = None
     ) -> list[dict[str, Any]]:
         rows = self.tables.rows(spec, filters, columns)
-        if spec.name not in self.served:
-            self.served.append(spec.name)
+        self._served(spec.name)
         return rows
+
+    def derived(self, spec: Any, build: Callable[[list[dict[str, Any]]], T]) -> T:
+        value = self.tables.derived(spec, build)
+        self._served(spec.name)
+        return value
+
+    def _served(self, name: str) -> None:
+        if name not in self.served:
+            self.served.append(name)
 
 
 def get_tables() -> TableSource:

@@ -12,8 +12,11 @@ immutable and shared by the request threads; refreshing one is serialised per ta
 Turning Arrow rows into Python dicts (``to_pylist``) is most of a read's cost, so the dicts are kept with the
 snapshot they came from: a connector's rows (an equality filter on a string column) the first time they are asked
 for, and every row of a small table (at most :data:`ROW_CACHE_MAX_ROWS`, e.g. ``watermarks``, read on every GET for
-the lag header). A read returns fresh dicts (copies of the kept ones), so callers may modify what they get; a new
-table version drops what was kept for the old one (issue 11 §5).
+the lag header). A read returns new dicts (shallow copies of the kept ones: a caller may add, remove or replace
+keys, but nested values such as a connector's ``tasks`` list are shared and must not be modified). What was kept for
+a snapshot is replaced at the next read of the same table and column after a commit (issue 11 §5). Bounds: a value
+with more than :data:`VALUE_CACHE_MAX_ROWS` rows or none is never kept, and at most :data:`VALUE_CACHE_MAX_TOTAL_ROWS`
+rows are kept per table and column.
 """
 
 from __future__ import annotations
@@ -105,9 +108,11 @@ _NO_ROWS = pa.array([], pa.int64())
 
 ROW_CACHE_MAX_ROWS = 10_000
 """A table with at most this many rows keeps all of them as dicts for reads without filters (see the module doc)."""
-VALUE_CACHE_MAX_VALUES = 20_000
-"""At most this many values (connectors) of one column keep their rows as dicts per snapshot; others are read
-through Arrow each time (bounds the memory of a table with many keys per connector)."""
+VALUE_CACHE_MAX_ROWS = 1_000
+"""A value (a connector) with more rows than this is read through Arrow each time, never kept as dicts."""
+VALUE_CACHE_MAX_TOTAL_ROWS = 200_000
+"""At most this many rows of one table and column are kept as dicts per snapshot; further values are read through
+Arrow each time."""
 
 
 def filter_expression(filters: Sequence[Filter]) -> pc.Expression:
@@ -139,8 +144,9 @@ class TableReader:
         self._locks_guard = threading.Lock()
         # (table, column) -> (the snapshot's data, value -> row numbers): see _filtered
         self._indexes: dict[tuple[str, str], tuple[pa.Table, dict[str, pa.Array]]] = {}
-        # (table, column) -> (the snapshot's data, value -> that value's rows as dicts of every column): see rows
-        self._value_rows: dict[tuple[str, str], tuple[pa.Table, dict[str, list[dict[str, Any]]]]] = {}
+        # (table, column) -> (the snapshot's data, value -> that value's rows as dicts of every column, [rows kept]):
+        # see rows
+        self._value_rows: dict[tuple[str, str], tuple[pa.Table, dict[str, list[dict[str, Any]]], list[int]]] = {}
         # table -> (the snapshot's data, every row as a dict of every column), for small tables: see rows
         self._all_rows: dict[str, tuple[pa.Table, list[dict[str, Any]]]] = {}
         # (table, function) -> (the snapshot's data, the function of its rows): see derived
@@ -237,7 +243,8 @@ class TableReader:
     def derived(self, spec: TableSpec, build: Callable[[list[dict[str, Any]]], T]) -> T:
         """``build(every row of the table)``, computed once per table version and function (e.g. the watermarks of
         the lag header, wanted on every GET). ``build`` must not keep or modify the rows it is given; what it returns
-        is shared by every caller until the next version."""
+        is shared by every caller until the next version. Results are kept per function object: pass a module-level
+        function, not a new lambda per call."""
         data = self.snapshot(spec)
         cached = self._derived.get((spec.name, build))
         if cached is None or cached[0] is not data:
@@ -266,13 +273,15 @@ class TableReader:
             return None
         by_value = self._value_rows.get((spec.name, column))
         if by_value is None or by_value[0] is not data:
-            by_value = (data, {})
+            by_value = (data, {}, [0])
             self._value_rows[(spec.name, column)] = by_value
-        rows = by_value[1].get(value)
+        _data, kept, total = by_value
+        rows = kept.get(value)
         if rows is None:
             rows = self._filtered(spec, data, filters).select(spec.column_names).to_pylist()
-            if len(by_value[1]) < VALUE_CACHE_MAX_VALUES:
-                by_value[1][value] = rows
+            if 0 < len(rows) <= VALUE_CACHE_MAX_ROWS and total[0] + len(rows) <= VALUE_CACHE_MAX_TOTAL_ROWS:
+                kept[value] = rows
+                total[0] += len(rows)
         return rows
 
     def _filtered(self, spec: TableSpec, data: pa.Table, filters: Sequence[Filter]) -> pa.Table:

@@ -203,7 +203,21 @@ def source_connector_offsets(
     name: str, rows: Sequence[Mapping[str, Any]], stores: ConnectorOffsetStores
 ) -> list[dict[str, object]]:
     """``Worker.sourceConnectorOffsets`` over ``source_offsets`` rows of the connector (any topic): its partitions
-    listed in any of its stores, each value from the store ``get`` reads."""
+    listed in any of its stores, each value from the store ``get`` reads. A value Connect cannot read is left out and
+    logged, as Connect logs it (:func:`log_unreadable_offsets`)."""
+    entries, unreadable = source_connector_offsets_checked(name, rows, stores)
+    log_unreadable_offsets(name, unreadable)
+    return entries
+
+
+UnreadableOffset = tuple[dict[str, object], str]
+"""A listed partition whose offset value Connect cannot read, and why."""
+
+
+def source_connector_offsets_checked(
+    name: str, rows: Sequence[Mapping[str, Any]], stores: ConnectorOffsetStores
+) -> tuple[list[dict[str, object]], list[UnreadableOffset]]:
+    """:func:`source_connector_offsets` without the logging: the entries, and the partitions left out with why."""
     in_topics = [row for row in rows if row.get("offsets_topic") in stores.topics]
     values = {
         bytes(row["key"]): (bytes(row["value"]) if row.get("value") is not None else None)
@@ -211,12 +225,13 @@ def source_connector_offsets(
         if row.get("offsets_topic") == stores.value_topic and row.get("key") is not None
     }
     entries: list[dict[str, object]] = []
+    unreadable: list[UnreadableOffset] = []
     for key, partition in _listed_partition_keys(name, in_topics):
         raw = values.get(key)
         try:
             offset = parse_offset_value(raw)
         except RecordFormatError as err:
-            log.error("CRITICAL: Failed to deserialize offset data of connector %s (%s): %s", name, partition, err)
+            unreadable.append((partition, str(err)))
             continue
         entries.append(
             {
@@ -224,4 +239,10 @@ def source_connector_offsets(
                 "offset": None if offset is None else jsonconv.java_hashmap_ordered(offset),
             }
         )
-    return entries
+    return entries, unreadable
+
+
+def log_unreadable_offsets(name: str, unreadable: Sequence[UnreadableOffset]) -> None:
+    """Connect's ERROR for each offset value it cannot read (``OffsetStorageReaderImpl.offsets``)."""
+    for partition, reason in unreadable:
+        log.error("CRITICAL: Failed to deserialize offset data of connector %s (%s): %s", name, partition, reason)

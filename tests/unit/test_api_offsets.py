@@ -380,6 +380,14 @@ def test_get_source_offsets_follows_the_rows_not_an_earlier_answer(client, table
     assert client.get("/connectors/src/offsets").get_json() == first
 
 
+def test_an_unreadable_offset_is_logged_on_every_get(client, caplog: pytest.LogCaptureFixture):
+    """As Connect logs it on every read, also when the answer was kept from the previous GET."""
+    for _ in range(2):
+        client.get("/connectors/src/offsets")
+    logged = [r.getMessage() for r in caplog.records if "Failed to deserialize offset data" in r.getMessage()]
+    assert len(logged) == 2 and all("/bad" in message for message in logged)
+
+
 def test_get_source_offsets_with_a_connector_specific_topic(client):
     """Partitions from both topics; values from the connector's topic only (4.3.1's ConnectorOffsetBackingStore)."""
     response = client.get("/connectors/src-own/offsets")

@@ -108,20 +108,23 @@ def test_a_caller_changing_its_rows_does_not_change_the_next_answer(tmp_path: Pa
         assert expected[0]["topic"] == "a"
 
 
-def test_large_tables_and_many_values_are_read_through_arrow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_large_tables_and_values_are_read_through_arrow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import api.tables as tables_module
 
     monkeypatch.setattr(tables_module, "ROW_CACHE_MAX_ROWS", 1)
-    monkeypatch.setattr(tables_module, "VALUE_CACHE_MAX_VALUES", 1)
-    write_table(tmp_path, ACTIVE_TOPICS, [row("a"), {**row("b"), "connector": "d"}])
+    monkeypatch.setattr(tables_module, "VALUE_CACHE_MAX_ROWS", 1)
+    monkeypatch.setattr(tables_module, "VALUE_CACHE_MAX_TOTAL_ROWS", 1)
+    rows = [row("a"), {**row("b"), "connector": "d"}, {**row("x"), "connector": "d"}, {**row("e"), "connector": "e"}]
+    write_table(tmp_path, ACTIVE_TOPICS, rows)
     reader = TableReader(tmp_path)
     assert reader.rows(ACTIVE_TOPICS) == arrow_rows(reader, None, None)
-    assert ACTIVE_TOPICS.name not in reader._all_rows  # two rows > 1: not kept
-    for name in ("c", "d", "c", "d"):
+    assert ACTIVE_TOPICS.name not in reader._all_rows  # four rows > 1: not kept
+    for name in ("c", "d", "e", "absent", "c", "d", "e", "absent"):
         assert reader.rows(ACTIVE_TOPICS, [("connector", "=", name)]) == arrow_rows(
             reader, [("connector", "=", name)], None
         )
-    assert list(reader._value_rows[(ACTIVE_TOPICS.name, "connector")][1]) == ["c"]  # one value kept, "d" read each time
+    # "c" kept (1 row); "d" has 2 rows > 1; "e" would pass the total of 1; "absent" has none
+    assert list(reader._value_rows[(ACTIVE_TOPICS.name, "connector")][1]) == ["c"]
 
 
 def test_derived_is_built_once_per_table_version(tmp_path: Path) -> None:
