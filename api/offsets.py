@@ -230,11 +230,13 @@ def _json(body: object, status: int = 200) -> Response:
     return Response(jsonconv.dumps(body), status=status, mimetype="application/json")
 
 
-SOURCE_ROW_COLUMNS = ("offsets_topic", "key", "value", "listed")
+OFFSETS_ANSWER_COLUMNS = ("offsets_topic", "key", "value", "listed")
+"""The ``source_offsets`` columns a ``GET /offsets`` answer is made of (not ``SOURCE_ROW_COLUMNS`` of
+:mod:`connect_state.api.fresh`: the rows a reset folds)."""
 
 
 def _source_rows(tables: TableSource, name: str) -> list[dict[str, Any]]:
-    return tables.rows(SOURCE_OFFSETS, filters=[("connector", "=", name)], columns=list(SOURCE_ROW_COLUMNS))
+    return tables.rows(SOURCE_OFFSETS, filters=[("connector", "=", name)], columns=list(OFFSETS_ANSWER_COLUMNS))
 
 
 SOURCE_BODIES_MAX = 4096
@@ -245,16 +247,16 @@ _source_bodies: dict[tuple[str, ConnectorOffsetStores], tuple[tuple[Any, ...], b
 def _source_offsets_body(
     name: str, stores: ConnectorOffsetStores, rows: tuple[tuple[Any, ...], ...]
 ) -> tuple[bytes, list[UnreadableOffset]]:
-    """The JSON body of a source connector's ``GET /offsets`` from its rows (as tuples of :data:`SOURCE_ROW_COLUMNS`),
-    and the offsets left out as unreadable. The last body of each connector is kept with the rows it came from and
-    served again while they are the same: parsing every key and value of a connector with many partitions is most of
-    the answer's cost, and its rows change only when the offsets job commits (issue 11 §5). One body per connector
-    (replaced when its rows change), at most :data:`SOURCE_BODIES_MAX` connectors.
+    """The JSON body of a source connector's ``GET /offsets`` from its rows (tuples of
+    :data:`OFFSETS_ANSWER_COLUMNS`), and the offsets left out as unreadable. The last body of each connector is kept
+    with the rows it came from and served again while they are the same: parsing every key and value of a connector
+    with many partitions is most of the answer's cost, and its rows change only when the offsets job commits (issue 11
+    §5). One body per connector (replaced when its rows change), at most :data:`SOURCE_BODIES_MAX` connectors.
     """
     kept = _source_bodies.get((name, stores))
     if kept is not None and kept[0] == rows:
         return kept[1], kept[2]
-    row_dicts = [dict(zip(SOURCE_ROW_COLUMNS, row, strict=True)) for row in rows]
+    row_dicts = [dict(zip(OFFSETS_ANSWER_COLUMNS, row, strict=True)) for row in rows]
     entries, unreadable = source_connector_offsets_checked(name, row_dicts, stores)
     body = jsonconv.dumps(connector_offsets(entries))
     if kept is not None or len(_source_bodies) < SOURCE_BODIES_MAX:
@@ -274,7 +276,7 @@ def get_connector_offsets(connector: str) -> Response:
         rows = tables.rows(SINK_OFFSETS, filters=[("group_id", "=", group)], columns=["topic", "partition", "offset"])
         return _with_type(_json(connector_offsets(sink_connector_offsets(rows))), kind, basis)
     stores = connector_offset_stores(get_settings().offset_storage_topic, config)
-    rows_key = tuple(tuple(row[column] for column in SOURCE_ROW_COLUMNS) for row in _source_rows(tables, connector))
+    rows_key = tuple(tuple(row[column] for column in OFFSETS_ANSWER_COLUMNS) for row in _source_rows(tables, connector))
     body, unreadable = _source_offsets_body(connector, stores, rows_key)
     log_unreadable_offsets(connector, unreadable)
     return _with_type(Response(body, status=200, mimetype="application/json"), kind, basis)

@@ -88,7 +88,7 @@ from bench.common import (
     run_rounds,
     warm_up,
 )
-from bench.http_load import LoadResult, run_load
+from bench.http_load import HTTP_TIMEOUT_S, LoadResult, percentile, run_load
 
 PARTITIONS = 25
 """Connect's default partition count for ``connect-offsets`` (``offset.storage.partitions``)."""
@@ -98,7 +98,6 @@ LINES_TOPIC = "bench-lines"
 WORKER_START_TIMEOUT_S = 180.0
 API_START_TIMEOUT_S = 60.0
 PROCESS_STOP_TIMEOUT_S = 30.0
-HTTP_TIMEOUT_S = 60.0
 CREATE_TIMEOUT_S = 180.0
 """Longest time spent creating one connector, retries included."""
 JOB = JobUnderTest(
@@ -503,13 +502,6 @@ def measure_latency(
         if (i + 1) % step == 0 or i + 1 == requests:
             print(f"    {i + 1:,}/{requests:,} requests to each in {time.perf_counter() - started:.1f} s", flush=True)
     return expected
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0-100), nearest rank."""
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.4999999)))
-    return ordered[rank - 1]
 
 
 def latency_line(target: HttpTarget) -> str:
