@@ -14,10 +14,14 @@ machine (``make run``'s demo) or as a single scheduled Databricks task, one driv
   offsets, heartbeats and cleanup jobs read), offsets, heartbeats (with its sweep), one cleanup pass — then exit. A job
   that fails does not stop the ones after it; the run ends by naming the failed jobs.
 
-Exit status 0; 1 when a job of a catch-up run failed (named in the log: ``catch-up failed: <jobs>``); 2 for a bad
-setting.
+``--jobs a,b`` runs only the named jobs (still in dependency order; names: ``active_topics``, ``connector_states``,
+``offsets``, ``heartbeats``, ``cleanup``), for example the three folds in one driver and the two leased jobs in another.
 
-    connect-state-jobs [--available-now] [--max-offsets-per-trigger N] [--conf-file F] [--set key=value ...]
+Exit status 0; 1 when a job of a catch-up run failed (named in the log: ``catch-up failed: <jobs>``); 2 for a bad
+setting or an unknown job name.
+
+    connect-state-jobs [--available-now] [--jobs NAME,...] [--max-offsets-per-trigger N] [--conf-file F]
+                       [--set key=value ...]
 """
 
 from __future__ import annotations
@@ -25,20 +29,31 @@ from __future__ import annotations
 import argparse
 import logging
 
-from connect_state.spark.all_jobs import every_job
+from connect_state.errors import ConfigError
+from connect_state.spark.all_jobs import every_job, select_jobs
 from connect_state.spark.streaming import job_arguments, main_of, run_catch_up, run_continuous
 
 
 def parser() -> argparse.ArgumentParser:
     """The arguments of ``connect-state-jobs`` (also a Databricks wheel task's parameters)."""
     description = __doc__.split("\n\n")[0]
-    return job_arguments("jobs", description, "one catch-up run of every job in dependency order, then stop")
+    parser = job_arguments("jobs", description, "one catch-up run of every job in dependency order, then stop")
+    parser.add_argument(
+        "--jobs",
+        metavar="NAME,...",
+        help="run only these jobs (comma-separated: active_topics, connector_states, offsets, heartbeats, cleanup)",
+    )
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """The console script ``connect-state-jobs``."""
-    args = parser().parse_args(argv)
-    jobs = every_job()  # their check() loads the heartbeat providers and the deletion hooks once, before any start
+    arguments = parser()
+    args = arguments.parse_args(argv)
+    try:  # their check() loads the heartbeat providers and the deletion hooks once, before any start
+        jobs = select_jobs(every_job(), args.jobs)
+    except ConfigError as err:
+        arguments.error(str(err))  # exit status 2, with the usage
     run = run_catch_up if args.available_now else run_continuous
     return main_of(
         jobs,

@@ -7,9 +7,10 @@ Active topics, connector states (which the offsets, heartbeats and cleanup jobs 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from connect_state.cleanup import DeletionHook
+from connect_state.errors import ConfigError
 from connect_state.heartbeats import HeartbeatProvider
 from connect_state.spark import active_topics, connector_states, offsets
 from connect_state.spark.cleanup import CleanupJob
@@ -23,3 +24,18 @@ def every_job(
     """The jobs in dependency order; the cleanup hooks and heartbeat providers are loaded from the settings by the
     jobs' ``check`` unless given."""
     return [active_topics.JOB, connector_states.JOB, offsets.JOB, HeartbeatsJob(providers), CleanupJob(hooks)]
+
+
+def select_jobs(jobs: Sequence[Job], names: str | None) -> list[Job]:
+    """The jobs named in ``names`` (comma-separated job names, as ``connect-state-jobs --jobs`` takes them), kept in
+    the dependency order of ``jobs``; every job when ``names`` is None. A name that is no job's, or no name at all, is
+    a :class:`ConfigError` that lists the job names."""
+    if names is None:
+        return list(jobs)
+    known = [job.name for job in jobs]
+    wanted = {name.strip() for name in names.split(",") if name.strip()}
+    unknown = sorted(wanted - set(known))
+    if unknown or not wanted:
+        what = f"unknown job {', '.join(unknown)}" if unknown else "no job named"
+        raise ConfigError(f"--jobs: {what}; the jobs are {', '.join(known)}")
+    return [job for job in jobs if job.name in wanted]

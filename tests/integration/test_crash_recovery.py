@@ -3,8 +3,10 @@ restart of the Connect worker; afterwards the tables are what a fold from scratc
 
 A Connect worker of its own (its own internal topics, so the tables can be compared whole) runs two FileStream
 sources and a sink while a workload thread appends lines, pauses, resumes, stops and resumes them, and creates and
-deletes short-lived connectors. Meanwhile the driver (``python -m connect_state.jobs.all``, a process group of its own:
-tests/integration/drivers.py) is killed, each time at another point (:mod:`connect_state.faults`):
+deletes short-lived connectors. Meanwhile the driver of the three folds (``python -m connect_state.jobs.all --jobs
+active_topics,connector_states,offsets``, a process group of its own: tests/integration/drivers.py; the leased jobs'
+crashes are tests/integration/test_leases_connect.py's) is killed, each time at another point
+(:mod:`connect_state.faults`):
 
 1. continuous, ``after_history_write``: inside ``foreachBatch``, a history table written, its current table not yet;
 2. continuous, ``batch_start``: a micro-batch arrived, nothing of it written (between two batches, for the tables),
@@ -12,7 +14,7 @@ tests/integration/drivers.py) is killed, each time at another point (:mod:`conne
 3. a catch-up run (``--available-now``), ``after_batch_write``: a batch's tables and watermark written, its checkpoint
    commit not.
 
-(Each round starts a driver of its own, a JVM and five jobs: minutes on a busy 2-core machine. So each fault point is
+(Each round starts a driver of its own, a JVM and three jobs: minutes on a busy 2-core machine. So each fault point is
 hit once, and the worker restart shares a round.)
 
 Each run starts from what the killed one left (checkpoints, tables, leases). Last, a catch-up of the crashed tables
@@ -64,6 +66,7 @@ T = TypeVar("T")
 WAIT_S = 240.0
 ROUND_S = 300.0  # a driver's start (its own JVM) plus the batches until its fault point, on a busy 2-core machine
 FOLD_JOBS = [active_topics.JOB, connector_states.JOB, offsets.JOB]
+ONLY_FOLDS = ["--jobs", ",".join(job.name for job in FOLD_JOBS)]
 CURRENT_TABLES = (ACTIVE_TOPICS, CONNECTORS, SOURCE_OFFSETS, SINK_OFFSETS)
 HISTORY_TABLES = (
     ACTIVE_TOPICS_HISTORY,
@@ -291,13 +294,13 @@ def test_kill_9_again_and_again_and_a_worker_restart_leave_the_tables_a_fold_fro
     kills: list[str] = []
     try:
         # Continuous, killed inside foreachBatch between a history table's write and its current table's.
-        driver = DriverProcess(settings, drivers, "continuous-history", fault=HISTORY_FAULT).start()
+        driver = DriverProcess(settings, drivers, "continuous-history", ONLY_FOLDS, HISTORY_FAULT).start()
         assert_killed_by_fault(driver, HISTORY_FAULT)
         kills.append(HISTORY_FAULT)
 
         # Continuous; the Connect worker restarts while the driver starts and runs; killed at the start of a batch
         # (nothing of it written) a few batches in.
-        driver = DriverProcess(settings, drivers, "continuous-batch-start", fault=BATCH_START_FAULT).start()
+        driver = DriverProcess(settings, drivers, "continuous-batch-start", ONLY_FOLDS, BATCH_START_FAULT).start()
         worker.stop()
         worker.start()
         connect.wait_for(lambda: all_running(connect, names), WAIT_S, description="the connectors running again")
@@ -305,7 +308,7 @@ def test_kill_9_again_and_again_and_a_worker_restart_leave_the_tables_a_fold_fro
         kills.append(f"{BATCH_START_FAULT}, the worker restarted meanwhile")
 
         # A catch-up run killed after a batch's writes, before its checkpoint commit.
-        driver = DriverProcess(settings, drivers, "catch-up", ["--available-now"], CATCH_UP_FAULT).start()
+        driver = DriverProcess(settings, drivers, "catch-up", ["--available-now", *ONLY_FOLDS], CATCH_UP_FAULT).start()
         assert_killed_by_fault(driver, CATCH_UP_FAULT)
         kills.append(f"catch-up {CATCH_UP_FAULT}")
     finally:
