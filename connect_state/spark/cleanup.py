@@ -42,7 +42,7 @@ from connect_state.folds.connector_states import CREATED, DELETED
 from connect_state.kafka import InternalTopicWriter
 from connect_state.leases import CLEANUP_LEASE
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import ensure_table, schema_of
+from connect_state.spark.delta_io import ensure_table, schema_of, table_exists
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.leases import LeasedTask, keeper_for
 from connect_state.spark.streaming import PeriodicTask, Run, job_logger
@@ -129,7 +129,7 @@ class SparkCleanupIO:
 
     def _table(self, spec: TableSpec) -> DataFrame | None:
         path = self._path(spec)
-        if not DeltaTable.isDeltaTable(self.spark, path):
+        if not table_exists(self.spark, path):
             return None
         return self.spark.read.format("delta").load(path)
 

@@ -56,6 +56,16 @@ def is_commit_file(name: str) -> bool:
     return len(version) == 20 and version.isdigit() and (rest == "json" or rest.startswith("checkpoint"))
 
 
+def table_exists(spark: SparkSession, path: str) -> bool:
+    """Whether the Delta table at ``path`` has a commit (another process may have created it since we last looked).
+
+    Not ``DeltaTable.isDeltaTable``: once that has looked at a table while another process was creating it (its
+    ``_delta_log`` there, no commit in it yet), Delta's cached log keeps answering False for as long as the driver
+    runs, since nothing refreshes it (the cleanup job then never saw the ``connector_events`` table that
+    ``connect-state-connector-states`` created beside it). A read of the table refreshes the cached log."""
+    return any(is_commit_file(name) for name in storage.list_names(spark, f"{path}/_delta_log"))
+
+
 def ensure_table(spark: SparkSession, root: Location, spec: TableSpec) -> str:
     """Create the table at ``root/spec.name`` if it does not exist yet; return its path."""
     path = str(root / spec.name)

@@ -46,7 +46,7 @@ from connect_state.guards import permitted_offsets_topics
 from connect_state.positions import topics_of
 from connect_state.settings import Settings
 from connect_state.spark.checkpoint import latest_positions
-from connect_state.spark.delta_io import delta_transaction
+from connect_state.spark.delta_io import delta_transaction, table_exists
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldWriter,
@@ -83,7 +83,7 @@ def configured_topics(spark: SparkSession, settings: Settings) -> set[str]:
     table (none when the table is missing), by :func:`connect_state.connect.offset_stores.offsets_topics`."""
     path = str(settings.delta_root / CONNECTORS.name)
     configs: list[dict | None] = []
-    if DeltaTable.isDeltaTable(spark, path):
+    if table_exists(spark, path):
         for row in spark.read.format("delta").load(path).where("config IS NOT NULL").select("config").collect():
             try:
                 config = json.loads(row.config)

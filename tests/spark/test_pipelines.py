@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from chispa import assert_df_equality
+from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from connect_state.cleanup import Deletion, StepOutcome, StepStatus
@@ -49,6 +50,7 @@ from connect_state.kafka import RecordPosition
 from connect_state.settings import Settings, load_settings
 from connect_state.spark import active_topics, connector_states, heartbeats, sink_offsets, source_offsets
 from connect_state.spark.cleanup import SparkCleanupIO
+from connect_state.spark.delta_io import table_exists
 from connect_state.spark.foldjob import start_fold_query
 from connect_state.tables import (
     ACTIVE_TOPICS,
@@ -65,6 +67,7 @@ from connect_state.tables import (
     SOURCE_PARTITION_ACTIVITY,
 )
 from tests.fixtures.spark import await_query
+from tests.unit.helpers import write_table
 
 pytestmark = pytest.mark.spark
 
@@ -399,3 +402,19 @@ def test_cleanup_outcomes_round_trip_through_delta(spark, settings):
         f'{{"connector.class":"{FILE_SOURCE_CLASS}"}}',
     )
     assert io.connector_row("c") is None and io.active_topics("c") == [] and io.source_offsets_keys("c") == []
+
+
+def test_a_table_seen_while_another_driver_created_it_is_read_once_committed(spark, settings):
+    """The cleanup job looks at ``connector_events`` while ``connect-state-connector-states``, another driver, creates
+    it: a ``_delta_log`` without a commit yet. Once the commit lands, the next pass reads the table. (Delta's cached
+    log of that look said "no table" for as long as the driver ran: the cleanup never ran.)"""
+    io = SparkCleanupIO(spark, settings, writer=object(), clock=lambda: T0)
+    path = Path(str(settings.delta_root)) / CONNECTOR_EVENTS.name
+    (path / "_delta_log").mkdir(parents=True)
+    assert not table_exists(spark, str(path)) and io.deletion_events() is None
+    assert not DeltaTable.isDeltaTable(spark, str(path))  # Delta now caches the table's log without a commit
+    event = {"connector": "c", "event": "deleted", "source": "config", "kafka_partition": 0, "kafka_offset": 7}
+    write_table(str(settings.delta_root), CONNECTOR_EVENTS, [event])  # the other driver's commit (delta-rs here)
+    assert table_exists(spark, str(path))
+    events = io.deletion_events() or []
+    assert [(e["connector"], e["event"], e["kafka_offset"]) for e in events] == [("c", "deleted", 7)]
