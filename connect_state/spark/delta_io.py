@@ -62,8 +62,20 @@ def table_exists(spark: SparkSession, path: str) -> bool:
     Not ``DeltaTable.isDeltaTable``: once that has looked at a table while another process was creating it (its
     ``_delta_log`` there, no commit in it yet), Delta's cached log keeps answering False for as long as the driver
     runs, since nothing refreshes it (the cleanup job then never saw the ``connector_events`` table that
-    ``connect-state-connector-states`` created beside it). A read of the table refreshes the cached log."""
-    return any(is_commit_file(name) for name in storage.list_names(spark, f"{path}/_delta_log"))
+    ``connect-state-connector-states`` created beside it). A read of the table refreshes the cached log.
+
+    A True answer is kept for the process's life (a table is not dropped under a running job; a long-running table's
+    ``_delta_log`` holds thousands of files, one listing each, on object storage one LIST request per 1,000)."""
+    if path in _EXISTING:
+        return True
+    if any(is_commit_file(name) for name in storage.list_names(spark, f"{path}/_delta_log")):
+        _EXISTING.add(path)
+        return True
+    return False
+
+
+_EXISTING: set[str] = set()
+"""The table paths :func:`table_exists` found a commit in."""
 
 
 def ensure_table(spark: SparkSession, root: Location, spec: TableSpec) -> str:

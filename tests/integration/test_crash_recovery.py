@@ -17,7 +17,7 @@ crashes are tests/integration/test_leases_connect.py's) is killed, each time at 
 (Each round starts a driver of its own, a JVM and three jobs: minutes on a busy 2-core machine. So each fault point is
 hit once, and the worker restart shares a round.)
 
-Each run starts from what the killed one left (checkpoints, tables, leases). Last, a catch-up of the crashed tables
+Each run starts from what the killed one left (checkpoints, tables). Last, a catch-up of the crashed tables
 and a fold from scratch (a fresh ``delta.root`` and ``checkpoint.root``) of the same topics: every current table
 equals the fresh one row for row, every history table holds each Kafka record's change exactly once (no duplicate
 Kafka coordinates, the same rows as the fresh one), and our answers (status, offsets, topics) equal Connect's.
@@ -271,9 +271,6 @@ def test_kill_9_again_and_again_and_a_worker_restart_leave_the_tables_a_fold_fro
         tmp_path,
         **{
             "trigger.interval": "1 seconds",
-            "heartbeat.interval.ms": "600000",
-            "lease.duration.ms": "12000",
-            "lease.renew.interval.ms": "3000",
         },
     )
     topics = worker.internal_topics
