@@ -50,7 +50,6 @@ BENCH_SPARK_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.driver.memory": "2g",
-    "spark.databricks.delta.snapshotPartitions": "2",
 }
 
 Record = tuple[bytes, bytes | None]

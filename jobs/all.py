@@ -41,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--jobs",
         metavar="NAME,...",
-        help="run only these jobs (comma-separated: active_topics, connector_states, offsets, heartbeats, cleanup)",
+        help=f"run only these jobs (comma-separated: {', '.join(job.name for job in every_job())})",
     )
     return parser
 
