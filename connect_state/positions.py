@@ -135,6 +135,13 @@ def detect_losses(
     return losses
 
 
+def starts_past(start: Mapping[TopicPartition, int], frontier: Mapping[TopicPartition, int]) -> bool:
+    """Whether a batch that starts at ``start`` (``offsets/N-1``) reads only records at or past ``frontier`` (end
+    offsets taken at some moment): every partition of ``frontier`` starts at or after its end there (a partition
+    missing from ``start`` is read from its beginning, so it does not)."""
+    return all(start.get(tp, 0) >= end for tp, end in frontier.items())
+
+
 def watermark_rows(query: str, positions: Mapping[TopicPartition, int], batch_id: int) -> list[tuple]:
     """The ``watermarks`` rows of a query's batch (without ``committed_at``): ``(query, topic, partition,
     next_offset, batch_id)``, sorted."""

@@ -23,9 +23,17 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from connect_state.errors import KafkaWriteError
 from connect_state.faults import FaultPoint, fault_point
 from connect_state.kafka.topic_positions import TopicPositions, shared_positions
-from connect_state.positions import DataLoss, detect_losses, partitions_to_check, watermark_rows
+from connect_state.positions import (
+    DataLoss,
+    Positions,
+    detect_losses,
+    partitions_to_check,
+    starts_past,
+    watermark_rows,
+)
 from connect_state.settings import Settings
 from connect_state.spark import storage
 from connect_state.spark.checkpoint import planned_positions
@@ -340,6 +348,9 @@ class FoldWriter:
         #: is an append (nothing to match; still once per batch, by its transaction id).
         self.new_tables: set[str] = set()
         self._last_watermark: dict[tuple[str, int], int] | None = None
+        #: The topics' end offsets when this process first wrote a history table (None: not taken yet); emptied once
+        #: a batch starts past them (:meth:`history_is_new`).
+        self._history_frontier: Positions | None = None
 
     def path(self, spec: TableSpec) -> str:
         return str(self.delta_root / spec.name)
@@ -458,13 +469,50 @@ class FoldWriter:
     def insert_history(self, rows: DataFrame, spec: TableSpec, batch_id: int, lowest_offset: int | None) -> None:
         """Insert a batch's rows of a history table, keyed by their Kafka coordinates (``spec.key``): a record folded
         again (a batch replayed, a checkpoint lost while the tables were kept) adds nothing. Only the table's files
-        that may hold the batch's offsets are read (``kafka_offset`` at least ``lowest_offset``, the rows' lowest);
-        into a table the query created empty and has not written yet, an append (tagged with the same transaction
-        id) does the same."""
+        that may hold the batch's offsets are read (``kafka_offset`` at least ``lowest_offset``, the rows' lowest).
+        An append (tagged with the same transaction id) does the same into a table the query created empty and has
+        not written yet, and for a batch past every record an earlier run can have written (:meth:`history_is_new`):
+        in a running job, every batch but the first ones after a start."""
         if self.append_if_new(spec, rows, batch_id):
+            return
+        if self.history_is_new(rows.sparkSession, batch_id):
+            append_once(rows, self.path(spec), self.app_id(spec), batch_id)
             return
         target = f"t.kafka_offset >= {lowest_offset}" if lowest_offset is not None else None
         insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id, target)
+
+    def history_is_new(self, spark: SparkSession, batch_id: int) -> bool:
+        """Whether none of the batch's records can be in a history table yet, so that an append (tagged with the
+        batch's transaction id) does what the insert-only MERGE would, at a fraction of its cost.
+
+        A record gets into a history table through a batch of this query (a replay of the same batch is skipped by
+        its transaction id) or through a run under an earlier checkpoint (lost or deleted while the tables were kept;
+        or a rebuild stopped half-way): those ran before this process, so their records lie below the topics' end
+        offsets when this process first writes history (the frontier, asked from Kafka once). A batch that starts
+        past the frontier in every partition (:func:`~connect_state.positions.starts_past`) holds none of them, nor
+        does any batch after it. Until then (and without a positions client, or when Kafka does not answer), the
+        MERGE decides row by row."""
+        if self._history_frontier is None:
+            planned = planned_positions(spark, self.checkpoint, batch_id)
+            if self.positions is None or not planned:
+                return False
+            try:
+                self._history_frontier = self.positions.latest_offsets(planned)
+            except KafkaWriteError as err:
+                self.log.info("batch %d: history written by MERGE (the topics' end offsets: %s)", batch_id, err)
+                return False
+        if not self._history_frontier:
+            return True
+        start = planned_positions(spark, self.checkpoint, batch_id - 1)
+        if start is None or not starts_past(start, self._history_frontier):
+            return False
+        self.log.info("batch %d: past the records of earlier runs, history rows are appended from now on", batch_id)
+        self._history_frontier = {}
+        return True
+
+    def history_frontier_passed(self) -> None:
+        """Every batch from now on appends its history rows (:meth:`history_is_new`)."""
+        self._history_frontier = {}
 
     def append_if_new(self, spec: TableSpec, rows: DataFrame, batch_id: int) -> bool:
         """Append ``rows`` (tagged with the batch's transaction id) when ``spec`` is a table this query created empty
@@ -526,6 +574,9 @@ def start_fold_query(
     }
     writer._shared_tables_ready = True
     writer.new_tables = {spec.name for spec in tables if spec.name in created}
+    history = [spec.name for spec in tables if spec not in current_tables]
+    if history and all(name in created for name in history):
+        writer.history_frontier_passed()  # no earlier run wrote into history tables created just now
     checkpoint = settings.checkpoint_path(job_name)
     if not storage.exists(spark, checkpoint):  # Hadoop's filesystem: the checkpoint may be in object storage
         # (a table created just now is empty: no DELETE, which would cost a Spark job and maybe a commit)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from delta.tables import DeltaTable
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 from pyspark.sql import SparkSession
@@ -161,6 +162,37 @@ def test_a_lost_checkpoint_rebuilds_current_tables_and_adds_no_history_twice(
     # The watermarks say where the rebuilt tables are: the same end offsets.
     assert watermarks(spark, settings, active_topics.JOB_NAME) == marks_before
     assert losses(spark, settings) == []
+
+
+def test_history_is_appended_once_a_batch_starts_past_what_an_earlier_run_wrote(
+    spark, kafka_broker, stack_settings, tmp_path
+):
+    """A continuous query whose checkpoint was lost re-folds the records an earlier run wrote into the history (the
+    insert-only MERGE adds none of them again), then appends the rows of the batches that start past them."""
+    topic = unique("status-append")
+    create_topic(stack_settings, topic, 2, compacted=True)
+    settings = job_settings(stack_settings, tmp_path, **{"status.storage.topic": topic, "trigger.interval": "1 second"})
+    produce_keyed(settings.bootstrap_servers, topic, [topic_status("c", f"t{i}") for i in range(4)], 2)
+    run_active_topics(spark, settings)
+    shutil.rmtree(settings.checkpoint_path(active_topics.JOB_NAME))
+
+    def coordinates() -> list[tuple[int, int]]:
+        table = delta_table(spark, settings, ACTIVE_TOPICS_HISTORY.name)  # read again: the table's newest version
+        return sorted((r.kafka_partition, r.kafka_offset) for r in table.collect())
+
+    query = active_topics.start(spark, settings, available_now=False)
+    try:
+        wait_until(lambda: (query.lastProgress or {}).get("batchId", -1) >= 0, "the re-fold of the first 4 records")
+        assert len(coordinates()) == 4
+        produce_keyed(settings.bootstrap_servers, topic, [topic_status("c", f"t{i}") for i in range(4, 8)], 2)
+        wait_until(lambda: len(coordinates()) >= 8, "the history of the next 4 records")
+    finally:
+        query.stop()
+    assert len(set(coordinates())) == len(coordinates()) == 8
+    history = DeltaTable.forPath(spark, str(settings.delta_root / ACTIVE_TOPICS_HISTORY.name))
+    operations = [r.operation for r in history.history().orderBy("version").collect()]
+    assert operations[-1] == "WRITE", operations  # an append, not a MERGE
+    assert "MERGE" in operations, operations  # the first batch of the new checkpoint
 
 
 # --- records lost to retention ----------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from connect_state.positions import (
     detect_losses,
     parse_offset_log,
     partitions_to_check,
+    starts_past,
     topics_of,
     watermark_rows,
 )
@@ -83,3 +84,12 @@ def test_a_partition_new_to_the_query_is_read_from_its_start() -> None:
 
 def test_loss_causes_are_the_table_values() -> None:
     assert [str(c) for c in LossCause] == ["records_deleted", "partition_gone", "offsets_went_back"]
+
+
+def test_a_batch_starts_past_a_frontier_when_every_partition_of_it_starts_at_or_after_its_end() -> None:
+    frontier = {("t", 0): 10, ("t", 1): 4}
+    assert starts_past({("t", 0): 10, ("t", 1): 7}, frontier)
+    assert starts_past({("t", 0): 12, ("t", 1): 4, ("u", 0): 0}, frontier)  # a partition beyond the frontier: new
+    assert not starts_past({("t", 0): 9, ("t", 1): 7}, frontier)
+    assert not starts_past({("t", 0): 10}, frontier)  # ("t", 1) read from its beginning
+    assert starts_past({("t", 0): 0}, {})
