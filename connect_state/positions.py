@@ -135,11 +135,16 @@ def detect_losses(
     return losses
 
 
-def starts_past(start: Mapping[TopicPartition, int], frontier: Mapping[TopicPartition, int]) -> bool:
-    """Whether a batch that starts at ``start`` (``offsets/N-1``) reads only records at or past ``frontier`` (end
-    offsets taken at some moment): every partition of ``frontier`` starts at or after its end there (a partition
-    missing from ``start`` is read from its beginning, so it does not)."""
-    return all(start.get(tp, 0) >= end for tp, end in frontier.items())
+def starts_past(
+    start: Mapping[TopicPartition, int],
+    planned: Mapping[TopicPartition, int],
+    frontier: Mapping[TopicPartition, int],
+) -> bool:
+    """Whether batch ``N``, from ``start`` (``offsets/N-1``) to ``planned`` (``offsets/N``), reads only records at or
+    past ``frontier`` (end offsets taken at some moment): every partition it reads that the frontier has starts at
+    or after the frontier's end there (a partition missing from ``start`` is read from its beginning, so it does
+    not); a frontier partition the batch no longer reads (its topic deleted) does not count."""
+    return all(start.get(tp, 0) >= frontier[tp] for tp in planned if tp in frontier)
 
 
 def watermark_rows(query: str, positions: Mapping[TopicPartition, int], batch_id: int) -> list[tuple]:

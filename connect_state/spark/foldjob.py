@@ -348,8 +348,8 @@ class FoldWriter:
         #: is an append (nothing to match; still once per batch, by its transaction id).
         self.new_tables: set[str] = set()
         self._last_watermark: dict[tuple[str, int], int] | None = None
-        #: The topics' end offsets when this process first wrote a history table (None: not taken yet); emptied once
-        #: a batch starts past them (:meth:`history_is_new`).
+        #: The topics' end offsets when this writer first wrote a history table (None: not taken yet); emptied once
+        #: a batch starts past them, or when its query created the history tables (:meth:`history_is_new`).
         self._history_frontier: Positions | None = None
 
     def path(self, spec: TableSpec) -> str:
@@ -487,24 +487,31 @@ class FoldWriter:
 
         A record gets into a history table through a batch of this query (a replay of the same batch is skipped by
         its transaction id) or through a run under an earlier checkpoint (lost or deleted while the tables were kept;
-        or a rebuild stopped half-way): those ran before this process, so their records lie below the topics' end
-        offsets when this process first writes history (the frontier, asked from Kafka once). A batch that starts
-        past the frontier in every partition (:func:`~connect_state.positions.starts_past`) holds none of them, nor
-        does any batch after it. Until then (and without a positions client, or when Kafka does not answer), the
-        MERGE decides row by row."""
+        or a rebuild stopped half-way): those ran before this writer's query started, so their records lie below the
+        topics' end offsets when the writer first writes history (the frontier, asked from Kafka once). A batch that
+        starts past the frontier in every partition it reads (:func:`~connect_state.positions.starts_past`) holds
+        none of them, nor does any batch after it. Until then (and without a positions client, or when Kafka does not
+        answer for every partition), the MERGE decides row by row.
+
+        A topic deleted and created again reuses its offsets: its new records are appended beside the rows of the
+        old topic's records at the same coordinates (``data_loss`` records the recreation), where the MERGE would
+        have dropped them as already written."""
+        planned = planned_positions(spark, self.checkpoint, batch_id)
         if self._history_frontier is None:
-            planned = planned_positions(spark, self.checkpoint, batch_id)
             if self.positions is None or not planned:
                 return False
             try:
-                self._history_frontier = self.positions.latest_offsets(planned)
+                ends = self.positions.latest_offsets(planned)
             except KafkaWriteError as err:
                 self.log.info("batch %d: history written by MERGE (the topics' end offsets: %s)", batch_id, err)
                 return False
+            if set(ends) != set(planned):  # a topic deleted meanwhile: ask again at the next batch
+                return False
+            self._history_frontier = ends
         if not self._history_frontier:
             return True
         start = planned_positions(spark, self.checkpoint, batch_id - 1)
-        if start is None or not starts_past(start, self._history_frontier):
+        if start is None or not planned or not starts_past(start, planned, self._history_frontier):
             return False
         self.log.info("batch %d: past the records of earlier runs, history rows are appended from now on", batch_id)
         self._history_frontier = {}

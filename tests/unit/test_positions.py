@@ -86,10 +86,12 @@ def test_loss_causes_are_the_table_values() -> None:
     assert [str(c) for c in LossCause] == ["records_deleted", "partition_gone", "offsets_went_back"]
 
 
-def test_a_batch_starts_past_a_frontier_when_every_partition_of_it_starts_at_or_after_its_end() -> None:
+def test_a_batch_starts_past_a_frontier_when_every_partition_it_reads_starts_at_or_after_its_end() -> None:
     frontier = {("t", 0): 10, ("t", 1): 4}
-    assert starts_past({("t", 0): 10, ("t", 1): 7}, frontier)
-    assert starts_past({("t", 0): 12, ("t", 1): 4, ("u", 0): 0}, frontier)  # a partition beyond the frontier: new
-    assert not starts_past({("t", 0): 9, ("t", 1): 7}, frontier)
-    assert not starts_past({("t", 0): 10}, frontier)  # ("t", 1) read from its beginning
-    assert starts_past({("t", 0): 0}, {})
+    planned = {("t", 0): 20, ("t", 1): 20}
+    assert starts_past({("t", 0): 10, ("t", 1): 7}, planned, frontier)
+    assert starts_past({("t", 0): 12, ("t", 1): 4}, {**planned, ("u", 0): 3}, frontier)  # ("u", 0) is new
+    assert not starts_past({("t", 0): 9, ("t", 1): 7}, planned, frontier)
+    assert not starts_past({("t", 0): 10}, planned, frontier)  # ("t", 1) read from its beginning
+    assert starts_past({("t", 0): 10}, {("t", 0): 12}, frontier)  # ("t", 1) no longer read: its topic deleted
+    assert starts_past({("t", 0): 0}, {("t", 0): 3}, {})
