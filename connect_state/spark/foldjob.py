@@ -496,6 +496,8 @@ class FoldWriter:
         A topic deleted and created again reuses its offsets: its new records are appended beside the rows of the
         old topic's records at the same coordinates (``data_loss`` records the recreation), where the MERGE would
         have dropped them as already written."""
+        if self._history_frontier == {}:  # passed: no checkpoint read in a running job's batches
+            return True
         planned = planned_positions(spark, self.checkpoint, batch_id)
         if self._history_frontier is None:
             if self.positions is None or not planned:
@@ -508,8 +510,6 @@ class FoldWriter:
             if set(ends) != set(planned):  # a topic deleted meanwhile: ask again at the next batch
                 return False
             self._history_frontier = ends
-        if not self._history_frontier:
-            return True
         start = planned_positions(spark, self.checkpoint, batch_id - 1)
         if start is None or not planned or not starts_past(start, planned, self._history_frontier):
             return False
@@ -581,7 +581,8 @@ def start_fold_query(
     }
     writer._shared_tables_ready = True
     writer.new_tables = {spec.name for spec in tables if spec.name in created}
-    history = [spec.name for spec in tables if spec not in current_tables]
+    current = {spec.name for spec in current_tables}
+    history = [spec.name for spec in tables if spec.name not in current]
     if history and all(name in created for name in history):
         writer.history_frontier_passed()  # no earlier run wrote into history tables created just now
     checkpoint = settings.checkpoint_path(job_name)

@@ -188,7 +188,8 @@ def test_history_is_appended_once_a_batch_starts_past_what_an_earlier_run_wrote(
         wait_until(lambda: len(coordinates()) >= 8, "the history of the next 4 records")
     finally:
         query.stop()
-    assert len(set(coordinates())) == len(coordinates()) == 8
+    written = coordinates()
+    assert len(set(written)) == len(written) == 8
     history = DeltaTable.forPath(spark, str(settings.delta_root / ACTIVE_TOPICS_HISTORY.name))
     operations = [r.operation for r in history.history().orderBy("version").collect()]
     assert operations[-1] == "WRITE", operations  # an append, not a MERGE
