@@ -56,7 +56,7 @@ from connect_state.spark import foldjob
 COMMON_PARTS: tuple[tuple[Any, str, str], ...] = (
     (foldjob, "kind_counts", "fold + counts"),
     (foldjob.FoldWriter, "record_data_loss", "data-loss check"),
-    (foldjob.FoldWriter, "record_watermark", "watermark MERGE"),
+    (foldjob.FoldWriter, "record_watermark", "watermark"),
     (foldjob.FoldWriter, "reconcile", "reconcile"),
 )
 

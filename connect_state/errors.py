@@ -74,6 +74,10 @@ class TableNotFoundError(ConnectStateError):
     """A Delta table the API reads has not been created yet (its job has never run)."""
 
 
+class DeltaWriteError(ConnectStateError):
+    """A Delta write gave up: every attempt lost to a concurrent writer's commit."""
+
+
 class ConnectorOffsetsError(ConnectStateError):
     """A connector's ``alterOffsets`` (KIP-875) refused an offsets request (:mod:`connect_state.connect.alter_offsets`).
 

@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 #: URI schemes of the object stores the project is documented for (others are passed through as they are).
 OBJECT_STORE_SCHEMES = ("s3a", "s3", "abfss", "abfs", "gs", "dbfs")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+#: The object stores ``deltalake`` (delta-rs) commits to (``dbfs:`` is not one of them).
+DELTALAKE_SCHEMES = ("s3a", "s3", "abfss", "abfs", "gs")
+#: Local paths that are FUSE mounts of object storage with neither rename nor link (Databricks' Unity Catalog volumes
+#: and DBFS): a ``deltalake`` commit fails there with "Function not implemented" (delta-io/delta-rs#2540).
+FUSE_MOUNTS = ("/Volumes/", "/dbfs/")
 
 
 class Location:
@@ -74,6 +79,14 @@ class Location:
     @property
     def is_local(self) -> bool:
         return not self.scheme
+
+    @property
+    def deltalake_commits(self) -> bool:
+        """Whether ``deltalake`` (delta-rs) can commit to a Delta table here: a local disk or an object store it
+        knows, not a Databricks FUSE mount (:data:`FUSE_MOUNTS`) nor ``dbfs:``, where only Spark can."""
+        if self.is_local:
+            return not (self.uri.rstrip("/") + "/").startswith(FUSE_MOUNTS)
+        return self.scheme in DELTALAKE_SCHEMES
 
     @property
     def name(self) -> str:

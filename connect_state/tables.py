@@ -351,7 +351,8 @@ WATERMARKS = TableSpec(
     description=(
         "The Kafka position each streaming query's tables reflect: per (query, topic, partition), the next offset "
         "not yet folded into them (the end offset of the query's last committed micro-batch), its batch id and when "
-        "it was committed. Written by the query's foreachBatch after its table writes, idempotently per batch."
+        "it was committed. Written by the query's foreachBatch after its table writes, idempotently per batch "
+        "(with deltalake; with Spark where deltalake cannot commit)."
     ),
 )
 

@@ -23,7 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from connect_state.errors import KafkaWriteError
+from connect_state.errors import DeltaWriteError, KafkaWriteError
 from connect_state.faults import FaultPoint, fault_point
 from connect_state.kafka.topic_positions import TopicPositions, shared_positions
 from connect_state.positions import (
@@ -32,7 +32,6 @@ from connect_state.positions import (
     detect_losses,
     partitions_to_check,
     starts_past,
-    watermark_rows,
 )
 from connect_state.settings import Settings
 from connect_state.spark import storage
@@ -40,7 +39,6 @@ from connect_state.spark.checkpoint import planned_positions
 from connect_state.spark.delta_io import (
     append_once,
     create_table,
-    delta_transaction,
     ensure_table,
     insert_new_once,
     retry_on_conflict,
@@ -49,12 +47,12 @@ from connect_state.spark.delta_io import (
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.reconcile import RECONCILE_INTERVAL_S, Reconciler
 from connect_state.spark.streaming import QueryTask, Run, checkpoint_query_id, job_logger
-from connect_state.storage import Location
+from connect_state.spark.watermarks import WatermarkStore, watermark_store
+from connect_state.storage import Location, deltalake_options
 from connect_state.tables import DATA_LOSS, REJECTED_RECORDS, WATERMARKS, TableSpec
 
 # Concurrent queries write these shared tables every batch: more attempts than a job's own table needs.
 SHARED_TABLE_ATTEMPTS = 10
-_WATERMARK_ROWS = spark_schema(pa.schema([f for f in WATERMARKS.schema if f.name != "committed_at"]))
 _DATA_LOSS_ROWS = spark_schema(pa.schema([f for f in DATA_LOSS.schema if f.name != "detected_at"]))
 
 
@@ -322,13 +320,15 @@ class FoldWriter:
     * before the batch's records are read, the batch's start (``offsets/N-1`` of the checkpoint) is compared with its
       planned end (``offsets/N``) and the partitions' log start offsets: records lost to retention, a deleted or a
       recreated topic go to ``data_loss`` (and a log line); Spark's source goes on from the earliest offset;
-    * after them, the batch's end offsets go to ``watermarks``: the position the tables reflect. A crash in between
-      replays the batch, whose writes are idempotent, so a watermark never claims more than the tables hold;
+    * after them, the batch's end offsets go to ``watermarks`` (:mod:`connect_state.spark.watermarks`: through
+      ``deltalake`` where it can commit): the position the tables reflect. A crash in between replays the batch, whose
+      writes are idempotent, so a watermark never claims more than the tables hold;
     * then, every ``reconcile_interval_s`` (and after a data loss), the :class:`Reconciler` of the query's current
       table removes rows whose key is no longer in the topics.
 
-    :func:`start_fold_query` gives the writer its Kafka positions client and reconciler; without them (a writer
-    called directly) it records watermarks only.
+    :func:`start_fold_query` gives the writer its Kafka positions client, its reconciler and the watermarks store with
+    the settings' storage options; without them (a writer called directly) it records watermarks only, in a local
+    ``delta_root``.
     """
 
     job_name = "fold"
@@ -347,6 +347,8 @@ class FoldWriter:
         #: Tables this writer's query created empty at its start and has not written yet: a history insert into one
         #: is an append (nothing to match; still once per batch, by its transaction id).
         self.new_tables: set[str] = set()
+        #: Given by :meth:`attach`; else a store of ``delta_root`` without storage options, at the first watermark.
+        self.watermarks: WatermarkStore | None = None
         self._last_watermark: dict[tuple[str, int], int] | None = None
         #: The topics' end offsets when this writer first wrote a history table (None: not taken yet); emptied once
         #: a batch starts past them, or when its query created the history tables (:meth:`history_is_new`).
@@ -382,17 +384,21 @@ class FoldWriter:
         if self.reconciler is not None and (losses or time.monotonic() >= self._next_reconcile):
             self.reconcile(spark)
 
-    def attach(self, positions: TopicPositions, reconciler: Reconciler | None) -> None:
-        """Give the writer its Kafka positions client (data loss) and its table's reconciler; the query's start has
-        just reconciled, so the next pass is due in ``reconcile_interval_s``."""
+    def attach(
+        self, positions: TopicPositions, reconciler: Reconciler | None, watermarks: WatermarkStore | None = None
+    ) -> None:
+        """Give the writer its Kafka positions client (data loss), its table's reconciler and its watermarks store
+        (the settings' storage options); the query's start has just reconciled, so the next pass is due in
+        ``reconcile_interval_s``."""
         self.positions = positions
         self.reconciler = reconciler
+        if watermarks is not None:
+            self.watermarks = watermarks
         self._next_reconcile = time.monotonic() + self.reconcile_interval_s
 
     def _ensure_shared_tables(self, spark: SparkSession) -> None:
         if not self._shared_tables_ready:
-            for spec in (WATERMARKS, DATA_LOSS):
-                ensure_table(spark, self.delta_root, spec)
+            ensure_table(spark, self.delta_root, DATA_LOSS)
             self._shared_tables_ready = True
 
     def record_data_loss(self, spark: SparkSession, batch_id: int) -> list[DataLoss]:
@@ -427,28 +433,19 @@ class FoldWriter:
     def record_watermark(self, spark: SparkSession, batch_id: int) -> None:
         """The batch's planned end offsets as this query's rows of ``watermarks`` (partitions the query no longer
         reads are removed), once per batch; skipped when they are the ones this writer wrote last (a no-data batch:
-        ``committed_at`` stays when the position last moved, and the table gets no commit)."""
+        ``committed_at`` stays when the position last moved, and the table gets no commit). Written with
+        ``deltalake`` where it can commit: tens of milliseconds, not the seconds of a Spark MERGE
+        (:mod:`connect_state.spark.watermarks`)."""
         positions = planned_positions(spark, self.checkpoint, batch_id)
         if not positions or positions == self._last_watermark:
             return
-        self._ensure_shared_tables(spark)
-        source = spark.createDataFrame(watermark_rows(self.job_name, positions, batch_id), _WATERMARK_ROWS)
-        source = source.withColumn("committed_at", F.current_timestamp())
-        condition = "t.query = s.query AND t.topic = s.topic AND t.`partition` = s.`partition`"
-
-        def merge() -> None:
-            table = DeltaTable.forPath(spark, self.path(WATERMARKS))
-            with delta_transaction(spark, self.app_id(WATERMARKS), batch_id):
-                (
-                    table.alias("t")
-                    .merge(source.alias("s"), condition)
-                    .whenMatchedUpdateAll()
-                    .whenNotMatchedInsertAll()
-                    .whenNotMatchedBySourceDelete(f"t.query = '{self.job_name}'")
-                    .execute()
-                )
-
-        retry_on_conflict(merge, WATERMARKS.name, SHARED_TABLE_ATTEMPTS)
+        if self.watermarks is None:
+            self.watermarks = watermark_store(spark, self.delta_root)
+        try:
+            self.watermarks.record(self.job_name, positions, batch_id, self.app_id(WATERMARKS))
+        except DeltaWriteError as err:  # the tables are ahead of the watermark: readers fold a few records more
+            self.log.warning("batch %d: watermark not recorded (%s); the next batch records it", batch_id, err)
+            return
         self._last_watermark = positions
 
     def reconcile(self, spark: SparkSession) -> None:
@@ -575,10 +572,9 @@ def start_fold_query(
     topics while the job was down); the writer gets it for the passes that follow (:meth:`FoldWriter.attach`).
     """
     created = {
-        spec.name
-        for spec in (*tables, REJECTED_RECORDS, WATERMARKS, DATA_LOSS)
-        if create_table(spark, settings.delta_root, spec)
+        spec.name for spec in (*tables, REJECTED_RECORDS, DATA_LOSS) if create_table(spark, settings.delta_root, spec)
     }
+    watermarks = watermark_store(spark, settings.delta_root, deltalake_options(settings))
     writer._shared_tables_ready = True
     writer.new_tables = {spec.name for spec in tables if spec.name in created}
     current = {spec.name for spec in current_tables}
@@ -593,14 +589,13 @@ def start_fold_query(
                 continue
             writer.log.info("no checkpoint at %s: rebuilding %s from the start of the topics", checkpoint, spec.name)
             DeltaTable.forPath(spark, str(settings.delta_root / spec.name)).delete()
-        if WATERMARKS.name not in created:
-            DeltaTable.forPath(spark, str(settings.delta_root / WATERMARKS.name)).delete(f"query = '{job_name}'")
+        watermarks.forget(job_name)
     elif reconciler is not None:
         try:
             reconciler(spark)
         except Exception:
             writer.log.warning("reconcile %s failed; the query starts anyway", reconciler.table.name, exc_info=True)
-    writer.attach(shared_positions(settings), reconciler)
+    writer.attach(shared_positions(settings), reconciler, watermarks)
     stream = (
         folded.writeStream.queryName(job_name)
         .outputMode("update")

@@ -49,6 +49,25 @@ def test_local_paths_resolve_against_the_base_directory_as_before(tmp_path: Path
     assert local.is_local and os.fspath(local / "t") == str(tmp_path / "t") and local == tmp_path
 
 
+@pytest.mark.parametrize(
+    ("value", "commits"),
+    [
+        ("/var/lib/connect-state/delta", True),
+        ("s3a://bucket/delta", True),
+        ("s3://bucket/delta", True),
+        ("abfss://container@account.dfs.core.windows.net/delta", True),
+        ("gs://bucket/delta", True),
+        ("/Volumes/main/connect_state/state/delta", False),  # Unity Catalog volume: FUSE without rename or link
+        ("/Volumes", False),
+        ("/dbfs/connect-state/delta", False),
+        ("dbfs:/connect-state/delta", False),
+        ("/volumes/not-databricks/delta", True),
+    ],
+)
+def test_deltalake_commits_where_it_can_rename_or_put_if_absent(value: str, commits: bool) -> None:
+    assert Location.parse(value).deltalake_commits is commits
+
+
 @pytest.mark.parametrize("value", ["", "s3a://", "s3a:/bucket/x", "file://otherhost/x"])
 def test_malformed_locations_are_refused(value: str) -> None:
     with pytest.raises(ConfigError):

@@ -1,0 +1,227 @@
+"""The ``watermarks`` table, written with ``deltalake``: each streaming query's Kafka position, recorded after its
+batch's table writes (:meth:`connect_state.spark.foldjob.FoldWriter.record_watermark`).
+
+**Why ``deltalake`` and not Spark.** Every micro-batch of every fold query records its end offsets here, after its own
+tables. As a Spark MERGE, that was a third Delta commit per batch and 2.4–3.0 s of driver work for a few rows, on two
+cores shared by every query (``bench/RESULTS.md``, issue 11 §3). The same MERGE through delta-rs (no JVM) takes tens of
+milliseconds. As for the ``leases`` table (:mod:`connect_state.spark.leases`), Spark does not write this table where
+``deltalake`` can, so its writers are all of one kind. The API and the tests read it like any other table.
+
+**Where ``deltalake`` cannot commit** (a Databricks Unity Catalog volume or DBFS, FUSE mounts with neither rename nor
+link: :attr:`connect_state.storage.Location.deltalake_commits`), :class:`SparkWatermarkStore` writes the same rows
+with a Spark MERGE, as before. :func:`watermark_store` picks the store from ``delta.root``; every writer of one
+location picks the same.
+
+**Once per batch.** Each write carries the Delta transaction ``(app_id, batch_id)``, as the Spark writes of
+:mod:`connect_state.spark.delta_io` do, and is skipped when the table already has that batch or a later one for the app
+id. A batch replayed after a crash between its watermark and Spark's commit therefore changes nothing. The app ids are
+the ones the Spark MERGE used, so a table written by an earlier version carries on.
+
+**Concurrent queries.** The fold queries write their own rows of the same table. Within one driver their writes take
+turns (a lock per table path, held for the read, the MERGE and the commit: tens of milliseconds), as Spark's
+single-driver log store serialises a driver's commits on S3: they never conflict, on any store. Across drivers, a MERGE
+that loses to another driver's commit is read again and retried after a jittered pause that doubles
+(:func:`backoff_s`, :data:`ATTEMPTS` times); there Delta's put-if-absent of the next log file needs the store's
+conditional writes (delta-rs 1.x: a local disk, S3 since 2024, S3-compatible stores that honour ``If-None-Match``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Protocol
+
+import pyarrow as pa
+from delta.tables import DeltaTable as SparkDeltaTable
+from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake.exceptions import CommitFailedError
+from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from connect_state.errors import DeltaWriteError
+from connect_state.positions import Positions, watermark_rows
+from connect_state.spark.delta_io import (
+    TABLE_PROPERTIES,
+    delta_transaction,
+    ensure_table,
+    retry_on_conflict,
+    spark_schema,
+)
+from connect_state.storage import Location
+from connect_state.tables import WATERMARKS
+
+log = logging.getLogger("connect_state.watermarks")
+
+#: How often a MERGE that lost to a concurrent query's commit is read and tried again.
+ATTEMPTS = 20
+#: The pauses between attempts double from :data:`FIRST_BACKOFF_S` up to :data:`MAX_BACKOFF_S`, jittered (the
+#: queries' batches often end together): at most about 15 s in all.
+FIRST_BACKOFF_S = 0.02
+MAX_BACKOFF_S = 1.0
+_MATCH = "t.query = s.query AND t.topic = s.topic AND t.`partition` = s.`partition`"
+_SPARK_ROWS = spark_schema(WATERMARKS.schema)
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class WatermarkStore(Protocol):
+    """Where a fold query records the Kafka position its tables reflect (``watermarks``)."""
+
+    def record(self, query: str, positions: Positions, batch_id: int, app_id: str) -> bool:
+        """``positions`` as ``query``'s rows (its other rows, partitions it no longer reads, are removed), committed
+        with the transaction ``(app_id, batch_id)``. False when the store knows the table already has that batch or
+        a later one for ``app_id`` (nothing written)."""
+        ...
+
+    def forget(self, query: str) -> None:
+        """Delete ``query``'s rows (its checkpoint is new: its tables are rebuilt from the start of the topics)."""
+        ...
+
+
+def watermark_store(
+    spark: SparkSession, delta_root: Location, storage_options: Mapping[str, str] | None = None
+) -> WatermarkStore:
+    """The store of ``delta_root``: :class:`DeltaWatermarkStore` where ``deltalake`` commits, else
+    :class:`SparkWatermarkStore`."""
+    if delta_root.deltalake_commits:
+        return DeltaWatermarkStore(delta_root, storage_options)
+    return SparkWatermarkStore(spark, delta_root)
+
+
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _commit_lock(path: str) -> threading.Lock:
+    """The lock this process's writers of the table at ``path`` take turns with."""
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(path, threading.Lock())
+
+
+def backoff_s(attempt: int) -> float:
+    """A jittered pause after the ``attempt``-th attempt (from 1) lost to a concurrent commit."""
+    return random.uniform(0, min(MAX_BACKOFF_S, FIRST_BACKOFF_S * 2**attempt))
+
+
+def _rows(query: str, positions: Positions, batch_id: int) -> list[tuple]:
+    now = datetime.now(UTC)
+    return [(*row, now) for row in watermark_rows(query, positions, batch_id)]
+
+
+class DeltaWatermarkStore:
+    """The ``watermarks`` table under ``delta_root``, read and written with ``deltalake``. One store per writer (it
+    keeps the table open and brings it up to date before each write); created on first use."""
+
+    def __init__(self, delta_root: Location, storage_options: Mapping[str, str] | None = None) -> None:
+        self.path = str(delta_root / WATERMARKS.name)
+        self.options = dict(storage_options or {}) or None
+        self._table: DeltaTable | None = None
+
+    def _open(self) -> DeltaTable:
+        """The table at its latest version (created when absent; two writers creating it at once both succeed)."""
+        if self._table is not None:
+            self._table.update_incremental()
+            return self._table
+        try:
+            self._table = DeltaTable(self.path, storage_options=self.options)
+        except DeltaTableNotFoundError:
+            try:
+                DeltaTable.create(
+                    self.path,
+                    WATERMARKS.schema,
+                    mode="ignore",
+                    description=WATERMARKS.description,
+                    configuration=TABLE_PROPERTIES,
+                    storage_options=self.options,
+                )
+            except Exception as err:  # another writer created it meanwhile: open it
+                log.info("creating the watermarks table: %s", err)
+            self._table = DeltaTable(self.path, storage_options=self.options)
+        return self._table
+
+    def record(self, query: str, positions: Positions, batch_id: int, app_id: str) -> bool:
+        rows = [dict(zip(WATERMARKS.column_names, row, strict=True)) for row in _rows(query, positions, batch_id)]
+        source = pa.Table.from_pylist(rows, schema=WATERMARKS.schema)
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                with _commit_lock(self.path):
+                    table = self._open()
+                    done = table.transaction_version(app_id)
+                    if done is not None and done >= batch_id:
+                        return False
+                    (
+                        table.merge(
+                            source,
+                            _MATCH,
+                            source_alias="s",
+                            target_alias="t",
+                            commit_properties=CommitProperties(app_transactions=[Transaction(app_id, batch_id)]),
+                        )
+                        .when_matched_update_all()
+                        .when_not_matched_insert_all()
+                        .when_not_matched_by_source_delete(f"t.query = {_sql_string(query)}")
+                        .execute()
+                    )
+                return True
+            except CommitFailedError as err:
+                if attempt == ATTEMPTS:
+                    raise DeltaWriteError(f"{WATERMARKS.name}: {attempt} attempts lost to concurrent commits") from err
+                log.debug("%s: batch %d lost to a concurrent commit (%s), attempt %d", query, batch_id, err, attempt)
+                time.sleep(backoff_s(attempt))
+        return False  # not reached
+
+    def forget(self, query: str) -> None:
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                with _commit_lock(self.path):
+                    self._open().delete(f"query = {_sql_string(query)}")
+                return
+            except CommitFailedError as err:
+                if attempt == ATTEMPTS:
+                    raise DeltaWriteError(f"{WATERMARKS.name}: {attempt} attempts lost to concurrent commits") from err
+                time.sleep(backoff_s(attempt))
+
+
+class SparkWatermarkStore:
+    """The ``watermarks`` table written with Spark (a MERGE tagged with the transaction, skipped by Delta when the
+    table has it), where ``deltalake`` cannot commit; created on first use."""
+
+    def __init__(self, spark: SparkSession, delta_root: Location) -> None:
+        self.spark = spark
+        self.delta_root = delta_root
+        self.path = str(delta_root / WATERMARKS.name)
+        self._ready = False
+
+    def _table(self) -> SparkDeltaTable:
+        if not self._ready:
+            ensure_table(self.spark, self.delta_root, WATERMARKS)
+            self._ready = True
+        return SparkDeltaTable.forPath(self.spark, self.path)
+
+    def record(self, query: str, positions: Positions, batch_id: int, app_id: str) -> bool:
+        source = self.spark.createDataFrame(_rows(query, positions, batch_id), _SPARK_ROWS)
+
+        def merge() -> None:
+            with delta_transaction(self.spark, app_id, batch_id):
+                (
+                    self._table()
+                    .alias("t")
+                    .merge(source.alias("s"), _MATCH)
+                    .whenMatchedUpdateAll()
+                    .whenNotMatchedInsertAll()
+                    .whenNotMatchedBySourceDelete(F.col("t.query") == query)
+                    .execute()
+                )
+
+        retry_on_conflict(merge, WATERMARKS.name, ATTEMPTS)
+        return True  # Delta skips a batch it has without saying so
+
+    def forget(self, query: str) -> None:
+        retry_on_conflict(lambda: self._table().delete(F.col("query") == query), WATERMARKS.name, ATTEMPTS)

@@ -1,0 +1,114 @@
+"""The ``watermarks`` table written with ``deltalake`` (:class:`~connect_state.spark.watermarks.DeltaWatermarkStore`):
+a query's rows per batch, once per batch, beside the other queries' rows, under concurrent commits."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from connect_state.spark.watermarks import DeltaWatermarkStore
+from connect_state.storage import Location
+from connect_state.tables import WATERMARKS
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Location:
+    return Location.parse(str(tmp_path / "delta"))
+
+
+def rows(root: Location) -> list[tuple[str, str, int, int, int]]:
+    table = DeltaTable(str(root / WATERMARKS.name)).to_pyarrow_table()
+    assert table.schema.names == WATERMARKS.column_names
+    return sorted(
+        (r["query"], r["topic"], r["partition"], r["next_offset"], r["batch_id"])
+        for r in table.to_pylist()
+        if r["committed_at"] is not None
+    )
+
+
+def app(query: str) -> str:
+    return f"connect-state:{query}:q1:watermarks"
+
+
+def test_a_querys_rows_follow_its_batches_beside_the_other_queries_rows(root: Location) -> None:
+    store = DeltaWatermarkStore(root)
+    assert store.record("active_topics", {("s", 0): 10, ("s", 1): 4}, 0, app("active_topics"))
+    assert store.record("sink_offsets", {("o", 0): 7}, 3, app("sink_offsets"))
+    assert store.record("active_topics", {("s", 0): 12, ("t", 0): 1}, 1, app("active_topics"))  # ("s", 1) left
+    assert rows(root) == [
+        ("active_topics", "s", 0, 12, 1),
+        ("active_topics", "t", 0, 1, 1),
+        ("sink_offsets", "o", 0, 7, 3),
+    ]
+
+
+@pytest.mark.parametrize("replayed_batch", [1, 0])
+def test_a_batch_already_recorded_changes_nothing(root: Location, replayed_batch: int) -> None:
+    store = DeltaWatermarkStore(root)
+    store.record("q", {("s", 0): 5}, 0, app("q"))
+    store.record("q", {("s", 0): 9}, 1, app("q"))
+    version = DeltaTable(store.path).version()
+    again = DeltaWatermarkStore(root)  # a restarted driver
+    assert not again.record("q", {("s", 0): 2}, replayed_batch, app("q"))
+    assert DeltaTable(store.path).version() == version and rows(root) == [("q", "s", 0, 9, 1)]
+    assert again.record("q", {("s", 0): 11}, 2, app("q"))  # the next batch is written
+    assert rows(root) == [("q", "s", 0, 11, 2)]
+
+
+def test_queries_recording_at_once_all_land(root: Location) -> None:
+    DeltaWatermarkStore(root).forget("nobody")  # the table exists before the race
+    queries = [f"q{i}" for i in range(4)]
+    start = threading.Barrier(len(queries))
+    errors: list[BaseException] = []
+
+    def run(query: str) -> None:
+        store = DeltaWatermarkStore(root)
+        start.wait()
+        try:
+            for batch in range(5):
+                store.record(query, {("s", 0): batch * 10, ("s", 1): batch}, batch, app(query))
+        except BaseException as err:  # reported by the assertion below
+            errors.append(err)
+
+    threads = [threading.Thread(target=run, args=(q,)) for q in queries]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert errors == []
+    assert rows(root) == sorted((q, "s", p, 40 if p == 0 else 4, 4) for q in queries for p in (0, 1))
+
+
+RECORD_IN_ANOTHER_PROCESS = """
+import sys
+from connect_state.spark.watermarks import DeltaWatermarkStore
+from connect_state.storage import Location
+store = DeltaWatermarkStore(Location.parse(sys.argv[1]))
+for batch in range(8):
+    store.record(sys.argv[2], {("s", 0): batch}, batch, "app-" + sys.argv[2])
+"""
+
+
+def test_drivers_recording_at_once_retry_what_lost_to_the_others_commits(root: Location) -> None:
+    DeltaWatermarkStore(root).forget("nobody")  # the table exists before the race
+    drivers = [
+        subprocess.Popen([sys.executable, "-c", RECORD_IN_ANOTHER_PROCESS, str(root), f"driver{i}"]) for i in range(3)
+    ]
+    assert [driver.wait(120) for driver in drivers] == [0, 0, 0]
+    assert rows(root) == [(f"driver{i}", "s", 0, 7, 7) for i in range(3)]
+    assert DeltaTable(str(root / WATERMARKS.name)).version() == 3 * 8  # version 0 the creation, then a commit a batch
+
+
+def test_forget_removes_only_that_querys_rows(root: Location) -> None:
+    store = DeltaWatermarkStore(root)
+    store.record("a", {("s", 0): 1}, 0, app("a"))
+    store.record("b", {("s", 0): 2}, 0, app("b"))
+    store.forget("a")
+    assert rows(root) == [("b", "s", 0, 2, 0)]
+    assert store.record("a", {("s", 0): 3}, 0, app("a2"))  # a new checkpoint: a new app id, batches from 0
+    assert rows(root) == [("a", "s", 0, 3, 0), ("b", "s", 0, 2, 0)]
