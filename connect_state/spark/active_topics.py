@@ -170,12 +170,12 @@ class ActiveTopicsWriter(FoldWriter):
     def write(self, changes: DataFrame, batch_id: int, counts: KindCounts) -> str:
         n_changes = counts.rows(RecordKind.CHANGE)
         if n_changes:
-            self._write_history(changes, batch_id, counts.lowest_offset(RecordKind.CHANGE))
+            self._write_history(changes, batch_id, counts)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
             self._merge_current(changes, batch_id)
         return f"{n_changes} active-topic changes"
 
-    def _write_history(self, changes: DataFrame, batch_id: int, lowest_offset: int | None) -> None:
+    def _write_history(self, changes: DataFrame, batch_id: int, counts: KindCounts) -> None:
         rows = changes.select(
             "connector",
             "topic",
@@ -187,7 +187,7 @@ class ActiveTopicsWriter(FoldWriter):
             "kafka_offset",
             F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
         )
-        self.insert_history(rows, ACTIVE_TOPICS_HISTORY, batch_id, lowest_offset)
+        self.insert_history(rows, ACTIVE_TOPICS_HISTORY, batch_id, counts, RecordKind.CHANGE)
 
     def _merge_current(self, changes: DataFrame, batch_id: int) -> None:
         latest = changes.filter(F.col("latest")).select(

@@ -183,7 +183,7 @@ class ConnectorStatesWriter(FoldWriter):
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
                 F.current_timestamp().alias("recorded_at"),
             )
-            self.insert_history(history, CONNECTOR_EVENTS, batch_id, counts.lowest_offset(RecordKind.EVENT))
+            self.insert_history(history, CONNECTOR_EVENTS, batch_id, counts, RecordKind.EVENT)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_rows:
             self._merge_connectors(rows, batch_id)

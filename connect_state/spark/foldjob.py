@@ -34,7 +34,7 @@ from connect_state.positions import (
     starts_past,
 )
 from connect_state.settings import Settings
-from connect_state.spark import storage
+from connect_state.spark import deltalake_io, storage
 from connect_state.spark.checkpoint import planned_positions
 from connect_state.spark.delta_io import (
     append_once,
@@ -44,6 +44,7 @@ from connect_state.spark.delta_io import (
     retry_on_conflict,
     spark_schema,
 )
+from connect_state.spark.deltalake_io import SMALL_WRITE_ROWS, as_table_rows
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.reconcile import RECONCILE_INTERVAL_S, Reconciler
 from connect_state.spark.streaming import QueryTask, Run, checkpoint_query_id, job_logger
@@ -347,8 +348,9 @@ class FoldWriter:
         #: Tables this writer's query created empty at its start and has not written yet: a history insert into one
         #: is an append (nothing to match; still once per batch, by its transaction id).
         self.new_tables: set[str] = set()
-        #: Given by :meth:`attach`; else a store of ``delta_root`` without storage options, at the first watermark.
-        self.watermarks: WatermarkStore | None = None
+        #: ``deltalake``'s storage options for ``delta_root`` (:meth:`attach`: the settings'; none for a local one).
+        self.deltalake_options: dict[str, str] = {}
+        self._watermarks: WatermarkStore | None = None
         self._last_watermark: dict[tuple[str, int], int] | None = None
         #: The topics' end offsets when this writer first wrote a history table (None: not taken yet); emptied once
         #: a batch starts past them, or when its query created the history tables (:meth:`history_is_new`).
@@ -385,15 +387,14 @@ class FoldWriter:
             self.reconcile(spark)
 
     def attach(
-        self, positions: TopicPositions, reconciler: Reconciler | None, watermarks: WatermarkStore | None = None
+        self, positions: TopicPositions, reconciler: Reconciler | None, deltalake_options: Mapping[str, str]
     ) -> None:
-        """Give the writer its Kafka positions client (data loss), its table's reconciler and its watermarks store
-        (the settings' storage options); the query's start has just reconciled, so the next pass is due in
+        """Give the writer its Kafka positions client (data loss), its table's reconciler and ``deltalake``'s
+        storage options (the settings'); the query's start has just reconciled, so the next pass is due in
         ``reconcile_interval_s``."""
         self.positions = positions
         self.reconciler = reconciler
-        if watermarks is not None:
-            self.watermarks = watermarks
+        self.deltalake_options = dict(deltalake_options)
         self._next_reconcile = time.monotonic() + self.reconcile_interval_s
 
     def _ensure_shared_tables(self, spark: SparkSession) -> None:
@@ -439,10 +440,10 @@ class FoldWriter:
         positions = planned_positions(spark, self.checkpoint, batch_id)
         if not positions or positions == self._last_watermark:
             return
-        if self.watermarks is None:
-            self.watermarks = watermark_store(spark, self.delta_root)
+        if self._watermarks is None:
+            self._watermarks = watermark_store(spark, self.delta_root, self.deltalake_options)
         try:
-            self.watermarks.record(self.job_name, positions, batch_id, self.app_id(WATERMARKS))
+            self._watermarks.record(self.job_name, positions, batch_id, self.app_id(WATERMARKS))
         except DeltaWriteError as err:  # the tables are ahead of the watermark: readers fold a few records more
             self.log.warning("batch %d: watermark not recorded (%s); the next batch records it", batch_id, err)
             return
@@ -463,20 +464,35 @@ class FoldWriter:
                 exc_info=True,
             )
 
-    def insert_history(self, rows: DataFrame, spec: TableSpec, batch_id: int, lowest_offset: int | None) -> None:
-        """Insert a batch's rows of a history table, keyed by their Kafka coordinates (``spec.key``): a record folded
-        again (a batch replayed, a checkpoint lost while the tables were kept) adds nothing. Only the table's files
-        that may hold the batch's offsets are read (``kafka_offset`` at least ``lowest_offset``, the rows' lowest).
-        An append (tagged with the same transaction id) does the same into a table the query created empty and has
-        not written yet, and for a batch past every record an earlier run can have written (:meth:`history_is_new`):
-        in a running job, every batch but the first ones after a start."""
+    def insert_history(
+        self, rows: DataFrame, spec: TableSpec, batch_id: int, counts: KindCounts, kind: RecordKind
+    ) -> None:
+        """Insert a batch's rows of a history table (one per record of ``kind``: ``counts``), keyed by their Kafka
+        coordinates (``spec.key``): a record folded again (a batch replayed, a checkpoint lost while the tables were
+        kept) adds nothing. Only the table's files that may hold the batch's offsets are read (``kafka_offset`` at
+        least the rows' lowest). An append (tagged with the same transaction id) does the same into a table the query
+        created empty and has not written yet, and for a batch past every record an earlier run can have written
+        (:meth:`history_is_new`): in a running job, every batch but the first ones after a start
+        (:meth:`append_history`)."""
         if self.append_if_new(spec, rows, batch_id):
             return
         if self.history_is_new(rows.sparkSession, batch_id):
-            append_once(rows, self.path(spec), self.app_id(spec), batch_id)
+            self.append_history(rows, spec, batch_id, counts.rows(kind))
             return
+        lowest_offset = counts.lowest_offset(kind)
         target = f"t.kafka_offset >= {lowest_offset}" if lowest_offset is not None else None
         insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id, target)
+
+    def append_history(self, rows: DataFrame, spec: TableSpec, batch_id: int, n_rows: int) -> None:
+        """Append ``n_rows`` history rows once per batch: collected to the driver and appended with ``deltalake``
+        when they are few (:data:`~connect_state.spark.deltalake_io.SMALL_WRITE_ROWS`) and ``deltalake`` commits to
+        ``delta_root``, tens of milliseconds where Spark's append of a few rows takes more than a second; else by
+        Spark."""
+        if n_rows <= SMALL_WRITE_ROWS and self.delta_root.deltalake_commits:
+            table = as_table_rows(rows.toArrow(), spec)
+            deltalake_io.append_once(table, self.path(spec), self.app_id(spec), batch_id, self.deltalake_options)
+        else:
+            append_once(rows, self.path(spec), self.app_id(spec), batch_id)
 
     def history_is_new(self, spark: SparkSession, batch_id: int) -> bool:
         """Whether none of the batch's records can be in a history table yet, so that an append (tagged with the
@@ -574,7 +590,7 @@ def start_fold_query(
     created = {
         spec.name for spec in (*tables, REJECTED_RECORDS, DATA_LOSS) if create_table(spark, settings.delta_root, spec)
     }
-    watermarks = watermark_store(spark, settings.delta_root, deltalake_options(settings))
+    options = deltalake_options(settings)
     writer._shared_tables_ready = True
     writer.new_tables = {spec.name for spec in tables if spec.name in created}
     current = {spec.name for spec in current_tables}
@@ -589,13 +605,13 @@ def start_fold_query(
                 continue
             writer.log.info("no checkpoint at %s: rebuilding %s from the start of the topics", checkpoint, spec.name)
             DeltaTable.forPath(spark, str(settings.delta_root / spec.name)).delete()
-        watermarks.forget(job_name)
+        watermark_store(spark, settings.delta_root, options).forget(job_name)
     elif reconciler is not None:
         try:
             reconciler(spark)
         except Exception:
             writer.log.warning("reconcile %s failed; the query starts anyway", reconciler.table.name, exc_info=True)
-    writer.attach(shared_positions(settings), reconciler, watermarks)
+    writer.attach(shared_positions(settings), reconciler, options)
     stream = (
         folded.writeStream.queryName(job_name)
         .outputMode("update")

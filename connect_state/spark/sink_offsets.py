@@ -172,7 +172,7 @@ class SinkOffsetsWriter(FoldWriter):
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
                 F.current_timestamp().alias("recorded_at"),
             )
-            self.insert_history(rows, SINK_OFFSETS_HISTORY, batch_id, counts.lowest_offset(RecordKind.HISTORY))
+            self.insert_history(rows, SINK_OFFSETS_HISTORY, batch_id, counts, RecordKind.HISTORY)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_current:
             self._merge_current(current, batch_id)

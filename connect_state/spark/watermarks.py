@@ -18,18 +18,13 @@ id. A batch replayed after a crash between its watermark and Spark's commit ther
 the ones the Spark MERGE used, so a table written by an earlier version carries on.
 
 **Concurrent queries.** The fold queries write their own rows of the same table. Within one driver their writes take
-turns (a lock per table path, held for the read, the MERGE and the commit: tens of milliseconds), as Spark's
-single-driver log store serialises a driver's commits on S3: they never conflict, on any store. Across drivers, a MERGE
-that loses to another driver's commit is read again and retried after a jittered pause that doubles
-(:func:`backoff_s`, :data:`ATTEMPTS` times); there Delta's put-if-absent of the next log file needs the store's
-conditional writes (delta-rs 1.x: a local disk, S3 since 2024, S3-compatible stores that honour ``If-None-Match``).
+turns, across drivers a MERGE that lost to another's commit is read again and retried
+(:mod:`connect_state.spark.deltalake_io`).
 """
 
 from __future__ import annotations
 
 import logging
-import random
-import threading
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -43,7 +38,6 @@ from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from connect_state.errors import DeltaWriteError
 from connect_state.positions import Positions, watermark_rows
 from connect_state.spark.delta_io import (
     TABLE_PROPERTIES,
@@ -52,17 +46,12 @@ from connect_state.spark.delta_io import (
     retry_on_conflict,
     spark_schema,
 )
+from connect_state.spark.deltalake_io import ATTEMPTS, backoff_s, commit_lock, gave_up
 from connect_state.storage import Location
 from connect_state.tables import WATERMARKS
 
 log = logging.getLogger("connect_state.watermarks")
 
-#: How often a MERGE that lost to a concurrent query's commit is read and tried again.
-ATTEMPTS = 20
-#: The pauses between attempts double from :data:`FIRST_BACKOFF_S` up to :data:`MAX_BACKOFF_S`, jittered (the
-#: queries' batches often end together): at most about 15 s in all.
-FIRST_BACKOFF_S = 0.02
-MAX_BACKOFF_S = 1.0
 _MATCH = "t.query = s.query AND t.topic = s.topic AND t.`partition` = s.`partition`"
 _SPARK_ROWS = spark_schema(WATERMARKS.schema)
 
@@ -93,21 +82,6 @@ def watermark_store(
     if delta_root.deltalake_commits:
         return DeltaWatermarkStore(delta_root, storage_options)
     return SparkWatermarkStore(spark, delta_root)
-
-
-_LOCKS: dict[str, threading.Lock] = {}
-_LOCKS_GUARD = threading.Lock()
-
-
-def _commit_lock(path: str) -> threading.Lock:
-    """The lock this process's writers of the table at ``path`` take turns with."""
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(path, threading.Lock())
-
-
-def backoff_s(attempt: int) -> float:
-    """A jittered pause after the ``attempt``-th attempt (from 1) lost to a concurrent commit."""
-    return random.uniform(0, min(MAX_BACKOFF_S, FIRST_BACKOFF_S * 2**attempt))
 
 
 def _rows(query: str, positions: Positions, batch_id: int) -> list[tuple]:
@@ -151,7 +125,7 @@ class DeltaWatermarkStore:
         source = pa.Table.from_pylist(rows, schema=WATERMARKS.schema)
         for attempt in range(1, ATTEMPTS + 1):
             try:
-                with _commit_lock(self.path):
+                with commit_lock(self.path):
                     table = self._open()
                     done = table.transaction_version(app_id)
                     if done is not None and done >= batch_id:
@@ -172,7 +146,7 @@ class DeltaWatermarkStore:
                 return True
             except CommitFailedError as err:
                 if attempt == ATTEMPTS:
-                    raise DeltaWriteError(f"{WATERMARKS.name}: {attempt} attempts lost to concurrent commits") from err
+                    raise gave_up(self.path, attempt) from err
                 log.debug("%s: batch %d lost to a concurrent commit (%s), attempt %d", query, batch_id, err, attempt)
                 time.sleep(backoff_s(attempt))
         return False  # not reached
@@ -180,12 +154,12 @@ class DeltaWatermarkStore:
     def forget(self, query: str) -> None:
         for attempt in range(1, ATTEMPTS + 1):
             try:
-                with _commit_lock(self.path):
+                with commit_lock(self.path):
                     self._open().delete(f"query = {_sql_string(query)}")
                 return
             except CommitFailedError as err:
                 if attempt == ATTEMPTS:
-                    raise DeltaWriteError(f"{WATERMARKS.name}: {attempt} attempts lost to concurrent commits") from err
+                    raise gave_up(self.path, attempt) from err
                 time.sleep(backoff_s(attempt))
 
 

@@ -1,5 +1,6 @@
-"""The ``watermarks`` table written with ``deltalake`` (:class:`~connect_state.spark.watermarks.DeltaWatermarkStore`):
-a query's rows per batch, once per batch, beside the other queries' rows, under concurrent commits."""
+"""Small writes through ``deltalake``: the ``watermarks`` table (:class:`~connect_state.spark.watermarks.
+DeltaWatermarkStore`: a query's rows per batch, once per batch, beside the other queries' rows, under concurrent
+commits) and a small batch's history append (:func:`connect_state.spark.deltalake_io.append_once`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import sys
 import threading
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
+from connect_state.spark import deltalake_io
 from connect_state.spark.watermarks import DeltaWatermarkStore
 from connect_state.storage import Location
-from connect_state.tables import WATERMARKS
+from connect_state.tables import ACTIVE_TOPICS_HISTORY, WATERMARKS
 
 
 @pytest.fixture
@@ -112,3 +115,29 @@ def test_forget_removes_only_that_querys_rows(root: Location) -> None:
     assert rows(root) == [("b", "s", 0, 2, 0)]
     assert store.record("a", {("s", 0): 3}, 0, app("a2"))  # a new checkpoint: a new app id, batches from 0
     assert rows(root) == [("a", "s", 0, 3, 0), ("b", "s", 0, 2, 0)]
+
+
+def test_a_small_append_lands_once_with_the_tables_types(root: Location) -> None:
+    path = str(root / ACTIVE_TOPICS_HISTORY.name)
+    DeltaTable.create(path, ACTIVE_TOPICS_HISTORY.schema)
+    spark_like = pa.table(  # as Spark's toArrow() gives it: large strings, its own column order
+        {
+            "kafka_offset": pa.array([41], pa.int64()),
+            "connector": pa.array(["c1"], pa.large_string()),
+            "topic": pa.array(["t1"], pa.large_string()),
+            "change": pa.array(["added"], pa.large_string()),
+            "task": pa.array([0], pa.int32()),
+            "discover_timestamp": pa.array([1_000], pa.int64()),
+            "changed_at": pa.array([None], pa.timestamp("us", tz="UTC")),
+            "kafka_partition": pa.array([0], pa.int32()),
+            "kafka_timestamp": pa.array([None], pa.timestamp("us", tz="UTC")),
+        }
+    )
+    rows = deltalake_io.as_table_rows(spark_like, ACTIVE_TOPICS_HISTORY)
+    assert rows.schema == ACTIVE_TOPICS_HISTORY.schema
+    assert deltalake_io.append_once(rows, path, "app", 7)
+    assert not deltalake_io.append_once(rows, path, "app", 7)  # replayed
+    assert not deltalake_io.append_once(rows, path, "app", 6)  # older
+    table = DeltaTable(path)
+    assert table.version() == 1 and table.transaction_version("app") == 7
+    assert table.to_pyarrow_table().column("topic").to_pylist() == ["t1"]

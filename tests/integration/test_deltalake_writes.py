@@ -1,4 +1,7 @@
-"""A ``watermarks`` table an earlier version wrote with Spark (a write tagged with the query's transaction id) is
+"""Spark and ``deltalake`` writing the same tables (:mod:`connect_state.spark.deltalake_io`) honour each other's
+transactions.
+
+A ``watermarks`` table an earlier version wrote with Spark (a write tagged with the query's transaction id) is
 carried on by :class:`~connect_state.spark.watermarks.DeltaWatermarkStore` (deltalake): the batches Spark recorded
 are not recorded again, the next one is, and Spark reads the result. Where deltalake cannot commit, Spark writes the
 same rows (:class:`~connect_state.spark.watermarks.SparkWatermarkStore`)."""
@@ -12,10 +15,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from connect_state.spark.delta_io import delta_transaction, ensure_table, schema_of
+from connect_state.spark import deltalake_io
+from connect_state.spark.delta_io import delta_transaction, ensure_table, insert_new_once, schema_of
 from connect_state.spark.watermarks import DeltaWatermarkStore, SparkWatermarkStore
 from connect_state.storage import Location
-from connect_state.tables import WATERMARKS
+from connect_state.tables import ACTIVE_TOPICS_HISTORY, WATERMARKS
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -61,3 +65,25 @@ def test_where_deltalake_cannot_commit_spark_writes_the_same_rows_once_per_batch
     assert rows() == [("active_topics", "s", 0, 12, 1), ("sink_offsets", "o", 0, 3, 2)]
     store.forget("active_topics")
     assert rows() == [("sink_offsets", "o", 0, 3, 2)]
+
+
+def test_a_history_batch_deltalake_appended_is_skipped_by_sparks_insert_of_the_same_batch(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    root = Location.parse(str(tmp_path / "delta"))
+    path = ensure_table(spark, root, ACTIVE_TOPICS_HISTORY)
+    app_id = "connect-state:active_topics:q1:active_topics_history"
+    batch = spark.createDataFrame(
+        [("c1", "t1", "added", 0, 1_000, None, 0, 41, None), ("c1", "t2", "added", 0, 1_001, None, 0, 42, None)],
+        schema_of(ACTIVE_TOPICS_HISTORY),
+    ).withColumn("changed_at", F.current_timestamp())
+    assert deltalake_io.append_once(deltalake_io.as_table_rows(batch.toArrow(), ACTIVE_TOPICS_HISTORY), path, app_id, 3)
+    assert not deltalake_io.append_once(
+        deltalake_io.as_table_rows(batch.toArrow(), ACTIVE_TOPICS_HISTORY), path, app_id, 3
+    )  # the same batch again: its transaction is in the table
+    # A restarted run's version 3 (rows it would insert: the MERGE alone would add them): Delta skips it.
+    unseen = batch.withColumn("kafka_offset", F.col("kafka_offset") + 100)
+    insert_new_once(unseen, path, ACTIVE_TOPICS_HISTORY.key, app_id, 3)
+    got = spark.read.format("delta").load(path)
+    assert sorted((r.topic, r.kafka_offset) for r in got.collect()) == [("t1", 41), ("t2", 42)]
+    assert got.where(F.col("changed_at").isNull()).count() == 0
