@@ -13,8 +13,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
@@ -30,7 +29,6 @@ from connect_state.folds.active_topics_columns import ChangeColumns, fold_topic_
 from connect_state.formats.status import TopicStatus, TopicStatusKey, parse_status_record
 from connect_state.formats.status_arrow import match_topic_statuses
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import delta_transaction
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldJob,
@@ -47,6 +45,13 @@ from connect_state.spark.foldjob import (
     start_fold_query,
 )
 from connect_state.spark.kafka_source import read_internal_topic
+from connect_state.spark.merge_spec import (
+    MergeSpec,
+    matched_delete,
+    matched_update,
+    not_matched_insert,
+    source_values,
+)
 from connect_state.spark.reconcile import Reconciler
 from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY
 
@@ -162,6 +167,17 @@ def fold_stream(kafka_rows: DataFrame) -> DataFrame:
     )
 
 
+#: A batch's latest change of each (connector, topic) into ``active_topics``: a removal deletes the row.
+CURRENT_MERGE = MergeSpec(
+    "t.connector = s.connector AND t.topic = s.topic",
+    (
+        matched_delete(f"s.change = '{REMOVED}'"),
+        matched_update(source_values(ACTIVE_TOPICS.column_names)),
+        not_matched_insert(source_values(ACTIVE_TOPICS.column_names), f"s.change != '{REMOVED}'"),
+    ),
+)
+
+
 class ActiveTopicsWriter(FoldWriter):
     """``foreachBatch`` sink: the changes appended to the history and merged into the current sets, once per batch."""
 
@@ -172,7 +188,7 @@ class ActiveTopicsWriter(FoldWriter):
         if n_changes:
             self._write_history(changes, batch_id, counts)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
-            self._merge_current(changes, batch_id)
+            self._merge_current(changes, batch_id, n_changes)
         return f"{n_changes} active-topic changes"
 
     def _write_history(self, changes: DataFrame, batch_id: int, counts: KindCounts) -> None:
@@ -189,7 +205,7 @@ class ActiveTopicsWriter(FoldWriter):
         )
         self.insert_history(rows, ACTIVE_TOPICS_HISTORY, batch_id, counts, RecordKind.CHANGE)
 
-    def _merge_current(self, changes: DataFrame, batch_id: int) -> None:
+    def _merge_current(self, changes: DataFrame, batch_id: int, n_changes: int) -> None:
         latest = changes.filter(F.col("latest")).select(
             "connector",
             "topic",
@@ -203,17 +219,7 @@ class ActiveTopicsWriter(FoldWriter):
         inserts = latest.filter(F.col("change") != REMOVED).select(*ACTIVE_TOPICS.column_names)
         if self.append_if_new(ACTIVE_TOPICS, inserts, batch_id):
             return
-        values: dict[str, str | Column] = {name: f"s.{name}" for name in ACTIVE_TOPICS.column_names}
-        table = DeltaTable.forPath(changes.sparkSession, self.path(ACTIVE_TOPICS))
-        with delta_transaction(changes.sparkSession, self.app_id(ACTIVE_TOPICS), batch_id):
-            (
-                table.alias("t")
-                .merge(latest.alias("s"), "t.connector = s.connector AND t.topic = s.topic")
-                .whenMatchedDelete(f"s.change = '{REMOVED}'")
-                .whenMatchedUpdate(set=values)
-                .whenNotMatchedInsert(condition=f"s.change != '{REMOVED}'", values=values)
-                .execute()
-            )
+        self.merge_current(latest, ACTIVE_TOPICS, CURRENT_MERGE, batch_id, n_changes)
 
 
 def start(

@@ -14,11 +14,12 @@ from contextlib import contextmanager
 
 import pyarrow as pa
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from pyspark.sql.types import DataType, StructType
 
 from connect_state.spark import storage
+from connect_state.spark.merge_spec import ClauseKind, MergeSpec
 from connect_state.storage import Location
 from connect_state.tables import TableSpec
 
@@ -145,6 +146,26 @@ def insert_new_once(
     table = DeltaTable.forPath(df.sparkSession, path)
     with delta_transaction(df.sparkSession, app_id, version):
         table.alias("t").merge(df.alias("s"), condition).whenNotMatchedInsertAll().execute()
+
+
+def merge_once(source: DataFrame, path: str, merge: MergeSpec, app_id: str, version: int) -> None:
+    """Run ``merge`` of ``source`` into the table at ``path``, tagged with ``(app_id, version)`` (skipped by Delta when
+    the table has it)."""
+    builder = DeltaTable.forPath(source.sparkSession, path).alias("t").merge(source.alias("s"), merge.condition)
+    for clause in merge.clauses:
+        values: dict[str, str | Column] = dict(clause.values)
+        match clause.kind:
+            case ClauseKind.MATCHED_DELETE:
+                builder = builder.whenMatchedDelete(clause.predicate)
+            case ClauseKind.MATCHED_UPDATE:
+                builder = builder.whenMatchedUpdate(clause.predicate, set=values)
+            case ClauseKind.NOT_MATCHED_INSERT:
+                if clause.predicate is None:
+                    builder = builder.whenNotMatchedInsert(values=values)
+                else:
+                    builder = builder.whenNotMatchedInsert(clause.predicate, values=values)
+    with delta_transaction(source.sparkSession, app_id, version):
+        builder.execute()
 
 
 def retry_on_conflict(action: Callable[[], None], what: str, attempts: int = 5) -> None:

@@ -5,9 +5,10 @@ three rows more than a second: ``bench/RESULTS.md``, issue 11 §3); the same wri
 milliseconds. So a running job's small writes go through here where ``deltalake`` can commit
 (:attr:`connect_state.storage.Location.deltalake_commits`): the ``watermarks`` of every batch
 (:mod:`connect_state.spark.watermarks`) and the history rows of a small batch
-(:meth:`connect_state.spark.foldjob.FoldWriter.insert_history`). Large batches and the current tables' MERGEs stay with
-Spark, which writes the same tables in the same format; both record the Delta transaction ``(app id, batch id)`` in the
-log, so either skips a batch the other committed.
+(:meth:`connect_state.spark.foldjob.FoldWriter.insert_history`), and a small batch's MERGE into a current table
+(:meth:`~connect_state.spark.foldjob.FoldWriter.merge_current`, the :class:`~connect_state.spark.merge_spec.MergeSpec`
+Spark runs for a large one). Spark writes the same tables in the same format; both record the Delta transaction
+``(app id, batch id)`` in the log, so either skips a batch the other committed.
 
 **Commits.** Within one process the writers of a table take turns (:func:`commit_lock`, held for the read, the write
 and the commit), as Spark's single-driver log store serialises a driver's commits on S3: they never conflict, on any
@@ -28,10 +29,11 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError
 
 from connect_state.errors import DeltaWriteError
+from connect_state.spark.merge_spec import ClauseKind, MergeSpec
 from connect_state.tables import TableSpec
 
-#: The most rows a batch's history write sends through ``deltalake`` (collected to the driver first); more go through
-#: Spark's append.
+#: The most rows a batch's history append or current-table MERGE sends through ``deltalake`` (collected to the driver
+#: first); more go through Spark.
 SMALL_WRITE_ROWS = 10_000
 #: How often a commit that lost to another driver's is read and tried again.
 ATTEMPTS = 20
@@ -59,6 +61,15 @@ def gave_up(path: str, attempts: int) -> DeltaWriteError:
     return DeltaWriteError(f"{path}: {attempts} attempts lost to concurrent commits")
 
 
+_PLAIN = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
+
+
+def plain_types(rows: pa.Table) -> pa.Table:
+    """``rows`` with Spark's large strings and binaries as plain ones (top-level columns)."""
+    schema = pa.schema([f.with_type(_PLAIN.get(f.type, f.type)) for f in rows.schema])
+    return rows.cast(schema) if schema != rows.schema else rows
+
+
 def as_table_rows(rows: pa.Table, spec: TableSpec) -> pa.Table:
     """``rows`` (e.g. Spark's ``toArrow()``: large strings, its own column order) as ``spec``'s columns and types."""
     return rows.select(list(spec.column_names)).cast(spec.schema)
@@ -83,6 +94,48 @@ def append_once(
                     storage_options=options,
                     commit_properties=CommitProperties(app_transactions=[Transaction(app_id, version)]),
                 )
+            return True
+        except CommitFailedError as err:
+            if attempt == ATTEMPTS:
+                raise gave_up(path, attempt) from err
+            time.sleep(backoff_s(attempt))
+    return False  # not reached
+
+
+def merge_once(
+    source: pa.Table,
+    path: str,
+    merge: MergeSpec,
+    app_id: str,
+    version: int,
+    storage_options: Mapping[str, str] | None = None,
+) -> bool:
+    """Run ``merge`` of ``source`` into the Delta table at ``path`` (it exists) unless the table has the transaction
+    ``(app_id, version)`` or a later one; False when it had (nothing written)."""
+    options = dict(storage_options or {}) or None
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            with commit_lock(path):
+                table = DeltaTable(path, storage_options=options)
+                done = table.transaction_version(app_id)
+                if done is not None and done >= version:
+                    return False
+                builder = table.merge(
+                    source,
+                    merge.condition,
+                    source_alias="s",
+                    target_alias="t",
+                    commit_properties=CommitProperties(app_transactions=[Transaction(app_id, version)]),
+                )
+                for clause in merge.clauses:
+                    match clause.kind:
+                        case ClauseKind.MATCHED_DELETE:
+                            builder = builder.when_matched_delete(clause.predicate)
+                        case ClauseKind.MATCHED_UPDATE:
+                            builder = builder.when_matched_update(dict(clause.values), clause.predicate)
+                        case ClauseKind.NOT_MATCHED_INSERT:
+                            builder = builder.when_not_matched_insert(dict(clause.values), clause.predicate)
+                builder.execute()
             return True
         except CommitFailedError as err:
             if attempt == ATTEMPTS:

@@ -41,11 +41,13 @@ from connect_state.spark.delta_io import (
     create_table,
     ensure_table,
     insert_new_once,
+    merge_once,
     retry_on_conflict,
     spark_schema,
 )
-from connect_state.spark.deltalake_io import SMALL_WRITE_ROWS, as_table_rows
+from connect_state.spark.deltalake_io import SMALL_WRITE_ROWS, as_table_rows, plain_types
 from connect_state.spark.kafka_source import read_topic_batch
+from connect_state.spark.merge_spec import MergeSpec
 from connect_state.spark.reconcile import RECONCILE_INTERVAL_S, Reconciler
 from connect_state.spark.streaming import QueryTask, Run, checkpoint_query_id, job_logger
 from connect_state.spark.watermarks import WatermarkStore, watermark_store
@@ -483,16 +485,30 @@ class FoldWriter:
         target = f"t.kafka_offset >= {lowest_offset}" if lowest_offset is not None else None
         insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id, target)
 
+    def small_write(self, n_rows: int) -> bool:
+        """Whether a write of ``n_rows`` goes through ``deltalake``: they are few
+        (:data:`~connect_state.spark.deltalake_io.SMALL_WRITE_ROWS`, collected to the driver) and ``deltalake``
+        commits to ``delta_root``. Tens of milliseconds, where Spark's write of a few rows takes one to three seconds
+        of driver work (:mod:`connect_state.spark.deltalake_io`)."""
+        return n_rows <= SMALL_WRITE_ROWS and self.delta_root.deltalake_commits
+
     def append_history(self, rows: DataFrame, spec: TableSpec, batch_id: int, n_rows: int) -> None:
-        """Append ``n_rows`` history rows once per batch: collected to the driver and appended with ``deltalake``
-        when they are few (:data:`~connect_state.spark.deltalake_io.SMALL_WRITE_ROWS`) and ``deltalake`` commits to
-        ``delta_root``, tens of milliseconds where Spark's append of a few rows takes more than a second; else by
-        Spark."""
-        if n_rows <= SMALL_WRITE_ROWS and self.delta_root.deltalake_commits:
+        """Append ``n_rows`` history rows once per batch (:meth:`small_write`: with ``deltalake``, else Spark)."""
+        if self.small_write(n_rows):
             table = as_table_rows(rows.toArrow(), spec)
             deltalake_io.append_once(table, self.path(spec), self.app_id(spec), batch_id, self.deltalake_options)
         else:
             append_once(rows, self.path(spec), self.app_id(spec), batch_id)
+
+    def merge_current(self, source: DataFrame, spec: TableSpec, merge: MergeSpec, batch_id: int, n_rows: int) -> None:
+        """Run ``merge`` of a batch's ``n_rows`` (at most) into the current table ``spec``, once per batch
+        (:meth:`small_write`: with ``deltalake``, else Spark)."""
+        if self.small_write(n_rows):
+            rows = plain_types(source.toArrow())
+            path, app_id = self.path(spec), self.app_id(spec)
+            deltalake_io.merge_once(rows, path, merge, app_id, batch_id, self.deltalake_options)
+        else:
+            merge_once(source, self.path(spec), merge, self.app_id(spec), batch_id)
 
     def history_is_new(self, spark: SparkSession, batch_id: int) -> bool:
         """Whether none of the batch's records can be in a history table yet, so that an append (tagged with the

@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pandas as pd
-from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
@@ -28,7 +27,6 @@ from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds import sink_offsets as sink_fold
 from connect_state.formats.consumer_offsets import OffsetCommitKey, OffsetCommitValue, parse_consumer_offsets_record
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import delta_transaction
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldWriter,
@@ -43,6 +41,13 @@ from connect_state.spark.foldjob import (
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
+from connect_state.spark.merge_spec import (
+    MergeSpec,
+    matched_delete,
+    matched_update,
+    not_matched_insert,
+    source_values,
+)
 from connect_state.spark.reconcile import Reconciler
 from connect_state.tables import SINK_OFFSETS, SINK_OFFSETS_HISTORY
 
@@ -150,6 +155,17 @@ def fold_stream(kafka_rows: DataFrame) -> DataFrame:
     )
 
 
+#: A batch's latest commit of each (group, topic, partition) into ``sink_offsets``: a deletion deletes the row.
+CURRENT_MERGE = MergeSpec(
+    "t.group_id = s.group_id AND t.topic = s.topic AND t.`partition` = s.`partition`",
+    (
+        matched_delete(f"s.op = '{sink_fold.DELETE}'"),
+        matched_update(source_values(SINK_OFFSETS.column_names)),
+        not_matched_insert(source_values(SINK_OFFSETS.column_names), f"s.op = '{sink_fold.UPSERT}'"),
+    ),
+)
+
+
 class SinkOffsetsWriter(FoldWriter):
     """``foreachBatch`` sink: history appended, committed offsets merged into ``sink_offsets``."""
 
@@ -175,10 +191,10 @@ class SinkOffsetsWriter(FoldWriter):
             self.insert_history(rows, SINK_OFFSETS_HISTORY, batch_id, counts, RecordKind.HISTORY)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_current:
-            self._merge_current(current, batch_id)
+            self._merge_current(current, batch_id, n_current)
         return f"{n_history} offset commits, {n_current} committed offsets changed"
 
-    def _merge_current(self, current: DataFrame, batch_id: int) -> None:
+    def _merge_current(self, current: DataFrame, batch_id: int, n_rows: int) -> None:
         source = current.select(
             "group_id",
             "topic",
@@ -193,18 +209,7 @@ class SinkOffsetsWriter(FoldWriter):
             F.current_timestamp().alias("updated_at"),
             F.col("change").alias("op"),
         )
-        values: dict[str, str | Column] = {name: f"s.`{name}`" for name in SINK_OFFSETS.column_names}
-        table = DeltaTable.forPath(current.sparkSession, self.path(SINK_OFFSETS))
-        condition = "t.group_id = s.group_id AND t.topic = s.topic AND t.`partition` = s.`partition`"
-        with delta_transaction(current.sparkSession, self.app_id(SINK_OFFSETS), batch_id):
-            (
-                table.alias("t")
-                .merge(source.alias("s"), condition)
-                .whenMatchedDelete(f"s.op = '{sink_fold.DELETE}'")
-                .whenMatchedUpdate(set=values)
-                .whenNotMatchedInsert(f"s.op = '{sink_fold.UPSERT}'", values=values)
-                .execute()
-            )
+        self.merge_current(source, SINK_OFFSETS, CURRENT_MERGE, batch_id, n_rows)
 
 
 def reconciler(settings: Settings) -> Reconciler:

@@ -31,8 +31,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
-from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
@@ -46,7 +45,7 @@ from connect_state.guards import permitted_offsets_topics
 from connect_state.positions import topics_of
 from connect_state.settings import Settings
 from connect_state.spark.checkpoint import latest_positions
-from connect_state.spark.delta_io import delta_transaction, table_exists
+from connect_state.spark.delta_io import table_exists
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldWriter,
@@ -62,6 +61,13 @@ from connect_state.spark.foldjob import (
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
+from connect_state.spark.merge_spec import (
+    MergeSpec,
+    matched_delete,
+    matched_update,
+    not_matched_insert,
+    source_values,
+)
 from connect_state.spark.offsets_guard import offsets_records_topics
 from connect_state.spark.reconcile import Reconciler
 from connect_state.spark.streaming import QueryTask, job_logger, stop_between_batches
@@ -209,6 +215,20 @@ def fold_stream(kafka_rows: DataFrame) -> DataFrame:
     )
 
 
+#: A batch's latest record of each (offsets topic, key) into ``source_offsets``: a tombstone deletes the row; a key
+#: whose ``listed`` flag alone changed (another key of the same source partition took or gave up its listing) gets the
+#: flag only.
+CURRENT_MERGE = MergeSpec(
+    "t.offsets_topic = s.offsets_topic AND t.key = s.key",
+    (
+        matched_delete(f"s.op = '{source_fold.DELETE}'"),
+        matched_update({"listed": "s.listed", "updated_at": "s.updated_at"}, f"s.op = '{source_fold.LISTED}'"),
+        matched_update(source_values(SOURCE_OFFSETS.column_names), f"s.op = '{source_fold.UPSERT}'"),
+        not_matched_insert(source_values(SOURCE_OFFSETS.column_names), f"s.op = '{source_fold.UPSERT}'"),
+    ),
+)
+
+
 class SourceOffsetsWriter(FoldWriter):
     """``foreachBatch`` sink: history appended, current rows merged; then a look for newly configured topics."""
 
@@ -250,10 +270,10 @@ class SourceOffsetsWriter(FoldWriter):
             self.insert_history(rows, SOURCE_OFFSETS_HISTORY, batch_id, counts, RecordKind.HISTORY)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_current:
-            self._merge_current(current, batch_id)
+            self._merge_current(current, batch_id, n_current)
         return f"{n_history} offset records, {n_current} current rows changed"
 
-    def _merge_current(self, current: DataFrame, batch_id: int) -> None:
+    def _merge_current(self, current: DataFrame, batch_id: int, n_rows: int) -> None:
         source = current.select(
             "connector",
             "offsets_topic",
@@ -271,20 +291,7 @@ class SourceOffsetsWriter(FoldWriter):
         inserts = source.filter(F.col("op") == source_fold.UPSERT).select(*SOURCE_OFFSETS.column_names)
         if self.append_if_new(SOURCE_OFFSETS, inserts, batch_id):
             return
-        values: dict[str, str | Column] = {name: f"s.`{name}`" for name in SOURCE_OFFSETS.column_names}
-        table = DeltaTable.forPath(current.sparkSession, self.path(SOURCE_OFFSETS))
-        with delta_transaction(current.sparkSession, self.app_id(SOURCE_OFFSETS), batch_id):
-            (
-                table.alias("t")
-                .merge(source.alias("s"), "t.offsets_topic = s.offsets_topic AND t.key = s.key")
-                .whenMatchedDelete(f"s.op = '{source_fold.DELETE}'")
-                .whenMatchedUpdate(
-                    f"s.op = '{source_fold.LISTED}'", set={"listed": "s.listed", "updated_at": "s.updated_at"}
-                )
-                .whenMatchedUpdate(f"s.op = '{source_fold.UPSERT}'", set=values)
-                .whenNotMatchedInsert(f"s.op = '{source_fold.UPSERT}'", values=values)
-                .execute()
-            )
+        self.merge_current(source, SOURCE_OFFSETS, CURRENT_MERGE, batch_id, n_rows)
 
 
 def start_with_writer(

@@ -8,18 +8,20 @@ same rows (:class:`~connect_state.spark.watermarks.SparkWatermarkStore`)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
-from connect_state.spark import deltalake_io
-from connect_state.spark.delta_io import delta_transaction, ensure_table, insert_new_once, schema_of
+from connect_state.folds import source_offsets as source_fold
+from connect_state.spark import deltalake_io, source_offsets
+from connect_state.spark.delta_io import delta_transaction, ensure_table, insert_new_once, merge_once, schema_of
 from connect_state.spark.watermarks import DeltaWatermarkStore, SparkWatermarkStore
 from connect_state.storage import Location
-from connect_state.tables import ACTIVE_TOPICS_HISTORY, WATERMARKS
+from connect_state.tables import ACTIVE_TOPICS_HISTORY, SOURCE_OFFSETS, WATERMARKS
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -87,3 +89,41 @@ def test_a_history_batch_deltalake_appended_is_skipped_by_sparks_insert_of_the_s
     got = spark.read.format("delta").load(path)
     assert sorted((r.topic, r.kafka_offset) for r in got.collect()) == [("t1", 41), ("t2", 42)]
     assert got.where(F.col("changed_at").isNull()).count() == 0
+
+
+def source_offsets_row(key: str, offset: int, listed: bool = True, op: str | None = None) -> tuple:
+    row = ("c1", "offsets", f'{{"p":"{key}"}}', f'["c1",{{"p":"{key}"}}]'.encode(), f'{{"o":{offset}}}',
+           f'{{"o":{offset}}}'.encode(), listed, 0, offset, datetime(2026, 11, 24, tzinfo=UTC),
+           datetime(2026, 11, 24, 0, 0, offset, tzinfo=UTC))  # fmt: skip
+    return row if op is None else (*row, op)
+
+
+def test_a_small_batchs_merge_through_deltalake_equals_sparks_merge_of_the_same_spec(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The source offsets MERGE (delete, flag-only update, update, insert, and rows that match no clause), run by Spark
+    into one copy of a table and by deltalake into another: the same rows."""
+    table_schema = schema_of(SOURCE_OFFSETS)
+    before = [source_offsets_row(k, i, listed=k != "d") for i, k in enumerate("abcd")]
+    batch = [
+        source_offsets_row("a", 10, op=source_fold.DELETE),
+        source_offsets_row("b", 11, listed=False, op=source_fold.LISTED),
+        source_offsets_row("c", 12, op=source_fold.UPSERT),
+        source_offsets_row("e", 13, op=source_fold.UPSERT),
+        source_offsets_row("f", 14, op=source_fold.DELETE),  # no row: nothing to delete
+        source_offsets_row("g", 15, op=source_fold.LISTED),  # no row: not inserted
+    ]
+    source = spark.createDataFrame(batch, StructType([*table_schema.fields, StructField("op", StringType())]))
+    results = []
+    for engine in ("spark", "deltalake"):
+        path = ensure_table(spark, Location.parse(str(tmp_path / engine)), SOURCE_OFFSETS)
+        spark.createDataFrame(before, table_schema).write.format("delta").mode("append").save(path)
+        if engine == "spark":
+            merge_once(source, path, source_offsets.CURRENT_MERGE, "app", 0)
+        else:
+            rows = deltalake_io.plain_types(source.toArrow())
+            assert deltalake_io.merge_once(rows, path, source_offsets.CURRENT_MERGE, "app", 0)
+        results.append(sorted(tuple(r) for r in spark.read.format("delta").load(path).collect()))
+    assert results[0] == results[1]
+    assert [(r[2], r[6], r[8]) for r in results[1]] == [('{"p":"b"}', False, 1), ('{"p":"c"}', True, 12),
+                                                        ('{"p":"d"}', False, 3), ('{"p":"e"}', True, 13)]  # fmt: skip
