@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from typing import cast
 
 import pandas as pd
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
@@ -35,7 +34,7 @@ from connect_state.folds.connector_states import (
 from connect_state.formats.config import TaskCommitKey, parse_config_key, parse_config_record
 from connect_state.formats.status import TopicStatusKey, parse_status_record
 from connect_state.settings import Settings
-from connect_state.spark.delta_io import delta_transaction, spark_type
+from connect_state.spark.delta_io import spark_type
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldJob,
@@ -51,6 +50,7 @@ from connect_state.spark.foldjob import (
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
+from connect_state.spark.merge_spec import MergeSpec, matched_update, not_matched_insert, source_values
 from connect_state.spark.reconcile import Reconciler
 from connect_state.tables import CONNECTOR_EVENTS, CONNECTORS
 
@@ -163,6 +163,16 @@ def fold_stream(kafka_rows: DataFrame, config_topic: str) -> DataFrame:
 TASKS_TYPE = cast(ArrayType, spark_type(CONNECTORS.schema.field("tasks").type))
 
 
+#: A batch's latest row of each connector into ``connectors``, whole (a deleted connector keeps its row, marked).
+CURRENT_MERGE = MergeSpec(
+    "t.name = s.name",
+    (
+        matched_update(source_values(CONNECTORS.column_names)),
+        not_matched_insert(source_values(CONNECTORS.column_names)),
+    ),
+)
+
+
 class ConnectorStatesWriter(FoldWriter):
     """``foreachBatch`` sink: events appended to ``connector_events``, connector rows merged into ``connectors``."""
 
@@ -186,25 +196,17 @@ class ConnectorStatesWriter(FoldWriter):
             self.insert_history(history, CONNECTOR_EVENTS, batch_id, counts, RecordKind.EVENT)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
         if n_rows:
-            self._merge_connectors(rows, batch_id)
+            self._merge_connectors(rows, batch_id, n_rows)
         return f"{n_rows} connectors updated, {n_events} events"
 
-    def _merge_connectors(self, rows: DataFrame, batch_id: int) -> None:
+    def _merge_connectors(self, rows: DataFrame, batch_id: int, n_rows: int) -> None:
         source = rows.select(
             F.col("connector").alias("name"),
             *[c for c in CONNECTORS.column_names if c not in ("name", "tasks", "updated_at")],
             F.from_json("tasks_json", TASKS_TYPE).alias("tasks"),
             F.current_timestamp().alias("updated_at"),
         )
-        table = DeltaTable.forPath(rows.sparkSession, self.path(CONNECTORS))
-        with delta_transaction(rows.sparkSession, self.app_id(CONNECTORS), batch_id):
-            (
-                table.alias("t")
-                .merge(source.alias("s"), "t.name = s.name")
-                .whenMatchedUpdateAll()
-                .whenNotMatchedInsertAll()
-                .execute()
-            )
+        self.merge_current(source, CONNECTORS, CURRENT_MERGE, batch_id, n_rows)
 
 
 def start(

@@ -19,18 +19,24 @@ store. Across drivers a commit that loses to another's is read again and retried
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError
+from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.errors import DeltaWriteError
 from connect_state.spark.merge_spec import ClauseKind, MergeSpec
 from connect_state.tables import TableSpec
+
+log = logging.getLogger("connect_state.deltalake_io")
+T = TypeVar("T")
 
 #: The most rows a batch's history append or current-table MERGE sends through ``deltalake`` (collected to the driver
 #: first); more go through Spark.
@@ -61,12 +67,24 @@ def gave_up(path: str, attempts: int) -> DeltaWriteError:
     return DeltaWriteError(f"{path}: {attempts} attempts lost to concurrent commits")
 
 
-_PLAIN = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
+def plain_type(arrow_type: pa.DataType) -> pa.DataType:
+    """``arrow_type`` with Spark's large strings, binaries and lists as plain ones, at every level."""
+    if arrow_type == pa.large_string():
+        return pa.string()
+    if arrow_type == pa.large_binary():
+        return pa.binary()
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return pa.list_(arrow_type.value_field.with_type(plain_type(arrow_type.value_type)))
+    if pa.types.is_struct(arrow_type):
+        return pa.struct([field.with_type(plain_type(field.type)) for field in arrow_type])
+    return arrow_type
 
 
-def plain_types(rows: pa.Table) -> pa.Table:
-    """``rows`` with Spark's large strings and binaries as plain ones (top-level columns)."""
-    schema = pa.schema([f.with_type(_PLAIN.get(f.type, f.type)) for f in rows.schema])
+def merge_source_rows(rows: pa.Table, spec: TableSpec) -> pa.Table:
+    """A MERGE's source rows (e.g. Spark's ``toArrow()``) with ``spec``'s types for ``spec``'s columns and plain
+    strings, binaries and lists for the others (:func:`plain_type`)."""
+    types = {field.name: field.type for field in spec.schema}
+    schema = pa.schema([field.with_type(types.get(field.name) or plain_type(field.type)) for field in rows.schema])
     return rows.cast(schema) if schema != rows.schema else rows
 
 
@@ -75,31 +93,90 @@ def as_table_rows(rows: pa.Table, spec: TableSpec) -> pa.Table:
     return rows.select(list(spec.column_names)).cast(spec.schema)
 
 
+def open_or_create(
+    path: str, spec: TableSpec, configuration: Mapping[str, str], storage_options: Mapping[str, str] | None = None
+) -> DeltaTable:
+    """The table at ``path`` at its latest version, created empty (``spec``'s schema and description,
+    ``configuration``) when absent; two writers creating it at once both succeed."""
+    options = dict(storage_options or {}) or None
+    try:
+        return DeltaTable(path, storage_options=options)
+    except DeltaTableNotFoundError:
+        try:
+            DeltaTable.create(
+                path,
+                spec.schema,
+                mode="ignore",
+                description=spec.description,
+                configuration=dict(configuration),
+                storage_options=options,
+            )
+        except Exception as err:  # another writer created it meanwhile: open it
+            log.info("creating the %s table: %s", spec.name, err)
+        return DeltaTable(path, storage_options=options)
+
+
+def with_retries(path: str, action: Callable[[], T]) -> T:
+    """``action`` (a read, a write and its commit) under this process's lock of the table at ``path``, run again
+    after a jittered pause when its commit lost to another driver's (:data:`ATTEMPTS` times in all)."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            with commit_lock(path):
+                return action()
+        except CommitFailedError as err:
+            if attempt == ATTEMPTS:
+                raise gave_up(path, attempt) from err
+            time.sleep(backoff_s(attempt))
+    raise gave_up(path, ATTEMPTS)  # not reached
+
+
+def write_once(
+    path: str,
+    app_id: str,
+    version: int,
+    write: Callable[[DeltaTable, CommitProperties], None],
+    open_table: Callable[[], DeltaTable],
+) -> bool:
+    """``write(table, commit_properties)`` on the latest version of the table (``open_table``), tagged with the
+    transaction ``(app_id, version)``, unless the table has that transaction or a later one (False: nothing
+    written); :func:`with_retries`."""
+
+    def attempt() -> bool:
+        table = open_table()
+        done = table.transaction_version(app_id)
+        if done is not None and done >= version:
+            return False
+        write(table, CommitProperties(app_transactions=[Transaction(app_id, version)]))
+        return True
+
+    return with_retries(path, attempt)
+
+
 def append_once(
     rows: pa.Table, path: str, app_id: str, version: int, storage_options: Mapping[str, str] | None = None
 ) -> bool:
     """Append ``rows`` to the Delta table at ``path`` (it exists) unless the table has the transaction ``(app_id,
     version)`` or a later one; False when it had (nothing written)."""
     options = dict(storage_options or {}) or None
-    for attempt in range(1, ATTEMPTS + 1):
-        try:
-            with commit_lock(path):
-                done = DeltaTable(path, storage_options=options).transaction_version(app_id)
-                if done is not None and done >= version:
-                    return False
-                write_deltalake(
-                    path,
-                    rows,
-                    mode="append",
-                    storage_options=options,
-                    commit_properties=CommitProperties(app_transactions=[Transaction(app_id, version)]),
-                )
-            return True
-        except CommitFailedError as err:
-            if attempt == ATTEMPTS:
-                raise gave_up(path, attempt) from err
-            time.sleep(backoff_s(attempt))
-    return False  # not reached
+
+    def append(table: DeltaTable, properties: CommitProperties) -> None:
+        write_deltalake(table, rows, mode="append", commit_properties=properties)
+
+    return write_once(path, app_id, version, append, lambda: DeltaTable(path, storage_options=options))
+
+
+def run_merge(table: DeltaTable, source: pa.Table, merge: MergeSpec, properties: CommitProperties) -> None:
+    """``merge`` of ``source`` into ``table``, committed with ``properties``."""
+    builder = table.merge(source, merge.condition, source_alias="s", target_alias="t", commit_properties=properties)
+    for clause in merge.clauses:
+        match clause.kind:
+            case ClauseKind.MATCHED_DELETE:
+                builder = builder.when_matched_delete(clause.predicate)
+            case ClauseKind.MATCHED_UPDATE:
+                builder = builder.when_matched_update(dict(clause.values), clause.predicate)
+            case ClauseKind.NOT_MATCHED_INSERT:
+                builder = builder.when_not_matched_insert(dict(clause.values), clause.predicate)
+    builder.execute()
 
 
 def merge_once(
@@ -113,32 +190,8 @@ def merge_once(
     """Run ``merge`` of ``source`` into the Delta table at ``path`` (it exists) unless the table has the transaction
     ``(app_id, version)`` or a later one; False when it had (nothing written)."""
     options = dict(storage_options or {}) or None
-    for attempt in range(1, ATTEMPTS + 1):
-        try:
-            with commit_lock(path):
-                table = DeltaTable(path, storage_options=options)
-                done = table.transaction_version(app_id)
-                if done is not None and done >= version:
-                    return False
-                builder = table.merge(
-                    source,
-                    merge.condition,
-                    source_alias="s",
-                    target_alias="t",
-                    commit_properties=CommitProperties(app_transactions=[Transaction(app_id, version)]),
-                )
-                for clause in merge.clauses:
-                    match clause.kind:
-                        case ClauseKind.MATCHED_DELETE:
-                            builder = builder.when_matched_delete(clause.predicate)
-                        case ClauseKind.MATCHED_UPDATE:
-                            builder = builder.when_matched_update(dict(clause.values), clause.predicate)
-                        case ClauseKind.NOT_MATCHED_INSERT:
-                            builder = builder.when_not_matched_insert(dict(clause.values), clause.predicate)
-                builder.execute()
-            return True
-        except CommitFailedError as err:
-            if attempt == ATTEMPTS:
-                raise gave_up(path, attempt) from err
-            time.sleep(backoff_s(attempt))
-    return False  # not reached
+
+    def write(table: DeltaTable, properties: CommitProperties) -> None:
+        run_merge(table, source, merge, properties)
+
+    return write_once(path, app_id, version, write, lambda: DeltaTable(path, storage_options=options))

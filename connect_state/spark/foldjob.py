@@ -45,7 +45,7 @@ from connect_state.spark.delta_io import (
     retry_on_conflict,
     spark_schema,
 )
-from connect_state.spark.deltalake_io import SMALL_WRITE_ROWS, as_table_rows, plain_types
+from connect_state.spark.deltalake_io import SMALL_WRITE_ROWS, as_table_rows, merge_source_rows
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.merge_spec import MergeSpec
 from connect_state.spark.reconcile import RECONCILE_INTERVAL_S, Reconciler
@@ -504,7 +504,7 @@ class FoldWriter:
         """Run ``merge`` of a batch's ``n_rows`` (at most) into the current table ``spec``, once per batch
         (:meth:`small_write`: with ``deltalake``, else Spark)."""
         if self.small_write(n_rows):
-            rows = plain_types(source.toArrow())
+            rows = merge_source_rows(source.toArrow(), spec)
             path, app_id = self.path(spec), self.app_id(spec)
             deltalake_io.merge_once(rows, path, merge, app_id, batch_id, self.deltalake_options)
         else:

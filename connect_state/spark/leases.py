@@ -39,7 +39,6 @@ from datetime import UTC, datetime
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, QueryBuilder
 from deltalake.exceptions import CommitFailedError
-from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.leases import (
     Action,
@@ -56,6 +55,7 @@ from connect_state.leases import (
     released,
 )
 from connect_state.settings import Settings
+from connect_state.spark.deltalake_io import open_or_create
 from connect_state.spark.streaming import Task
 from connect_state.storage import deltalake_options
 from connect_state.tables import LEASES
@@ -113,21 +113,7 @@ class DeltaLeaseStore:
     def _open(self) -> DeltaTable:
         """The table at its latest version (created on first use; two instances creating it at once both succeed)."""
         if self._table is None:
-            try:
-                self._table = DeltaTable(self.path, storage_options=self.options or None)
-            except DeltaTableNotFoundError:
-                try:
-                    DeltaTable.create(
-                        self.path,
-                        LEASES.schema,
-                        mode="ignore",
-                        description=LEASES.description,
-                        configuration=LEASE_TABLE_PROPERTIES,
-                        storage_options=self.options or None,
-                    )
-                except Exception as err:  # another instance created it meanwhile: open it
-                    log.info("creating the leases table: %s", err)
-                self._table = DeltaTable(self.path, storage_options=self.options or None)
+            self._table = open_or_create(self.path, LEASES, LEASE_TABLE_PROPERTIES, self.options)
         else:
             self._table.update_incremental()
         return self._table

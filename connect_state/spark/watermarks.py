@@ -24,17 +24,13 @@ turns, across drivers a MERGE that lost to another's commit is read again and re
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Protocol
 
 import pyarrow as pa
 from delta.tables import DeltaTable as SparkDeltaTable
-from deltalake import CommitProperties, DeltaTable, Transaction
-from deltalake.exceptions import CommitFailedError
-from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
+from deltalake import CommitProperties, DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -46,11 +42,9 @@ from connect_state.spark.delta_io import (
     retry_on_conflict,
     spark_schema,
 )
-from connect_state.spark.deltalake_io import ATTEMPTS, backoff_s, commit_lock, gave_up
+from connect_state.spark.deltalake_io import ATTEMPTS, open_or_create, with_retries, write_once
 from connect_state.storage import Location
 from connect_state.tables import WATERMARKS
-
-log = logging.getLogger("connect_state.watermarks")
 
 _MATCH = "t.query = s.query AND t.topic = s.topic AND t.`partition` = s.`partition`"
 _SPARK_ROWS = spark_schema(WATERMARKS.schema)
@@ -99,68 +93,30 @@ class DeltaWatermarkStore:
         self._table: DeltaTable | None = None
 
     def _open(self) -> DeltaTable:
-        """The table at its latest version (created when absent; two writers creating it at once both succeed)."""
-        if self._table is not None:
+        """The table at its latest version (created when absent)."""
+        if self._table is None:
+            self._table = open_or_create(self.path, WATERMARKS, TABLE_PROPERTIES, self.options)
+        else:
             self._table.update_incremental()
-            return self._table
-        try:
-            self._table = DeltaTable(self.path, storage_options=self.options)
-        except DeltaTableNotFoundError:
-            try:
-                DeltaTable.create(
-                    self.path,
-                    WATERMARKS.schema,
-                    mode="ignore",
-                    description=WATERMARKS.description,
-                    configuration=TABLE_PROPERTIES,
-                    storage_options=self.options,
-                )
-            except Exception as err:  # another writer created it meanwhile: open it
-                log.info("creating the watermarks table: %s", err)
-            self._table = DeltaTable(self.path, storage_options=self.options)
         return self._table
 
     def record(self, query: str, positions: Positions, batch_id: int, app_id: str) -> bool:
         rows = [dict(zip(WATERMARKS.column_names, row, strict=True)) for row in _rows(query, positions, batch_id)]
         source = pa.Table.from_pylist(rows, schema=WATERMARKS.schema)
-        for attempt in range(1, ATTEMPTS + 1):
-            try:
-                with commit_lock(self.path):
-                    table = self._open()
-                    done = table.transaction_version(app_id)
-                    if done is not None and done >= batch_id:
-                        return False
-                    (
-                        table.merge(
-                            source,
-                            _MATCH,
-                            source_alias="s",
-                            target_alias="t",
-                            commit_properties=CommitProperties(app_transactions=[Transaction(app_id, batch_id)]),
-                        )
-                        .when_matched_update_all()
-                        .when_not_matched_insert_all()
-                        .when_not_matched_by_source_delete(f"t.query = {_sql_string(query)}")
-                        .execute()
-                    )
-                return True
-            except CommitFailedError as err:
-                if attempt == ATTEMPTS:
-                    raise gave_up(self.path, attempt) from err
-                log.debug("%s: batch %d lost to a concurrent commit (%s), attempt %d", query, batch_id, err, attempt)
-                time.sleep(backoff_s(attempt))
-        return False  # not reached
+
+        def merge(table: DeltaTable, properties: CommitProperties) -> None:
+            (
+                table.merge(source, _MATCH, source_alias="s", target_alias="t", commit_properties=properties)
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete(f"t.query = {_sql_string(query)}")
+                .execute()
+            )
+
+        return write_once(self.path, app_id, batch_id, merge, self._open)
 
     def forget(self, query: str) -> None:
-        for attempt in range(1, ATTEMPTS + 1):
-            try:
-                with commit_lock(self.path):
-                    self._open().delete(f"query = {_sql_string(query)}")
-                return
-            except CommitFailedError as err:
-                if attempt == ATTEMPTS:
-                    raise gave_up(self.path, attempt) from err
-                time.sleep(backoff_s(attempt))
+        with_retries(self.path, lambda: self._open().delete(f"query = {_sql_string(query)}"))
 
 
 class SparkWatermarkStore:

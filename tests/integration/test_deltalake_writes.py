@@ -121,7 +121,7 @@ def test_a_small_batchs_merge_through_deltalake_equals_sparks_merge_of_the_same_
         if engine == "spark":
             merge_once(source, path, source_offsets.CURRENT_MERGE, "app", 0)
         else:
-            rows = deltalake_io.plain_types(source.toArrow())
+            rows = deltalake_io.merge_source_rows(source.toArrow(), SOURCE_OFFSETS)
             assert deltalake_io.merge_once(rows, path, source_offsets.CURRENT_MERGE, "app", 0)
         results.append(sorted(tuple(r) for r in spark.read.format("delta").load(path).collect()))
     assert results[0] == results[1]
