@@ -16,7 +16,7 @@ from deltalake import DeltaTable
 from connect_state.spark import deltalake_io
 from connect_state.spark.watermarks import DeltaWatermarkStore
 from connect_state.storage import Location
-from connect_state.tables import ACTIVE_TOPICS_HISTORY, WATERMARKS
+from connect_state.tables import ACTIVE_TOPICS_HISTORY, CONNECTORS, WATERMARKS
 
 
 @pytest.fixture
@@ -141,3 +141,24 @@ def test_a_small_append_lands_once_with_the_tables_types(root: Location) -> None
     table = DeltaTable(path)
     assert table.version() == 1 and table.transaction_version("app") == 7
     assert table.to_pyarrow_table().column("topic").to_pylist() == ["t1"]
+
+
+TASK_TYPE = CONNECTORS.schema.field("tasks").type.value_type
+
+
+def test_a_merge_source_takes_the_tables_types_and_keeps_its_own_columns_plain() -> None:
+    strings = ("state", "worker_id", "trace", "version")
+    task = pa.struct([(f.name, pa.large_string() if f.name in strings else f.type) for f in TASK_TYPE])
+    spark_like = pa.table(
+        {
+            "name": pa.array(["c1"], pa.large_string()),
+            "tasks": pa.array([[{"id": 0, "state": "RUNNING"}]], pa.large_list(task)),
+            "op": pa.array(["upsert"], pa.large_string()),
+            "key": pa.array([b"k"], pa.large_binary()),
+        }
+    )
+    rows = deltalake_io.merge_source_rows(spark_like, CONNECTORS)
+    assert rows.schema.field("name").type == pa.string()
+    assert rows.schema.field("tasks").type == CONNECTORS.schema.field("tasks").type
+    assert rows.schema.field("op").type == pa.string() and rows.schema.field("key").type == pa.binary()
+    assert rows.column("tasks").to_pylist()[0][0]["state"] == "RUNNING"
