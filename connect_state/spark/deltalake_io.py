@@ -33,7 +33,8 @@ from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.errors import DeltaWriteError
 from connect_state.spark.merge_spec import ClauseKind, MergeSpec
-from connect_state.tables import TableSpec
+from connect_state.storage import Location
+from connect_state.tables import WATERMARKS, TableSpec
 
 log = logging.getLogger("connect_state.deltalake_io")
 T = TypeVar("T")
@@ -47,9 +48,14 @@ ATTEMPTS = 20
 #: queries' batches often end together): at most about 15 s in all.
 FIRST_BACKOFF_S = 0.02
 MAX_BACKOFF_S = 1.0
+#: Every this many versions a deltalake commit writes a checkpoint, as Spark does by default (delta-rs's own default is
+#: 100, and Spark checkpoints only at its own commits, which are rare on a table of small batches).
+CHECKPOINT_INTERVAL = 10
 
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
+#: The tables this process writes, kept open and brought up to date before each write (under their commit lock).
+_TABLES: dict[str, DeltaTable] = {}
 
 
 def commit_lock(path: str) -> threading.Lock:
@@ -116,6 +122,34 @@ def open_or_create(
         return DeltaTable(path, storage_options=options)
 
 
+def latest(path: str, storage_options: Mapping[str, str] | None = None) -> DeltaTable:
+    """The table at ``path`` (it exists) at its latest version: opened once per process, then brought up to date
+    (only the commits since); call it under :func:`commit_lock`."""
+    table = _TABLES.get(path)
+    if table is None:
+        table = _TABLES[path] = DeltaTable(path, storage_options=dict(storage_options or {}) or None)
+    else:
+        table.update_incremental()
+    return table
+
+
+def deltalake_writes(root: Location, storage_options: Mapping[str, str] | None = None) -> bool:
+    """Whether this process writes small batches to ``root``'s tables with ``deltalake``: the location allows it
+    (:attr:`~connect_state.storage.Location.deltalake_commits`) and deltalake reaches it (opening, or creating, the
+    ``watermarks`` table works: the driver may lack credentials that Spark's cluster configuration has). Else Spark
+    writes them, and a warning says why."""
+    if not root.deltalake_commits:
+        return False
+    from connect_state.spark.delta_io import TABLE_PROPERTIES
+
+    try:
+        open_or_create(str(root / WATERMARKS.name), WATERMARKS, TABLE_PROPERTIES, storage_options)
+    except Exception as err:
+        log.warning("deltalake cannot reach %s (%s): small writes go through Spark", root, err)
+        return False
+    return True
+
+
 def with_retries(path: str, action: Callable[[], T]) -> T:
     """``action`` (a read, a write and its commit) under this process's lock of the table at ``path``, run again
     after a jittered pause when its commit lost to another driver's (:data:`ATTEMPTS` times in all)."""
@@ -147,6 +181,9 @@ def write_once(
         if done is not None and done >= version:
             return False
         write(table, CommitProperties(app_transactions=[Transaction(app_id, version)]))
+        table.update_incremental()
+        if table.version() % CHECKPOINT_INTERVAL == 0:
+            table.create_checkpoint()
         return True
 
     return with_retries(path, attempt)
@@ -162,7 +199,7 @@ def append_once(
     def append(table: DeltaTable, properties: CommitProperties) -> None:
         write_deltalake(table, rows, mode="append", commit_properties=properties)
 
-    return write_once(path, app_id, version, append, lambda: DeltaTable(path, storage_options=options))
+    return write_once(path, app_id, version, append, lambda: latest(path, options))
 
 
 def run_merge(table: DeltaTable, source: pa.Table, merge: MergeSpec, properties: CommitProperties) -> None:
@@ -194,4 +231,4 @@ def merge_once(
     def write(table: DeltaTable, properties: CommitProperties) -> None:
         run_merge(table, source, merge, properties)
 
-    return write_once(path, app_id, version, write, lambda: DeltaTable(path, storage_options=options))
+    return write_once(path, app_id, version, write, lambda: latest(path, options))

@@ -23,7 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from connect_state.errors import DeltaWriteError, KafkaWriteError
+from connect_state.errors import KafkaWriteError
 from connect_state.faults import FaultPoint, fault_point
 from connect_state.kafka.topic_positions import TopicPositions, shared_positions
 from connect_state.positions import (
@@ -45,7 +45,7 @@ from connect_state.spark.delta_io import (
     retry_on_conflict,
     spark_schema,
 )
-from connect_state.spark.deltalake_io import SMALL_WRITE_ROWS, as_table_rows, merge_source_rows
+from connect_state.spark.deltalake_io import SMALL_WRITE_ROWS, as_table_rows, deltalake_writes, merge_source_rows
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.merge_spec import MergeSpec
 from connect_state.spark.reconcile import RECONCILE_INTERVAL_S, Reconciler
@@ -329,9 +329,10 @@ class FoldWriter:
     * then, every ``reconcile_interval_s`` (and after a data loss), the :class:`Reconciler` of the query's current
       table removes rows whose key is no longer in the topics.
 
-    :func:`start_fold_query` gives the writer its Kafka positions client, its reconciler and the watermarks store with
-    the settings' storage options; without them (a writer called directly) it records watermarks only, in a local
-    ``delta_root``.
+    :func:`start_fold_query` gives the writer its Kafka positions client, its reconciler, the settings' ``deltalake``
+    storage options and whether small writes go through ``deltalake`` (:func:`~connect_state.spark.deltalake_io.
+    deltalake_writes`); without them (a writer called directly) it records watermarks only, and writes small batches
+    through ``deltalake`` without storage options where the location allows it.
     """
 
     job_name = "fold"
@@ -352,6 +353,8 @@ class FoldWriter:
         self.new_tables: set[str] = set()
         #: ``deltalake``'s storage options for ``delta_root`` (:meth:`attach`: the settings'; none for a local one).
         self.deltalake_options: dict[str, str] = {}
+        #: Whether small writes go through ``deltalake`` (:meth:`attach`: decided at the query's start).
+        self.deltalake_writes = delta_root.deltalake_commits
         self._watermarks: WatermarkStore | None = None
         self._last_watermark: dict[tuple[str, int], int] | None = None
         #: The topics' end offsets when this writer first wrote a history table (None: not taken yet); emptied once
@@ -389,7 +392,11 @@ class FoldWriter:
             self.reconcile(spark)
 
     def attach(
-        self, positions: TopicPositions, reconciler: Reconciler | None, deltalake_options: Mapping[str, str]
+        self,
+        positions: TopicPositions,
+        reconciler: Reconciler | None,
+        deltalake_options: Mapping[str, str],
+        deltalake_writes: bool,
     ) -> None:
         """Give the writer its Kafka positions client (data loss), its table's reconciler and ``deltalake``'s
         storage options (the settings'); the query's start has just reconciled, so the next pass is due in
@@ -397,6 +404,7 @@ class FoldWriter:
         self.positions = positions
         self.reconciler = reconciler
         self.deltalake_options = dict(deltalake_options)
+        self.deltalake_writes = deltalake_writes
         self._next_reconcile = time.monotonic() + self.reconcile_interval_s
 
     def _ensure_shared_tables(self, spark: SparkSession) -> None:
@@ -443,11 +451,13 @@ class FoldWriter:
         if not positions or positions == self._last_watermark:
             return
         if self._watermarks is None:
-            self._watermarks = watermark_store(spark, self.delta_root, self.deltalake_options)
+            self._watermarks = watermark_store(spark, self.delta_root, self.deltalake_options, self.deltalake_writes)
         try:
             self._watermarks.record(self.job_name, positions, batch_id, self.app_id(WATERMARKS))
-        except DeltaWriteError as err:  # the tables are ahead of the watermark: readers fold a few records more
-            self.log.warning("batch %d: watermark not recorded (%s); the next batch records it", batch_id, err)
+        except Exception as err:  # the tables are ahead of the watermark (safe: readers fold a few records more)
+            self.log.warning(
+                "batch %d: watermark not recorded (%s); the next batch records it", batch_id, err, exc_info=True
+            )
             return
         self._last_watermark = positions
 
@@ -490,7 +500,7 @@ class FoldWriter:
         (:data:`~connect_state.spark.deltalake_io.SMALL_WRITE_ROWS`, collected to the driver) and ``deltalake``
         commits to ``delta_root``. Tens of milliseconds, where Spark's write of a few rows takes one to three seconds
         of driver work (:mod:`connect_state.spark.deltalake_io`)."""
-        return n_rows <= SMALL_WRITE_ROWS and self.delta_root.deltalake_commits
+        return n_rows <= SMALL_WRITE_ROWS and self.deltalake_writes
 
     def append_history(self, rows: DataFrame, spec: TableSpec, batch_id: int, n_rows: int) -> None:
         """Append ``n_rows`` history rows once per batch (:meth:`small_write`: with ``deltalake``, else Spark)."""
@@ -607,6 +617,7 @@ def start_fold_query(
         spec.name for spec in (*tables, REJECTED_RECORDS, DATA_LOSS) if create_table(spark, settings.delta_root, spec)
     }
     options = deltalake_options(settings)
+    use_deltalake = deltalake_writes(settings.delta_root, options)
     writer._shared_tables_ready = True
     writer.new_tables = {spec.name for spec in tables if spec.name in created}
     current = {spec.name for spec in current_tables}
@@ -621,13 +632,13 @@ def start_fold_query(
                 continue
             writer.log.info("no checkpoint at %s: rebuilding %s from the start of the topics", checkpoint, spec.name)
             DeltaTable.forPath(spark, str(settings.delta_root / spec.name)).delete()
-        watermark_store(spark, settings.delta_root, options).forget(job_name)
+        watermark_store(spark, settings.delta_root, options, use_deltalake).forget(job_name)
     elif reconciler is not None:
         try:
             reconciler(spark)
         except Exception:
             writer.log.warning("reconcile %s failed; the query starts anyway", reconciler.table.name, exc_info=True)
-    writer.attach(shared_positions(settings), reconciler, options)
+    writer.attach(shared_positions(settings), reconciler, options, use_deltalake)
     stream = (
         folded.writeStream.queryName(job_name)
         .outputMode("update")

@@ -34,6 +34,7 @@ from deltalake import CommitProperties, DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from connect_state.errors import DeltaWriteError
 from connect_state.positions import Positions, watermark_rows
 from connect_state.spark.delta_io import (
     TABLE_PROPERTIES,
@@ -69,11 +70,11 @@ class WatermarkStore(Protocol):
 
 
 def watermark_store(
-    spark: SparkSession, delta_root: Location, storage_options: Mapping[str, str] | None = None
+    spark: SparkSession, delta_root: Location, storage_options: Mapping[str, str] | None, use_deltalake: bool
 ) -> WatermarkStore:
-    """The store of ``delta_root``: :class:`DeltaWatermarkStore` where ``deltalake`` commits, else
-    :class:`SparkWatermarkStore`."""
-    if delta_root.deltalake_commits:
+    """The store of ``delta_root``: :class:`DeltaWatermarkStore` where this process writes with ``deltalake``
+    (:func:`~connect_state.spark.deltalake_io.deltalake_writes`), else :class:`SparkWatermarkStore`."""
+    if use_deltalake:
         return DeltaWatermarkStore(delta_root, storage_options)
     return SparkWatermarkStore(spark, delta_root)
 
@@ -150,7 +151,10 @@ class SparkWatermarkStore:
                     .execute()
                 )
 
-        retry_on_conflict(merge, WATERMARKS.name, ATTEMPTS)
+        try:
+            retry_on_conflict(merge, WATERMARKS.name, ATTEMPTS)
+        except Exception as err:
+            raise DeltaWriteError(f"{self.path}: {err}") from err
         return True  # Delta skips a batch it has without saying so
 
     def forget(self, query: str) -> None:

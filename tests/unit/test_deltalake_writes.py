@@ -162,3 +162,23 @@ def test_a_merge_source_takes_the_tables_types_and_keeps_its_own_columns_plain()
     assert rows.schema.field("tasks").type == CONNECTORS.schema.field("tasks").type
     assert rows.schema.field("op").type == pa.string() and rows.schema.field("key").type == pa.binary()
     assert rows.column("tasks").to_pylist()[0][0]["state"] == "RUNNING"
+
+
+def test_small_writes_checkpoint_the_table_every_ten_versions(root: Location) -> None:
+    path = str(root / ACTIVE_TOPICS_HISTORY.name)
+    DeltaTable.create(path, ACTIVE_TOPICS_HISTORY.schema)
+    rows = pa.Table.from_pylist([{"connector": "c1", "kafka_offset": 1}], schema=ACTIVE_TOPICS_HISTORY.schema)
+    for batch in range(deltalake_io.CHECKPOINT_INTERVAL):
+        deltalake_io.append_once(rows, path, "app", batch)
+    log_dir = Path(path) / "_delta_log"
+    assert sorted(p.name for p in log_dir.glob("*.checkpoint.parquet")) == ["00000000000000000010.checkpoint.parquet"]
+    assert DeltaTable(path).transaction_version("app") == deltalake_io.CHECKPOINT_INTERVAL - 1
+
+
+def test_deltalake_writes_only_where_it_commits_and_reaches(tmp_path: Path) -> None:
+    reachable = Location.parse(str(tmp_path / "delta"))
+    assert deltalake_io.deltalake_writes(reachable)
+    assert DeltaTable(str(reachable / WATERMARKS.name)).version() == 0  # created by the probe
+    (tmp_path / "a-file").write_text("not a directory")
+    assert not deltalake_io.deltalake_writes(Location.parse(str(tmp_path / "a-file" / "delta")))
+    assert not deltalake_io.deltalake_writes(Location.parse("/Volumes/main/connect_state/state/delta"))
