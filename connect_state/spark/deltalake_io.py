@@ -96,7 +96,7 @@ def merge_source_rows(rows: pa.Table, spec: TableSpec) -> pa.Table:
 
 def as_table_rows(rows: pa.Table, spec: TableSpec) -> pa.Table:
     """``rows`` (e.g. Spark's ``toArrow()``: large strings, its own column order) as ``spec``'s columns and types."""
-    return rows.select(list(spec.column_names)).cast(spec.schema)
+    return merge_source_rows(rows.select(list(spec.column_names)), spec)
 
 
 def open_or_create(

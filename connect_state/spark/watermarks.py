@@ -43,7 +43,7 @@ from connect_state.spark.delta_io import (
     retry_on_conflict,
     spark_schema,
 )
-from connect_state.spark.deltalake_io import ATTEMPTS, open_or_create, with_retries, write_once
+from connect_state.spark.deltalake_io import ATTEMPTS, latest, open_or_create, with_retries, write_once
 from connect_state.storage import Location
 from connect_state.tables import WATERMARKS
 
@@ -85,21 +85,20 @@ def _rows(query: str, positions: Positions, batch_id: int) -> list[tuple]:
 
 
 class DeltaWatermarkStore:
-    """The ``watermarks`` table under ``delta_root``, read and written with ``deltalake``. One store per writer (it
-    keeps the table open and brings it up to date before each write); created on first use."""
+    """The ``watermarks`` table under ``delta_root``, read and written with ``deltalake`` (kept open by
+    :func:`~connect_state.spark.deltalake_io.latest`); created on first use."""
 
     def __init__(self, delta_root: Location, storage_options: Mapping[str, str] | None = None) -> None:
         self.path = str(delta_root / WATERMARKS.name)
         self.options = dict(storage_options or {}) or None
-        self._table: DeltaTable | None = None
+        self._created = False
 
     def _open(self) -> DeltaTable:
-        """The table at its latest version (created when absent)."""
-        if self._table is None:
-            self._table = open_or_create(self.path, WATERMARKS, TABLE_PROPERTIES, self.options)
-        else:
-            self._table.update_incremental()
-        return self._table
+        """The table at its latest version (created when absent); under its commit lock."""
+        if not self._created:
+            open_or_create(self.path, WATERMARKS, TABLE_PROPERTIES, self.options)
+            self._created = True
+        return latest(self.path, self.options)
 
     def record(self, query: str, positions: Positions, batch_id: int, app_id: str) -> bool:
         rows = [dict(zip(WATERMARKS.column_names, row, strict=True)) for row in _rows(query, positions, batch_id)]
