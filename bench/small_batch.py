@@ -20,11 +20,13 @@ pass/fail threshold.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import statistics
 import sys
 import time
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -141,11 +143,51 @@ def phases(progress: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(durations.items(), key=lambda kv: -kv[1]) if v)
 
 
+def spark_jobs(spark: Any) -> list[dict[str, Any]]:
+    """The session's Spark jobs so far, from its UI's REST API (``--stages``: the UI is on)."""
+    base = f"{spark.sparkContext.uiWebUrl}/api/v1/applications/{spark.sparkContext.applicationId}"
+    with urllib.request.urlopen(f"{base}/jobs", timeout=10) as answer:
+        jobs = json.load(answer)
+    for job in jobs:
+        job["stages"] = []
+        for stage_id in sorted(job.get("stageIds", [])):
+            with urllib.request.urlopen(f"{base}/stages/{stage_id}", timeout=10) as answer:
+                attempts = json.load(answer)
+            job["stages"].extend(a for a in attempts if a.get("status") != "SKIPPED")
+    return jobs
+
+
+def stage_lines(jobs: Sequence[dict[str, Any]], after_job: int) -> list[str]:
+    """One line per Spark job after ``after_job``: its wall time, and per stage run its tasks and their summed run
+    time (where a small batch's fixed costs go)."""
+    lines = []
+    for job in sorted((j for j in jobs if j["jobId"] > after_job), key=lambda j: j["jobId"]):
+        wall = _ui_seconds(job.get("completionTime")) - _ui_seconds(job.get("submissionTime"))
+        stages = "; ".join(
+            f"stage {s['stageId']} {s.get('numTasks', 0)} tasks, run {s.get('executorRunTime', 0) / 1000:.2f} s, "
+            f"wall {_ui_seconds(s.get('completionTime')) - _ui_seconds(s.get('submissionTime')):.2f} s"
+            for s in job["stages"]
+        )
+        name = (job.get("description") or job.get("name") or "").splitlines()[0][:60]
+        lines.append(f"    job {job['jobId']} ({name}): {wall:.2f} s: {stages}")
+    return lines
+
+
+def _ui_seconds(stamp: str | None) -> float:
+    """Seconds of a UI time stamp (``2026-11-24T17:01:02.345GMT``), 0 when absent."""
+    if not stamp:
+        return 0.0
+    clock = stamp.split("T", 1)[1].rstrip("GMT")
+    hours, minutes, seconds = clock.split(":")
+    return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+
+
 def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics: list[str]) -> None:
     job, partitions, prefix = JOBS[args.job]
     records = initial_records(args)
     topic = new_topic(cluster, prefix, records, partitions, args.replication_factor, topics, report_fill=True)
-    spark = bench_session(work_dir, args.master, "connect-state-bench-small-batch", args.conf)
+    extra = [*args.conf, "spark.ui.enabled=true", "spark.ui.port=0"] if args.stages else args.conf
+    spark = bench_session(work_dir, args.master, "connect-state-bench-small-batch", extra)
     settings = job.settings(cluster, work_dir, topic, "job").with_overrides(**{"trigger.interval": args.trigger})
     rng = random.Random(args.seed + 7)
     parts_timed = (*job.writer_parts, *COMMON_PARTS)
@@ -174,6 +216,7 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
             last = max(p["batchId"] for p in query.recentProgress)
             for step in range(1, args.batches + 1):
                 parts_before, total_before = dict(times.parts), times.total
+                last_job = max((j["jobId"] for j in spark_jobs(spark)), default=-1) if args.stages else -1
                 cpu_before = cpu_seconds(pids)
                 sent = time.perf_counter()
                 fill_topic(cluster, topic, change_records(args, rng, args.batch_records, step), partitions)
@@ -193,6 +236,8 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
                     f"writer {times.total - total_before:.2f} s: {parts}",
                     flush=True,
                 )
+                if args.stages:
+                    print("\n".join(stage_lines(spark_jobs(spark), last_job)), flush=True)
                 time.sleep(args.pause)
             query.stop()
     finally:
@@ -216,6 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--idle", type=float, default=20.0, help="seconds of idle CPU measurement (20)")
     parser.add_argument("--pause", type=float, default=1.0, help="seconds between small batches (1)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--stages", action="store_true", help="turn Spark's UI on and print each small batch's Spark jobs and stages"
+    )
     add_cluster_arguments(parser)
     add_config_arguments(parser)
     return parser
