@@ -444,7 +444,7 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 def bench_main(
     prog: str,
     args: Any,
-    measure: Callable[[Any, Settings, Path, list[str]], None],
+    measure: Callable[[Any, Settings, Path, list[str]], object],
     validate: Callable[[Any], None],
     keep: bool = False,
 ) -> int:

@@ -28,6 +28,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +183,17 @@ def _ui_seconds(stamp: str | None) -> float:
     return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
 
 
-def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics: list[str]) -> None:
+@dataclass(frozen=True)
+class SmallBatches:
+    """What one run measured: the small batches' medians and the idle driver's CPU share (None: not measured)."""
+
+    trigger_median_s: float
+    latency_median_s: float
+    idle_share: float | None
+
+
+def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics: list[str]) -> SmallBatches:
+    """Fill, start the job, idle (``--idle`` > 0), then the small batches; print each, return the medians."""
     job, partitions, prefix = JOBS[args.job]
     records = initial_records(args)
     topic = new_topic(cluster, prefix, records, partitions, args.replication_factor, topics, report_fill=True)
@@ -203,14 +214,16 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
             )
             time.sleep(2)  # let the no-data batches after the catch-up pass
             pids = spark_pids()
-            before, t0 = cpu_seconds(pids), time.perf_counter()
-            time.sleep(args.idle)
-            idle_share = (cpu_seconds(pids) - before) / (time.perf_counter() - t0)
-            print(
-                f"idle {args.idle:g} s: driver + JVM + workers used {100 * idle_share:.1f}% of one core "
-                f"(load average {load_average()})",
-                flush=True,
-            )
+            idle_share = None
+            if args.idle > 0:
+                before, t0 = cpu_seconds(pids), time.perf_counter()
+                time.sleep(args.idle)
+                idle_share = (cpu_seconds(pids) - before) / (time.perf_counter() - t0)
+                print(
+                    f"idle {args.idle:g} s: driver + JVM + workers used {100 * idle_share:.1f}% of one core "
+                    f"(load average {load_average()})",
+                    flush=True,
+                )
             triggers: list[int] = []
             latencies: list[float] = []
             last = max(p["batchId"] for p in query.recentProgress)
@@ -242,12 +255,14 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
             query.stop()
     finally:
         spark.stop()
+    result = SmallBatches(statistics.median(triggers) / 1000, statistics.median(latencies), idle_share)
+    idle = f"idle CPU {100 * idle_share:.1f}% of one core" if idle_share is not None else "idle CPU not measured"
     print(
         f"small batches ({args.batch_records} records, {len(triggers)} batches): triggerExecution median "
-        f"{statistics.median(triggers) / 1000:.2f} s, written -> seen median {statistics.median(latencies):.2f} s; "
-        f"idle CPU {100 * idle_share:.1f}% of one core",
+        f"{result.trigger_median_s:.2f} s, written -> seen median {result.latency_median_s:.2f} s; {idle}",
         flush=True,
     )
+    return result
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -258,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batches", type=int, default=8, help="small batches measured (8)")
     parser.add_argument("--batch-records", type=int, default=3, help="records per small batch (3)")
     parser.add_argument("--trigger", default="1 second", help="trigger.interval of the job (1 second)")
-    parser.add_argument("--idle", type=float, default=20.0, help="seconds of idle CPU measurement (20)")
+    parser.add_argument("--idle", type=float, default=20.0, help="seconds of idle CPU measurement (20; 0: none)")
     parser.add_argument("--pause", type=float, default=1.0, help="seconds between small batches (1)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
@@ -274,6 +289,7 @@ def validate(args: argparse.Namespace) -> None:
         (
             (args.records > 0 and args.connectors > 0, "--records and --connectors must be positive"),
             (args.batches > 0 and args.batch_records > 0, "--batches and --batch-records must be positive"),
+            (args.idle >= 0, "--idle must not be negative"),
         )
     )
 
