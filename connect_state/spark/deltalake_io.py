@@ -203,8 +203,21 @@ def append_once(
 
 
 def run_merge(table: DeltaTable, source: pa.Table, merge: MergeSpec, properties: CommitProperties) -> None:
-    """``merge`` of ``source`` into ``table``, committed with ``properties``."""
-    builder = table.merge(source, merge.condition, source_alias="s", target_alias="t", commit_properties=properties)
+    """``merge`` of ``source`` into ``table``, committed with ``properties``.
+
+    ``streamed_exec=False``: the source is a small in-memory table, so delta-rs may look at it before the join and
+    derive a predicate from its key values that skips the target's files whose statistics rule them out (with the
+    default, streamed execution, every file of the target is scanned). Measured apart, a one-row update of a
+    300,000-row table: 129 ms -> 34 ms in 30 files of sorted keys, 274 -> 238 ms in 2 files of mixed keys (one file
+    rewritten either way)."""
+    builder = table.merge(
+        source,
+        merge.condition,
+        source_alias="s",
+        target_alias="t",
+        commit_properties=properties,
+        streamed_exec=False,
+    )
     for clause in merge.clauses:
         match clause.kind:
             case ClauseKind.MATCHED_DELETE:
