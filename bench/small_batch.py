@@ -226,7 +226,11 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
                 )
             triggers: list[int] = []
             latencies: list[float] = []
-            last = max(p["batchId"] for p in query.recentProgress)
+            # The last batch that read records: an idle query's progress events (every 10 s without data) carry the
+            # id of the batch to come, so the highest id overall may be the next batch's own.
+            last = max(
+                (p["batchId"] for p in query.recentProgress if p.get("numInputRows", 0) > 0), default=first["batchId"]
+            )
             for step in range(1, args.batches + 1):
                 parts_before, total_before = dict(times.parts), times.total
                 last_job = max((j["jobId"] for j in spark_jobs(spark)), default=-1) if args.stages else -1
