@@ -588,3 +588,35 @@ def run_rounds(
             print(line, flush=True)
         print(f"check: OK ({check(spark, settings)})", flush=True)
     return raw_times, job_times, settings
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User + system CPU seconds of the processes (and their reaped children), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(x) for x in fields[11:15]) / ticks  # utime stime cutime cstime
+    return total
+
+
+def process_tree(root: int) -> list[int]:
+    """``root`` and its descendants (a driver: its Spark JVM and the JVM's Python workers), from /proc."""
+    pids = [root]
+    frontier = [root]
+    while frontier:
+        parent = frontier.pop()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == parent and int(entry.name) not in pids:
+                pids.append(int(entry.name))
+                frontier.append(int(entry.name))
+    return pids

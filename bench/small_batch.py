@@ -45,10 +45,12 @@ from bench.common import (
     bench_main,
     bench_session,
     check_arguments,
+    cpu_seconds,
     fill_topic,
     instrumented_writer,
     load_average,
     new_topic,
+    process_tree,
 )
 from connect_state.formats.offsets import offset_key_bytes, serialize_offset_value
 from connect_state.formats.status import TopicStatus, serialize_topic_status, topic_status_key
@@ -89,38 +91,6 @@ def change_records(args: argparse.Namespace, rng: random.Random, n: int, step: i
             key = offset_key_bytes(name, offsets_bench.source_partition(name, rng.randrange(10)))
             out.append((key, serialize_offset_value({"position": 10**9 + step})))
     return out
-
-
-def cpu_seconds(pids: Sequence[int]) -> float:
-    """User + system CPU seconds of the processes (and their reaped children), from /proc."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(x) for x in fields[11:15]) / ticks  # utime stime cutime cstime
-    return total
-
-
-def spark_pids() -> list[int]:
-    """This process, its descendants (the Spark JVM, its Python workers)."""
-    pids = [os.getpid()]
-    frontier = [os.getpid()]
-    while frontier:
-        parent = frontier.pop()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            if ppid == parent and int(entry.name) not in pids:
-                pids.append(int(entry.name))
-                frontier.append(int(entry.name))
-    return pids
 
 
 def wait_batch(query: Any, after_batch: int, timeout_s: float) -> dict[str, Any]:
@@ -213,7 +183,7 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
                 flush=True,
             )
             time.sleep(2)  # let the no-data batches after the catch-up pass
-            pids = spark_pids()
+            pids = process_tree(os.getpid())
             idle_share = None
             if args.idle > 0:
                 before, t0 = cpu_seconds(pids), time.perf_counter()
