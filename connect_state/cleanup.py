@@ -680,6 +680,11 @@ class CleanupIO(Protocol):
         """Called first in every pass (create the ``connector_deletions`` table if needed)."""
         ...
 
+    def input_versions(self) -> tuple[int, int] | None:
+        """The Delta versions of ``connector_events`` and ``connector_deletions`` (-1: the table does not exist), or
+        None when they cannot be told cheaply (then every pass runs)."""
+        ...
+
     def deletion_events(self) -> list[Mapping[str, object]] | None:
         """The ``connector_events`` rows :func:`deletions_from_events` needs (``kafka_timestamp`` in epoch ms), or None
         when the table does not exist yet."""
@@ -766,6 +771,12 @@ class PassSummary:
         )
 
 
+def next_due_at(outcomes: Iterable[StepOutcome]) -> int | None:
+    """When the earliest of ``outcomes`` that is not final is due (epoch ms; 0: at once), None when all are final."""
+    due = [outcome.next_attempt_at or 0 for outcome in outcomes if not outcome.final]
+    return min(due) if due else None
+
+
 def step_order(step: str) -> tuple[int, str]:
     """The order steps run in: ``active_topics``, ``offsets``, then the hooks by name."""
     return (SHARED_STEPS.index(step), "") if step in SHARED_STEPS else (len(SHARED_STEPS), step)
@@ -817,14 +828,32 @@ class CleanupReconciler:
         self.log = log or logging.getLogger("connect_state.jobs.cleanup")
         self._lifecycles: dict[str, Lifecycle] = {}
         self._creations: dict[str, list[int]] | None = None
+        #: The input versions the last pass worked from (``connector_events`` when it started, ``connector_deletions``
+        #: after its own writes) and when its earliest unfinished step is due: see :meth:`pass_needed`.
+        self._last_inputs: tuple[int, int] | None = None
+        self._next_due: int | None = None
 
     def close(self) -> None:
         self.io.close()
 
+    def pass_needed(self) -> bool:
+        """Whether a pass can do anything: the deletion events or the recorded outcomes changed since the last pass
+        (or their versions cannot be told), or a step of the last pass's is due. A quiet cluster then costs a version
+        check per trigger instead of two table reads."""
+        inputs = self.io.input_versions()
+        if inputs is None or self._last_inputs is None or inputs != self._last_inputs:
+            return True
+        return self._next_due is not None and self._next_due <= self.clock()
+
     # --- one pass ------------------------------------------------------------------------------------------------
 
-    def run_pass(self) -> PassSummary:
-        """Plan new deletions, run the due steps, record every outcome."""
+    def run_pass(self) -> PassSummary | None:
+        """Plan new deletions, run the due steps, record every outcome; None (nothing read) when no pass is needed
+        (:meth:`pass_needed`)."""
+        if not self.pass_needed():
+            return None
+        self._last_inputs = None  # a pass that fails part-way is run again at the next trigger
+        started_from = self.io.input_versions()
         self._lifecycles, self._creations, self._config_records, self._status_keys = {}, None, None, None
         summary = PassSummary()
         self.io.begin_pass()
@@ -874,6 +903,11 @@ class CleanupReconciler:
             )
             for outcome in new:
                 summary.count(outcome.status)
+            known[deletion.key] = {**outcomes, **{outcome.step: outcome for outcome in new}}
+        self._next_due = next_due_at(o for deletion in deletions for o in known[deletion.key].values())
+        ended_at = self.io.input_versions()
+        if started_from is not None and ended_at is not None:
+            self._last_inputs = (started_from[0], ended_at[1])
         return summary
 
     def _record(self, deletion: Deletion, outcome: StepOutcome) -> None:

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from delta.tables import DeltaTable
+from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -42,10 +43,12 @@ from connect_state.folds.connector_states import CREATED, DELETED
 from connect_state.kafka import InternalTopicWriter
 from connect_state.leases import CLEANUP_LEASE
 from connect_state.settings import Settings
+from connect_state.spark import deltalake_io
 from connect_state.spark.delta_io import ensure_table, schema_of, table_exists
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.leases import LeasedTask, keeper_for
 from connect_state.spark.streaming import PeriodicTask, Run, job_logger
+from connect_state.storage import deltalake_options
 from connect_state.tables import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
@@ -110,6 +113,8 @@ class SparkCleanupIO:
         self.group_admin_factory = group_admin_factory
         self.clock = clock
         self._schema = schema_of(CONNECTOR_DELETIONS)
+        self._options = deltalake_options(settings)
+        self._deltalake: bool | None = None  # whether deltalake reaches the tables: decided at the first pass
 
     # --- resources -----------------------------------------------------------------------------------------------
 
@@ -137,6 +142,27 @@ class SparkCleanupIO:
 
     def begin_pass(self) -> None:
         ensure_table(self.spark, self.settings.delta_root, CONNECTOR_DELETIONS)
+
+    def input_versions(self) -> tuple[int, int] | None:
+        """Through ``deltalake`` (a listing of each table's log, no Spark job) where it reaches ``delta_root``
+        (decided once, :func:`~connect_state.spark.deltalake_io.deltalake_writes`); None elsewhere."""
+        if self._deltalake is None:
+            self._deltalake = deltalake_io.deltalake_writes(self.settings.delta_root, self._options)
+        if not self._deltalake:
+            return None
+        try:
+            return (self._version(CONNECTOR_EVENTS), self._version(CONNECTOR_DELETIONS))
+        except Exception as err:  # the pass reads the tables through Spark and reports what is wrong
+            log.debug("the cleanup inputs' versions are unknown (%s): the pass runs", err)
+            return None
+
+    def _version(self, spec: TableSpec) -> int:
+        path = self._path(spec)
+        with deltalake_io.commit_lock(path):
+            try:
+                return deltalake_io.latest(path, self._options).version()
+            except DeltaTableNotFoundError:
+                return -1
 
     def deletion_events(self) -> list[Mapping[str, object]] | None:
         events = self._table(CONNECTOR_EVENTS)

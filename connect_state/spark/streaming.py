@@ -227,7 +227,9 @@ class PeriodicTask:
     def run(self, stop: threading.Event) -> int:
         while not stop.is_set():
             try:
-                self.log.info("pass: %s", self.run_pass())
+                summary = self.run_pass()
+                if summary is not None:  # None: nothing to do, nothing done
+                    self.log.info("pass: %s", summary)
             except Exception:
                 self.log.exception("%s pass failed", self.name)
                 if self.once:

@@ -473,9 +473,19 @@ class MemoryCleanupIO:
     tombstones: list[tuple[str, list[bytes]]] = field(default_factory=list)
     live_reads: list[str] = field(default_factory=list)
     passes: int = 0
+    #: The tables' versions (events, outcomes) as Delta would count them; None: not told (every pass runs).
+    versions: list[int] | None = None
 
     def begin_pass(self) -> None:
         self.passes += 1
+
+    def input_versions(self) -> tuple[int, int] | None:
+        return None if self.versions is None else (self.versions[0], self.versions[1])
+
+    def add_events(self, *rows: dict[str, Any]) -> None:
+        self.events = [*(self.events or []), *rows]
+        if self.versions is not None:
+            self.versions[0] += 1
 
     def deletion_events(self) -> list[dict[str, Any]] | None:
         return self.events
@@ -484,6 +494,8 @@ class MemoryCleanupIO:
         return {key: dict(steps) for key, steps in self.outcomes.items()}
 
     def record_outcomes(self, rows, insert_only: bool) -> None:
+        if self.versions is not None:
+            self.versions[1] += 1
         for deletion, outcome in rows:
             steps = self.outcomes.setdefault(deletion.key, {})
             if not (insert_only and outcome.step in steps):
@@ -754,3 +766,51 @@ def test_class_hooks_load_from_settings_paths() -> None:
     assert hook_applies(classes[f"{__name__}:ClassHook"], FILE_SOURCE_CLASS)
     assert not hook_applies(classes[f"{__name__}:ClassHook"], FILE_SINK_CLASS)
     assert hook_applies(classes[f"{__name__}:module_hook"], "org.example.Other") and hook_applies(None, None)
+
+
+# --- passes skipped on a quiet cluster ------------------------------------------------------------------------------
+
+
+def test_a_pass_is_skipped_while_nothing_changed_and_nothing_is_due() -> None:
+    io = MemoryCleanupIO(events=[event("src", "created", 1)], versions=[1, 0])
+    rec = reconciler(io)
+    assert rec.run_pass() is not None
+    assert io.passes == 1
+    assert rec.run_pass() is None  # same versions, no unfinished step
+    assert io.passes == 1
+    io.add_events(event("src", "deleted", 5, SOURCE_CONFIG))  # a deletion arrives: the next pass plans it
+    summary = rec.run_pass()
+    assert summary is not None and (summary.deletions, summary.planned) == (1, 1)
+    assert statuses(io, "src") == {"active_topics": SUCCEEDED, "offsets": SUCCEEDED}
+    assert rec.run_pass() is None  # its own outcome writes are not news
+    assert io.passes == 2
+
+
+def test_a_failed_step_brings_the_pass_back_when_its_retry_is_due() -> None:
+    io = MemoryCleanupIO(events=[event("src", "deleted", 5, SOURCE_CONFIG)], versions=[1, 0])
+    calls: list[str] = []
+
+    def hook(name: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
+        calls.append(name)
+        if len(calls) == 1:
+            raise RuntimeError("external system down")
+
+    rec = reconciler(io, {"h": hook})
+    clock = rec.clock
+    assert isinstance(clock, Clock)
+    assert rec.run_pass() is not None
+    assert statuses(io, "src")["hook:h"] == FAILED
+    assert rec.run_pass() is None  # the retry is not due yet (backoff 1 s)
+    clock.now += 1_000
+    summary = rec.run_pass()
+    assert summary is not None and summary.succeeded == 1
+    assert calls == ["src", "src"]
+    assert rec.run_pass() is None
+
+
+def test_every_pass_runs_when_the_versions_cannot_be_told() -> None:
+    io = MemoryCleanupIO(events=[event("src", "created", 1)])
+    rec = reconciler(io)
+    for _ in range(3):
+        assert rec.run_pass() is not None
+    assert io.passes == 3
