@@ -127,21 +127,6 @@ CLEANUP_OFFSETS_CONFIG = "cleanup.offsets.on.delete"
 #: States of a connector or task that may still write offsets or topic statuses (``AbstractStatus.State``).
 LIVE_STATES = (State.RUNNING, State.PAUSED, State.RESTARTING)
 
-_UNITS_S = {
-    "ms": 0.001,
-    "millisecond": 0.001,
-    "milliseconds": 0.001,
-    "s": 1.0,
-    "second": 1.0,
-    "seconds": 1.0,
-    "m": 60.0,
-    "minute": 60.0,
-    "minutes": 60.0,
-    "h": 3600.0,
-    "hour": 3600.0,
-    "hours": 3600.0,
-}
-
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Hooks
@@ -1100,17 +1085,3 @@ class CleanupReconciler:
 # ---------------------------------------------------------------------------------------------------------------------
 # Misc
 # ---------------------------------------------------------------------------------------------------------------------
-
-
-def interval_seconds(text: str) -> float:
-    """Spark's ``processingTime`` syntax (``trigger.interval``): ``"10 seconds"``, ``"1 minute"``, ``"500 ms"``, or a
-    bare number of milliseconds. Raises ConfigError otherwise."""
-    parts = text.strip().lower().split()
-    try:
-        if len(parts) == 1:
-            return float(parts[0]) / 1000.0
-        if len(parts) == 2 and parts[1] in _UNITS_S:
-            return float(parts[0]) * _UNITS_S[parts[1]]
-    except ValueError:
-        pass
-    raise ConfigError(f"trigger.interval: expected e.g. '10 seconds', got {text!r}")

@@ -144,6 +144,7 @@ class Settings:
     cleanup_retry_backoff_ms: int
     cleanup_retry_backoff_max_ms: int
     heartbeat_interval_ms: int
+    heartbeat_trigger_interval: str
     heartbeat_records_topic: str
     heartbeat_providers: dict[str, str]
     heartbeat_mode: str
@@ -260,3 +261,33 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     return load_settings(args.conf_file, args.overrides)
+
+
+_UNITS_S = {
+    "ms": 0.001,
+    "millisecond": 0.001,
+    "milliseconds": 0.001,
+    "s": 1.0,
+    "second": 1.0,
+    "seconds": 1.0,
+    "m": 60.0,
+    "minute": 60.0,
+    "minutes": 60.0,
+    "h": 3600.0,
+    "hour": 3600.0,
+    "hours": 3600.0,
+}
+
+
+def interval_seconds(text: str, key: str = "trigger.interval") -> float:
+    """Spark's ``processingTime`` syntax (the setting ``key``): ``"10 seconds"``, ``"1 minute"``, ``"500 ms"``, or a
+    bare number of milliseconds. Raises ConfigError otherwise."""
+    parts = text.strip().lower().split()
+    try:
+        if len(parts) == 1:
+            return float(parts[0]) / 1000.0
+        if len(parts) == 2 and parts[1] in _UNITS_S:
+            return float(parts[0]) * _UNITS_S[parts[1]]
+    except ValueError:
+        pass
+    raise ConfigError(f"{key}: expected e.g. '10 seconds', got {text!r}")

@@ -33,7 +33,6 @@ from connect_state.cleanup import (
     DeletionHook,
     StepOutcome,
     StepStatus,
-    interval_seconds,
     load_class_hooks,
     load_deletion_hooks,
 )
@@ -42,7 +41,7 @@ from connect_state.folds.active_topics import REMOVED
 from connect_state.folds.connector_states import CREATED, DELETED
 from connect_state.kafka import InternalTopicWriter
 from connect_state.leases import CLEANUP_LEASE
-from connect_state.settings import Settings
+from connect_state.settings import Settings, interval_seconds
 from connect_state.spark import deltalake_io
 from connect_state.spark.delta_io import ensure_table, schema_of, table_exists
 from connect_state.spark.kafka_source import read_topic_batch

@@ -604,8 +604,10 @@ def start_fold_query(
     current_tables: Sequence[TableSpec],
     available_now: bool,
     reconciler: Reconciler | None = None,
+    trigger_interval: str | None = None,
 ) -> StreamingQuery:
-    """Create ``tables`` if needed and start ``folded`` (update mode) into ``writer``.
+    """Create ``tables`` if needed and start ``folded`` (update mode) into ``writer``, at ``trigger_interval``
+    (default the settings' ``trigger.interval``) unless ``available_now``.
 
     With a new checkpoint the fold starts from the first record of its topics, so the ``current_tables`` (snapshots,
     not history) are emptied first (rows whose tombstones were compacted away must not linger), and so are the
@@ -645,7 +647,8 @@ def start_fold_query(
         .foreachBatch(writer)
         .option("checkpointLocation", str(checkpoint))
     )
-    trigger = {"availableNow": True} if available_now else {"processingTime": settings.trigger_interval}
+    interval = trigger_interval or settings.trigger_interval
+    trigger = {"availableNow": True} if available_now else {"processingTime": interval}
     return stream.trigger(**trigger).start()
 
 

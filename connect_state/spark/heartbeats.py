@@ -12,8 +12,9 @@ and recorded in the Delta tables ``heartbeats`` (every heartbeat) and ``source_p
 
 Timeouts and triggers (../shared/spec/spark-delta-stack.md §3.3):
 
-* **continuous** (trigger ``trigger.interval``): Spark runs no-data micro-batches that fire the timeouts, so an idle
-  partition gets its heartbeat within one interval plus one trigger;
+* **continuous** (:func:`query_trigger`: the longer of ``trigger.interval`` and ``heartbeat.trigger.interval``): Spark
+  runs no-data micro-batches that fire the timeouts, so an idle partition gets its heartbeat within one interval plus
+  one trigger;
 * **catch-up**: a query with processing-time timeouts never finishes under ``AvailableNow`` unless
   ``spark.sql.streaming.noDataMicroBatches.enabled=false``, which :func:`start` sets on the session for the start of
   its query only (the query keeps the value it started with; the session gets its own back). Timeouts then fire only
@@ -65,7 +66,7 @@ from connect_state.heartbeats import HeartbeatProvider, as_provider
 from connect_state.kafka import InternalTopicWriter, OffsetsTopicReader
 from connect_state.leases import HEARTBEATS_LEASE
 from connect_state.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
-from connect_state.settings import Settings
+from connect_state.settings import Settings, interval_seconds
 from connect_state.spark import connector_states
 from connect_state.spark.delta_io import append_once, delta_transaction, ensure_table, spark_schema
 from connect_state.spark.foldjob import (
@@ -452,8 +453,19 @@ def start(
     with no_data_batches_disabled(spark) if available_now else nullcontext():
         return start_fold_query(
             spark, settings, JOB_NAME, folded, writer, (SOURCE_PARTITION_ACTIVITY, HEARTBEATS),
-            (SOURCE_PARTITION_ACTIVITY,), available_now=available_now,
+            (SOURCE_PARTITION_ACTIVITY,), available_now=available_now, trigger_interval=query_trigger(settings),
         )  # fmt: skip
+
+
+def query_trigger(settings: Settings) -> str:
+    """The heartbeats query's trigger in a continuous run: the longer of ``trigger.interval`` and
+    ``heartbeat.trigger.interval``. With processing-time timeouts Spark runs a micro-batch at every trigger, records
+    or not (each a stateful pass over every connector's state and the writer's checks): at the 1 s trigger of the
+    other jobs, that alone kept one core busy on a quiet 2-core machine (``bench/steady_state.py``)."""
+    heartbeats = interval_seconds(settings.heartbeat_trigger_interval, "heartbeat.trigger.interval")
+    if heartbeats > interval_seconds(settings.trigger_interval):
+        return settings.heartbeat_trigger_interval
+    return settings.trigger_interval
 
 
 def sweep(spark: SparkSession, settings: Settings, sink: HeartbeatSink | None = None) -> list[EmittedHeartbeat]:
@@ -499,7 +511,9 @@ class HeartbeatsJob:
         self.providers = providers
 
     def check(self, settings: Settings) -> None:
-        """Load the providers: a bad ``heartbeat.providers`` fails here (ConfigError)."""
+        """Load the providers and read the query's trigger: a bad ``heartbeat.providers`` or
+        ``heartbeat.trigger.interval`` fails here (ConfigError)."""
+        query_trigger(settings)
         if self.providers is None:
             self.providers = load_providers(settings)
 

@@ -31,7 +31,6 @@ from connect_state.cleanup import (
     deletions_from_events,
     hook_applies,
     hook_config,
-    interval_seconds,
     is_due,
     live_statuses,
     load_class_hooks,
@@ -55,6 +54,7 @@ from connect_state.formats.config import (
 )
 from connect_state.formats.offsets import offset_key_bytes
 from connect_state.plugins import PluginError
+from connect_state.settings import interval_seconds
 
 SOURCE_CONFIG = {"connector.class": FILE_SOURCE_CLASS, "file": "/tmp/in.txt", "topic": "t"}
 SINK_CONFIG = {"connector.class": FILE_SINK_CLASS, "file": "/tmp/out.txt", "topics": "t"}
