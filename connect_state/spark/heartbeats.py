@@ -460,8 +460,9 @@ def start(
 def query_trigger(settings: Settings) -> str:
     """The heartbeats query's trigger in a continuous run: the longer of ``trigger.interval`` and
     ``heartbeat.trigger.interval``. With processing-time timeouts Spark runs a micro-batch at every trigger, records
-    or not (each a stateful pass over every connector's state and the writer's checks): at the 1 s trigger of the
-    other jobs, that alone kept one core busy on a quiet 2-core machine (``bench/steady_state.py``)."""
+    or not (each a stateful pass over every connector's state and the writer's checks): at a 1 s trigger, with the
+    cleanup pass at every trigger too, the jobs' driver used 1.4 cores of a quiet 2-core machine
+    (``bench/steady_state.py``)."""
     heartbeats = interval_seconds(settings.heartbeat_trigger_interval, "heartbeat.trigger.interval")
     if heartbeats > interval_seconds(settings.trigger_interval):
         return settings.heartbeat_trigger_interval
