@@ -455,21 +455,31 @@ def bench_main(
     ``args`` carries the config flags (``--conf-file``, ``--set``) and ``bootstrap_servers``; ``keep`` keeps the
     work directory. Returns the exit code: 0, 1 (BenchError or a failing component), 130 (interrupted).
     """
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    # kafka-python warns when its IO loop is held up by the fill's tight send loop: expected here, and noise.
-    logging.getLogger("kafka").setLevel(logging.ERROR)
-    signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM cleans up like Ctrl-C
-    work_dir = Path(tempfile.mkdtemp(prefix="connect-state-bench-", dir=getattr(args, "work_dir", None))).resolve()
-    topics: list[str] = []
-    try:
+
+    def run(work_dir: Path) -> None:
         validate(args)
-        base = settings_from_args(args)
-        with kafka_cluster(base, args.bootstrap_servers, work_dir) as cluster:
+        topics: list[str] = []
+        with kafka_cluster(settings_from_args(args), args.bootstrap_servers, work_dir) as cluster:
             try:
                 measure(args, cluster, work_dir, topics)
             finally:
                 if args.bootstrap_servers and topics:
                     delete_topics(cluster, topics)
+
+    return in_work_dir(prog, getattr(args, "work_dir", None), run, keep)
+
+
+def in_work_dir(prog: str, parent: Path | None, body: Callable[[Path], None], keep: bool = False) -> int:
+    """Run ``body(work dir)`` in a new temporary directory under ``parent`` (default: the system's), removed on the
+    way out (unless ``keep``), also on Ctrl-C and SIGTERM. Returns the exit code: 0, 1 (BenchError or a failing
+    component, printed), 130 (interrupted)."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # kafka-python warns when its IO loop is held up by the fill's tight send loop: expected here, and noise.
+    logging.getLogger("kafka").setLevel(logging.ERROR)
+    signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM cleans up like Ctrl-C
+    work_dir = Path(tempfile.mkdtemp(prefix="connect-state-bench-", dir=parent)).resolve()
+    try:
+        body(work_dir)
         return 0
     except (BenchError, ConnectStateError) as err:
         print(f"{prog}: {err}", file=sys.stderr)

@@ -22,10 +22,8 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,12 +31,11 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BenchError, check_arguments, cpu_seconds, load_average, process_tree
+from bench.common import BenchError, check_arguments, cpu_seconds, in_work_dir, load_average, process_tree
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.demo import DEMO_SINK, create_demo_connectors, start_child, stop_child
 from connect_state.dev.filestream import append_lines
 from connect_state.dev.local_stack import LocalStack, free_ports
-from connect_state.errors import ConnectStateError
 from connect_state.settings import Settings, add_config_arguments, settings_from_args
 
 JOBS_MODULE = "connect_state.jobs.all"
@@ -153,27 +150,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def validate(args: argparse.Namespace) -> None:
+    check_arguments(
+        (
+            (args.warmup >= 0 and args.idle > 0 and args.trickle > 0, "--idle and --trickle must be positive"),
+            (args.trickle_interval > 0, "--trickle-interval must be positive"),
+        )
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        check_arguments(
-            (
-                (args.warmup >= 0 and args.idle > 0 and args.trickle > 0, "--idle and --trickle must be positive"),
-                (args.trickle_interval > 0, "--trickle-interval must be positive"),
-            )
-        )
-        work_dir = Path(tempfile.mkdtemp(prefix="connect-state-bench-steady-", dir=args.work_dir)).resolve()
-        try:
-            measure(args, work_dir)
-        finally:
-            shutil.rmtree(work_dir, ignore_errors=True)
-    except (BenchError, ConnectStateError) as err:
-        print(f"bench/steady_state.py: {err}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    return 0
+
+    def run(work_dir: Path) -> None:
+        validate(args)
+        measure(args, work_dir)
+
+    return in_work_dir("bench/steady_state.py", args.work_dir, run)
 
 
 if __name__ == "__main__":
