@@ -1080,8 +1080,3 @@ class CleanupReconciler:
         if not written:
             return StepResult.succeeded("no source offsets")
         return StepResult.succeeded("source-offset tombstones written: " + ", ".join(written))
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Misc
-# ---------------------------------------------------------------------------------------------------------------------
