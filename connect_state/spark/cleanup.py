@@ -9,8 +9,9 @@ a sink's consumer group (:class:`connect_state.kafka.ConsumerGroupAdmin`), and m
 table ``connector_deletions`` right after the step ran. The job is the table's only writer: a second instance waits
 for the ``cleanup`` lease (:mod:`connect_state.spark.leases`), and every side effect is fenced by it.
 
-The job (:class:`CleanupJob`) runs a pass every ``trigger.interval``, or a single one for a catch-up run. The console
-script is ``connect-state-cleanup`` (jobs/cleanup.py).
+The job (:class:`CleanupJob`) runs a pass every ``trigger.interval`` when one is needed (the deletion events or the
+recorded outcomes changed, or a step is due: :meth:`~connect_state.cleanup.CleanupReconciler.pass_needed`), or a single
+one for a catch-up run. The console script is ``connect-state-cleanup`` (jobs/cleanup.py).
 """
 
 from __future__ import annotations
