@@ -146,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--trickle", type=float, default=600.0, help="seconds of the trickle measure (600)")
     parser.add_argument("--trickle-interval", type=float, default=2.0, help="seconds between trickle steps (2)")
     parser.add_argument("--work-dir", type=Path, help="parent of the run's temporary directory (default: system temp)")
+    parser.add_argument("--keep", action="store_true", help="keep the run's directory (the jobs' log, the tables)")
     add_config_arguments(parser)
     return parser
 
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         validate(args)
         measure(args, work_dir)
 
-    return in_work_dir("bench/steady_state.py", args.work_dir, run)
+    return in_work_dir("bench/steady_state.py", args.work_dir, run, keep=args.keep)
 
 
 if __name__ == "__main__":
