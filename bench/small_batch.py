@@ -29,6 +29,7 @@ import time
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -145,12 +146,10 @@ def stage_lines(jobs: Sequence[dict[str, Any]], after_job: int) -> list[str]:
 
 
 def _ui_seconds(stamp: str | None) -> float:
-    """Seconds of a UI time stamp (``2026-11-24T17:01:02.345GMT``), 0 when absent."""
+    """Epoch seconds of a UI time stamp (``2026-11-24T17:01:02.345GMT``), 0 when absent."""
     if not stamp:
         return 0.0
-    clock = stamp.split("T", 1)[1].rstrip("GMT")
-    hours, minutes, seconds = clock.split(":")
-    return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fGMT").replace(tzinfo=UTC).timestamp()
 
 
 @dataclass(frozen=True)

@@ -821,11 +821,11 @@ class CleanupReconciler:
     def close(self) -> None:
         self.io.close()
 
-    def pass_needed(self) -> bool:
-        """Whether a pass can do anything: the deletion events or the recorded outcomes changed since the last pass
-        (or their versions cannot be told), or a step of the last pass's is due. A quiet cluster then costs a version
-        check per trigger instead of two table reads."""
-        inputs = self.io.input_versions()
+    def pass_needed(self, inputs: tuple[int, int] | None) -> bool:
+        """Whether a pass can do anything, given the tables' ``inputs`` versions now (:meth:`CleanupIO.input_versions`):
+        the deletion events or the recorded outcomes changed since the last pass (or their versions cannot be told),
+        or a step of the last pass's is due. A quiet cluster then costs a version check per trigger instead of two
+        table reads."""
         if inputs is None or self._last_inputs is None or inputs != self._last_inputs:
             return True
         return self._next_due is not None and self._next_due <= self.clock()
@@ -835,10 +835,10 @@ class CleanupReconciler:
     def run_pass(self) -> PassSummary | None:
         """Plan new deletions, run the due steps, record every outcome; None (nothing read) when no pass is needed
         (:meth:`pass_needed`)."""
-        if not self.pass_needed():
+        started_from = self.io.input_versions()
+        if not self.pass_needed(started_from):
             return None
         self._last_inputs = None  # a pass that fails part-way is run again at the next trigger
-        started_from = self.io.input_versions()
         self._lifecycles, self._creations, self._config_records, self._status_keys = {}, None, None, None
         summary = PassSummary()
         self.io.begin_pass()

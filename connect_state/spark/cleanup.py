@@ -114,7 +114,7 @@ class SparkCleanupIO:
         self.clock = clock
         self._schema = schema_of(CONNECTOR_DELETIONS)
         self._options = deltalake_options(settings)
-        self._deltalake: bool | None = None  # whether deltalake reaches the tables: decided at the first pass
+        self._versions_readable = True  # deltalake reads the tables' versions: False after its first failure
 
     # --- resources -----------------------------------------------------------------------------------------------
 
@@ -144,16 +144,16 @@ class SparkCleanupIO:
         ensure_table(self.spark, self.settings.delta_root, CONNECTOR_DELETIONS)
 
     def input_versions(self) -> tuple[int, int] | None:
-        """Through ``deltalake`` (a listing of each table's log, no Spark job) where it reaches ``delta_root``
-        (decided once, :func:`~connect_state.spark.deltalake_io.deltalake_writes`); None elsewhere."""
-        if self._deltalake is None:
-            self._deltalake = deltalake_io.deltalake_writes(self.settings.delta_root, self._options)
-        if not self._deltalake:
+        """Through ``deltalake`` (a listing of each table's log, no Spark job). Where deltalake cannot read
+        ``delta_root`` (no credentials in the driver's environment, say), None from then on: every pass runs, and
+        reads the tables through Spark, which reports what is wrong."""
+        if not self._versions_readable:
             return None
         try:
             return (self._version(CONNECTOR_EVENTS), self._version(CONNECTOR_DELETIONS))
-        except Exception as err:  # the pass reads the tables through Spark and reports what is wrong
-            log.debug("the cleanup inputs' versions are unknown (%s): the pass runs", err)
+        except Exception as err:
+            log.info("deltalake cannot read the cleanup tables' versions (%s): a pass runs at every trigger", err)
+            self._versions_readable = False
             return None
 
     def _version(self, spec: TableSpec) -> int:
