@@ -388,13 +388,14 @@ def load_average() -> str:
         return "?"
 
 
-def machine_lines(spark: SparkSession, master: str) -> list[str]:
-    """nproc, memory, OS, Python, pyspark, the Spark JVM's Java version."""
+def machine_lines(spark: SparkSession | None, master: str) -> list[str]:
+    """nproc, memory, OS, Python, pyspark, the Spark JVM's Java version (``?`` without ``spark``: a driver in
+    another process)."""
     memory = ""
     with contextlib.suppress(OSError, ValueError):
         pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
         memory = f", {pages * page_size / 2**30:.1f} GiB RAM"
-    jvm = spark.sparkContext._jvm
+    jvm = spark.sparkContext._jvm if spark is not None else None
     java = f"{jvm.System.getProperty('java.version')} ({jvm.System.getProperty('java.vm.name')})" if jvm else "?"
     return [
         f"machine: {os.cpu_count()} cores (nproc {len(os.sched_getaffinity(0))}){memory}, "

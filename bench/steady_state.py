@@ -20,8 +20,6 @@ Nothing here is a pass/fail threshold.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import subprocess
 import sys
 import time
@@ -31,21 +29,20 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BenchError, check_arguments, cpu_seconds, in_work_dir, load_average, process_tree
+from bench.common import (
+    BenchError,
+    check_arguments,
+    cpu_seconds,
+    in_work_dir,
+    load_average,
+    machine_lines,
+    process_tree,
+)
 from connect_state.dev.connect_rest import ConnectRestClient
-from connect_state.dev.demo import DEMO_SINK, create_demo_connectors, start_child, stop_child
+from connect_state.dev.demo import DEMO_SINK, JOB_MODULES, create_demo_connectors, start_child, stop_child
 from connect_state.dev.filestream import append_lines
 from connect_state.dev.local_stack import LocalStack, free_ports
 from connect_state.settings import Settings, add_config_arguments, settings_from_args
-
-JOBS_MODULE = "connect_state.jobs.all"
-
-
-def machine_line() -> str:
-    return (
-        f"machine: {os.cpu_count()} cores (nproc {len(os.sched_getaffinity(0))}), {platform.system()} "
-        f"{platform.release()}, Python {platform.python_version()}"
-    )
 
 
 def share(root: int, seconds: float, step: Callable[[], None] | None = None, every: float = 1.0) -> float:
@@ -108,14 +105,16 @@ def run_settings(args: argparse.Namespace, work_dir: Path) -> tuple[Settings, li
 
 def measure(args: argparse.Namespace, work_dir: Path) -> None:
     settings, flags = run_settings(args, work_dir)
-    print(machine_line(), flush=True)
+    for line in machine_lines(None, "local[2], in the jobs' own process"):
+        print(line, flush=True)
     stack = LocalStack(settings)
     jobs: subprocess.Popen[bytes] | None = None
     try:
         stack.start()
         connect = ConnectRestClient(stack.connect_url)
         create_demo_connectors(connect, work_dir / "demo")
-        jobs = start_child(JOBS_MODULE, flags, work_dir / "jobs.log")
+        (module,) = JOB_MODULES  # the demo's one driver of every job
+        jobs = start_child(module, flags, work_dir / "jobs.log")
         print(f"jobs started (log {work_dir / 'jobs.log'}); warming up for {args.warmup:g} s", flush=True)
         time.sleep(args.warmup)
         if jobs.poll() is not None:
