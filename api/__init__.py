@@ -11,6 +11,7 @@ from flask import Flask
 
 from connect_state.api.errors import register_error_handlers
 from connect_state.api.resources import AppResources, RecordWriter, TableSource, app_resources, init_app
+from connect_state.kafka.follower import TopicFollower
 from connect_state.kafka.log import TopicLog
 from connect_state.settings import Settings, load_settings
 
@@ -21,6 +22,7 @@ def create_app(
     table_reader: TableSource | None = None,
     writer: RecordWriter | None = None,
     topics: TopicLog | None = None,
+    follower: TopicFollower | None = None,
 ) -> Flask:
     """The Flask app (application factory).
 
@@ -29,7 +31,9 @@ def create_app(
     :class:`~connect_state.kafka.InternalTopicWriter` on the first write and closes it in
     :func:`close_app` (or at exit); a ``writer`` passed in stays the caller's to close. Likewise the Kafka readers of
     the fresh view and the lag header (:mod:`connect_state.kafka.log`), unless ``topics`` is given (it then serves
-    all of them and stays the caller's).
+    all of them and stays the caller's). A ``follower`` of the status and offsets topics (:mod:`connect_state.api.
+    live`) passed in stays the caller's too; without one the app starts its own on first use (``api.follow.topics``),
+    unless ``topics`` is given.
     """
     from connect_state.api import (
         audit,
@@ -57,7 +61,7 @@ def create_app(
     # Keep our field order (Connect's entities have a fixed one) and write non-ASCII as is, like Jackson.
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
-    init_app(app, settings, table_reader, writer, topics)
+    init_app(app, settings, table_reader, writer, topics, follower)
     metrics.init_app(app)  # first: its after_request runs last, when the answer is final
     register_error_handlers(app)
     auth.init_app(app, settings)  # before any other check: who asks, and may they (issue 13)

@@ -24,7 +24,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify
 
-from connect_state.api.connectors import connector_row, is_configured
+from connect_state.api.connectors import connector_row, is_configured, status_row
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.resources import get_settings, get_tables
 from connect_state.connect import rest
@@ -113,7 +113,7 @@ def get_task_configs(connector: str) -> Response:
 
 @bp.get("/connectors/<connector>/tasks/<int(signed=True):task>/status")
 def get_task_status(connector: str, task: int) -> Response:
-    row = connector_row(connector)
+    row = status_row(connector)
     body = rest.task_state(row, task) if row is not None else None
     if body is None:
         raise ConnectRestException(404, rest.task_status_not_found_message(connector, task))

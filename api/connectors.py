@@ -45,6 +45,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
+from connect_state.api import live
 from connect_state.api.errors import ConnectRestException, no_content
 from connect_state.api.fresh import fresh_connector, position_offset, read_config
 from connect_state.api.resources import get_settings, get_tables, get_writer
@@ -76,6 +77,12 @@ def connector_row(name: str) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
+def status_row(name: str) -> dict[str, Any] | None:
+    """The connector's row with the status records the jobs have not folded yet (:mod:`connect_state.api.live`):
+    what a status answer is made of."""
+    return live.connector_row(name, lambda: connector_row(name))
+
+
 def is_configured(row: dict[str, Any] | None) -> bool:
     """Whether the config snapshot has the connector: a row that has a config and is not deleted."""
     return row is not None and row.get("config") is not None and not row.get("deleted")
@@ -95,7 +102,7 @@ def list_connectors() -> Response:
 @bp.get("/<connector>/status")
 def get_connector_status(connector: str) -> Response:
     """``ConnectorStateInfo`` from the connector's status row; 404 when it has no connector status."""
-    row = connector_row(connector)
+    row = status_row(connector)
     if row is None or row.get("connector_state") is None:
         raise ConnectRestException(404, status_not_found_message(connector))
     return jsonify(connector_state_info({**row, "tasks": row.get("tasks") or []}))

@@ -88,7 +88,7 @@ def fresh_connector(name: str) -> ConnectorConfigView:
 # --- tables plus the records past their watermark -------------------------------------------------------------------
 
 
-def _watermarks(query: str, topics: Sequence[str]) -> dict[tuple[str, int], int]:
+def query_watermarks(query: str, topics: Sequence[str]) -> dict[tuple[str, int], int]:
     """The query's next offsets per ``(topic, partition)`` of ``topics`` (no table or no row: nothing folded)."""
     try:
         rows = app_resources().tables.rows(WATERMARKS, filters=[("query", "=", query)])
@@ -114,7 +114,7 @@ def rows_and_records_past_watermark(
     settings = get_settings()
     deadline = _Deadline(settings.api_fresh_read_timeout_ms)
     resources = app_resources()
-    marks = _watermarks(query, topics)  # before the table: the rows are then at least as new
+    marks = query_watermarks(query, topics)  # before the table: the rows are then at least as new
     try:
         rows = resources.tables.rows(spec, filters=list(filters), columns=columns)
     except TableNotFoundError:
@@ -134,6 +134,12 @@ def rows_and_records_past_watermark(
     return rows, records
 
 
+def topic_records(connector: str, records: Iterable[LogRecord]) -> list[topics_fold.TopicRecord]:
+    """The connector's topic-status records among status-topic ``records`` (other keys left out)."""
+    parsed = (topics_fold.TopicRecord.from_kafka(r.key, r.value, r.partition, r.offset, r.timestamp) for r in records)
+    return [record for record in parsed if record is not None and record.connector == connector]
+
+
 def fresh_active_topics(connector: str) -> list[str]:
     """The connector's active topics as of the status topic's end offsets now, sorted."""
     topic = get_settings().status_storage_topic
@@ -145,13 +151,13 @@ def fresh_active_topics(connector: str) -> list[str]:
         None,
         f"the active topics of connector {connector} up to the end of the status topic {topic}",
     )
-    parsed = (topics_fold.TopicRecord.from_kafka(r.key, r.value, r.partition, r.offset, r.timestamp) for r in records)
-    mine = [record for record in parsed if record is not None and record.connector == connector]
-    state, _changes = topics_fold.fold_connector_topics(topics_fold.state_from_rows(rows), mine)
+    state, _changes = topics_fold.fold_connector_topics(
+        topics_fold.state_from_rows(rows), topic_records(connector, records)
+    )
     return sorted(topics_fold.active_topics(state))
 
 
-def _offset_records(connector: str, records: Iterable[LogRecord]) -> dict[str, list[offsets_fold.OffsetRecord]]:
+def offset_records(connector: str, records: Iterable[LogRecord]) -> dict[str, list[offsets_fold.OffsetRecord]]:
     """The connector's records per offsets topic (keys Connect ignores are left out, as the job rejects them)."""
     grouped: dict[str, list[offsets_fold.OffsetRecord]] = {}
     for r in records:
@@ -175,14 +181,8 @@ def fresh_source_rows(connector: str, stores: ConnectorOffsetStores) -> list[dic
         SOURCE_ROW_COLUMNS,
         f"the source partitions of connector {connector} up to the end of {', '.join(topics)}",
     )
-    by_topic = _offset_records(connector, records)
-    fresh: list[dict[str, Any]] = []
-    for topic in topics:
-        current = [row for row in rows if row.get("offsets_topic") == topic]
-        state = offsets_fold.state_from_rows(current)
-        _state, _history, changes = offsets_fold.fold_connector_offsets(state, by_topic.get(topic, []))
-        fresh.extend(offsets_fold.apply_current_rows(current, changes))
-    return fresh
+    in_stores = [row for row in rows if row.get("offsets_topic") in topics]
+    return offsets_fold.fold_past_rows(in_stores, offset_records(connector, records))
 
 
 def position_offset(position: object) -> int | None:

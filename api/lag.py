@@ -5,17 +5,20 @@ many records of the table's topics are not folded into it yet and how old its vi
 (:mod:`connect_state.freshness` has the format). The inputs are the ``watermarks`` table (read like any table, from
 its in-memory snapshot) and the topics' start and end offsets from :meth:`~connect_state.api.resources.AppResources.
 offsets_cache`: asked at most once per ``api.lag.cache.ms`` and within ``api.lag.timeout.ms``, so a GET stays cheap
-and answers from the tables even while Kafka is away (the header then says ``unknown``).
+and answers from the tables even while Kafka is away (the header then says ``unknown``). A table answered with the
+records the API follows past its watermark (:mod:`connect_state.api.live`) counts from the follower's positions.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import time
+from dataclasses import replace
 from typing import Any
 
 from flask import Flask, Response, current_app, request
 
+from connect_state.api.live import followed_positions
 from connect_state.api.resources import app_resources, get_settings, tables_served
 from connect_state.errors import TableNotFoundError
 from connect_state.freshness import HEADER, TableLag, Watermark, format_lag_header, query_topics, table_lag
@@ -51,11 +54,24 @@ def _watermarks_of(rows: list[dict[str, Any]]) -> list[Watermark]:
     ]
 
 
+def with_followed(marks: list[Watermark], followed: dict[str, dict[tuple[str, int], int]]) -> list[Watermark]:
+    """The watermarks of the queries whose tables the request answered with followed records
+    (:mod:`connect_state.api.live`) moved up to the follower's positions: the answer is as new as those."""
+    if not followed:
+        return marks
+    return [
+        replace(mark, next_offset=max(mark.next_offset, followed[mark.query].get((mark.topic, mark.partition), 0)))
+        if mark.query in followed
+        else mark
+        for mark in marks
+    ]
+
+
 def table_lags(tables: list[str]) -> list[TableLag]:
     """The lag of each of ``tables`` now."""
     settings = get_settings()
     cache = app_resources().offsets_cache()
-    marks = watermarks()
+    marks = with_followed(watermarks(), followed_positions())
     now_ms = int(time.time() * 1000)
     lags = []
     for table in tables:

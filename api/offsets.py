@@ -81,6 +81,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
+from connect_state.api import live
 from connect_state.api.connectors import connector_row, is_configured
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.fresh import fresh_connector, fresh_source_rows
@@ -276,7 +277,8 @@ def get_connector_offsets(connector: str) -> Response:
         rows = tables.rows(SINK_OFFSETS, filters=[("group_id", "=", group)], columns=["topic", "partition", "offset"])
         return _with_type(_json(connector_offsets(sink_connector_offsets(rows))), kind, basis)
     stores = connector_offset_stores(get_settings().offset_storage_topic, config)
-    rows_key = tuple(tuple(row[column] for column in OFFSETS_ANSWER_COLUMNS) for row in _source_rows(tables, connector))
+    rows = live.source_rows(connector, stores.topics, lambda: _source_rows(tables, connector))
+    rows_key = tuple(tuple(row[column] for column in OFFSETS_ANSWER_COLUMNS) for row in rows)
     body, unreadable = _source_offsets_body(connector, stores, rows_key)
     log_unreadable_offsets(connector, unreadable)
     return _with_type(Response(body, status=200, mimetype="application/json"), kind, basis)

@@ -25,7 +25,9 @@ from typing import Any, Protocol, TypeVar
 from flask import Flask, current_app, g
 
 from connect_state.api.tables import TableReader
+from connect_state.formats.connector_keys import record_connector
 from connect_state.kafka import ConsumerGroupAdmin, GroupPartition, InternalTopicWriter
+from connect_state.kafka.follower import TopicFollower
 from connect_state.kafka.log import ConfigTopicTail, OffsetsCache, TopicLog, TopicLogReader
 from connect_state.settings import Settings
 from connect_state.storage import deltalake_options
@@ -95,6 +97,7 @@ class AppResources:
         tables: TableSource,
         writer: RecordWriter | None = None,
         topics: TopicLog | None = None,
+        follower: TopicFollower | None = None,
     ) -> None:
         self.settings = settings
         self.tables = tables
@@ -105,6 +108,8 @@ class AppResources:
         self._config_tail: ConfigTopicTail | None = None
         self._topic_reader: TopicLog | None = None
         self._offsets_cache: OffsetsCache | None = None
+        self._follower = follower
+        self._owns_follower = False
         self._lock = threading.Lock()
 
     def writer(self) -> RecordWriter:
@@ -155,6 +160,23 @@ class AppResources:
                 self._offsets_cache = OffsetsCache(reader, self.settings.api_lag_cache_ms, timeout_ms)
             return self._offsets_cache
 
+    def follower(self) -> TopicFollower | None:
+        """The app's follower of the status and offsets topics (``api.follow.topics``, :mod:`connect_state.api.live`),
+        started on first use (in each server process: a thread does not survive a fork); None when the setting is
+        off, or when the app's topics were passed in without a follower (the unit tests' in-memory topics)."""
+        with self._lock:
+            if self._follower is None and self.settings.api_follow_topics and self._topics is None:
+                status, offsets = self.settings.status_storage_topic, self.settings.offset_storage_topic
+                self._follower = TopicFollower(
+                    self.settings,
+                    [status, offsets],
+                    record_connector(status, offsets),
+                    max_records=self.settings.api_follow_max_records,
+                )
+                self._follower.start()
+                self._owns_follower = True
+            return self._follower
+
     def close(self) -> None:
         """Close the writer if this object created it, the admin and the readers this object created (idempotent); a
         later request creates new ones."""
@@ -173,6 +195,9 @@ class AppResources:
                 if self._offsets_cache is not None:
                     readers.append(self._offsets_cache.log)
             self._config_tail, self._topic_reader, self._offsets_cache = None, None, None
+            follower = self._follower if self._owns_follower else None
+            if follower is not None:
+                self._follower, self._owns_follower = None, False
         if (owned and writer is not None) or admin is not None or readers:
             atexit.unregister(self.close)
         if owned and writer is not None:
@@ -181,6 +206,8 @@ class AppResources:
             admin.close()
         for reader in readers:
             reader.close()
+        if follower is not None:
+            follower.close()
 
 
 def create_writer(settings: Settings) -> RecordWriter:
@@ -199,11 +226,12 @@ def init_app(
     tables: TableSource | None = None,
     writer: RecordWriter | None = None,
     topics: TopicLog | None = None,
+    follower: TopicFollower | None = None,
 ) -> AppResources:
     """Attach the resources to ``app`` (``app.extensions["connect_state"]``)."""
     if tables is None:
         tables = TableReader(settings.delta_root, deltalake_options(settings))
-    resources = AppResources(settings, tables, writer, topics)
+    resources = AppResources(settings, tables, writer, topics, follower)
     app.extensions[EXTENSION] = resources
     app.teardown_appcontext(_release)
     return resources

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
+from connect_state.api import live
 from connect_state.api.errors import ConnectRestException, no_content
 from connect_state.api.fresh import fresh_active_topics
 from connect_state.api.resources import get_settings, get_tables, get_writer
@@ -31,6 +32,10 @@ from connect_state.tables import ACTIVE_TOPICS
 
 bp = Blueprint("topics", __name__, url_prefix="/connectors")
 
+ACTIVE_TOPIC_COLUMNS = ["topic", "task", "discover_timestamp", "kafka_partition", "kafka_offset"]
+"""The ``active_topics`` columns the fold's state is made of (:func:`connect_state.folds.active_topics.
+state_from_rows`)."""
+
 
 def _require_tracking() -> None:
     if not get_settings().topic_tracking_enable:
@@ -38,8 +43,12 @@ def _require_tracking() -> None:
 
 
 def active_topics(connector: str) -> list[str]:
-    """The connector's active topics, sorted."""
-    rows = get_tables().rows(ACTIVE_TOPICS, filters=[("connector", "=", connector)], columns=["topic"])
+    """The connector's active topics, sorted, with the topic-status records the jobs have not folded yet
+    (:mod:`connect_state.api.live`)."""
+    rows = live.active_topics(
+        connector,
+        lambda: get_tables().rows(ACTIVE_TOPICS, filters=[("connector", "=", connector)], columns=ACTIVE_TOPIC_COLUMNS),
+    )
     return sorted({row["topic"] for row in rows})
 
 

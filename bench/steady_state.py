@@ -20,7 +20,6 @@ Nothing here is a pass/fail threshold.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -30,7 +29,6 @@ if __package__ in (None, ""):  # run as a script (bench/ is not installed): make
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
-    BenchError,
     check_arguments,
     cpu_seconds,
     in_work_dir,
@@ -38,11 +36,7 @@ from bench.common import (
     machine_lines,
     process_tree,
 )
-from connect_state.dev.connect_rest import ConnectRestClient
-from connect_state.dev.demo import DEMO_SINK, JOB_MODULES, create_demo_connectors, start_child, stop_child
-from connect_state.dev.filestream import append_lines
-from connect_state.dev.local_stack import LocalStack, free_ports
-from connect_state.settings import Settings, add_config_arguments, settings_from_args
+from bench.live_stack import Trickle, add_live_arguments, live_run
 
 
 def share(root: int, seconds: float, step: Callable[[], None] | None = None, every: float = 1.0) -> float:
@@ -59,94 +53,28 @@ def share(root: int, seconds: float, step: Callable[[], None] | None = None, eve
     return (cpu_seconds(pids) - before) / (time.perf_counter() - started)
 
 
-class Trickle:
-    """One step of the trickle: a line for the demo source; every fifth step, pause or resume the sink."""
-
-    def __init__(self, connect: ConnectRestClient, source_file: Path) -> None:
-        self.connect = connect
-        self.source_file = source_file
-        self.steps = 0
-        self.paused = False
-
-    def __call__(self) -> None:
-        self.steps += 1
-        append_lines(self.source_file, [f"trickle line {self.steps} at {time.strftime('%H:%M:%S')}"])
-        if self.steps % 5 == 0:
-            action = "resume" if self.paused else "pause"
-            status, _ = self.connect.put(self.connect.connector_path(DEMO_SINK, action))
-            if status != 202:
-                raise BenchError(f"{action} {DEMO_SINK}: Connect answered {status}")
-            self.paused = not self.paused
-
-
-def run_settings(args: argparse.Namespace, work_dir: Path) -> tuple[Settings, list[str]]:
-    """The run's settings (fresh ports and directories) and the same as ``--set`` flags for the jobs' child."""
-    broker, controller, connect = free_ports(3)
-    overrides = {
-        "local.data.dir": str(work_dir / "local"),
-        "local.broker.port": str(broker),
-        "local.controller.port": str(controller),
-        "local.connect.port": str(connect),
-        "bootstrap.servers": f"127.0.0.1:{broker}",
-        "connect.rest.url": f"http://127.0.0.1:{connect}",
-        "delta.root": str(work_dir / "delta"),
-        "checkpoint.root": str(work_dir / "checkpoints"),
-        "trigger.interval": args.trigger,
-        "jobs.metrics.port": "0",
-    }
-    settings = settings_from_args(args).with_overrides(**overrides)
-    flags = (["--conf-file", args.conf_file] if args.conf_file else []) + [
-        item
-        for key, value in {**overrides, **dict(o.split("=", 1) for o in args.overrides)}.items()
-        for item in ("--set", f"{key}={value}")
-    ]
-    return settings, flags
-
-
 def measure(args: argparse.Namespace, work_dir: Path) -> None:
-    settings, flags = run_settings(args, work_dir)
     for line in machine_lines(None, "local[2], in the jobs' own process"):
         print(line, flush=True)
-    stack = LocalStack(settings)
-    jobs: subprocess.Popen[bytes] | None = None
-    try:
-        stack.start()
-        connect = ConnectRestClient(stack.connect_url)
-        create_demo_connectors(connect, work_dir / "demo")
-        (module,) = JOB_MODULES  # the demo's one driver of every job
-        jobs = start_child(module, flags, work_dir / "jobs.log")
-        print(f"jobs started (log {work_dir / 'jobs.log'}); warming up for {args.warmup:g} s", flush=True)
-        time.sleep(args.warmup)
-        if jobs.poll() is not None:
-            raise BenchError(f"the jobs exited with {jobs.returncode}; see {work_dir / 'jobs.log'}")
-        idle = share(jobs.pid, args.idle)
+    with live_run(args, work_dir) as run:
+        idle = share(run.jobs.pid, args.idle)
         print(f"idle {args.idle:g} s: {100 * idle:.1f}% of one core (load average {load_average()})", flush=True)
-        trickle = Trickle(connect, work_dir / "demo" / "input.txt")
-        busy = share(jobs.pid, args.trickle, trickle, args.trickle_interval)
+        trickle = Trickle(run.connect, run.source_file)
+        busy = share(run.jobs.pid, args.trickle, trickle, args.trickle_interval)
         print(
             f"trickle {args.trickle:g} s ({trickle.steps} lines, {trickle.steps // 5} pauses/resumes): "
             f"{100 * busy:.1f}% of one core (load average {load_average()})",
             flush=True,
         )
-        if jobs.poll() is not None:
-            raise BenchError(f"the jobs exited with {jobs.returncode}; see {work_dir / 'jobs.log'}")
+        run.check_alive()
         print(f"jobs' driver: idle {100 * idle:.1f}% of one core, under the trickle {100 * busy:.1f}%", flush=True)
-    finally:
-        if jobs is not None:
-            stop_child(jobs)
-        stack.stop()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench/steady_state.py", description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--trigger", default="1 second", help="trigger.interval of every job (1 second)")
-    parser.add_argument("--warmup", type=float, default=120.0, help="seconds before measuring (120)")
     parser.add_argument("--idle", type=float, default=600.0, help="seconds of the idle measure (600)")
     parser.add_argument("--trickle", type=float, default=600.0, help="seconds of the trickle measure (600)")
-    parser.add_argument("--trickle-interval", type=float, default=2.0, help="seconds between trickle steps (2)")
-    parser.add_argument("--work-dir", type=Path, help="parent of the run's temporary directory (default: system temp)")
-    parser.add_argument("--keep", action="store_true", help="keep the run's directory (the jobs' log, the tables)")
-    add_config_arguments(parser)
+    add_live_arguments(parser)
     return parser
 
 

@@ -44,7 +44,7 @@ import heapq
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from connect_state.connect.connector_types import config_connector_type, connector_class
 from connect_state.connect.vocabulary import ConnectorType, State, TargetState
@@ -658,6 +658,64 @@ def _task_row(task: int, status: Status) -> dict[str, object]:
     }
 
 
+def status_columns(state: ConnectorState) -> dict[str, object]:
+    """The ``connectors`` row's columns that come from the status topic: ``connector_*`` and ``tasks``."""
+    status = state.connector_status
+    return {
+        "connector_state": status.state if status is not None else None,
+        "connector_worker_id": status.worker_id if status is not None else None,
+        "connector_trace": status.trace if status is not None else None,
+        "connector_generation": status.generation if status is not None else None,
+        "connector_version": status.version if status is not None else None,
+        "tasks": [_task_row(task, task_status) for task, task_status in sorted(state.task_statuses.items())],
+    }
+
+
+def _status_of(state: object, worker_id: object, trace: object, generation: object, version: object) -> Status:
+    return Status(
+        state=State(str(state)),
+        trace=trace if isinstance(trace, str) else None,
+        worker_id=worker_id if isinstance(worker_id, str) else None,
+        generation=int(generation) if isinstance(generation, int) else 0,
+        version=version if isinstance(version, str) else None,
+    )
+
+
+def statuses_from_row(row: Mapping[str, Any]) -> ConnectorState:
+    """The status part of a connector's state from its ``connectors`` row, to fold status records over: the config
+    part and the replay guard are not in the table, so only status records past the table's watermark may be folded
+    over it (:func:`fold_status_past_row`)."""
+    state = ConnectorState(str(row["name"]))
+    if row.get("connector_state") is not None:
+        state.connector_status = _status_of(
+            row["connector_state"],
+            row.get("connector_worker_id"),
+            row.get("connector_trace"),
+            row.get("connector_generation"),
+            row.get("connector_version"),
+        )
+    for task in row.get("tasks") or []:
+        state.task_statuses[int(task["id"])] = _status_of(
+            task["state"], task.get("worker_id"), task.get("trace"), task.get("generation"), task.get("version")
+        )
+    return state
+
+
+def fold_status_past_row(row: Mapping[str, Any], records: Iterable[ConnectorRecord]) -> dict[str, Any]:
+    """The connector's ``connectors`` row with the status records past the table's watermark folded over it (the
+    API's answer as of the status topic it follows, issue 11 §2). Config records are left out: the row's config
+    columns stay the table's.
+
+    Records between the watermark and the row's version are folded again: each status replaces the one of its key
+    (a stale UNASSIGNED is ignored as the job ignores it), so the result is that of the records in order.
+    """
+    records = [record for record in records if record.source == STATUS]
+    if not records:
+        return dict(row)
+    state, _events = fold_connector(statuses_from_row(row), records)
+    return {**row, **status_columns(state)}
+
+
 def connector_row(state: ConnectorState, class_type_map: Mapping[str, str] | None = None) -> dict[str, object]:
     """The ``connectors`` table row of a state.
 
@@ -668,7 +726,6 @@ def connector_row(state: ConnectorState, class_type_map: Mapping[str, str] | Non
     (None without one); ``tasks`` the task statuses by id; ``deleted_at`` epoch ms; ``config_offset`` see
     :class:`ConnectorState`. The ``*version`` fields are the plugin versions Kafka 4.3 workers write into statuses.
     """
-    status = state.connector_status
     return {
         "name": state.name,
         "type": state.connector_type(class_type_map),
@@ -678,12 +735,7 @@ def connector_row(state: ConnectorState, class_type_map: Mapping[str, str] | Non
         "task_count": state.committed_task_count,
         "task_configs": json.dumps(_task_configs_to_json(state.task_configs), sort_keys=True, separators=(",", ":")),
         "inconsistent": state.inconsistent,
-        "connector_state": status.state if status is not None else None,
-        "connector_worker_id": status.worker_id if status is not None else None,
-        "connector_trace": status.trace if status is not None else None,
-        "connector_generation": status.generation if status is not None else None,
-        "connector_version": status.version if status is not None else None,
-        "tasks": [_task_row(task, task_status) for task, task_status in sorted(state.task_statuses.items())],
+        **status_columns(state),
         "deleted": state.deleted,
         "deleted_at": state.deleted_at,
         "config_offset": state.config_offset,

@@ -29,7 +29,7 @@ import base64
 import heapq
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -372,6 +372,26 @@ def apply_current_rows(rows: Iterable[Mapping[str, Any]], changes: Iterable[Curr
                 "kafka_offset": change.kafka_offset,
             }
     return list(merged.values())
+
+
+def fold_past_rows(
+    rows: Iterable[Mapping[str, Any]], records_by_topic: Mapping[str, Sequence[OffsetRecord]]
+) -> list[dict[str, Any]]:
+    """One connector's ``source_offsets`` rows with its records past the table's watermark folded over them, per
+    offsets topic (as :func:`apply_current_rows` gives them: rows without a key are left out)."""
+    by_topic: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        by_topic.setdefault(str(row.get("offsets_topic")), []).append(row)
+    result: list[dict[str, Any]] = []
+    for topic in dict.fromkeys([*by_topic, *records_by_topic]):
+        current = by_topic.get(topic, [])
+        records = records_by_topic.get(topic, [])
+        if not records:
+            result.extend(apply_current_rows(current, []))
+            continue
+        _state, _history, changes = fold_connector_offsets(state_from_rows(current), records)
+        result.extend(apply_current_rows(current, changes))
+    return result
 
 
 def fold_all(records: Iterable[OffsetRecord]) -> dict[tuple[str, str], OffsetsState]:

@@ -35,8 +35,10 @@ from connect_state.folds.connector_states import (
     connector_row,
     fold_all,
     fold_connector,
+    fold_status_past_row,
     state_from_json,
     state_to_json,
+    status_columns,
 )
 from connect_state.formats.config import (
     ConfigWrite,
@@ -680,6 +682,20 @@ def test_folding_in_batches_equals_folding_at_once(seed: int):
     assert sorted(events, key=key) == sorted(whole_events, key=key)
     # Replaying everything (a restarted query) changes nothing.
     assert fold(records, state) == (state, [])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_status_records_past_the_watermark_over_a_newer_row_give_the_whole_folds_statuses(seed: int):
+    """The API's answer (issue 11 §2): a table row at least as new as the watermark, with every record past the
+    watermark folded over it again, has the statuses of the whole fold, and the row's config columns."""
+    rng = random.Random(seed)
+    records = random_history(rng, 200).records
+    whole, _ = fold(records)
+    for _ in range(25):
+        mark = rng.randrange(len(records) + 1)
+        version = rng.randrange(mark, len(records) + 1)
+        row = connector_row(fold(records[:version])[0])
+        assert fold_status_past_row(row, records[mark:]) == {**row, **status_columns(whole)}
 
 
 # ---------------------------------------------------------------------------------------------------------------------

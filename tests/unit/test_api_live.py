@@ -1,0 +1,226 @@
+"""GETs answered as of the followed topics (issue 11 §2): the table's rows plus the records past its watermark.
+
+The tables are stale on purpose; the in-memory topics (``kafka_log``) say what Kafka has now, and a
+:class:`~connect_state.kafka.follower.TopicFollower` is fed from them as its background thread would be (no broker).
+tests/integration/test_live_reads_connect.py checks the same answers against the real worker's.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+from kafka import TopicPartition
+
+from connect_state.api import close_app, create_app
+from connect_state.connect.vocabulary import State
+from connect_state.formats.connector_keys import record_connector
+from connect_state.formats.offsets import offset_key_bytes
+from connect_state.formats.status import Status, connector_status_key, serialize_status, task_status_key
+from connect_state.freshness import HEADER, TableLag, parse_lag_header
+from connect_state.kafka.follower import TopicFollower
+from connect_state.settings import Settings
+from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SOURCE_OFFSETS, WATERMARKS
+from tests.unit.fakes import InMemoryTopics, RecordingWriter
+from tests.unit.helpers import configure, topic_status_value
+from tests.unit.helpers import write_table as write_delta
+
+STATUS, OFFSETS = "connect-status", "connect-offsets"
+PARTITIONS = {STATUS: 5, OFFSETS: 25}
+SOURCE_CONFIG = {"connector.class": "FileStreamSource", "file": "/tmp/in.txt", "topic": "t"}
+NOW = dt.datetime.now(dt.UTC)
+
+
+def connectors_row(name: str, state: str = "RUNNING", task_state: str = "RUNNING") -> dict[str, Any]:
+    return {
+        "name": name,
+        "type": "source",
+        "connector_class": SOURCE_CONFIG["connector.class"],
+        "config": json.dumps(SOURCE_CONFIG, sort_keys=True),
+        "target_state": "STARTED",
+        "task_count": 1,
+        "inconsistent": False,
+        "connector_state": state,
+        "connector_worker_id": "w:8083",
+        "connector_generation": 1,
+        "tasks": [{"id": 0, "state": task_state, "worker_id": "w:8083", "trace": None, "generation": 1}],
+        "deleted": False,
+    }
+
+
+def watermarks(settings: Settings, kafka_log: InMemoryTopics, query: str, topic: str) -> None:
+    """The query's watermark at the topic's end now: the table holds everything written so far."""
+    marks = [
+        {
+            "query": query,
+            "topic": topic,
+            "partition": p,
+            "next_offset": kafka_log.end(topic, p),
+            "batch_id": 1,
+            "committed_at": NOW,
+        }
+        for p in range(PARTITIONS[topic])
+    ]
+    write_delta(settings.delta_root, WATERMARKS, marks)
+
+
+def status(state: str, generation: int = 2) -> bytes:
+    value = serialize_status(Status(State(state), None, "w:8083", generation))
+    assert value is not None
+    return value
+
+
+class Fed:
+    """A follower of the in-memory topics: :meth:`catch_up` hands it what was appended since, as a poll would."""
+
+    def __init__(self, settings: Settings, kafka_log: InMemoryTopics, max_records: int = 1000) -> None:
+        self.kafka_log = kafka_log
+        self.follower = TopicFollower(
+            settings, [STATUS, OFFSETS], record_connector(STATUS, OFFSETS), max_records=max_records
+        )
+        self.follower.follow_from(self.ends())
+
+    def ends(self) -> dict[tuple[str, int], int]:
+        return {(t, p): self.kafka_log.end(t, p) for t, count in PARTITIONS.items() for p in range(count)}
+
+    def catch_up(self) -> None:
+        positions = self.follower.positions()
+        ranges = {tp: (positions[tp], end) for tp, end in self.ends().items() if end > positions[tp]}
+        polled: dict[TopicPartition, list[Any]] = {}
+        for record in self.kafka_log.read(ranges):
+            polled.setdefault(TopicPartition(record.topic, record.partition), []).append(record)
+        self.follower.take(polled, self.ends())
+
+
+@pytest.fixture
+def fed(settings: Settings, kafka_log: InMemoryTopics) -> Fed:
+    return Fed(settings, kafka_log)
+
+
+@pytest.fixture
+def live_client(
+    settings: Settings, writer: RecordingWriter, kafka_log: InMemoryTopics, fed: Fed
+) -> Iterator[FlaskClient]:
+    app = create_app(settings, writer=writer, topics=kafka_log, follower=fed.follower)
+    app.testing = True
+    yield app.test_client()
+    close_app(app)
+
+
+def test_status_answers_the_status_records_past_the_watermark(
+    settings: Settings, kafka_log: InMemoryTopics, fed: Fed, live_client: FlaskClient
+) -> None:
+    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c"), connectors_row("d")])
+    watermarks(settings, kafka_log, "connector_states", STATUS)
+    kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))
+    kafka_log.append_keyed(STATUS, task_status_key("c", 0).encode(), status("PAUSED"))
+    kafka_log.append_keyed(STATUS, connector_status_key("d").encode(), status("FAILED"))  # another connector
+    fed.catch_up()
+
+    answer = live_client.get("/connectors/c/status")
+    assert answer.status_code == 200
+    body = answer.get_json()
+    assert body["connector"]["state"] == "PAUSED"
+    assert [(task["id"], task["state"]) for task in body["tasks"]] == [(0, "PAUSED")]
+    assert live_client.get("/connectors/c/tasks/0/status").get_json()["state"] == "PAUSED"
+    # The table is behind, the answer is not: the lag header counts from the follower's positions.
+    assert parse_lag_header(answer.headers[HEADER]) == [TableLag("connectors", 0, 0)]
+
+
+def test_a_stale_unassigned_past_the_watermark_is_ignored_as_the_job_ignores_it(
+    settings: Settings, kafka_log: InMemoryTopics, fed: Fed, live_client: FlaskClient
+) -> None:
+    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c")])
+    watermarks(settings, kafka_log, "connector_states", STATUS)
+    kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))
+    kafka_log.append_keyed(STATUS, task_status_key("c", 0).encode(), status("UNASSIGNED", generation=0))
+    fed.catch_up()
+    body = live_client.get("/connectors/c/status").get_json()
+    assert (body["connector"]["state"], body["tasks"][0]["state"]) == ("PAUSED", "RUNNING")
+
+
+def test_the_table_alone_when_the_follower_started_past_the_watermark(
+    settings: Settings, kafka_log: InMemoryTopics, writer: RecordingWriter
+) -> None:
+    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c")])
+    watermarks(settings, kafka_log, "connector_states", STATUS)
+    kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))  # before the follower
+    late = Fed(settings, kafka_log)
+    kafka_log.append_keyed(STATUS, task_status_key("c", 0).encode(), status("PAUSED"))
+    late.catch_up()
+    app = create_app(settings, writer=writer, topics=kafka_log, follower=late.follower)
+    try:
+        body = app.test_client().get("/connectors/c/status").get_json()
+    finally:
+        close_app(app)
+    # The follower misses the connector's PAUSED: half an answer would be wrong, so the table's is given.
+    assert (body["connector"]["state"], body["tasks"][0]["state"]) == ("RUNNING", "RUNNING")
+
+
+def test_the_table_alone_when_the_follower_dropped_records_past_the_watermark(
+    settings: Settings, kafka_log: InMemoryTopics, writer: RecordingWriter
+) -> None:
+    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c")])
+    watermarks(settings, kafka_log, "connector_states", STATUS)
+    small = Fed(settings, kafka_log, max_records=4)
+    for _ in range(3):
+        kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))
+        kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("RUNNING"))
+    kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("FAILED"))
+    small.catch_up()  # 7 records past the watermark, more than it keeps
+    app = create_app(settings, writer=writer, topics=kafka_log, follower=small.follower)
+    try:
+        assert app.test_client().get("/connectors/c/status").get_json()["connector"]["state"] == "RUNNING"
+    finally:
+        close_app(app)
+
+
+def test_topics_answer_the_topic_records_past_the_watermark(
+    settings: Settings, kafka_log: InMemoryTopics, fed: Fed, live_client: FlaskClient
+) -> None:
+    first = kafka_log.append_keyed(STATUS, b"status-topic-a:connector-s", topic_status_value("a", "s"))
+    write_delta(
+        settings.delta_root,
+        ACTIVE_TOPICS,
+        [{"connector": "s", "topic": "a", "task": 0, "kafka_partition": first[0], "kafka_offset": first[1]}],
+    )
+    watermarks(settings, kafka_log, "active_topics", STATUS)
+    kafka_log.append_keyed(STATUS, b"status-topic-b:connector-s", topic_status_value("b", "s"))
+    kafka_log.append_keyed(STATUS, b"status-topic-a:connector-s", None)  # a reset of a
+    kafka_log.append_keyed(STATUS, b"status-topic-c:connector-other", topic_status_value("c", "other"))
+    fed.catch_up()
+    answer = live_client.get("/connectors/s/topics")
+    assert answer.get_json() == {"s": {"topics": ["b"]}}
+    assert parse_lag_header(answer.headers[HEADER]) == [TableLag("active_topics", 0, 0)]
+
+
+def test_source_offsets_answer_the_offset_records_past_the_watermark(
+    settings: Settings, kafka_log: InMemoryTopics, fed: Fed, live_client: FlaskClient
+) -> None:
+    configure(kafka_log, "src", SOURCE_CONFIG, tasks=1)
+    write_delta(settings.delta_root, CONNECTORS, [{**connectors_row("src"), "task_count": 1}])
+    key = offset_key_bytes("src", {"filename": "/a"})
+    row = {
+        "connector": "src",
+        "offsets_topic": OFFSETS,
+        "partition": json.dumps({"filename": "/a"}),
+        "key": key,
+        "offset": json.dumps({"position": 1}),
+        "value": b'{"position":1}',
+        "listed": True,
+    }
+    write_delta(settings.delta_root, SOURCE_OFFSETS, [row])
+    watermarks(settings, kafka_log, "source_offsets", OFFSETS)
+    kafka_log.append_keyed(OFFSETS, key, b'{"position":7}')
+    kafka_log.append_keyed(OFFSETS, offset_key_bytes("src", {"filename": "/b"}), b'{"position":2}')
+    kafka_log.append_keyed(OFFSETS, offset_key_bytes("other", {"filename": "/a"}), b'{"position":9}')
+    fed.catch_up()
+    body = live_client.get("/connectors/src/offsets").get_json()
+    assert sorted(body["offsets"], key=lambda entry: entry["partition"]["filename"]) == [
+        {"partition": {"filename": "/a"}, "offset": {"position": 7}},
+        {"partition": {"filename": "/b"}, "offset": {"position": 2}},
+    ]
