@@ -14,51 +14,72 @@ topics:
   (:func:`~connect_state.folds.source_offsets.fold_past_rows`). A connector's own offsets topic is not followed.
 
 The records come from the app's :class:`~connect_state.kafka.follower.TopicFollower` (``api.follow.topics``), which
-follows the worker's status and offsets topics in the background: a GET waits for no broker. The watermark is read
-before the rows (a job commits its tables, then its watermark), so the rows are at least as new as the watermark, and
-records between the two are folded again, which these last-writer-wins folds absorb (as in
-:mod:`connect_state.api.fresh`, the writes' reads to the topics' end). When the follower does not hold every record
-past the watermark (just started, a partition without a watermark, the jobs further behind than it keeps), the answer
-is the table's alone, as without the follower. The ``X-Connect-State-Lag`` header then counts from the follower's
-positions instead of the watermark for the tables answered this way (:func:`followed_positions`).
+follows the worker's status and offsets topics in the background: a GET waits for no broker. Two bounds make the fold
+right, both read in memory:
+
+* from below: the watermark is read before the rows (a job commits its tables, then its watermark), so the rows are at
+  least as new as the watermark, and the follower must hold every record from the watermark on;
+* from above: the rows may be newer than the watermark (a batch committed between the two reads, or its tables
+  committed before its watermark), so the follower must hold every record the rows reflect: it must have caught up
+  with the topics' end after the rows were loaded (:meth:`~connect_state.kafka.follower.TopicFollower.
+  caught_up_as_of` against :meth:`~connect_state.api.tables.TableReader.loaded_at`).
+
+The records between the watermark and the rows' version are then folded again, which these last-writer-wins folds
+absorb (as in :mod:`connect_state.api.fresh`, the writes' reads to the topics' end), and the answer is as of the
+follower's position. Otherwise the answer is the table's alone, as without the follower. The ``X-Connect-State-Lag``
+header counts from the follower's positions instead of the watermark for the tables answered with followed records
+(:func:`followed_positions`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from flask import g
 
 from connect_state.api.fresh import offset_records, query_watermarks, topic_records
-from connect_state.api.resources import app_resources, get_settings
+from connect_state.api.resources import app_resources, get_settings, get_tables
 from connect_state.errors import RecordFormatError
 from connect_state.folds import active_topics as topics_fold
 from connect_state.folds import source_offsets as offsets_fold
 from connect_state.folds.connector_states import ConnectorRecord, fold_status_past_row
 from connect_state.formats.status import TopicStatusKey, parse_status_record
 from connect_state.kafka.log import LogRecord, Partition
+from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SOURCE_OFFSETS, TableSpec
 
 Rows = list[dict[str, Any]]
+T = TypeVar("T")
 
 
-def records_past_watermark(query: str, topic: str, connector: str) -> list[LogRecord] | None:
-    """The followed records of ``connector`` in ``topic`` past ``query``'s watermark, or None when the follower does
-    not hold them all (or there is no follower). Read before the table's rows (see the module docstring)."""
+def _rows_and_followed(
+    spec: TableSpec, query: str, topic: str, connector: str, read_rows: Callable[[], T]
+) -> tuple[T, list[LogRecord] | None]:
+    """``read_rows()`` and the followed records of ``connector`` in ``topic`` past ``query``'s watermark, or None
+    for the records when they cannot be folded over those rows (see the module docstring):
+
+    * the follower does not hold every record past the watermark (a partition it does not follow, or that has no
+      watermark: nothing folded from it yet, while the follower started at its end; a watermark older than what it
+      kept);
+    * the rows were loaded after the follower last caught up with the topics' end: they may reflect records it has
+      not read, and folding older records over them would turn them back.
+    """
     follower = app_resources().follower()
+    marks = query_watermarks(query, [topic]) if follower is not None else {}  # before the rows
+    rows = read_rows()
     if follower is None:
-        return None
+        return rows, None
     positions = {p: position for p, position in follower.positions().items() if p[0] == topic}
-    if not positions:
-        return None
-    marks = query_watermarks(query, [topic])
-    if any(partition not in marks for partition in positions):
-        return None  # a partition nothing was folded from yet: the follower started at its end, not its start
-    records = follower.records_since({partition: marks[partition] for partition in positions}, connector)
+    if not positions or set(positions) != set(marks):
+        return rows, None
+    loaded_at, caught_up = get_tables().loaded_at(spec), follower.caught_up_as_of()
+    if loaded_at is None or caught_up is None or caught_up < loaded_at:
+        return rows, None
+    records = follower.records_since(marks, connector)
     if records is not None:
         followed: dict[str, dict[Partition, int]] = g.setdefault("followed", {})
         followed[query] = positions
-    return records
+    return rows, records
 
 
 def followed_positions() -> dict[str, dict[Partition, int]]:
@@ -68,8 +89,8 @@ def followed_positions() -> dict[str, dict[Partition, int]]:
 
 def connector_row(name: str, read_row: Callable[[], dict[str, Any] | None]) -> dict[str, Any] | None:
     """The connector's ``connectors`` row (``read_row()``) with its followed status records folded over it."""
-    records = records_past_watermark("connector_states", get_settings().status_storage_topic, name)
-    row = read_row()
+    topic = get_settings().status_storage_topic
+    row, records = _rows_and_followed(CONNECTORS, "connector_states", topic, name, read_row)
     if row is None or not records:
         return row
     parsed: list[ConnectorRecord] = []
@@ -87,8 +108,8 @@ def connector_row(name: str, read_row: Callable[[], dict[str, Any] | None]) -> d
 def active_topics(connector: str, read_rows: Callable[[], Rows]) -> Rows:
     """The connector's ``active_topics`` rows (``read_rows()``) with its followed topic-status records folded over
     them (one row per active topic, with its ``topic``)."""
-    records = records_past_watermark("active_topics", get_settings().status_storage_topic, connector)
-    rows = read_rows()
+    topic = get_settings().status_storage_topic
+    rows, records = _rows_and_followed(ACTIVE_TOPICS, "active_topics", topic, connector, read_rows)
     if not records:
         return rows
     state, _changes = topics_fold.fold_connector_topics(
@@ -102,8 +123,9 @@ def source_rows(connector: str, topics: tuple[str, ...], read_rows: Callable[[],
     :data:`~connect_state.api.fresh.SOURCE_ROW_COLUMNS`) with its followed records of the worker's offsets topic
     folded over them, when that topic is one of its offset stores (``topics``)."""
     topic = get_settings().offset_storage_topic
-    records = records_past_watermark("source_offsets", topic, connector) if topic in topics else None
-    rows = read_rows()
+    if topic not in topics:
+        return read_rows()
+    rows, records = _rows_and_followed(SOURCE_OFFSETS, "source_offsets", topic, connector, read_rows)
     if not records:
         return rows
     return offsets_fold.fold_past_rows(rows, {topic: offset_records(connector, records).get(topic, [])})

@@ -46,6 +46,8 @@ class TableSource(Protocol):
 
     def derived(self, spec: Any, build: Callable[[list[dict[str, Any]]], T]) -> T: ...
 
+    def loaded_at(self, spec: Any) -> float | None: ...
+
 
 class OpenTransaction(Protocol):
     """A begun transaction (see :class:`connect_state.kafka.Transaction`): commit writes and commits; close aborts
@@ -171,7 +173,7 @@ class AppResources:
                     self.settings,
                     [status, offsets],
                     record_connector(status, offsets),
-                    max_records=self.settings.api_follow_max_records,
+                    max_bytes=self.settings.api_follow_max_bytes,
                 )
                 self._follower.start()
                 self._owns_follower = True
@@ -268,6 +270,9 @@ class _ServedTables:
         value = self.tables.derived(spec, build)
         self._served(spec.name)
         return value
+
+    def loaded_at(self, spec: Any) -> float | None:
+        return self.tables.loaded_at(spec)
 
     def _served(self, name: str) -> None:
         if name not in self.served:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -89,6 +90,8 @@ class _Snapshot:
     data: pa.Table
     #: (inode, mtime, size) of the log's ``<version>.json`` when the rows were loaded (local tables), else None.
     commit_file: tuple[int, int, int] | None = None
+    #: Epoch seconds when ``data`` was loaded: every commit its rows reflect was made before then.
+    loaded_at: float = 0.0
 
 
 _COMPARISONS = {
@@ -221,8 +224,15 @@ class TableReader:
                 snapshot.commit_file = self._commit_file(spec, version)
                 snapshot.data = snapshot.table.to_pyarrow_table(columns=spec.column_names)
                 snapshot.version = version
+                snapshot.loaded_at = time.time()
             self._snapshots[spec.name] = snapshot
             return snapshot.data
+
+    def loaded_at(self, spec: TableSpec) -> float | None:
+        """When the rows :meth:`rows` answers from were loaded (epoch seconds; None before any read): every commit
+        they reflect was made before then (:mod:`connect_state.api.live` compares it with its follower's)."""
+        snapshot = self._snapshots.get(spec.name)
+        return snapshot.loaded_at if snapshot is not None and snapshot.version >= 0 else None
 
     def rows(
         self,

@@ -3,14 +3,19 @@ its status and offsets topics: what the API adds to a table's rows so that a GET
 folded yet (issue 11 §2).
 
 :class:`TopicFollower` assigns itself every partition of its topics, starts at their end offsets, and keeps the
-records it reads (at most ``max_records``: past that, the oldest half is dropped). :meth:`TopicFollower.records_since`
-answers the records of one connector at or past given offsets (a table's watermarks: the next offsets not folded into
-it), or None when it does not hold all of them: a partition it has not started following, a watermark older than the
-oldest record it kept (the jobs are behind, or were when it started). The caller then answers from the table alone, as
-before. The follower never blocks a request on Kafka: a request reads what it holds, under a lock.
+records it reads, filed by connector (``connector_of(topic, key)``, given by the caller: the record formats know it),
+at most ``max_bytes`` of keys and values: past that, the oldest half of each partition is dropped.
 
-Which connector a record belongs to is told by ``connector_of(topic, key)``, given by the caller (the record formats
-know it), so that a request filters without parsing every record.
+Two things a request needs to know, both answered from memory under a lock (a request never waits on Kafka):
+
+* :meth:`TopicFollower.records_since`: one connector's records at or past given offsets (a table's watermarks: the
+  next offsets not folded into it), or None when it does not hold all of them (a partition it does not follow, a
+  watermark older than the oldest record it kept);
+* :meth:`TopicFollower.caught_up_as_of`: a time such that every record acknowledged before it is held. The thread asks
+  the topics' end offsets (the last stable offsets: it reads ``read_committed``, as the jobs do), reads up to them,
+  and then moves this time to when it asked. A table's rows loaded after this time may reflect records the follower
+  has not read yet, and folding older records over them would turn them back: the caller answers from the table
+  alone then. While Kafka is away the time stops moving, and so answers come from the tables.
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ from connect_state.settings import Settings
 log = logging.getLogger(__name__)
 
 CLIENT_ID = "connect-state-api-follower"
-_POLL_MS = 200
+_POLL_MS = 100
+_REQUEST_TIMEOUT_MS = 30_000
 _RETRY_S = 5.0
 
 ConnectorOf = Callable[[str, bytes | None], str | None]
@@ -40,25 +46,53 @@ ConnectorOf = Callable[[str, bytes | None], str | None]
 
 
 @dataclass
+class _Records:
+    """One connector's records of one partition, by offset."""
+
+    offsets: list[int] = field(default_factory=list)
+    records: list[LogRecord] = field(default_factory=list)
+
+
+@dataclass
 class _PartitionBuffer:
-    """The records kept of one partition, by offset: complete from ``covered_from`` to ``position``."""
+    """The records kept of one partition: complete from ``covered_from`` up to ``position``."""
 
     covered_from: int
     position: int
-    offsets: list[int] = field(default_factory=list)
-    connectors: list[str | None] = field(default_factory=list)
-    records: list[LogRecord] = field(default_factory=list)
+    by_connector: dict[str, _Records] = field(default_factory=dict)
+    #: (offset, size in bytes) of every record kept, by offset: what the byte bound drops from.
+    sizes: list[tuple[int, int]] = field(default_factory=list)
 
-    def append(self, record: LogRecord, connector: str | None) -> None:
-        self.offsets.append(record.offset)
-        self.connectors.append(connector)
-        self.records.append(record)
+    def append(self, record: LogRecord, connector: str | None, size: int) -> None:
+        if connector is not None:
+            kept = self.by_connector.setdefault(connector, _Records())
+            kept.offsets.append(record.offset)
+            kept.records.append(record)
+        self.sizes.append((record.offset, size))
         self.position = record.offset + 1
 
-    def drop_oldest(self, count: int) -> None:
-        """Drop the ``count`` oldest records: the buffer is then complete from the first one kept (or its position)."""
-        del self.offsets[:count], self.connectors[:count], self.records[:count]
-        self.covered_from = self.offsets[0] if self.offsets else self.position
+    def drop_oldest_half(self) -> int:
+        """Drop the oldest half of the records (bytes freed); the buffer is then complete from the first one kept."""
+        count = (len(self.sizes) + 1) // 2
+        if count == 0:
+            return 0
+        freed = sum(size for _offset, size in self.sizes[:count])
+        del self.sizes[:count]
+        self.covered_from = self.sizes[0][0] if self.sizes else self.position
+        for name in list(self.by_connector):
+            kept = self.by_connector[name]
+            first = bisect.bisect_left(kept.offsets, self.covered_from)
+            if first == len(kept.offsets):
+                del self.by_connector[name]
+            elif first:
+                del kept.offsets[:first], kept.records[:first]
+        return freed
+
+    def since(self, start: int, connector: str) -> list[LogRecord]:
+        kept = self.by_connector.get(connector)
+        if kept is None:
+            return []
+        return kept.records[bisect.bisect_left(kept.offsets, start) :]
 
 
 class TopicFollower:
@@ -70,16 +104,17 @@ class TopicFollower:
         topics: Sequence[str],
         connector_of: ConnectorOf,
         *,
-        max_records: int,
+        max_bytes: int,
         client_id: str = CLIENT_ID,
     ) -> None:
         self.settings = settings
         self.topics = tuple(dict.fromkeys(topics))
         self.connector_of = connector_of
-        self.max_records = max_records
+        self.max_bytes = max_bytes
         self.client_id = client_id
         self._buffers: dict[Partition, _PartitionBuffer] = {}
-        self._held = 0
+        self._held_bytes = 0
+        self._caught_up_as_of: float | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -87,18 +122,15 @@ class TopicFollower:
     # --- the request side -------------------------------------------------------------------------------------------
 
     def records_since(self, starts: Mapping[Partition, int], connector: str) -> list[LogRecord] | None:
-        """The records of ``connector`` at or past ``starts`` (per partition of the followed topics in ``starts``),
-        in offset order per partition; None when the follower does not hold every record past some start."""
+        """The records of ``connector`` at or past ``starts`` (per partition), in offset order per partition; None
+        when the follower does not hold every record past some start."""
         found: list[LogRecord] = []
         with self._lock:
             for partition, start in starts.items():
                 buffer = self._buffers.get(partition)
                 if buffer is None or start < buffer.covered_from:
                     return None
-                first = bisect.bisect_left(buffer.offsets, start)
-                found.extend(
-                    buffer.records[i] for i in range(first, len(buffer.offsets)) if buffer.connectors[i] == connector
-                )
+                found.extend(buffer.since(start, connector))
         return found
 
     def positions(self) -> dict[Partition, int]:
@@ -106,8 +138,13 @@ class TopicFollower:
         with self._lock:
             return {partition: buffer.position for partition, buffer in self._buffers.items()}
 
+    def caught_up_as_of(self) -> float | None:
+        """Epoch seconds such that every record acknowledged before then is held (None: not yet)."""
+        with self._lock:
+            return self._caught_up_as_of
+
     def following(self, topic: str) -> bool:
-        """Whether every partition of ``topic`` is followed (false until the follower has started)."""
+        """Whether the follower has started following ``topic`` (false until its thread has assigned it)."""
         with self._lock:
             return any(partition[0] == topic for partition in self._buffers)
 
@@ -131,30 +168,36 @@ class TopicFollower:
             group_id=None,
             enable_auto_commit=False,
             isolation_level="read_committed",  # as the jobs read
-            auto_offset_reset="earliest",
+            auto_offset_reset="none",  # out of range (retention): fail, start again at the end
+            request_timeout_ms=_REQUEST_TIMEOUT_MS,
         )
         return config
 
     def _run(self) -> None:
+        failures = 0
         while not self._stop.is_set():
             consumer: KafkaConsumer | None = None
             try:
                 consumer = KafkaConsumer(**self._consumer_config())
-                self._assign(consumer)
+                partitions = self._assign(consumer)
+                failures = 0
                 while not self._stop.is_set():
-                    polled = consumer.poll(timeout_ms=_POLL_MS)
-                    self.take(polled, {p: consumer.position(TopicPartition(*p)) for p in self._buffers})
-            except Exception:  # a broker away, a topic not created yet: answer from the tables meanwhile, retry
-                log.warning(
-                    "following %s failed; GETs answer from the tables alone meanwhile", self.topics, exc_info=True
-                )
+                    self._catch_up(consumer, partitions)
+            except Exception as err:  # a broker away, a topic not created yet: answers from the tables meanwhile
+                failures += 1
+                if failures == 1:
+                    log.warning(
+                        "following %s failed (%s); GETs answer from the tables alone meanwhile", self.topics, err
+                    )
+                else:
+                    log.debug("following %s failed again", self.topics, exc_info=True)
                 self.follow_from({})
                 self._stop.wait(_RETRY_S)
             finally:
                 if consumer is not None:
                     consumer.close()
 
-    def _assign(self, consumer: KafkaConsumer) -> None:
+    def _assign(self, consumer: KafkaConsumer) -> list[TopicPartition]:
         partitions: list[TopicPartition] = []
         deadline = time.monotonic() + 60.0
         for topic in self.topics:
@@ -166,29 +209,53 @@ class TopicFollower:
         consumer.assign(partitions)
         consumer.seek_to_end(*partitions)
         self.follow_from({(tp.topic, tp.partition): consumer.position(tp) for tp in partitions})
+        return partitions
 
-    # The background thread's two steps (public for the tests, which feed records without a broker).
+    def _catch_up(self, consumer: KafkaConsumer, partitions: list[TopicPartition]) -> None:
+        """Ask the end offsets, read up to them, then say the records acknowledged before the asking are held."""
+        asked_at = time.time()
+        ends = consumer.end_offsets(partitions)
+        while not self._stop.is_set():
+            polled = consumer.poll(timeout_ms=_POLL_MS)
+            positions = {(tp.topic, tp.partition): consumer.position(tp) for tp in partitions}
+            self.take(polled, positions)
+            if all(positions[(tp.topic, tp.partition)] >= ends[tp] for tp in partitions):
+                self.caught_up(asked_at)
+                return
+
+    # The background thread's steps (public for the tests, which feed records without a broker).
 
     def follow_from(self, positions: Mapping[Partition, int]) -> None:
-        """Start (again) at ``positions``: nothing held, every record from there on kept."""
+        """Start (again) at ``positions``: nothing held, every record from there on kept, not caught up."""
         with self._lock:
             self._buffers = {p: _PartitionBuffer(covered_from=pos, position=pos) for p, pos in positions.items()}
-            self._held = 0
+            self._held_bytes = 0
+            self._caught_up_as_of = None
 
     def take(self, polled: Mapping[TopicPartition, Sequence[Any]], positions: Mapping[Partition, int]) -> None:
         """Keep the polled records; then every partition's position is the consumer's (past markers and gaps)."""
+        filed = [
+            (
+                (tp.topic, tp.partition),
+                LogRecord(tp.topic, tp.partition, r.offset, r.timestamp, r.key, r.value),
+                self.connector_of(tp.topic, r.key),  # parsed outside the lock
+                len(r.key or b"") + len(r.value or b"") + 100,  # with a rough per-record overhead
+            )
+            for tp, records in polled.items()
+            for r in records
+        ]
         with self._lock:
-            for tp, records in polled.items():
-                buffer = self._buffers[(tp.topic, tp.partition)]
-                for r in records:
-                    record = LogRecord(tp.topic, tp.partition, r.offset, r.timestamp, r.key, r.value)
-                    buffer.append(record, self.connector_of(tp.topic, r.key))
-                    self._held += 1
-            if self._held > self.max_records:
+            for partition, record, connector, size in filed:
+                self._buffers[partition].append(record, connector, size)
+                self._held_bytes += size
+            while self._held_bytes > self.max_bytes and any(b.sizes for b in self._buffers.values()):
                 for buffer in self._buffers.values():
-                    dropped = (len(buffer.offsets) + 1) // 2
-                    buffer.drop_oldest(dropped)
-                    self._held -= dropped
+                    self._held_bytes -= buffer.drop_oldest_half()
             for partition, position in positions.items():
                 buffer = self._buffers[partition]
                 buffer.position = max(buffer.position, position)
+
+    def caught_up(self, as_of: float) -> None:
+        """Every record acknowledged before ``as_of`` (epoch seconds) is held."""
+        with self._lock:
+            self._caught_up_as_of = max(self._caught_up_as_of or 0.0, as_of)

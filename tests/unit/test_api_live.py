@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -77,10 +78,10 @@ def status(state: str, generation: int = 2) -> bytes:
 class Fed:
     """A follower of the in-memory topics: :meth:`catch_up` hands it what was appended since, as a poll would."""
 
-    def __init__(self, settings: Settings, kafka_log: InMemoryTopics, max_records: int = 1000) -> None:
+    def __init__(self, settings: Settings, kafka_log: InMemoryTopics, max_bytes: int = 1_000_000) -> None:
         self.kafka_log = kafka_log
         self.follower = TopicFollower(
-            settings, [STATUS, OFFSETS], record_connector(STATUS, OFFSETS), max_records=max_records
+            settings, [STATUS, OFFSETS], record_connector(STATUS, OFFSETS), max_bytes=max_bytes
         )
         self.follower.follow_from(self.ends())
 
@@ -88,12 +89,15 @@ class Fed:
         return {(t, p): self.kafka_log.end(t, p) for t, count in PARTITIONS.items() for p in range(count)}
 
     def catch_up(self) -> None:
+        """Read to the end, then caught up as of now (as the thread says after reading to the end it asked)."""
+        asked_at = time.time()
         positions = self.follower.positions()
         ranges = {tp: (positions[tp], end) for tp, end in self.ends().items() if end > positions[tp]}
         polled: dict[TopicPartition, list[Any]] = {}
         for record in self.kafka_log.read(ranges):
             polled.setdefault(TopicPartition(record.topic, record.partition), []).append(record)
         self.follower.take(polled, self.ends())
+        self.follower.caught_up(asked_at)
 
 
 @pytest.fixture
@@ -119,6 +123,8 @@ def test_status_answers_the_status_records_past_the_watermark(
     kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))
     kafka_log.append_keyed(STATUS, task_status_key("c", 0).encode(), status("PAUSED"))
     kafka_log.append_keyed(STATUS, connector_status_key("d").encode(), status("FAILED"))  # another connector
+    # Rows loaded after the follower last caught up may reflect records it has not read: the table's answer.
+    assert live_client.get("/connectors/c/status").get_json()["connector"]["state"] == "RUNNING"
     fed.catch_up()
 
     answer = live_client.get("/connectors/c/status")
@@ -138,6 +144,7 @@ def test_a_stale_unassigned_past_the_watermark_is_ignored_as_the_job_ignores_it(
     watermarks(settings, kafka_log, "connector_states", STATUS)
     kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))
     kafka_log.append_keyed(STATUS, task_status_key("c", 0).encode(), status("UNASSIGNED", generation=0))
+    assert live_client.get("/connectors/c/status").get_json()["connector"]["state"] == "RUNNING"  # loads the rows
     fed.catch_up()
     body = live_client.get("/connectors/c/status").get_json()
     assert (body["connector"]["state"], body["tasks"][0]["state"]) == ("PAUSED", "RUNNING")
@@ -166,17 +173,35 @@ def test_the_table_alone_when_the_follower_dropped_records_past_the_watermark(
 ) -> None:
     write_delta(settings.delta_root, CONNECTORS, [connectors_row("c")])
     watermarks(settings, kafka_log, "connector_states", STATUS)
-    small = Fed(settings, kafka_log, max_records=4)
+    small = Fed(settings, kafka_log, max_bytes=700)
     for _ in range(3):
         kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))
         kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("RUNNING"))
     kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("FAILED"))
-    small.catch_up()  # 7 records past the watermark, more than it keeps
+    small.catch_up()  # 7 records past the watermark (about 170 bytes each), more than it keeps
     app = create_app(settings, writer=writer, topics=kafka_log, follower=small.follower)
     try:
         assert app.test_client().get("/connectors/c/status").get_json()["connector"]["state"] == "RUNNING"
     finally:
         close_app(app)
+
+
+def test_the_table_alone_when_its_rows_are_newer_than_what_the_follower_caught_up_with(
+    settings: Settings, kafka_log: InMemoryTopics, fed: Fed, live_client: FlaskClient
+) -> None:
+    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c")])
+    watermarks(settings, kafka_log, "connector_states", STATUS)
+    kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))
+    assert live_client.get("/connectors/c/status").get_json()["connector"]["state"] == "RUNNING"  # loads the rows
+    fed.catch_up()
+    assert live_client.get("/connectors/c/status").get_json()["connector"]["state"] == "PAUSED"
+    # The job folds the PAUSED and a FAILED the follower has not read (its table commits before its watermark).
+    kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("FAILED"))
+    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c", state="FAILED")], mode="overwrite")
+    # Folding the PAUSED over the newer row would turn FAILED back to PAUSED: the table's answer instead.
+    assert live_client.get("/connectors/c/status").get_json()["connector"]["state"] == "FAILED"
+    fed.catch_up()
+    assert live_client.get("/connectors/c/status").get_json()["connector"]["state"] == "FAILED"
 
 
 def test_topics_answer_the_topic_records_past_the_watermark(
@@ -192,6 +217,7 @@ def test_topics_answer_the_topic_records_past_the_watermark(
     kafka_log.append_keyed(STATUS, b"status-topic-b:connector-s", topic_status_value("b", "s"))
     kafka_log.append_keyed(STATUS, b"status-topic-a:connector-s", None)  # a reset of a
     kafka_log.append_keyed(STATUS, b"status-topic-c:connector-other", topic_status_value("c", "other"))
+    assert live_client.get("/connectors/s/topics").get_json() == {"s": {"topics": ["a"]}}  # loads the rows
     fed.catch_up()
     answer = live_client.get("/connectors/s/topics")
     assert answer.get_json() == {"s": {"topics": ["b"]}}
@@ -218,9 +244,36 @@ def test_source_offsets_answer_the_offset_records_past_the_watermark(
     kafka_log.append_keyed(OFFSETS, key, b'{"position":7}')
     kafka_log.append_keyed(OFFSETS, offset_key_bytes("src", {"filename": "/b"}), b'{"position":2}')
     kafka_log.append_keyed(OFFSETS, offset_key_bytes("other", {"filename": "/a"}), b'{"position":9}')
+    assert len(live_client.get("/connectors/src/offsets").get_json()["offsets"]) == 1  # loads the rows
     fed.catch_up()
     body = live_client.get("/connectors/src/offsets").get_json()
     assert sorted(body["offsets"], key=lambda entry: entry["partition"]["filename"]) == [
         {"partition": {"filename": "/a"}, "offset": {"position": 7}},
         {"partition": {"filename": "/b"}, "offset": {"position": 2}},
     ]
+
+
+def test_the_table_alone_when_a_followed_partition_has_no_watermark(
+    settings: Settings, kafka_log: InMemoryTopics, fed: Fed, live_client: FlaskClient
+) -> None:
+    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c")])
+    watermarks(settings, kafka_log, "connector_states", STATUS)
+    assert live_client.get("/connectors/c/status").get_json()["connector"]["state"] == "RUNNING"  # loads the rows
+    folded = {p: kafka_log.end(STATUS, p) for p in range(PARTITIONS[STATUS])}
+    paused_at, _offset = kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))
+    task_at, _offset = kafka_log.append_keyed(STATUS, task_status_key("c", 0).encode(), status("PAUSED"))
+    assert task_at != paused_at, "the two keys must live in different partitions for this test"
+    fed.catch_up()
+    body = live_client.get("/connectors/c/status").get_json()
+    assert (body["connector"]["state"], body["tasks"][0]["state"]) == ("PAUSED", "PAUSED")
+    # The PAUSED's partition has no watermark (nothing folded from it yet): the follower started at its end, not at
+    # its start, so it may miss records of it. The table's answer.
+    marks = [
+        {"query": "connector_states", "topic": STATUS, "partition": p, "next_offset": next_offset}
+        for p, next_offset in folded.items()
+        if p != paused_at
+    ]
+    rows = [{**mark, "batch_id": 2, "committed_at": NOW} for mark in marks]
+    write_delta(settings.delta_root, WATERMARKS, rows, mode="overwrite")
+    body = live_client.get("/connectors/c/status").get_json()
+    assert (body["connector"]["state"], body["tasks"][0]["state"]) == ("RUNNING", "RUNNING")  # not half of it

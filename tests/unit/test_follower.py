@@ -11,6 +11,7 @@ from connect_state.kafka.follower import TopicFollower
 from connect_state.settings import Settings
 
 TOPIC = "connect-status"
+RECORD_BYTES = 3 + 1 + 100  # key "a/1", value "v", the per-record overhead
 
 
 def connector_of(topic: str, key: bytes | None) -> str | None:
@@ -27,7 +28,7 @@ def polled(partition: int, first: int, keys: list[str]) -> dict[TopicPartition, 
 
 @pytest.fixture
 def follower(settings: Settings) -> TopicFollower:
-    follower = TopicFollower(settings, [TOPIC], connector_of, max_records=6)
+    follower = TopicFollower(settings, [TOPIC], connector_of, max_bytes=6 * RECORD_BYTES)
     follower.follow_from({(TOPIC, 0): 10, (TOPIC, 1): 0})
     return follower
 
@@ -52,8 +53,8 @@ def test_none_for_a_start_before_what_it_holds_or_a_partition_it_does_not_follow
     assert follower.following(TOPIC) and not follower.following("other")
 
 
-def test_past_max_records_the_oldest_half_goes_and_so_does_the_coverage(follower: TopicFollower) -> None:
-    follower.take(polled(0, 10, [f"a/{i}" for i in range(7)]), {})  # 7 > 6: the oldest 4 go
+def test_past_max_bytes_the_oldest_half_goes_and_so_does_the_coverage(follower: TopicFollower) -> None:
+    follower.take(polled(0, 10, [f"a/{i}" for i in range(7)]), {})  # 7 records > 6: the oldest 4 go
     assert follower.records_since({(TOPIC, 0): 10}, "a") is None
     assert offsets(follower.records_since({(TOPIC, 0): 14}, "a")) == [(0, 14), (0, 15), (0, 16)]
 
@@ -61,4 +62,13 @@ def test_past_max_records_the_oldest_half_goes_and_so_does_the_coverage(follower
 def test_the_position_moves_past_what_read_committed_skips(follower: TopicFollower) -> None:
     follower.take(polled(0, 10, ["a/1"]), {(TOPIC, 0): 13})  # a transaction marker at 11, an aborted record at 12
     assert follower.positions()[(TOPIC, 0)] == 13
-    assert offsets(follower.records_since({(TOPIC, 0): 12}, "a")) == []
+
+
+def test_caught_up_only_moves_forward_and_a_restart_forgets_it(follower: TopicFollower) -> None:
+    assert follower.caught_up_as_of() is None
+    follower.caught_up(20.0)
+    follower.caught_up(10.0)
+    assert follower.caught_up_as_of() == 20.0
+    follower.follow_from({(TOPIC, 0): 50})
+    assert follower.caught_up_as_of() is None
+    assert follower.records_since({(TOPIC, 0): 10}, "a") is None
