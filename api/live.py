@@ -118,14 +118,35 @@ def active_topics(connector: str, read_rows: Callable[[], Rows]) -> Rows:
     return [{"topic": topic} for topic in topics_fold.active_topics(state)]
 
 
+SOURCE_FOLDS_MAX = 4096
+"""At most this many connectors keep their last folded ``source_offsets`` rows (see :func:`source_rows`)."""
+_source_folds: dict[tuple[int, str], tuple[tuple[float, tuple[tuple[int, int], ...]], Rows]] = {}
+
+
 def source_rows(connector: str, topics: tuple[str, ...], read_rows: Callable[[], Rows]) -> Rows:
-    """The connector's ``source_offsets`` rows (``read_rows()``, the columns of
-    :data:`~connect_state.api.fresh.SOURCE_ROW_COLUMNS`) with its followed records of the worker's offsets topic
-    folded over them, when that topic is one of its offset stores (``topics``)."""
+    """The connector's ``source_offsets`` rows (``read_rows()``: at least ``offsets_topic``, ``key``, ``value`` and
+    ``listed``) with its followed records of the worker's offsets topic folded over them, when that topic is one of its
+    offset stores (``topics``).
+
+    Folding parses every key of the connector's rows, so the last fold of each connector is kept with the table load
+    and the records it came from, and served again while both are the same (GETs between two records or two batches).
+    """
     topic = get_settings().offset_storage_topic
     if topic not in topics:
         return read_rows()
+    tables = get_tables()
+    loaded_before = tables.loaded_at(SOURCE_OFFSETS)
     rows, records = _rows_and_followed(SOURCE_OFFSETS, "source_offsets", topic, connector, read_rows)
     if not records:
         return rows
-    return offsets_fold.fold_past_rows(rows, {topic: offset_records(connector, records).get(topic, [])})
+    loaded_at = tables.loaded_at(SOURCE_OFFSETS)
+    made_of = (loaded_at or 0.0, tuple((r.partition, r.offset) for r in records))
+    where = (id(app_resources()), connector)
+    kept = _source_folds.get(where)
+    if kept is not None and kept[0] == made_of:
+        return kept[1]
+    folded = offsets_fold.fold_past_rows(rows, {topic: offset_records(connector, records).get(topic, [])})
+    # Kept only when the rows surely come from that load (no other request reloaded the table meanwhile).
+    if loaded_at is not None and loaded_at == loaded_before and (kept or len(_source_folds) < SOURCE_FOLDS_MAX):
+        _source_folds[where] = (made_of, folded)
+    return folded

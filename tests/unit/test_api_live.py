@@ -19,6 +19,7 @@ from kafka import TopicPartition
 
 from connect_state.api import close_app, create_app
 from connect_state.connect.vocabulary import State
+from connect_state.folds import source_offsets as offsets_fold
 from connect_state.formats.connector_keys import record_connector
 from connect_state.formats.offsets import offset_key_bytes
 from connect_state.formats.status import Status, connector_status_key, serialize_status, task_status_key
@@ -277,3 +278,31 @@ def test_the_table_alone_when_a_followed_partition_has_no_watermark(
     write_delta(settings.delta_root, WATERMARKS, rows, mode="overwrite")
     body = live_client.get("/connectors/c/status").get_json()
     assert (body["connector"]["state"], body["tasks"][0]["state"]) == ("RUNNING", "RUNNING")  # not half of it
+
+
+def test_a_source_connectors_fold_is_kept_while_its_rows_and_records_are_the_same(
+    settings: Settings, kafka_log: InMemoryTopics, fed: Fed, live_client: FlaskClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure(kafka_log, "src", SOURCE_CONFIG, tasks=1)
+    write_delta(settings.delta_root, CONNECTORS, [{**connectors_row("src"), "task_count": 1}])
+    write_delta(settings.delta_root, SOURCE_OFFSETS, [])
+    watermarks(settings, kafka_log, "source_offsets", OFFSETS)
+    assert live_client.get("/connectors/src/offsets").get_json() == {"offsets": []}  # loads the rows
+    folds: list[int] = []
+    fold_past_rows = offsets_fold.fold_past_rows
+
+    def counted(*args: Any) -> Any:
+        folds.append(1)
+        return fold_past_rows(*args)
+
+    monkeypatch.setattr(offsets_fold, "fold_past_rows", counted)
+    key = offset_key_bytes("src", {"filename": "/a"})
+    kafka_log.append_keyed(OFFSETS, key, b'{"position":1}')
+    fed.catch_up()
+    for _ in range(3):
+        assert live_client.get("/connectors/src/offsets").get_json()["offsets"][0]["offset"] == {"position": 1}
+    assert len(folds) == 1
+    kafka_log.append_keyed(OFFSETS, key, b'{"position":2}')  # a new record: folded again
+    fed.catch_up()
+    assert live_client.get("/connectors/src/offsets").get_json()["offsets"][0]["offset"] == {"position": 2}
+    assert len(folds) == 2
