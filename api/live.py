@@ -21,8 +21,9 @@ right, both read in memory:
   least as new as the watermark, and the follower must hold every record from the watermark on;
 * from above: the rows may be newer than the watermark (a batch committed between the two reads, or its tables
   committed before its watermark), so the follower must hold every record the rows reflect: it must have caught up
-  with the topics' end after the rows were loaded (:meth:`~connect_state.kafka.follower.TopicFollower.
-  caught_up_as_of` against :meth:`~connect_state.api.tables.TableReader.loaded_at`).
+  with the topics' end after the rows' last commit (:meth:`~connect_state.kafka.follower.TopicFollower.
+  caught_up_as_of` against :meth:`~connect_state.api.tables.TableReader.rows_as_of`: that commit's timestamp plus a
+  margin for the job's clock, or the rows' load when that is earlier).
 
 The records between the watermark and the rows' version are then folded again, which these last-writer-wins folds
 absorb (as in :mod:`connect_state.api.fresh`, the writes' reads to the topics' end), and the answer is as of the
@@ -61,8 +62,9 @@ def _rows_and_followed(
     * the follower does not hold every record past the watermark (a partition it does not follow, or that has no
       watermark: nothing folded from it yet, while the follower started at its end; a watermark older than what it
       kept);
-    * the rows were loaded after the follower last caught up with the topics' end: they may reflect records it has
-      not read, and folding older records over them would turn them back.
+    * the rows may reflect records committed after the follower last caught up with the topics' end (their commit,
+      with a margin for clocks, or else their load, is later): it may not have read them, and folding older records
+      over them would turn them back.
     """
     follower = app_resources().follower()
     marks = query_watermarks(query, [topic]) if follower is not None else {}  # before the rows
@@ -72,8 +74,8 @@ def _rows_and_followed(
     positions = {p: position for p, position in follower.positions().items() if p[0] == topic}
     if not positions or set(positions) != set(marks):
         return rows, None
-    loaded_at, caught_up = get_tables().loaded_at(spec), follower.caught_up_as_of()
-    if loaded_at is None or caught_up is None or caught_up < loaded_at:
+    as_of, caught_up = get_tables().rows_as_of(spec), follower.caught_up_as_of()
+    if as_of is None or caught_up is None or caught_up < as_of:
         return rows, None
     records = follower.records_since(marks, connector)
     if records is not None:

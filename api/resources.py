@@ -48,6 +48,8 @@ class TableSource(Protocol):
 
     def loaded_at(self, spec: Any) -> float | None: ...
 
+    def rows_as_of(self, spec: Any) -> float | None: ...
+
 
 class OpenTransaction(Protocol):
     """A begun transaction (see :class:`connect_state.kafka.Transaction`): commit writes and commits; close aborts
@@ -273,6 +275,9 @@ class _ServedTables:
 
     def loaded_at(self, spec: Any) -> float | None:
         return self.tables.loaded_at(spec)
+
+    def rows_as_of(self, spec: Any) -> float | None:
+        return self.tables.rows_as_of(spec)
 
     def _served(self, name: str) -> None:
         if name not in self.served:

@@ -92,6 +92,8 @@ class _Snapshot:
     commit_file: tuple[int, int, int] | None = None
     #: Epoch seconds when ``data`` was loaded: every commit its rows reflect was made before then.
     loaded_at: float = 0.0
+    #: Epoch seconds of the table's last commit when ``data`` was loaded (its ``commitInfo`` timestamp), if known.
+    committed_at: float | None = None
 
 
 _COMPARISONS = {
@@ -129,6 +131,20 @@ def filter_expression(filters: Sequence[Filter]) -> pc.Expression:
     if expression is None:
         raise ValueError("no filters")
     return expression
+
+
+COMMIT_CLOCK_MARGIN_S = 0.25
+"""How far the clock of a job's host may be behind ours when a commit's timestamp is compared with our time."""
+
+
+def _last_commit_time(table: DeltaTable) -> float | None:
+    """The timestamp of the table's last commit (epoch seconds; at or after the version just loaded), if readable."""
+    try:
+        history = table.history(1)
+    except Exception:  # a log we cannot read the history of: the load time serves
+        return None
+    timestamp = history[0].get("timestamp") if history else None
+    return timestamp / 1000 if isinstance(timestamp, int | float) else None
 
 
 class TableReader:
@@ -225,14 +241,27 @@ class TableReader:
                 snapshot.data = snapshot.table.to_pyarrow_table(columns=spec.column_names)
                 snapshot.version = version
                 snapshot.loaded_at = time.time()
+                snapshot.committed_at = _last_commit_time(snapshot.table)
             self._snapshots[spec.name] = snapshot
             return snapshot.data
 
     def loaded_at(self, spec: TableSpec) -> float | None:
-        """When the rows :meth:`rows` answers from were loaded (epoch seconds; None before any read): every commit
-        they reflect was made before then (:mod:`connect_state.api.live` compares it with its follower's)."""
+        """When the rows :meth:`rows` answers from were loaded (epoch seconds; None before any read): it identifies
+        the load."""
         snapshot = self._snapshots.get(spec.name)
         return snapshot.loaded_at if snapshot is not None and snapshot.version >= 0 else None
+
+    def rows_as_of(self, spec: TableSpec) -> float | None:
+        """A time (epoch seconds) before which every commit the rows of :meth:`rows` reflect was made (None before any
+        read): the earlier of their load and their last commit's own timestamp plus :data:`COMMIT_CLOCK_MARGIN_S`
+        (the job's clock may differ from ours by that much). :mod:`connect_state.api.live` compares it with when its
+        follower last caught up with the topics."""
+        snapshot = self._snapshots.get(spec.name)
+        if snapshot is None or snapshot.version < 0:
+            return None
+        if snapshot.committed_at is None:
+            return snapshot.loaded_at
+        return min(snapshot.loaded_at, snapshot.committed_at + COMMIT_CLOCK_MARGIN_S)
 
     def rows(
         self,

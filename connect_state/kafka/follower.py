@@ -4,7 +4,8 @@ folded yet (issue 11 §2).
 
 :class:`TopicFollower` assigns itself every partition of its topics, starts at their end offsets, and keeps the
 records it reads, filed by connector (``connector_of(topic, key)``, given by the caller: the record formats know it),
-at most ``max_bytes`` of keys and values: past that, the oldest half of each partition is dropped.
+at most ``max_bytes`` (keys, values and about 100 bytes per record): past that, the oldest half of each partition is
+dropped.
 
 Two things a request needs to know, both answered from memory under a lock (a request never waits on Kafka):
 
@@ -13,9 +14,10 @@ Two things a request needs to know, both answered from memory under a lock (a re
   watermark older than the oldest record it kept);
 * :meth:`TopicFollower.caught_up_as_of`: a time such that every record acknowledged before it is held. The thread asks
   the topics' end offsets (the last stable offsets: it reads ``read_committed``, as the jobs do), reads up to them,
-  and then moves this time to when it asked. A table's rows loaded after this time may reflect records the follower
-  has not read yet, and folding older records over them would turn them back: the caller answers from the table
-  alone then. While Kafka is away the time stops moving, and so answers come from the tables.
+  and then moves this time to when it asked (a round that does not get there within 10 s asks again). A table's rows
+  committed after this time may reflect records the follower has not read yet, and folding older records over them
+  would turn them back: the caller answers from the table alone then. While Kafka is away the time stops moving, and
+  so answers come from the tables.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ CLIENT_ID = "connect-state-api-follower"
 _POLL_MS = 100
 _REQUEST_TIMEOUT_MS = 30_000
 _RETRY_S = 5.0
+_ROUND_S = 10.0
 
 ConnectorOf = Callable[[str, bytes | None], str | None]
 """``connector_of(topic, key)``: the connector a record is about, or None (not one a request asks for)."""
@@ -215,12 +218,18 @@ class TopicFollower:
         """Ask the end offsets, read up to them, then say the records acknowledged before the asking are held."""
         asked_at = time.time()
         ends = consumer.end_offsets(partitions)
+        give_up_at = time.monotonic() + _ROUND_S
         while not self._stop.is_set():
             polled = consumer.poll(timeout_ms=_POLL_MS)
             positions = {(tp.topic, tp.partition): consumer.position(tp) for tp in partitions}
             self.take(polled, positions)
             if all(positions[(tp.topic, tp.partition)] >= ends[tp] for tp in partitions):
                 self.caught_up(asked_at)
+                return
+            if time.monotonic() > give_up_at:  # e.g. a partition without a leader: ask again (GETs use the tables)
+                log.debug(
+                    "following %s: not caught up within %s s; asking the end offsets again", self.topics, _ROUND_S
+                )
                 return
 
     # The background thread's steps (public for the tests, which feed records without a broker).

@@ -18,6 +18,7 @@ from flask.testing import FlaskClient
 from kafka import TopicPartition
 
 from connect_state.api import close_app, create_app
+from connect_state.api.tables import COMMIT_CLOCK_MARGIN_S
 from connect_state.connect.vocabulary import State
 from connect_state.folds import source_offsets as offsets_fold
 from connect_state.formats.connector_keys import record_connector
@@ -203,6 +204,20 @@ def test_the_table_alone_when_its_rows_are_newer_than_what_the_follower_caught_u
     assert live_client.get("/connectors/c/status").get_json()["connector"]["state"] == "FAILED"
     fed.catch_up()
     assert live_client.get("/connectors/c/status").get_json()["connector"]["state"] == "FAILED"
+
+
+def test_a_get_that_loads_rows_committed_before_the_follower_caught_up_folds(
+    settings: Settings, kafka_log: InMemoryTopics, fed: Fed, live_client: FlaskClient
+) -> None:
+    """An operator's occasional GET: the table moved on since the last GET, and this GET loads it. Its rows were
+    committed (with the margin for clocks) before the follower last caught up, so they reflect nothing it lacks."""
+    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c")])
+    watermarks(settings, kafka_log, "connector_states", STATUS)
+    kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))
+    time.sleep(COMMIT_CLOCK_MARGIN_S + 0.05)
+    fed.catch_up()
+    body = live_client.get("/connectors/c/status").get_json()  # the first read: it loads the table now
+    assert body["connector"]["state"] == "PAUSED"
 
 
 def test_topics_answer_the_topic_records_past_the_watermark(
