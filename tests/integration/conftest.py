@@ -13,6 +13,15 @@ from flask.testing import FlaskClient
 from connect_state.api import close_app, create_app
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.settings import Settings
+from tests.integration.helpers import close_api_clients
+
+
+@pytest.fixture(autouse=True)
+def _close_api_clients() -> Iterator[None]:
+    """Apps made by ``helpers.api_client`` are closed after each test: a follower thread left running would keep
+    polling Kafka (and logging) for the rest of the test process."""
+    yield
+    close_api_clients()
 
 
 @pytest.fixture

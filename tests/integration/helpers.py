@@ -9,12 +9,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from flask import Flask
 from flask.testing import FlaskClient
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import DataFrame, SparkSession
 
-from connect_state.api import create_app
+from connect_state.api import close_app, create_app
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings
@@ -53,8 +54,21 @@ def delta_table(spark: SparkSession, settings: Settings, name: str) -> DataFrame
     return spark.read.format("delta").load(str(settings.delta_root / name))
 
 
+_OPEN_APPS: list[Flask] = []
+
+
 def api_client(settings: Settings) -> FlaskClient:
-    return create_app(settings).test_client()
+    """A test client of our API on ``settings``; the app (its Kafka clients, its follower thread) is closed after the
+    test by :func:`close_api_clients` (an autouse fixture of tests/integration/conftest.py)."""
+    app = create_app(settings)
+    _OPEN_APPS.append(app)
+    return app.test_client()
+
+
+def close_api_clients() -> None:
+    """Close every app :func:`api_client` made."""
+    while _OPEN_APPS:
+        close_app(_OPEN_APPS.pop())
 
 
 def our_topics(client: FlaskClient, name: str) -> set[str]:
