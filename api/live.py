@@ -47,16 +47,17 @@ from connect_state.folds import source_offsets as offsets_fold
 from connect_state.folds.connector_states import ConnectorRecord, fold_status_past_row
 from connect_state.formats.status import TopicStatusKey, parse_status_record
 from connect_state.kafka.log import LogRecord, Partition
-from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SOURCE_OFFSETS, TableSpec
+from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SOURCE_OFFSETS, TABLE_QUERIES, TableSpec
 
 Rows = list[dict[str, Any]]
 T = TypeVar("T")
 
 
 def _rows_and_followed(
-    spec: TableSpec, query: str, topic: str, connector: str, read_rows: Callable[[], T]
+    spec: TableSpec, topic: str, connector: str, read_rows: Callable[[], T]
 ) -> tuple[T, list[LogRecord] | None]:
-    """``read_rows()`` and the followed records of ``connector`` in ``topic`` past ``query``'s watermark, or None
+    """``read_rows()`` and the followed records of ``connector`` in ``topic`` past the watermark of the query that
+    folds ``spec`` (:data:`~connect_state.tables.TABLE_QUERIES`), or None
     for the records when they cannot be folded over those rows (see the module docstring):
 
     * the follower does not hold every record past the watermark (a partition it does not follow, or that has no
@@ -67,6 +68,7 @@ def _rows_and_followed(
       over them would turn them back.
     """
     follower = app_resources().follower()
+    query = TABLE_QUERIES[spec.name]
     marks = query_watermarks(query, [topic]) if follower is not None else {}  # before the rows
     rows = read_rows()
     if follower is None:
@@ -92,7 +94,7 @@ def followed_positions() -> dict[str, dict[Partition, int]]:
 def connector_row(name: str, read_row: Callable[[], dict[str, Any] | None]) -> dict[str, Any] | None:
     """The connector's ``connectors`` row (``read_row()``) with its followed status records folded over it."""
     topic = get_settings().status_storage_topic
-    row, records = _rows_and_followed(CONNECTORS, "connector_states", topic, name, read_row)
+    row, records = _rows_and_followed(CONNECTORS, topic, name, read_row)
     if row is None or not records:
         return row
     parsed: list[ConnectorRecord] = []
@@ -111,7 +113,7 @@ def active_topics(connector: str, read_rows: Callable[[], Rows]) -> Rows:
     """The connector's ``active_topics`` rows (``read_rows()``) with its followed topic-status records folded over
     them (one row per active topic, with its ``topic``)."""
     topic = get_settings().status_storage_topic
-    rows, records = _rows_and_followed(ACTIVE_TOPICS, "active_topics", topic, connector, read_rows)
+    rows, records = _rows_and_followed(ACTIVE_TOPICS, topic, connector, read_rows)
     if not records:
         return rows
     state, _changes = topics_fold.fold_connector_topics(
@@ -138,7 +140,7 @@ def source_rows(connector: str, topics: tuple[str, ...], read_rows: Callable[[],
         return read_rows()
     tables = get_tables()
     loaded_before = tables.loaded_at(SOURCE_OFFSETS)
-    rows, records = _rows_and_followed(SOURCE_OFFSETS, "source_offsets", topic, connector, read_rows)
+    rows, records = _rows_and_followed(SOURCE_OFFSETS, topic, connector, read_rows)
     if not records:
         return rows
     loaded_at = tables.loaded_at(SOURCE_OFFSETS)

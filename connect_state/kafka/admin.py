@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar
 
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaConsumer
 from kafka import errors as kafka_errors
 
 from connect_state.errors import KafkaWriteError, KafkaWriteTimeout, TopicNotFoundError
@@ -59,6 +59,10 @@ class StopIOOnFailedInit:
                     with contextlib.suppress(Exception):
                         getattr(part, stop)()
             raise
+
+
+class SafeConsumer(StopIOOnFailedInit, KafkaConsumer):
+    """``KafkaConsumer`` that does not leak its IO thread when it cannot bootstrap (kafka-python 3.0.x does)."""
 
 
 class _AdminClient(StopIOOnFailedInit, KafkaAdminClient):

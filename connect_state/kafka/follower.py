@@ -32,8 +32,8 @@ from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
 
-from connect_state.kafka.config import kafka_python_config
-from connect_state.kafka.log import LogRecord, Partition
+from connect_state.kafka.admin import SafeConsumer
+from connect_state.kafka.log import LogRecord, Partition, reader_consumer_config
 from connect_state.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -165,23 +165,19 @@ class TopicFollower:
             self._thread.join(timeout_s)
 
     def _consumer_config(self) -> dict[str, Any]:
-        config = kafka_python_config(self.settings.kafka_client_config(), KafkaConsumer.DEFAULT_CONFIG, warn=False)
-        config.update(
-            client_id=self.client_id,
-            group_id=None,
-            enable_auto_commit=False,
-            isolation_level="read_committed",  # as the jobs read
+        return reader_consumer_config(
+            self.settings,
+            self.client_id,
             auto_offset_reset="none",  # out of range (retention): fail, start again at the end
             request_timeout_ms=_REQUEST_TIMEOUT_MS,
         )
-        return config
 
     def _run(self) -> None:
         failures = 0
         while not self._stop.is_set():
             consumer: KafkaConsumer | None = None
             try:
-                consumer = KafkaConsumer(**self._consumer_config())
+                consumer = SafeConsumer(**self._consumer_config())
                 partitions = self._assign(consumer)
                 failures = 0
                 while not self._stop.is_set():

@@ -29,7 +29,7 @@ from kafka import errors as kafka_errors
 
 from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
 from connect_state.folds.config_snapshot import ConfigSnapshot, ConnectorConfigView
-from connect_state.kafka.admin import KafkaAdmin, StopIOOnFailedInit
+from connect_state.kafka.admin import KafkaAdmin, SafeConsumer
 from connect_state.kafka.config import kafka_python_config
 from connect_state.kafka.errors import (
     CLIENT_CALL_ERRORS,
@@ -81,10 +81,6 @@ class TopicLog(Protocol):
     def close(self) -> None: ...
 
 
-class _Consumer(StopIOOnFailedInit, KafkaConsumer):
-    """``KafkaConsumer`` that does not leak its IO thread when it cannot bootstrap (kafka-python 3.0.x does)."""
-
-
 class _Deadline:
     def __init__(self, timeout_ms: int) -> None:
         self.timeout_ms = timeout_ms
@@ -96,6 +92,15 @@ class _Deadline:
     @property
     def expired(self) -> bool:
         return time.monotonic() >= self.at
+
+
+def reader_consumer_config(settings: Settings, client_id: str, **overrides: Any) -> dict[str, Any]:
+    """The keyword arguments of a consumer that reads Connect's topics the way the jobs do: the client properties,
+    then no group, no commits, ``read_committed``; then ``overrides``."""
+    config = kafka_python_config(settings.kafka_client_config(), KafkaConsumer.DEFAULT_CONFIG, warn=False)
+    config.update(client_id=client_id, group_id=None, enable_auto_commit=False, isolation_level="read_committed")
+    config.update(overrides)
+    return config
 
 
 class TopicLogReader:
@@ -123,23 +128,19 @@ class TopicLogReader:
 
     def consumer_config(self) -> dict[str, Any]:
         """The consumer's keyword arguments: client properties, then what this reader needs."""
-        config = kafka_python_config(self.settings.kafka_client_config(), KafkaConsumer.DEFAULT_CONFIG, warn=False)
-        config.update(
-            client_id=self.client_id,
-            group_id=None,
-            enable_auto_commit=False,
-            isolation_level="read_committed",
+        return reader_consumer_config(
+            self.settings,
+            self.client_id,
             auto_offset_reset="earliest",  # an offset below the log start (retention) reads from the start
             bootstrap_timeout_ms=self.timeout_ms,
         )
-        return config
 
     def _client(self) -> KafkaConsumer:
         if self._closed:
             raise KafkaWriteError(f"the Kafka reader {self.client_id} is closed")
         if self._consumer is None:
             try:
-                self._consumer = _Consumer(**self.consumer_config())
+                self._consumer = SafeConsumer(**self.consumer_config())
             except kafka_errors.KafkaError as err:
                 raise unreachable(err, self.bootstrap_servers) from err
         return self._consumer

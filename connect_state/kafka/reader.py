@@ -14,16 +14,12 @@ from kafka import errors as kafka_errors
 
 from connect_state.errors import KafkaWriteTimeout, RecordFormatError
 from connect_state.formats.offsets import offset_key_bytes, parse_offset_key
-from connect_state.kafka.admin import StopIOOnFailedInit
+from connect_state.kafka.admin import SafeConsumer
 from connect_state.kafka.config import kafka_python_config
 from connect_state.kafka.errors import CLIENT_CALL_ERRORS, client_error, describe_error, unreachable, write_error
 from connect_state.settings import Settings
 
 CLIENT_ID = "connect-state-heartbeat-offsets-reader"
-
-
-class _Consumer(StopIOOnFailedInit, KafkaConsumer):
-    """``KafkaConsumer`` that does not leak its IO thread when it cannot bootstrap (kafka-python 3.0.x does)."""
 
 
 class OffsetsTopicReader:
@@ -44,7 +40,7 @@ class OffsetsTopicReader:
                 client_id=CLIENT_ID, group_id=None, enable_auto_commit=False, isolation_level="read_committed"
             )
             try:
-                self._consumer = _Consumer(**config)
+                self._consumer = SafeConsumer(**config)
             except kafka_errors.KafkaError as err:
                 raise unreachable(err, self.settings.bootstrap_servers) from err
         return self._consumer

@@ -103,3 +103,26 @@ def mirror_connectors(topics: Any, rows: Iterable[Mapping[str, Any]], topic: str
 def topic_status_value(topic: str, connector: str, task: int = 0, discover_timestamp: int = 1_746_009_337_985) -> bytes:
     """The value of a ``status-topic-<topic>:connector-<connector>`` record, as a worker writes it."""
     return serialize_topic_status(TopicStatus(topic, connector, task, discover_timestamp))
+
+
+SOURCE_CONFIG = {"connector.class": "FileStreamSource", "file": "/tmp/in.txt", "topic": "t"}
+"""A FileStream source's config, as the API tests' connectors have it."""
+
+
+def connectors_row(name: str, **fields: Any) -> dict[str, Any]:
+    """A ``connectors`` table row of a RUNNING :data:`SOURCE_CONFIG` source with one committed task (no task status);
+    ``fields`` replace columns."""
+    values: dict[str, Any] = {
+        "name": name,
+        "type": "source",
+        "connector_class": SOURCE_CONFIG["connector.class"],
+        "config": json.dumps(SOURCE_CONFIG, sort_keys=True),
+        "target_state": "STARTED",
+        "task_count": 1,
+        "inconsistent": False,
+        "connector_state": "RUNNING",
+        "tasks": [],
+        "deleted": False,
+    }
+    values.update(fields)
+    return values

@@ -27,30 +27,19 @@ from connect_state.settings import Settings
 from connect_state.tables import ACTIVE_TOPICS, CONNECTOR_DELETIONS, CONNECTORS, SOURCE_OFFSETS, WATERMARKS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTopics, RecordingWriter
-from tests.unit.helpers import assert_connect_error, assert_no_content, configure, topic_status_value, write_config
+from tests.unit.helpers import (
+    SOURCE_CONFIG,
+    assert_connect_error,
+    assert_no_content,
+    configure,
+    topic_status_value,
+    write_config,
+)
+from tests.unit.helpers import connectors_row as row
 from tests.unit.helpers import write_table as write_delta
 
 CONFIGS, STATUS, OFFSETS = "connect-configs", "connect-status", "connect-offsets"
-SOURCE_CONFIG = {"connector.class": "FileStreamSource", "file": "/tmp/in.txt", "topic": "t"}
 NOW = dt.datetime.now(dt.UTC)
-
-
-def row(name: str, **fields: Any) -> dict[str, Any]:
-    """A ``connectors`` row: what the connector-state job folded a while ago."""
-    values: dict[str, Any] = {
-        "name": name,
-        "type": "source",
-        "connector_class": SOURCE_CONFIG["connector.class"],
-        "config": json.dumps(SOURCE_CONFIG, sort_keys=True),
-        "target_state": "STARTED",
-        "task_count": 1,
-        "inconsistent": False,
-        "connector_state": "RUNNING",
-        "tasks": [],
-        "deleted": False,
-    }
-    values.update(fields)
-    return values
 
 
 def snapshot(kafka_log: InMemoryTopics) -> ConfigSnapshot:

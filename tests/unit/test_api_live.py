@@ -29,30 +29,20 @@ from connect_state.kafka.follower import TopicFollower
 from connect_state.settings import Settings
 from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SOURCE_OFFSETS, WATERMARKS
 from tests.unit.fakes import InMemoryTopics, RecordingWriter
-from tests.unit.helpers import configure, topic_status_value
+from tests.unit.helpers import SOURCE_CONFIG, configure, connectors_row, topic_status_value
 from tests.unit.helpers import write_table as write_delta
 
 STATUS, OFFSETS = "connect-status", "connect-offsets"
 PARTITIONS = {STATUS: 5, OFFSETS: 25}
-SOURCE_CONFIG = {"connector.class": "FileStreamSource", "file": "/tmp/in.txt", "topic": "t"}
 NOW = dt.datetime.now(dt.UTC)
 
 
-def connectors_row(name: str, state: str = "RUNNING", task_state: str = "RUNNING") -> dict[str, Any]:
-    return {
-        "name": name,
-        "type": "source",
-        "connector_class": SOURCE_CONFIG["connector.class"],
-        "config": json.dumps(SOURCE_CONFIG, sort_keys=True),
-        "target_state": "STARTED",
-        "task_count": 1,
-        "inconsistent": False,
-        "connector_state": state,
-        "connector_worker_id": "w:8083",
-        "connector_generation": 1,
-        "tasks": [{"id": 0, "state": task_state, "worker_id": "w:8083", "trace": None, "generation": 1}],
-        "deleted": False,
-    }
+def running(name: str, state: str = "RUNNING", task_state: str = "RUNNING") -> dict[str, Any]:
+    """A ``connectors`` row with a connector status and one task status, both of worker ``w:8083``, generation 1."""
+    task = {"id": 0, "state": task_state, "worker_id": "w:8083", "trace": None, "generation": 1}
+    return connectors_row(
+        name, connector_state=state, connector_worker_id="w:8083", connector_generation=1, tasks=[task]
+    )
 
 
 def watermarks(settings: Settings, kafka_log: InMemoryTopics, query: str, topic: str) -> None:
@@ -120,7 +110,7 @@ def live_client(
 def test_status_answers_the_status_records_past_the_watermark(
     settings: Settings, kafka_log: InMemoryTopics, fed: Fed, live_client: FlaskClient
 ) -> None:
-    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c"), connectors_row("d")])
+    write_delta(settings.delta_root, CONNECTORS, [running("c"), running("d")])
     watermarks(settings, kafka_log, "connector_states", STATUS)
     kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))
     kafka_log.append_keyed(STATUS, task_status_key("c", 0).encode(), status("PAUSED"))
@@ -142,7 +132,7 @@ def test_status_answers_the_status_records_past_the_watermark(
 def test_a_stale_unassigned_past_the_watermark_is_ignored_as_the_job_ignores_it(
     settings: Settings, kafka_log: InMemoryTopics, fed: Fed, live_client: FlaskClient
 ) -> None:
-    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c")])
+    write_delta(settings.delta_root, CONNECTORS, [running("c")])
     watermarks(settings, kafka_log, "connector_states", STATUS)
     kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))
     kafka_log.append_keyed(STATUS, task_status_key("c", 0).encode(), status("UNASSIGNED", generation=0))
@@ -155,7 +145,7 @@ def test_a_stale_unassigned_past_the_watermark_is_ignored_as_the_job_ignores_it(
 def test_the_table_alone_when_the_follower_started_past_the_watermark(
     settings: Settings, kafka_log: InMemoryTopics, writer: RecordingWriter
 ) -> None:
-    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c")])
+    write_delta(settings.delta_root, CONNECTORS, [running("c")])
     watermarks(settings, kafka_log, "connector_states", STATUS)
     kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))  # before the follower
     late = Fed(settings, kafka_log)
@@ -173,7 +163,7 @@ def test_the_table_alone_when_the_follower_started_past_the_watermark(
 def test_the_table_alone_when_the_follower_dropped_records_past_the_watermark(
     settings: Settings, kafka_log: InMemoryTopics, writer: RecordingWriter
 ) -> None:
-    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c")])
+    write_delta(settings.delta_root, CONNECTORS, [running("c")])
     watermarks(settings, kafka_log, "connector_states", STATUS)
     small = Fed(settings, kafka_log, max_bytes=700)
     for _ in range(3):
@@ -191,7 +181,7 @@ def test_the_table_alone_when_the_follower_dropped_records_past_the_watermark(
 def test_the_table_alone_when_its_rows_are_newer_than_what_the_follower_caught_up_with(
     settings: Settings, kafka_log: InMemoryTopics, fed: Fed, live_client: FlaskClient
 ) -> None:
-    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c")])
+    write_delta(settings.delta_root, CONNECTORS, [running("c")])
     watermarks(settings, kafka_log, "connector_states", STATUS)
     kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))
     assert live_client.get("/connectors/c/status").get_json()["connector"]["state"] == "RUNNING"  # loads the rows
@@ -199,7 +189,7 @@ def test_the_table_alone_when_its_rows_are_newer_than_what_the_follower_caught_u
     assert live_client.get("/connectors/c/status").get_json()["connector"]["state"] == "PAUSED"
     # The job folds the PAUSED and a FAILED the follower has not read (its table commits before its watermark).
     kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("FAILED"))
-    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c", state="FAILED")], mode="overwrite")
+    write_delta(settings.delta_root, CONNECTORS, [running("c", state="FAILED")], mode="overwrite")
     # Folding the PAUSED over the newer row would turn FAILED back to PAUSED: the table's answer instead.
     assert live_client.get("/connectors/c/status").get_json()["connector"]["state"] == "FAILED"
     fed.catch_up()
@@ -211,7 +201,7 @@ def test_a_get_that_loads_rows_committed_before_the_follower_caught_up_folds(
 ) -> None:
     """An operator's occasional GET: the table moved on since the last GET, and this GET loads it. Its rows were
     committed (with the margin for clocks) before the follower last caught up, so they reflect nothing it lacks."""
-    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c")])
+    write_delta(settings.delta_root, CONNECTORS, [running("c")])
     watermarks(settings, kafka_log, "connector_states", STATUS)
     kafka_log.append_keyed(STATUS, connector_status_key("c").encode(), status("PAUSED"))
     time.sleep(COMMIT_CLOCK_MARGIN_S + 0.05)
@@ -244,7 +234,7 @@ def test_source_offsets_answer_the_offset_records_past_the_watermark(
     settings: Settings, kafka_log: InMemoryTopics, fed: Fed, live_client: FlaskClient
 ) -> None:
     configure(kafka_log, "src", SOURCE_CONFIG, tasks=1)
-    write_delta(settings.delta_root, CONNECTORS, [{**connectors_row("src"), "task_count": 1}])
+    write_delta(settings.delta_root, CONNECTORS, [{**running("src"), "task_count": 1}])
     key = offset_key_bytes("src", {"filename": "/a"})
     row = {
         "connector": "src",
@@ -272,7 +262,7 @@ def test_source_offsets_answer_the_offset_records_past_the_watermark(
 def test_the_table_alone_when_a_followed_partition_has_no_watermark(
     settings: Settings, kafka_log: InMemoryTopics, fed: Fed, live_client: FlaskClient
 ) -> None:
-    write_delta(settings.delta_root, CONNECTORS, [connectors_row("c")])
+    write_delta(settings.delta_root, CONNECTORS, [running("c")])
     watermarks(settings, kafka_log, "connector_states", STATUS)
     assert live_client.get("/connectors/c/status").get_json()["connector"]["state"] == "RUNNING"  # loads the rows
     folded = {p: kafka_log.end(STATUS, p) for p in range(PARTITIONS[STATUS])}
@@ -299,7 +289,7 @@ def test_a_source_connectors_fold_is_kept_while_its_rows_and_records_are_the_sam
     settings: Settings, kafka_log: InMemoryTopics, fed: Fed, live_client: FlaskClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     configure(kafka_log, "src", SOURCE_CONFIG, tasks=1)
-    write_delta(settings.delta_root, CONNECTORS, [{**connectors_row("src"), "task_count": 1}])
+    write_delta(settings.delta_root, CONNECTORS, [{**running("src"), "task_count": 1}])
     write_delta(settings.delta_root, SOURCE_OFFSETS, [])
     watermarks(settings, kafka_log, "source_offsets", OFFSETS)
     assert live_client.get("/connectors/src/offsets").get_json() == {"offsets": []}  # loads the rows
