@@ -53,6 +53,7 @@ from connect_state.spark.merge_spec import (
     source_values,
 )
 from connect_state.spark.reconcile import Reconciler
+from connect_state.spark.write_time import write_time
 from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY
 
 JOB_NAME = "active_topics"
@@ -198,7 +199,7 @@ class ActiveTopicsWriter(FoldWriter):
             "change",
             "task",
             "discover_timestamp",
-            F.current_timestamp().alias("changed_at"),
+            write_time("changed_at"),
             "kafka_partition",
             "kafka_offset",
             F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
@@ -212,7 +213,7 @@ class ActiveTopicsWriter(FoldWriter):
             "change",
             "task",
             "discover_timestamp",
-            F.current_timestamp().alias("updated_at"),
+            write_time("updated_at"),
             "kafka_partition",
             "kafka_offset",
         )

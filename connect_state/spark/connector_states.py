@@ -52,6 +52,7 @@ from connect_state.spark.foldjob import (
 from connect_state.spark.kafka_source import read_internal_topic
 from connect_state.spark.merge_spec import MergeSpec, matched_update, not_matched_insert, source_values
 from connect_state.spark.reconcile import Reconciler
+from connect_state.spark.write_time import write_time
 from connect_state.tables import CONNECTOR_EVENTS, CONNECTORS
 
 JOB_NAME = "connector_states"
@@ -191,7 +192,7 @@ class ConnectorStatesWriter(FoldWriter):
                 "kafka_partition",
                 "kafka_offset",
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-                F.current_timestamp().alias("recorded_at"),
+                write_time("recorded_at"),
             )
             self.insert_history(history, CONNECTOR_EVENTS, batch_id, counts, RecordKind.EVENT)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
@@ -204,7 +205,7 @@ class ConnectorStatesWriter(FoldWriter):
             F.col("connector").alias("name"),
             *[c for c in CONNECTORS.column_names if c not in ("name", "tasks", "updated_at")],
             F.from_json("tasks_json", TASKS_TYPE).alias("tasks"),
-            F.current_timestamp().alias("updated_at"),
+            write_time("updated_at"),
         )
         self.merge_current(source, CONNECTORS, CURRENT_MERGE, batch_id, n_rows)
 

@@ -51,6 +51,7 @@ from connect_state.spark.merge_spec import MergeSpec
 from connect_state.spark.reconcile import RECONCILE_INTERVAL_S, Reconciler
 from connect_state.spark.streaming import QueryTask, Run, checkpoint_query_id, job_logger
 from connect_state.spark.watermarks import WatermarkStore, watermark_store
+from connect_state.spark.write_time import collect_stamped, stamped, write_time
 from connect_state.storage import Location, deltalake_options
 from connect_state.tables import DATA_LOSS, REJECTED_RECORDS, WATERMARKS, TableSpec
 
@@ -493,7 +494,7 @@ class FoldWriter:
             return
         lowest_offset = counts.lowest_offset(kind)
         target = f"t.kafka_offset >= {lowest_offset}" if lowest_offset is not None else None
-        insert_new_once(rows, self.path(spec), spec.key, self.app_id(spec), batch_id, target)
+        insert_new_once(stamped(rows), self.path(spec), spec.key, self.app_id(spec), batch_id, target)
 
     def small_write(self, n_rows: int) -> bool:
         """Whether a write of ``n_rows`` goes through ``deltalake``: they are few
@@ -505,20 +506,20 @@ class FoldWriter:
     def append_history(self, rows: DataFrame, spec: TableSpec, batch_id: int, n_rows: int) -> None:
         """Append ``n_rows`` history rows once per batch (:meth:`small_write`: with ``deltalake``, else Spark)."""
         if self.small_write(n_rows):
-            table = as_table_rows(rows.toArrow(), spec)
+            table = as_table_rows(collect_stamped(rows), spec)
             deltalake_io.append_once(table, self.path(spec), self.app_id(spec), batch_id, self.deltalake_options)
         else:
-            append_once(rows, self.path(spec), self.app_id(spec), batch_id)
+            append_once(stamped(rows), self.path(spec), self.app_id(spec), batch_id)
 
     def merge_current(self, source: DataFrame, spec: TableSpec, merge: MergeSpec, batch_id: int, n_rows: int) -> None:
         """Run ``merge`` of a batch's ``n_rows`` (at most) into the current table ``spec``, once per batch
         (:meth:`small_write`: with ``deltalake``, else Spark)."""
         if self.small_write(n_rows):
-            rows = merge_source_rows(source.toArrow(), spec)
+            rows = merge_source_rows(collect_stamped(source), spec)
             path, app_id = self.path(spec), self.app_id(spec)
             deltalake_io.merge_once(rows, path, merge, app_id, batch_id, self.deltalake_options)
         else:
-            merge_once(source, self.path(spec), merge, self.app_id(spec), batch_id)
+            merge_once(stamped(source), self.path(spec), merge, self.app_id(spec), batch_id)
 
     def history_is_new(self, spark: SparkSession, batch_id: int) -> bool:
         """Whether none of the batch's records can be in a history table yet, so that an append (tagged with the
@@ -565,7 +566,7 @@ class FoldWriter:
         and has not written yet, where a MERGE would only insert them; False (nothing written) otherwise."""
         if spec.name not in self.new_tables:
             return False
-        append_once(rows, self.path(spec), self.app_id(spec), batch_id)
+        append_once(stamped(rows), self.path(spec), self.app_id(spec), batch_id)
         self.new_tables.discard(spec.name)
         return True
 
@@ -583,12 +584,12 @@ class FoldWriter:
             F.col("raw_key").alias("key"),
             F.col("raw_value").alias("value"),
             "reason",
-            F.current_timestamp().alias("seen_at"),
+            write_time("seen_at"),
         )
         # Every job quarantines into the same table, so a concurrent job's commit may win: retry (idempotent).
         retry_on_conflict(
             lambda: insert_new_once(
-                rows, self.rejected_path, REJECTED_RECORDS.key, self.app_id(REJECTED_RECORDS), batch_id
+                stamped(rows), self.rejected_path, REJECTED_RECORDS.key, self.app_id(REJECTED_RECORDS), batch_id
             ),
             REJECTED_RECORDS.name,
         )

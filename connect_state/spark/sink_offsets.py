@@ -49,6 +49,7 @@ from connect_state.spark.merge_spec import (
     source_values,
 )
 from connect_state.spark.reconcile import Reconciler
+from connect_state.spark.write_time import write_time
 from connect_state.tables import SINK_OFFSETS, SINK_OFFSETS_HISTORY
 
 JOB_NAME = "sink_offsets"
@@ -186,7 +187,7 @@ class SinkOffsetsWriter(FoldWriter):
                 "kafka_partition",
                 "kafka_offset",
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-                F.current_timestamp().alias("recorded_at"),
+                write_time("recorded_at"),
             )
             self.insert_history(rows, SINK_OFFSETS_HISTORY, batch_id, counts, RecordKind.HISTORY)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
@@ -206,7 +207,7 @@ class SinkOffsetsWriter(FoldWriter):
             "kafka_partition",
             "kafka_offset",
             F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-            F.current_timestamp().alias("updated_at"),
+            write_time("updated_at"),
             F.col("change").alias("op"),
         )
         self.merge_current(source, SINK_OFFSETS, CURRENT_MERGE, batch_id, n_rows)

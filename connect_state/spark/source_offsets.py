@@ -71,6 +71,7 @@ from connect_state.spark.merge_spec import (
 from connect_state.spark.offsets_guard import offsets_records_topics
 from connect_state.spark.reconcile import Reconciler
 from connect_state.spark.streaming import QueryTask, job_logger, stop_between_batches
+from connect_state.spark.write_time import write_time
 from connect_state.storage import Location
 from connect_state.tables import CONNECTORS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY
 
@@ -265,7 +266,7 @@ class SourceOffsetsWriter(FoldWriter):
                 "kafka_partition",
                 "kafka_offset",
                 F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-                F.current_timestamp().alias("recorded_at"),
+                write_time("recorded_at"),
             )
             self.insert_history(rows, SOURCE_OFFSETS_HISTORY, batch_id, counts, RecordKind.HISTORY)
             fault_point(FaultPoint.AFTER_HISTORY_WRITE)
@@ -285,7 +286,7 @@ class SourceOffsetsWriter(FoldWriter):
             "kafka_partition",
             "kafka_offset",
             F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-            F.current_timestamp().alias("updated_at"),
+            write_time("updated_at"),
             F.col("change").alias("op"),
         )
         inserts = source.filter(F.col("op") == source_fold.UPSERT).select(*SOURCE_OFFSETS.column_names)

@@ -12,6 +12,7 @@ import itertools
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,6 +21,7 @@ import pytest
 from chispa import assert_df_equality
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from connect_state.cleanup import Deletion, StepOutcome, StepStatus
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
@@ -133,6 +135,25 @@ def table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:
     return spark.read.format("delta").load(str(settings.delta_root / name))
 
 
+#: The columns that say when a row was written (``connect_state.spark.write_time``).
+WRITE_TIME_COLUMNS = ("updated_at", "changed_at", "recorded_at", "seen_at")
+
+
+@pytest.fixture
+def started() -> datetime:
+    return datetime.now(UTC) - timedelta(seconds=1)
+
+
+def assert_write_times(spark: SparkSession, settings: Settings, since: datetime, *names: str) -> None:
+    """Every row of the tables ``names`` has each of its write-time columns set, no earlier than ``since``."""
+    for name in names:
+        rows = table(spark, settings, name)
+        for column in set(WRITE_TIME_COLUMNS) & set(rows.columns):
+            stale = rows.where(F.col(column).isNull() | (F.col(column) < F.lit(since))).count()
+            assert (name, column, stale) == (name, column, 0)
+        assert rows.count() > 0, name
+
+
 def rejected_reasons(spark: SparkSession, settings: Settings) -> list[str]:
     return [row.reason for row in table(spark, settings, REJECTED_RECORDS.name).collect()]
 
@@ -155,7 +176,7 @@ def topic_record(connector: str, topic: str, task: int = 0) -> tuple[str, bytes,
     return ("connect-status", topic_status_key(topic, connector).encode(), value)
 
 
-def test_active_topics_pipeline(spark, settings, topics):
+def test_active_topics_pipeline(spark, settings, topics, started):
     topics.batch([topic_record("c", "t1"), topic_record("c", "t2", 1), topic_record("d", "t1")])
     topics.batch(
         [("connect-status", topic_status_key("t1", "c").encode(), None), ("connect-status", b"status-x", b"?")]
@@ -180,6 +201,7 @@ def test_active_topics_pipeline(spark, settings, topics):
     current = table(spark, settings, ACTIVE_TOPICS.name).where("connector = 'c'").select("topic")
     assert sorted(r.topic for r in current.collect()) == ["t2", "t3"]
     assert table(spark, settings, ACTIVE_TOPICS_HISTORY.name).count() == 5
+    assert_write_times(spark, settings, started, ACTIVE_TOPICS.name, ACTIVE_TOPICS_HISTORY.name, REJECTED_RECORDS.name)
 
 
 def test_a_deleted_connectors_active_topics_are_read_as_they_were_at_its_deletion(spark, settings, topics):
@@ -234,7 +256,7 @@ def run_connector_states(spark: SparkSession, settings: Settings, topics: KafkaT
     await_query(query)
 
 
-def test_connector_states_pipeline(spark, settings, topics):
+def test_connector_states_pipeline(spark, settings, topics, started):
     topics.batch([config_record("src", SOURCE_CONFIG), target_state_record("src", "STARTED")])
     topics.batch([status_record("src", "RUNNING"), ("connect-configs", b"connector-bad", b"not json")])
     run_connector_states(spark, settings, topics)
@@ -256,6 +278,7 @@ def test_connector_states_pipeline(spark, settings, topics):
     (row,) = table(spark, settings, CONNECTORS.name).collect()
     assert row.deleted is True
     assert "deleted" in {r.event for r in table(spark, settings, CONNECTOR_EVENTS.name).collect()}
+    assert_write_times(spark, settings, started, CONNECTORS.name, CONNECTOR_EVENTS.name, REJECTED_RECORDS.name)
 
 
 # --- offsets ----------------------------------------------------------------------------------------------------------
@@ -278,7 +301,7 @@ def run_source_offsets(spark: SparkSession, settings: Settings, topics: KafkaTop
     await_query(query)
 
 
-def test_source_offsets_pipeline(spark, settings, topics):
+def test_source_offsets_pipeline(spark, settings, topics, started):
     topics.batch([offset_record("a", 1), offset_record("b", 5), offset_record("a", 2)])
     topics.batch([offset_record("b", None), ("connect-offsets", b'["only-a-name"]', b"{}")])
     topics.batch([offset_record("own", 7, topic="own-offsets")])
@@ -293,6 +316,7 @@ def test_source_offsets_pipeline(spark, settings, topics):
     assert table(spark, settings, SOURCE_OFFSETS_HISTORY.name).count() == 5
     (reason,) = rejected_reasons(spark, settings)
     assert reason.startswith("Ignoring offset partition key")
+    assert_write_times(spark, settings, started, SOURCE_OFFSETS.name, SOURCE_OFFSETS_HISTORY.name)
 
 
 def commit_record(group: str, partition: int, offset: int | None) -> tuple[str, bytes, bytes | None]:
@@ -310,7 +334,7 @@ def run_sink_offsets(spark: SparkSession, settings: Settings, topics: KafkaTopic
     await_query(query)
 
 
-def test_sink_offsets_pipeline(spark, settings, topics):
+def test_sink_offsets_pipeline(spark, settings, topics, started):
     topics.batch([commit_record("connect-s", 0, 4), commit_record("connect-s", 1, 2), commit_record("g", 0, 1)])
     topics.batch([commit_record("connect-s", 1, 3), commit_record("g", 0, None), ("__consumer_offsets", b"\x00", b"")])
     run_sink_offsets(spark, settings, topics)
@@ -324,6 +348,7 @@ def test_sink_offsets_pipeline(spark, settings, topics):
     history = table(spark, settings, SINK_OFFSETS_HISTORY.name)
     assert sorted(r.change for r in history.collect()) == ["removed", "set", "set", "set", "set"]
     assert len(rejected_reasons(spark, settings)) == 1
+    assert_write_times(spark, settings, started, SINK_OFFSETS.name, SINK_OFFSETS_HISTORY.name)
 
 
 # --- heartbeats -------------------------------------------------------------------------------------------------------
