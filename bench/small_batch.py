@@ -145,6 +145,14 @@ def stage_lines(jobs: Sequence[dict[str, Any]], after_job: int) -> list[str]:
     return lines
 
 
+def jvm_compilations(spark: Any) -> tuple[int, float]:
+    """Java classes Spark has generated (Janino compilations) and the JIT's compile time in seconds, so far."""
+    jvm = spark.sparkContext._jvm
+    generated = int(jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount())
+    jit = jvm.java.lang.management.ManagementFactory.getCompilationMXBean().getTotalCompilationTime() / 1000
+    return generated, jit
+
+
 def _ui_seconds(stamp: str | None) -> float:
     """Epoch seconds of a UI time stamp (``2026-11-24T17:01:02.345GMT``), 0 when absent."""
     if not stamp:
@@ -203,7 +211,7 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
             for step in range(1, args.batches + 1):
                 parts_before, total_before = dict(times.parts), times.total
                 last_job = max((j["jobId"] for j in spark_jobs(spark)), default=-1) if args.stages else -1
-                cpu_before = cpu_seconds(pids)
+                cpu_before, compiled_before = cpu_seconds(pids), jvm_compilations(spark)
                 sent = time.perf_counter()
                 fill_topic(cluster, topic, change_records(args, rng, args.batch_records, step), partitions)
                 progress = wait_batch(query, last, args.job_timeout)
@@ -216,9 +224,12 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
                     f"{label} {times.parts.get(name, 0.0) - parts_before.get(name, 0.0):.2f}"
                     for _, name, label in parts_timed
                 )
+                compiled = jvm_compilations(spark)
+                generated, jit = compiled[0] - compiled_before[0], compiled[1] - compiled_before[1]
                 print(
                     f"batch {last}: {progress['numInputRows']} records; written -> seen {done - sent:.2f} s; "
-                    f"CPU {cpu_seconds(pids) - cpu_before:.2f} s; durationMs: {phases(progress)}; "
+                    f"CPU {cpu_seconds(pids) - cpu_before:.2f} s (classes generated {generated:.0f}, JIT {jit:.2f} s); "
+                    f"durationMs: {phases(progress)}; "
                     f"writer {times.total - total_before:.2f} s: {parts}",
                     flush=True,
                 )

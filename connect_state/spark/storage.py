@@ -24,16 +24,40 @@ log = logging.getLogger("connect_state.spark.storage")
 Where = Location | str
 
 
+#: The session setting that names Spark's class for writing checkpoint files.
+CHECKPOINT_FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+
+#: Spark's checkpoint file manager that renames through Hadoop's ``FileSystem`` (on a local disk: ``rename(2)``, as
+#: atomic as the default's). Spark's default renames through ``FileContext``, whose local filesystem runs the
+#: ``readlink`` program on both paths of every rename (Hadoop's ``RawLocalFs.getFileLinkStatus``): every offsets and
+#: commit log entry and every state store file a new process (``bench/RESULTS.md``).
+LOCAL_CHECKPOINT_FILE_MANAGER = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+)
+
+
 def configure_storage(spark: SparkSession, settings: Settings) -> dict[str, str]:
     """Set the Hadoop options the settings ask for (S3 endpoint, region, path style) on the SparkContext's Hadoop
-    configuration, which the jobs' filesystems, Spark's checkpoints and Delta read; return them."""
+    configuration, which the jobs' filesystems, Spark's checkpoints and Delta read; return them. Checkpoints on a local
+    disk are written by :data:`LOCAL_CHECKPOINT_FILE_MANAGER` unless the session names a manager already."""
     options = hadoop_options(settings)
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
     if options:
-        conf = spark.sparkContext._jsc.hadoopConfiguration()
         for key, value in options.items():
             conf.set(key, value)
         log.info("Hadoop storage options: %s", ", ".join(f"{k}={v}" for k, v in sorted(options.items())))
+    # In the Hadoop configuration, which every session's starts from (the setting is not one a session can change):
+    # a manager the submitter named (--conf) still takes precedence.
+    if spark.conf.get(CHECKPOINT_FILE_MANAGER, None) is None and on_local_disk(spark, settings.checkpoint_root):
+        conf.set(CHECKPOINT_FILE_MANAGER, LOCAL_CHECKPOINT_FILE_MANAGER)
     return options
+
+
+def on_local_disk(spark: SparkSession, location: Where) -> bool:
+    """Whether Hadoop reaches ``location`` through its local filesystem (a path without a scheme can be on the
+    cluster's default filesystem: HDFS, DBFS)."""
+    fs, _ = _filesystem(spark, location)
+    return str(fs.getScheme()) == "file"
 
 
 def _filesystem(spark: SparkSession, location: Where) -> tuple[Any, Any]:

@@ -19,6 +19,7 @@ from connect_state.spark.streaming import checkpoint_query_id
 from connect_state.storage import Location
 from connect_state.tables import CONNECTORS
 from tests.fixtures.s3 import TEST_BUCKET
+from tests.fixtures.spark import await_query
 
 pytestmark = pytest.mark.spark
 
@@ -90,3 +91,42 @@ def test_a_table_whose_creation_was_killed_is_created_again(spark: SparkSession,
     assert delta_io.create_table(spark, root, CONNECTORS)  # it did not exist: nothing was committed
     assert spark.read.format("delta").load(str(root / CONNECTORS.name)).count() == 0
     assert not delta_io.create_table(spark, root, CONNECTORS)  # now it does
+
+
+def test_local_checkpoints_are_written_through_hadoops_filesystem(spark: SparkSession, tmp_path: Path) -> None:
+    """Spark's default checkpoint manager goes through ``FileContext``, which runs ``readlink`` on every rename of a
+    local file; the jobs' sessions write local checkpoints through ``FileSystem``, and a stateful query keeps its
+    state across runs with it."""
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    checkpoint = tmp_path / "checkpoint"
+    settings = load_settings(overrides={"delta.root": str(tmp_path), "checkpoint.root": str(checkpoint)}, environ={})
+    try:
+        configure_storage(spark, settings)
+        manager = spark._jsparkSession.sessionState().newHadoopConf().get(storage.CHECKPOINT_FILE_MANAGER)
+        assert manager == storage.LOCAL_CHECKPOINT_FILE_MANAGER
+
+        source, counts = tmp_path / "in", {}
+
+        def run(lines: list[str]) -> None:
+            source.mkdir(exist_ok=True)
+            (source / f"{len(list(source.iterdir()))}.txt").write_text("\n".join(lines) + "\n")
+            query = (
+                spark.readStream.text(str(source)).groupBy("value").count().writeStream.outputMode("update")
+                .foreachBatch(lambda batch, _: counts.update({r.value: r["count"] for r in batch.collect()}))
+                .option("checkpointLocation", str(checkpoint / "counts")).trigger(availableNow=True).start()
+            )  # fmt: skip
+            await_query(query)
+
+        run(["a", "b", "a"])
+        run(["a"])  # the second run starts from the state the first one checkpointed
+        assert counts == {"a": 3, "b": 1}
+        assert (checkpoint / "counts" / "state").is_dir() and (checkpoint / "counts" / "commits" / "1").is_file()
+    finally:
+        conf.unset(storage.CHECKPOINT_FILE_MANAGER)
+
+
+def test_checkpoints_elsewhere_keep_sparks_manager(spark_on_s3: SparkSession, s3_server: S3Server) -> None:
+    settings = load_settings(overrides=s3_server.storage_settings(TEST_BUCKET, "manager"), environ={})
+    assert not storage.on_local_disk(spark_on_s3, settings.checkpoint_root)
+    configure_storage(spark_on_s3, settings)
+    assert spark_on_s3._jsparkSession.sessionState().newHadoopConf().get(storage.CHECKPOINT_FILE_MANAGER) is None
