@@ -78,8 +78,8 @@ def build_session(
     """Get or create the SparkSession with Delta configured.
 
     Outside spark-submit the jars of ``jars_dir`` are added, ``master``, :data:`LOCAL_SHUFFLE_PARTITIONS`,
-    :data:`LOCAL_SNAPSHOT_PARTITIONS` and :data:`LOCAL_CODEGEN_CACHE_ENTRIES` are set, and the Python workers are pinned to this interpreter
-    (``PYSPARK_PYTHON``), so executors find pandas and pyarrow.
+    :data:`LOCAL_SNAPSHOT_PARTITIONS` and :data:`LOCAL_CODEGEN_CACHE_ENTRIES` are set, and the Python workers are
+    pinned to this interpreter (``PYSPARK_PYTHON``), so executors find pandas and pyarrow.
     """
     builder = SparkSession.builder.appName(app_name)
     conf = {**DELTA_DEFAULTS, "spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false"}
