@@ -108,6 +108,7 @@ class Settings:
     trigger_interval: str
     spark_master: str
     spark_jars_dir: str
+    spark_driver_java_options: str
     api_host: str
     api_port: int
     topic_tracking_enable: bool

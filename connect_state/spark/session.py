@@ -100,11 +100,14 @@ def build_session(
 
 
 def job_session(app_name: str, settings: Settings) -> SparkSession:
-    """The session of a job's console script: :func:`build_session` with the settings' master and jars, then the
-    settings' storage options (:func:`connect_state.spark.storage.configure_storage`)."""
+    """The session of a job's console script: :func:`build_session` with the settings' master, jars and driver JVM
+    options (``spark.driver.java.options``), then the settings' storage options
+    (:func:`connect_state.spark.storage.configure_storage`)."""
     from connect_state.spark.storage import configure_storage
 
-    spark = build_session(app_name, settings.spark_master, jars_dir=settings.spark_jars_dir or None)
+    java_options = settings.spark_driver_java_options.strip()
+    extra = {"spark.driver.extraJavaOptions": java_options} if java_options and not under_spark_submit() else {}
+    spark = build_session(app_name, settings.spark_master, extra, jars_dir=settings.spark_jars_dir or None)
     configure_storage(spark, settings)
     return spark
 
