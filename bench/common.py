@@ -36,9 +36,10 @@ from connect_state.dev.local_stack import KafkaBroker, free_ports, prepare_data_
 from connect_state.errors import ConnectStateError
 from connect_state.kafka.config import kafka_python_config
 from connect_state.kafka.partitioner import partition_for_key
-from connect_state.settings import Settings, settings_from_args
+from connect_state.settings import Settings, load_settings, settings_from_args
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.session import build_session
+from connect_state.spark.storage import configure_checkpoint_manager
 
 KAFKA_TIMEOUT_S = 60.0
 BROKER_START_TIMEOUT_S = 120.0
@@ -256,13 +257,17 @@ def kafka_cluster(settings: Settings, bootstrap_servers: str | None, work_dir: P
 
 
 def bench_session(work_dir: Path, master: str, app_name: str, extra: Sequence[str] = ()) -> SparkSession:
-    """The one SparkSession of the run: the tests' settings with the production JIT, scratch space in ``work_dir``,
-    then ``extra`` (``KEY=VALUE``, from ``--conf``); prints the machine it runs on (:func:`machine_lines`)."""
+    """The one SparkSession of the run: the tests' settings with the console scripts' driver JVM options
+    (``spark.driver.java.options``) and checkpoint manager, scratch space in ``work_dir``, then ``extra``
+    (``KEY=VALUE``, from ``--conf``); prints the machine it runs on (:func:`machine_lines`)."""
     conf = {
         **BENCH_SPARK_CONF,
         "spark.sql.warehouse.dir": str(work_dir / "spark-warehouse"),
         "spark.local.dir": str(work_dir / "spark-local"),
     }
+    java_options = load_settings(environ={}).spark_driver_java_options.strip()  # the console scripts' default
+    if java_options:
+        conf["spark.driver.extraJavaOptions"] = java_options
     for item in extra:
         key, sep, value = item.partition("=")
         if not sep:
@@ -270,6 +275,7 @@ def bench_session(work_dir: Path, master: str, app_name: str, extra: Sequence[st
         conf[key.strip()] = value.strip()
         print(f"extra Spark setting: {key.strip()}={value.strip()}", flush=True)
     spark = build_session(app_name, master, conf)
+    configure_checkpoint_manager(spark, str(work_dir))  # as the jobs' sessions write local checkpoints
     spark.sparkContext.setLogLevel("ERROR")
     for line in machine_lines(spark, master):
         print(line, flush=True)

@@ -41,16 +41,21 @@ def configure_storage(spark: SparkSession, settings: Settings) -> dict[str, str]
     configuration, which the jobs' filesystems, Spark's checkpoints and Delta read; return them. Checkpoints on a local
     disk are written by :data:`LOCAL_CHECKPOINT_FILE_MANAGER` unless the session names a manager already."""
     options = hadoop_options(settings)
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
     if options:
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
         for key, value in options.items():
             conf.set(key, value)
         log.info("Hadoop storage options: %s", ", ".join(f"{k}={v}" for k, v in sorted(options.items())))
-    # In the Hadoop configuration, which every session's starts from (the setting is not one a session can change):
-    # a manager the submitter named (--conf) still takes precedence.
-    if spark.conf.get(CHECKPOINT_FILE_MANAGER, None) is None and on_local_disk(spark, settings.checkpoint_root):
-        conf.set(CHECKPOINT_FILE_MANAGER, LOCAL_CHECKPOINT_FILE_MANAGER)
+    configure_checkpoint_manager(spark, settings.checkpoint_root)
     return options
+
+
+def configure_checkpoint_manager(spark: SparkSession, checkpoint_root: Where) -> None:
+    """Name :data:`LOCAL_CHECKPOINT_FILE_MANAGER` when ``checkpoint_root`` is on the local filesystem and the session
+    names no manager. In the SparkContext's Hadoop configuration, which every session's starts from (the setting is
+    not one a session can change); a manager the submitter named (``--conf``) still takes precedence."""
+    if spark.conf.get(CHECKPOINT_FILE_MANAGER, None) is None and on_local_disk(spark, checkpoint_root):
+        spark.sparkContext._jsc.hadoopConfiguration().set(CHECKPOINT_FILE_MANAGER, LOCAL_CHECKPOINT_FILE_MANAGER)
 
 
 def on_local_disk(spark: SparkSession, location: Where) -> bool:
