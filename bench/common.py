@@ -44,8 +44,8 @@ from connect_state.spark.storage import configure_checkpoint_manager
 KAFKA_TIMEOUT_S = 60.0
 BROKER_START_TIMEOUT_S = 120.0
 
-# The tests' SparkSession settings (tests/fixtures/spark.py TEST_CONF) without the C1-only JIT and serial GC flags:
-# the benchmarks run the JVM as production does.
+# The tests' SparkSession settings (tests/fixtures/spark.py TEST_CONF) without their JVM flags: bench_session gives
+# the driver the console scripts' JVM options (spark.driver.java.options), as production runs it.
 BENCH_SPARK_CONF = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "2",

@@ -51,11 +51,27 @@ def configure_storage(spark: SparkSession, settings: Settings) -> dict[str, str]
 
 
 def configure_checkpoint_manager(spark: SparkSession, checkpoint_root: Where) -> None:
-    """Name :data:`LOCAL_CHECKPOINT_FILE_MANAGER` when ``checkpoint_root`` is on the local filesystem and the session
-    names no manager. In the SparkContext's Hadoop configuration, which every session's starts from (the setting is
-    not one a session can change); a manager the submitter named (``--conf``) still takes precedence."""
-    if spark.conf.get(CHECKPOINT_FILE_MANAGER, None) is None and on_local_disk(spark, checkpoint_root):
-        spark.sparkContext._jsc.hadoopConfiguration().set(CHECKPOINT_FILE_MANAGER, LOCAL_CHECKPOINT_FILE_MANAGER)
+    """Name :data:`LOCAL_CHECKPOINT_FILE_MANAGER` when ``checkpoint_root`` is on the local filesystem, this Spark has
+    that class, and no manager is named already (``--conf spark.sql.streaming.checkpointFileManagerClass``, or the
+    same key in the Hadoop configuration). Set in the SparkContext's Hadoop configuration, which every session's
+    starts from, so the jobs' cloned sessions share it (Spark does not copy it to a new session's settings); it
+    applies to every checkpoint of the SparkContext."""
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    if spark.conf.get(CHECKPOINT_FILE_MANAGER, None) is not None or hadoop.get(CHECKPOINT_FILE_MANAGER) is not None:
+        return
+    if on_local_disk(spark, checkpoint_root) and _has_class(spark, LOCAL_CHECKPOINT_FILE_MANAGER):
+        hadoop.set(CHECKPOINT_FILE_MANAGER, LOCAL_CHECKPOINT_FILE_MANAGER)
+
+
+def _has_class(spark: SparkSession, name: str) -> bool:
+    """Whether the driver's JVM can load class ``name`` (Spark's own classes move between packages across versions)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    try:
+        jvm.java.lang.Class.forName(name, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
+    except Exception:  # Py4J wraps java.lang.ClassNotFoundException
+        return False
+    return True
 
 
 def on_local_disk(spark: SparkSession, location: Where) -> bool:

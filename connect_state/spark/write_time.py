@@ -1,12 +1,12 @@
 """Columns stamped with the time of the write that commits them (``recorded_at``, ``updated_at``, ``seen_at``...).
 
-A writer's Spark plan cannot carry the time itself: ``current_timestamp()`` becomes a literal of the batch's time,
-Spark inlines timestamp literals into the Java code it generates, so every micro-batch's plan is new code: compiled by
-Janino, loaded as new classes and compiled again by the JVM's JIT. On a continuous run of small batches that was most
-of the driver's CPU (the JIT compiler threads alone: 40% of a core under a trickle of changes, 10% idle;
-``bench/RESULTS.md``). So the plan carries a typed null marked by :func:`write_time` (the same code every batch), and
-the write fills it: :func:`stamped` in a Spark write, :func:`collect_stamped` where the rows are collected for
-``deltalake``.
+A writer's Spark plan should not carry the time itself: ``current_timestamp()`` becomes a literal of the batch's time,
+Spark inlines timestamp literals into the Java code it generates, so every micro-batch's plan is new code, compiled by
+Janino, loaded as new classes and compiled again by the JVM's JIT. So the plan carries a typed null marked by
+:func:`write_time` (the same code every batch), and the write fills it: :func:`collect_stamped` where the rows are
+collected for ``deltalake`` (a running job's small batches: the plan is the same code every batch), :func:`stamped`
+in a Spark write (large batches, Databricks volumes: the time is planned as ``current_timestamp()`` there, a cost
+spread over many rows).
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ def stamp_table(table: pa.Table, names: list[str], at: datetime) -> pa.Table:
     """``table`` with the columns ``names`` set to ``at`` in every row (each column keeps its Arrow type)."""
     for name in names:
         index = table.schema.get_field_index(name)
+        if index < 0:  # absent, or more than one column of that name
+            raise KeyError(f"no single column {name!r} to stamp in {table.schema.names}")
         field = table.schema.field(index).remove_metadata()  # the marker stays in the plan, not in the table
         table = table.set_column(index, field, pa.repeat(pa.scalar(at, type=field.type), table.num_rows))
     return table

@@ -121,6 +121,10 @@ def test_local_checkpoints_are_written_through_hadoops_filesystem(spark: SparkSe
         run(["a"])  # the second run starts from the state the first one checkpointed
         assert counts == {"a": 3, "b": 1}
         assert (checkpoint / "counts" / "state").is_dir() and (checkpoint / "counts" / "commits" / "1").is_file()
+
+        conf.set(storage.CHECKPOINT_FILE_MANAGER, "com.example.TheirManager")  # named by the submitter: kept
+        configure_storage(spark, settings)
+        assert conf.get(storage.CHECKPOINT_FILE_MANAGER) == "com.example.TheirManager"
     finally:
         conf.unset(storage.CHECKPOINT_FILE_MANAGER)
 

@@ -9,7 +9,14 @@ import pytest
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from connect_state.spark.write_time import WRITE_TIME, collect_stamped, stamped, write_time, write_time_columns
+from connect_state.spark.write_time import (
+    WRITE_TIME,
+    collect_stamped,
+    stamp_table,
+    stamped,
+    write_time,
+    write_time_columns,
+)
 
 SLACK = timedelta(milliseconds=1)  # Spark's clock is read in milliseconds
 
@@ -74,3 +81,12 @@ def test_a_batch_plan_with_write_time_reuses_its_generated_code(spark, stamp, ne
         assert (compilations(spark) > before) is new_code
     finally:
         base.unpersist()
+
+
+def test_stamping_a_column_the_rows_lack_is_an_error():
+    table = pa.table({"at": pa.array([None], pa.timestamp("us", tz="UTC")), "x": [1]})
+    assert stamp_table(table, ["at"], datetime(2026, 1, 1, tzinfo=UTC)).column("at").to_pylist() == [
+        datetime(2026, 1, 1, tzinfo=UTC)
+    ]
+    with pytest.raises(KeyError):
+        stamp_table(table, ["missing"], datetime.now(UTC))
