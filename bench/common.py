@@ -38,7 +38,7 @@ from connect_state.kafka.config import kafka_python_config
 from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings, load_settings, settings_from_args
 from connect_state.spark.kafka_source import read_topic_batch
-from connect_state.spark.session import build_session
+from connect_state.spark.session import build_session, driver_java_conf
 from connect_state.spark.storage import configure_checkpoint_manager
 
 KAFKA_TIMEOUT_S = 60.0
@@ -265,9 +265,7 @@ def bench_session(work_dir: Path, master: str, app_name: str, extra: Sequence[st
         "spark.sql.warehouse.dir": str(work_dir / "spark-warehouse"),
         "spark.local.dir": str(work_dir / "spark-local"),
     }
-    java_options = load_settings(environ={}).spark_driver_java_options.strip()  # the console scripts' default
-    if java_options:
-        conf["spark.driver.extraJavaOptions"] = java_options
+    conf.update(driver_java_conf(load_settings(environ={})))  # the console scripts' default JVM options
     for item in extra:
         key, sep, value = item.partition("=")
         if not sep:

@@ -99,14 +99,19 @@ def build_session(
     return builder.getOrCreate()
 
 
+def driver_java_conf(settings: Settings) -> dict[str, str]:
+    """The Spark setting that gives a driver we launch ``spark.driver.java.options`` (none when it is empty)."""
+    java_options = settings.spark_driver_java_options.strip()
+    return {"spark.driver.extraJavaOptions": java_options} if java_options else {}
+
+
 def job_session(app_name: str, settings: Settings) -> SparkSession:
     """The session of a job's console script: :func:`build_session` with the settings' master, jars and driver JVM
     options (``spark.driver.java.options``), then the settings' storage options
     (:func:`connect_state.spark.storage.configure_storage`)."""
     from connect_state.spark.storage import configure_storage
 
-    java_options = settings.spark_driver_java_options.strip()
-    extra = {"spark.driver.extraJavaOptions": java_options} if java_options and not under_spark_submit() else {}
+    extra = driver_java_conf(settings) if not under_spark_submit() else {}
     spark = build_session(app_name, settings.spark_master, extra, jars_dir=settings.spark_jars_dir or None)
     configure_storage(spark, settings)
     return spark
