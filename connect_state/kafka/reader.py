@@ -15,8 +15,8 @@ from kafka import errors as kafka_errors
 from connect_state.errors import KafkaWriteTimeout, RecordFormatError
 from connect_state.formats.offsets import offset_key_bytes, parse_offset_key
 from connect_state.kafka.admin import SafeConsumer
-from connect_state.kafka.config import kafka_python_config
 from connect_state.kafka.errors import CLIENT_CALL_ERRORS, client_error, describe_error, unreachable, write_error
+from connect_state.kafka.log import reader_consumer_config
 from connect_state.settings import Settings
 
 CLIENT_ID = "connect-state-heartbeat-offsets-reader"
@@ -34,11 +34,8 @@ class OffsetsTopicReader:
 
     def _client(self) -> KafkaConsumer:
         if self._consumer is None:
-            config = kafka_python_config(self.settings.kafka_client_config(), KafkaConsumer.DEFAULT_CONFIG, warn=False)
-            config.setdefault("bootstrap_timeout_ms", self.timeout_ms)
-            config.update(
-                client_id=CLIENT_ID, group_id=None, enable_auto_commit=False, isolation_level="read_committed"
-            )
+            config = reader_consumer_config(self.settings, CLIENT_ID)
+            config.setdefault("bootstrap_timeout_ms", self.timeout_ms)  # unless the client properties name one
             try:
                 self._consumer = SafeConsumer(**config)
             except kafka_errors.KafkaError as err:

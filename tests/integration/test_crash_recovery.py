@@ -59,6 +59,7 @@ from connect_state.tables import (
 )
 from tests.integration.drivers import DriverProcess, kill_leftovers
 from tests.integration.helpers import api_client, delta_table, job_settings, source_position, unique
+from tests.unit.helpers import WRITE_TIME_COLUMNS
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 T = TypeVar("T")
@@ -75,7 +76,6 @@ HISTORY_TABLES = (
     SINK_OFFSETS_HISTORY,
     REJECTED_RECORDS,
 )
-WRITE_TIME_COLUMNS = ("updated_at", "changed_at", "recorded_at", "seen_at")
 # Where the continuous runs kill themselves: the first early in its run (a driver takes minutes to start on two busy
 # cores), the second a few batches in (the fold queries' batches count together), so that it runs while the worker
 # restarts; then where the catch-up run does.

@@ -69,7 +69,7 @@ from connect_state.tables import (
     SOURCE_PARTITION_ACTIVITY,
 )
 from tests.fixtures.spark import await_query
-from tests.unit.helpers import write_table
+from tests.unit.helpers import WRITE_TIME_COLUMNS, write_table
 
 pytestmark = pytest.mark.spark
 
@@ -133,10 +133,6 @@ def topics(spark: SparkSession, tmp_path: Path) -> KafkaTopics:
 
 def table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:
     return spark.read.format("delta").load(str(settings.delta_root / name))
-
-
-#: The columns that say when a row was written (``connect_state.spark.write_time``).
-WRITE_TIME_COLUMNS = ("updated_at", "changed_at", "recorded_at", "seen_at")
 
 
 @pytest.fixture

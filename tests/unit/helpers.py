@@ -126,3 +126,8 @@ def connectors_row(name: str, **fields: Any) -> dict[str, Any]:
     }
     values.update(fields)
     return values
+
+
+#: The columns that say when a row was written (``connect_state.spark.write_time``): tests that compare tables leave
+#: them out, the pipelines' tests check them.
+WRITE_TIME_COLUMNS = ("updated_at", "changed_at", "recorded_at", "seen_at")
