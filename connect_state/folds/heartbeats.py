@@ -68,9 +68,12 @@ __all__ = [
     "NO_PARTITION_KEY",
     "TOPIC_CONFIG",
     "DuePartition",
+    "FireResult",
+    "FoldResult",
     "HeartbeatDefaults",
     "HeartbeatMode",
     "HeartbeatPolicy",
+    "HeartbeatSchedule",
     "HeartbeatState",
     "OffsetRecord",
     "PartitionActivity",
@@ -80,6 +83,8 @@ __all__ = [
     "due_at",
     "due_partition_from_row",
     "due_partitions",
+    "fire",
+    "fold",
     "has_provider",
     "heartbeat_policy",
     "heartbeat_state_from_json",
@@ -386,7 +391,7 @@ class DuePartition:
 @dataclass(frozen=True)
 class StepResult:
     """The new state, the heartbeats due now, the keys of partitions removed in this step, the connector's policy,
-    and when the group's timeout should fire next (epoch ms; None: no timeout)."""
+    and when the connector is due next (epoch ms; None: not while nothing changes)."""
 
     state: HeartbeatState
     due: list[DuePartition]
@@ -464,15 +469,25 @@ def _next_timeout(state: HeartbeatState, policy: HeartbeatPolicy) -> int | None:
     return min(pending) if pending else None
 
 
-def step(
+@dataclass(frozen=True)
+class FoldResult:
+    """A connector's state after its records (:func:`fold`), the keys of the partitions they removed, and its policy."""
+
+    state: HeartbeatState
+    removed: list[bytes]
+    policy: HeartbeatPolicy
+
+
+def fold(
     state: HeartbeatState,
     connector_records: Iterable[ConnectorRecord],
     offset_records: Iterable[OffsetRecord],
     defaults: HeartbeatDefaults,
     now: int,
-) -> StepResult:
-    """Fold the records (any order), find what is due at ``now``, mark those heartbeats sent at ``now``, and compute
-    the next timeout. ``state`` is not changed."""
+) -> FoldResult:
+    """Fold the records (any order) into a new state: the connector's state, its partitions, and in timer mode the
+    timer, armed one interval after ``now`` when the connector becomes eligible (cleared while it is not). Nothing
+    fires here: that is :func:`fire` (the job's :class:`HeartbeatSchedule`). ``state`` is not changed."""
     new_state = _copy(state)
     new_state.connector, _events = fold_connector(state.connector, connector_records)
     removed = []
@@ -481,19 +496,134 @@ def step(
         if gone is not None:
             removed.append(gone)
     policy = heartbeat_policy(new_state.connector, defaults)
-    if policy.mode == HeartbeatMode.TIMER and policy.eligible and new_state.timer_next_at is None:
-        new_state.timer_next_at = now + policy.interval_ms  # armed when the connector becomes eligible
+    if policy.mode == HeartbeatMode.TIMER and policy.eligible:
+        if new_state.timer_next_at is None:
+            new_state.timer_next_at = now + policy.interval_ms  # armed when the connector becomes eligible
+    else:
+        new_state.timer_next_at = None
+    removed = [key for key in dict.fromkeys(removed) if key not in new_state.partitions]
+    return FoldResult(new_state, removed, policy)
+
+
+@dataclass(frozen=True)
+class FireResult:
+    """The state after :func:`fire`, the heartbeats due now, and when the connector is due next (epoch ms; None:
+    not while nothing changes)."""
+
+    state: HeartbeatState
+    due: list[DuePartition]
+    next_at: int | None
+
+
+def fire(state: HeartbeatState, policy: HeartbeatPolicy, now: int) -> FireResult:
+    """The heartbeats due at ``now`` (:func:`due_partitions`), marked sent at ``now`` in the new state; in timer mode a
+    timer that fired is reset one interval after ``now``, whether or not anything comes back. ``state`` is not
+    changed."""
+    new_state = _copy(state)
     due = due_partitions(new_state, policy, now)
     for heartbeat in due:
         if heartbeat.key in new_state.partitions:
             new_state.partitions[heartbeat.key].last_heartbeat_at = now
-    if policy.mode == HeartbeatMode.TIMER and policy.eligible:
-        if _timer_fired(new_state, policy, now):
-            new_state.timer_next_at = now + policy.interval_ms  # reset whether or not anything comes back
-    else:
-        new_state.timer_next_at = None
-    removed = [key for key in dict.fromkeys(removed) if key not in new_state.partitions]
-    return StepResult(new_state, due, removed, policy, _next_timeout(new_state, policy))
+    if _timer_fired(new_state, policy, now):
+        new_state.timer_next_at = now + policy.interval_ms
+    return FireResult(new_state, due, _next_timeout(new_state, policy))
+
+
+def step(
+    state: HeartbeatState,
+    connector_records: Iterable[ConnectorRecord],
+    offset_records: Iterable[OffsetRecord],
+    defaults: HeartbeatDefaults,
+    now: int,
+) -> StepResult:
+    """:func:`fold` the records, then :func:`fire` at the same ``now``: what the job does for a connector whose records
+    arrive while its schedule is due. ``state`` is not changed."""
+    folded = fold(state, connector_records, offset_records, defaults, now)
+    fired = fire(folded.state, folded.policy, now)
+    return StepResult(fired.state, fired.due, folded.removed, folded.policy, fired.next_at)
+
+
+class HeartbeatSchedule:
+    """When the eligible connectors' heartbeats are due: the heartbeats job's timer, on the driver.
+
+    The stateful fold (Spark's state, one group per connector) keeps every connector's state and hands each new one to
+    :meth:`update`; the job asks :meth:`due` every second or so, and in between nothing runs (no Spark batch without
+    records). The schedule keeps only eligible connectors, and what only it knows: when their heartbeats were sent
+    (:func:`fire` marks them) and, in timer mode, when the timer fires next. A new state from the fold keeps those
+    (the fold never fires), so :meth:`update` merges: the later ``last_heartbeat_at`` of each partition, and the
+    schedule's running timer. Heartbeats recorded in ``source_partition_activity`` by earlier runs come in through
+    :meth:`recorded`. Not thread-safe: the job serializes the calls.
+    """
+
+    def __init__(self, defaults: HeartbeatDefaults) -> None:
+        self.defaults = defaults
+        self._states: dict[str, tuple[HeartbeatState, HeartbeatPolicy]] = {}
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def __contains__(self, connector: object) -> bool:
+        return connector in self._states
+
+    def copy(self) -> HeartbeatSchedule:
+        """An independent copy (what to put back when sending the due heartbeats failed)."""
+        other = HeartbeatSchedule(self.defaults)
+        other._states = {name: (_copy(state), policy) for name, (state, policy) in self._states.items()}
+        return other
+
+    def keys(self) -> set[tuple[str, bytes]]:
+        """(connector, partition key) of every partition in the schedule."""
+        return {(name, key) for name, (state, _) in self._states.items() for key in state.partitions}
+
+    def update(self, state: HeartbeatState) -> None:
+        """The fold's new state of a connector: kept while it is eligible, forgotten when not."""
+        policy = heartbeat_policy(state.connector, self.defaults)
+        if not policy.eligible:
+            self._states.pop(state.name, None)
+            return
+        merged = _copy(state)
+        known = self._states.get(state.name)
+        if known is not None:
+            old_state, old_policy = known
+            for key, activity in merged.partitions.items():
+                old = old_state.partitions.get(key)
+                if old is not None:
+                    activity.last_heartbeat_at = _later(activity.last_heartbeat_at, old.last_heartbeat_at)
+            if old_policy.mode == policy.mode == HeartbeatMode.TIMER and old_state.timer_next_at is not None:
+                merged.timer_next_at = old_state.timer_next_at  # the fold's stays where it was armed
+        self._states[state.name] = (merged, policy)
+
+    def recorded(self, connector: str, key: bytes, sent_at: int) -> None:
+        """A heartbeat recorded as sent at ``sent_at`` (epoch ms; an earlier run's, from the activity table): not due
+        again before one interval has passed (in timer mode, the connector's timer too)."""
+        known = self._states.get(connector)
+        if known is None:
+            return
+        state, policy = known
+        activity = state.partitions.get(key)
+        if activity is not None:
+            activity.last_heartbeat_at = _later(activity.last_heartbeat_at, sent_at)
+        if policy.mode == HeartbeatMode.TIMER and state.timer_next_at is not None:
+            state.timer_next_at = max(state.timer_next_at, sent_at + policy.interval_ms)
+
+    def due(self, now: int) -> list[DuePartition]:
+        """The heartbeats due at ``now``, in connector and key order; they count as sent at ``now`` from here on."""
+        due: list[DuePartition] = []
+        for name in sorted(self._states):
+            state, policy = self._states[name]
+            fired = fire(state, policy, now)
+            self._states[name] = (fired.state, policy)
+            due.extend(fired.due)
+        return due
+
+    def next_due(self) -> int | None:
+        """When the next heartbeat is due (epoch ms), None when none is pending."""
+        times = [t for state, policy in self._states.values() if (t := _next_timeout(state, policy)) is not None]
+        return min(times) if times else None
+
+
+def _later(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 def activity_rows(state: HeartbeatState, policy: HeartbeatPolicy, now: int) -> list[dict[str, object]]:

@@ -79,11 +79,11 @@ class RecordKind(StrEnum):
     RECORD = "record"
     HISTORY = "history"
     CURRENT = "current"
-    # heartbeats: an offsets-topic record; a partition's activity; a partition gone; a heartbeat due now
+    # heartbeats: an offsets-topic record; a partition's activity; a partition gone; a connector's folded state
     OFFSET = "offset"
     ACTIVITY = "activity"
     REMOVED = "removed"
-    DUE = "due"
+    STATE = "state"
 
 
 # The columns a parse step fills for a rejected record (see RECORD_COLUMNS_DDL).
@@ -606,9 +606,11 @@ def start_fold_query(
     available_now: bool,
     reconciler: Reconciler | None = None,
     trigger_interval: str | None = None,
+    checkpoint_name: str | None = None,
 ) -> StreamingQuery:
     """Create ``tables`` if needed and start ``folded`` (update mode) into ``writer``, at ``trigger_interval``
-    (default the settings' ``trigger.interval``) unless ``available_now``.
+    (default the settings' ``trigger.interval``) unless ``available_now``, with its checkpoint in ``checkpoint_name``
+    (default ``job_name``).
 
     With a new checkpoint the fold starts from the first record of its topics, so the ``current_tables`` (snapshots,
     not history) are emptied first (rows whose tombstones were compacted away must not linger), and so are the
@@ -627,7 +629,7 @@ def start_fold_query(
     history = [spec.name for spec in tables if spec.name not in current]
     if history and all(name in created for name in history):
         writer.history_frontier_passed()  # no earlier run wrote into history tables created just now
-    checkpoint = settings.checkpoint_path(job_name)
+    checkpoint = settings.checkpoint_path(checkpoint_name or job_name)
     if not storage.exists(spark, checkpoint):  # Hadoop's filesystem: the checkpoint may be in object storage
         # (a table created just now is empty: no DELETE, which would cost a Spark job and maybe a commit)
         for spec in current_tables:

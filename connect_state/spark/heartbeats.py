@@ -1,38 +1,38 @@
 """KIP-910 heartbeats, the Spark pipeline: idle source partitions detected in the topics, their heartbeats sent.
 
 ``connect-configs`` + ``connect-status`` + ``connect-offsets`` → :func:`classify` (:mod:`connect_state.formats`) →
-one ``applyInPandasWithState`` group per connector with ``GroupStateTimeout.ProcessingTimeTimeout``
-(:func:`connect_state.folds.heartbeats.step`: the connector-state fold plus each source partition's last offset and
-move time; the timeout is armed for the earliest due time) → ``due`` rows → :class:`HeartbeatsWriter`
-(``foreachBatch``, on the driver): activity merged into ``source_partition_activity``, then :class:`HeartbeatSink`:
-which heartbeats are still due (:func:`connect_state.folds.heartbeats.still_due`), sent by the emitter
-(:mod:`connect_state.heartbeat_emitter`: the provider of the connector class, the heartbeat topic, the offsets topic),
-and recorded in the Delta tables ``heartbeats`` (every heartbeat) and ``source_partition_activity``
-(``last_heartbeat_at``). The console script is ``connect-state-heartbeats`` (jobs/heartbeats.py).
+one ``applyInPandasWithState`` group per connector, without timeouts (:func:`connect_state.folds.heartbeats.fold`:
+the connector-state fold plus each source partition's last offset and move time) → activity, removed and state rows
+→ :class:`HeartbeatsWriter` (``foreachBatch``, on the driver): activity merged into ``source_partition_activity``,
+the connectors' new states handed to the :class:`HeartbeatScheduler`. The scheduler (the job's timer, on the driver)
+keeps the eligible connectors' states (:class:`connect_state.folds.heartbeats.HeartbeatSchedule`) and, every
+:data:`TICK_S`, sends what is due through the :class:`HeartbeatSink`: which heartbeats are still due
+(:func:`connect_state.folds.heartbeats.still_due`), sent by the emitter (:mod:`connect_state.heartbeat_emitter`: the
+provider of the connector class, the heartbeat topic, the offsets topic), and recorded in the Delta tables
+``heartbeats`` (every heartbeat) and ``source_partition_activity`` (``last_heartbeat_at``). The console script is
+``connect-state-heartbeats`` (jobs/heartbeats.py).
 
-Timeouts and triggers (../shared/spec/spark-delta-stack.md §3.3):
+Why a timer of the job's own and not Spark's processing-time timeouts: with those, Spark runs a micro-batch of the
+query at every trigger, records or not, which was most of what an idle driver cost (``bench/steady_state.py``), and
+a catch-up (``AvailableNow``) query never ends unless no-data batches are turned off. Without timeouts the query runs
+only when records arrive, and in between a tick is a look at a dict.
 
-* **continuous** (:func:`query_trigger`: the longer of ``trigger.interval`` and ``heartbeat.trigger.interval``): Spark
-  runs no-data micro-batches that fire the timeouts, so an idle partition gets its heartbeat within one interval plus
-  one trigger;
-* **catch-up**: a query with processing-time timeouts never finishes under ``AvailableNow`` unless
-  ``spark.sql.streaming.noDataMicroBatches.enabled=false``, which :func:`start` sets on the session for the start of
-  its query only (the query keeps the value it started with; the session gets its own back). Timeouts then fire only
-  in batches that have data, so the job's catch-up step **sweeps** ``source_partition_activity`` with the same due
-  computation (:func:`connect_state.folds.heartbeats.is_due`): partitions that went idle while no job ran get their
-  heartbeat.
+* **When the query starts** (and starts again after a failure) the scheduler is rebuilt from the query's checkpoint
+  (Spark's state data source: every connector's state of the last committed batch) and the heartbeats
+  ``source_partition_activity`` records as sent, so a connector whose partitions went idle while no job ran gets its
+  heartbeat, with or without new records.
+* **A catch-up run** ends with one tick: what is due by then is sent.
 
-``source_partition_activity.last_heartbeat_at`` is the record of the last heartbeat: before sending, the writer and the
-sweep check it, so a heartbeat the sweep sent is not sent again by the next run's timeouts. Delivery is at least once:
-a crash between sending and recording may send a heartbeat again.
+``source_partition_activity.last_heartbeat_at`` is the record of the last heartbeat: before sending, the sink checks
+it. Delivery is at least once: a crash between sending and recording may send a heartbeat again (and a timer-mode
+connector without partitions, whose heartbeats no table row records, may get one again when the job starts).
 """
 
 from __future__ import annotations
 
-import json
+import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import pandas as pd
@@ -49,26 +49,25 @@ from connect_state.folds.heartbeats import (
     DuePartition,
     HeartbeatDefaults,
     HeartbeatMode,
+    HeartbeatSchedule,
     HeartbeatState,
     OffsetRecord,
     activity_rows,
-    due_partition_from_row,
+    fold,
     heartbeat_state_from_json,
     heartbeat_state_to_json,
-    is_due,
     parse_offset_record,
-    step,
     still_due,
 )
 from connect_state.guards import internal_topics
 from connect_state.heartbeat_emitter import EmittedHeartbeat, HeartbeatEmitter
 from connect_state.heartbeats import HeartbeatProvider, as_provider
 from connect_state.kafka import InternalTopicWriter, OffsetsTopicReader
-from connect_state.leases import HEARTBEATS_LEASE
+from connect_state.leases import HEARTBEATS_LEASE, LeaseLost
 from connect_state.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
 from connect_state.settings import Settings, interval_seconds
-from connect_state.spark import connector_states
-from connect_state.spark.delta_io import append_once, delta_transaction, ensure_table, spark_schema
+from connect_state.spark import connector_states, storage
+from connect_state.spark.delta_io import delta_transaction, ensure_table, spark_schema
 from connect_state.spark.foldjob import (
     FoldWriter,
     KindCounts,
@@ -83,7 +82,13 @@ from connect_state.spark.streaming import QueryTask, Run, job_logger
 from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY
 
 JOB_NAME = "heartbeats"
-NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
+#: The query's checkpoint directory. Not ``heartbeats``: that checkpoint's state had Spark's timeouts (another state
+#: schema), so a checkpoint of before the job's own timer is left alone and the query starts from the topics again.
+CHECKPOINT_NAME = "heartbeats-v2"
+#: How often the job's timer looks for due heartbeats (seconds): in memory, nothing when none is due.
+TICK_S = 1.0
+#: After a tick that failed to send (Kafka or the tables unreachable), the wait before the next try (seconds).
+RETRY_S = 10.0
 
 PARSED_SCHEMA = (
     "record_kind STRING, connector STRING, kafka_topic STRING, kafka_partition INT, kafka_offset BIGINT, "
@@ -93,7 +98,7 @@ OUTPUT_SCHEMA = (
     "record_kind STRING, connector STRING, partition STRING, key BINARY, offset STRING, connector_class STRING, "
     "config STRING, last_moved_at BIGINT, last_heartbeat_at BIGINT, idle_ms BIGINT, heartbeat_interval_ms BIGINT, "
     "heartbeat_topic STRING, eligible BOOLEAN, reason STRING, kafka_partition INT, kafka_offset BIGINT, "
-    "due_at BIGINT, evaluated_at BIGINT"
+    "state STRING, evaluated_at BIGINT"
 )
 STATE_SCHEMA = "state_json STRING"
 # The heartbeats table with epoch-ms longs for its timestamps (converted when written).
@@ -148,47 +153,19 @@ def _records(batch: pd.DataFrame) -> tuple[list[ConnectorRecord], list[OffsetRec
     return connector_records, offset_records
 
 
-def _due_row(due: DuePartition, now: int) -> dict:
-    return {
-        "record_kind": RecordKind.DUE,
-        "connector": due.connector,
-        "partition": json.dumps(due.partition, separators=(",", ":")),
-        "key": due.key,
-        "offset": json.dumps(due.offset, separators=(",", ":")),
-        "connector_class": due.connector_class,
-        "config": json.dumps(due.config, sort_keys=True, separators=(",", ":")),
-        "last_moved_at": due.last_moved_at,
-        "idle_ms": due.idle_ms,
-        "heartbeat_interval_ms": due.interval_ms,
-        "heartbeat_topic": due.records_topic,
-        "eligible": True,
-        "due_at": due.due_at,
-        "kafka_partition": due.kafka_partition,
-        "kafka_offset": due.kafka_offset,
-        "evaluated_at": now,
-    }
-
-
 def fold_function(defaults: HeartbeatDefaults):
-    """The ``applyInPandasWithState`` body, per connector: fold, emit due/activity rows, re-arm the timeout."""
+    """The ``applyInPandasWithState`` body, per connector: fold its records, emit its activity, removed partitions and
+    new state (for the job's :class:`~connect_state.folds.heartbeats.HeartbeatSchedule`)."""
 
     def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         (connector,) = key
         now = int(state.getCurrentProcessingTimeMs())
         current = heartbeat_state_from_json(state.get[0]) if state.exists else HeartbeatState.new(connector)
-        connector_records: list[ConnectorRecord]
-        offset_records: list[OffsetRecord]
-        if state.hasTimedOut:
-            connector_records, offset_records = [], []
-        else:
-            batch = pd.concat(list(frames), ignore_index=True)
-            connector_records, offset_records = _records(batch)
-        result = step(current, connector_records, offset_records, defaults, now)
-        state.update((heartbeat_state_to_json(result.state),))
-        if result.timeout_at is not None:
-            state.setTimeoutDuration(max(result.timeout_at - now, 1))
-        rows = [_due_row(due, now) for due in result.due]
-        rows += [
+        connector_records, offset_records = _records(pd.concat(list(frames), ignore_index=True))
+        result = fold(current, connector_records, offset_records, defaults, now)
+        state_json = heartbeat_state_to_json(result.state)
+        state.update((state_json,))
+        rows: list[dict] = [
             {"record_kind": RecordKind.ACTIVITY, "evaluated_at": now, **row}
             for row in activity_rows(result.state, result.policy, now)
         ]
@@ -196,6 +173,7 @@ def fold_function(defaults: HeartbeatDefaults):
             {"record_kind": RecordKind.REMOVED, "connector": connector, "key": key, "evaluated_at": now}
             for key in result.removed
         ]
+        rows.append({"record_kind": RecordKind.STATE, "connector": connector, "state": state_json, "evaluated_at": now})
         yield pandas_frame(rows, OUTPUT_SCHEMA)
 
     return fold_group
@@ -208,7 +186,7 @@ def fold_stream(kafka_rows: DataFrame, settings: Settings, defaults: HeartbeatDe
         kafka_rows, lambda key, value, kafka: classify(key, value, kafka, config_topic, offsets_topic), PARSED_SCHEMA
     )
     return parsed.groupBy("connector").applyInPandasWithState(
-        fold_function(defaults), OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.ProcessingTimeTimeout
+        fold_function(defaults), OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout
     )
 
 
@@ -295,9 +273,7 @@ class HeartbeatSink:
             self.lease.check()
         return self.emitter.emit(heartbeat, now)
 
-    def send(
-        self, spark: SparkSession, due: list[DuePartition], txn: tuple[str, int] | None = None
-    ) -> list[EmittedHeartbeat]:
+    def send(self, spark: SparkSession, due: list[DuePartition]) -> list[EmittedHeartbeat]:
         """Send the heartbeats still due by the table's ``last_heartbeat_at``; record them in both tables."""
         if not due:
             return []
@@ -312,47 +288,101 @@ class HeartbeatSink:
         if not emitted:
             return []
         frame = _heartbeats_frame(spark, emitted)
-        if txn is not None:
-            append_once(frame, self.heartbeats_path, f"{txn[0]}:{HEARTBEATS.name}", txn[1])
-        else:
-            frame.write.format("delta").mode("append").save(self.heartbeats_path)
+        frame.write.format("delta").mode("append").save(self.heartbeats_path)
         marks = frame.select(
             "connector", F.col("source_key").alias("key"), F.col("emitted_at").alias("last_heartbeat_at")
         ).dropDuplicates(["connector", "key"])
-        merge = (
+        (
             DeltaTable.forPath(spark, self.activity_path)
             .alias("t")
             .merge(marks.alias("s"), "t.connector = s.connector AND t.key = s.key")
             .whenMatchedUpdate(set={"last_heartbeat_at": "s.last_heartbeat_at"})
+            .execute()
         )
-        if txn is not None:
-            with delta_transaction(spark, f"{txn[0]}:{SOURCE_PARTITION_ACTIVITY.name}:marks", txn[1]):
-                merge.execute()
-        else:
-            merge.execute()
+        return emitted
+
+
+class HeartbeatScheduler:
+    """The heartbeats job's timer, on the driver: a :class:`~connect_state.folds.heartbeats.HeartbeatSchedule` that the
+    writer feeds with the fold's new states (:meth:`apply`, the query's thread), rebuilt from the query's checkpoint
+    when the query starts (:meth:`rebuild`), whose due heartbeats :meth:`tick` sends through the sink (every
+    :data:`TICK_S` from the query's task, and as a catch-up run's last step). In place of Spark's processing-time
+    timeouts, which made Spark run a batch of the query at every trigger, records or not."""
+
+    def __init__(self, settings: Settings, sink: HeartbeatSink, defaults: HeartbeatDefaults) -> None:
+        self.settings = settings
+        self.sink = sink
+        self.defaults = defaults
+        self.schedule = HeartbeatSchedule(defaults)
+        self._lock = threading.Lock()
+
+    @property
+    def checkpoint(self) -> str:
+        return str(self.settings.checkpoint_path(CHECKPOINT_NAME))
+
+    def rebuild(self, spark: SparkSession) -> int:
+        """A new schedule from the states of the query's last committed batch (Spark's state data source), with the
+        heartbeats ``source_partition_activity`` records as sent; the number of eligible connectors in it."""
+        schedule = HeartbeatSchedule(self.defaults)
+        if storage.exists(spark, f"{self.checkpoint}/state"):
+            states = spark.read.format("statestore").load(self.checkpoint).select("value.groupState.state_json")
+            for row in states.collect():
+                schedule.update(heartbeat_state_from_json(row.state_json))
+        if len(schedule):
+            ensure_table(spark, self.settings.delta_root, SOURCE_PARTITION_ACTIVITY)
+            for (connector, key), sent_at in _last_heartbeats(spark, self.sink.activity_path, schedule.keys()).items():
+                schedule.recorded(connector, key, sent_at)
+        with self._lock:
+            self.schedule = schedule
+        log.info("schedule: %d eligible connectors, next heartbeat due at %s", len(schedule), schedule.next_due())
+        return len(schedule)
+
+    def apply(self, states: list[HeartbeatState]) -> None:
+        """The fold's new states of a batch's connectors."""
+        with self._lock:
+            for state in states:
+                self.schedule.update(state)
+
+    def tick(self, spark: SparkSession) -> list[EmittedHeartbeat]:
+        """Send the heartbeats due now (nothing when none is: no Spark, no Kafka). When sending fails the schedule is
+        put back as it was, so the next tick sends them again."""
+        with self._lock:
+            now = now_ms()
+            next_due = self.schedule.next_due()
+            if next_due is None or now < next_due:
+                return []
+            saved = self.schedule.copy()
+            due = self.schedule.due(now)
+            try:
+                emitted = self.sink.send(spark, due)
+            except BaseException:
+                self.schedule = saved
+                raise
+        log.info("%d heartbeats due, %d heartbeat rows", len(due), len(emitted))
         return emitted
 
 
 class HeartbeatsWriter(FoldWriter):
-    """``foreachBatch`` sink: activity rows merged into ``source_partition_activity``, then the due heartbeats sent
-    and recorded (:class:`HeartbeatSink`)."""
+    """``foreachBatch`` sink: activity rows merged into ``source_partition_activity``, the connectors' new states handed
+    to the :class:`HeartbeatScheduler` (which sends the heartbeats)."""
 
     job_name = JOB_NAME
 
-    def __init__(self, settings: Settings, sink: HeartbeatSink | None = None) -> None:
-        super().__init__(settings.delta_root, settings.checkpoint_path(JOB_NAME))
-        self.sink = sink if sink is not None else HeartbeatSink(settings)
+    def __init__(self, settings: Settings, scheduler: HeartbeatScheduler) -> None:
+        super().__init__(settings.delta_root, settings.checkpoint_path(CHECKPOINT_NAME))
+        self.scheduler = scheduler
 
     def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        spark = batch.sparkSession
         activity = batch.filter(F.col("record_kind").isin(RecordKind.ACTIVITY, RecordKind.REMOVED))
         n_activity = counts.rows(RecordKind.ACTIVITY, RecordKind.REMOVED)
         if n_activity:
             self._merge_activity(activity, batch_id)
-        due_rows = batch.filter(F.col("record_kind") == RecordKind.DUE).collect()
-        due = [due_partition_from_row(row.asDict(), int(row.evaluated_at), int(row.due_at)) for row in due_rows]
-        emitted = self.sink.send(spark, due, (self.app_id(HEARTBEATS), batch_id))
-        return f"{n_activity} partition activity rows, {len(due)} due, {len(emitted)} heartbeat rows"
+        states: list[HeartbeatState] = []
+        if counts.rows(RecordKind.STATE):
+            rows = batch.filter(F.col("record_kind") == RecordKind.STATE).select("state").collect()
+            states = [heartbeat_state_from_json(row.state) for row in rows]
+        self.scheduler.apply(states)
+        return f"{n_activity} partition activity rows, {len(states)} connector states"
 
     def _merge_activity(self, activity: DataFrame, batch_id: int) -> None:
         source = activity.select(
@@ -416,87 +446,62 @@ def heartbeat_defaults(
     )
 
 
-@contextmanager
-def no_data_batches_disabled(spark: SparkSession) -> Iterator[None]:
-    """``spark.sql.streaming.noDataMicroBatches.enabled=false`` for the queries started inside the block.
-
-    ``MicroBatchExecution`` reads the setting when the query is created (``start()``), so the session's own value
-    can be put back as soon as the query has started; other queries of the session keep theirs.
-    """
-    previous = spark.conf.get(NO_DATA_BATCHES, None)
-    spark.conf.set(NO_DATA_BATCHES, "false")
-    try:
-        yield
-    finally:
-        if previous is None:
-            spark.conf.unset(NO_DATA_BATCHES)
-        else:
-            spark.conf.set(NO_DATA_BATCHES, previous)
-
-
 def start(
     spark: SparkSession,
     settings: Settings,
     available_now: bool = False,
     max_offsets_per_trigger: int | None = None,
-    sink: HeartbeatSink | None = None,
+    scheduler: HeartbeatScheduler | None = None,
 ) -> StreamingQuery:
-    """Create the tables if needed and start the query over the config, status and offsets topics.
-
-    With ``available_now`` the query runs without no-data batches (it would never finish otherwise); follow it with
-    :func:`sweep` (the catch-up step of :class:`HeartbeatsJob`).
-    """
+    """Create the tables if needed, rebuild ``scheduler`` from the query's checkpoint and start the query over the
+    config, status and offsets topics (it only folds: ``scheduler.tick`` sends; :class:`HeartbeatsJob` runs both)."""
+    if scheduler is None:
+        scheduler = HeartbeatScheduler(settings, HeartbeatSink(settings), heartbeat_defaults(settings))
     topics = [settings.config_storage_topic, settings.status_storage_topic, settings.offset_storage_topic]
     rows = read_internal_topic(spark, settings, topics, max_offsets_per_trigger)
-    writer = HeartbeatsWriter(settings, sink)
-    folded = fold_stream(rows, settings, heartbeat_defaults(settings, sink.providers if sink is not None else None))
-    with no_data_batches_disabled(spark) if available_now else nullcontext():
-        return start_fold_query(
-            spark, settings, JOB_NAME, folded, writer, (SOURCE_PARTITION_ACTIVITY, HEARTBEATS),
-            (SOURCE_PARTITION_ACTIVITY,), available_now=available_now, trigger_interval=query_trigger(settings),
-        )  # fmt: skip
+    writer = HeartbeatsWriter(settings, scheduler)
+    folded = fold_stream(rows, settings, scheduler.defaults)
+    scheduler.rebuild(spark)  # before the query starts: its batches' states come after
+    return start_fold_query(
+        spark, settings, JOB_NAME, folded, writer, (SOURCE_PARTITION_ACTIVITY, HEARTBEATS),
+        (SOURCE_PARTITION_ACTIVITY,), available_now=available_now, trigger_interval=query_trigger(settings),
+        checkpoint_name=CHECKPOINT_NAME,
+    )  # fmt: skip
 
 
 def query_trigger(settings: Settings) -> str:
     """The heartbeats query's trigger in a continuous run: the longer of ``trigger.interval`` and
-    ``heartbeat.trigger.interval``. With processing-time timeouts Spark runs a micro-batch at every trigger, records
-    or not (each a stateful pass over every connector's state and the writer's checks): at a 1 s trigger, with the
-    cleanup pass at every trigger too, the jobs' driver used 1.4 cores of a quiet 2-core machine
-    (``bench/steady_state.py``)."""
+    ``heartbeat.trigger.interval``. The query reads all three internal topics and only folds them (the timer sends,
+    every :data:`TICK_S`), so a longer trigger gathers a trickle of offset commits into fewer batches, each costing
+    about a second of the driver's CPU. The timer then decides on states up to one trigger old: the emitter reads a
+    partition's offset before its heartbeat and skips one that moved meanwhile."""
     heartbeats = interval_seconds(settings.heartbeat_trigger_interval, "heartbeat.trigger.interval")
     if heartbeats > interval_seconds(settings.trigger_interval):
         return settings.heartbeat_trigger_interval
     return settings.trigger_interval
 
 
-def sweep(spark: SparkSession, settings: Settings, sink: HeartbeatSink | None = None) -> list[EmittedHeartbeat]:
-    """Send the heartbeats due now by ``source_partition_activity`` (after a catch-up run): the same due rule as the
-    stateful fold, on the table's ``last_moved_at`` / ``last_heartbeat_at`` / interval / eligibility."""
-    own_sink = sink is None
-    sink = sink if sink is not None else HeartbeatSink(settings)
-    ensure_table(spark, settings.delta_root, SOURCE_PARTITION_ACTIVITY)
-    ensure_table(spark, settings.delta_root, HEARTBEATS)
-    now = now_ms()
-    rows = (
-        spark.read.format("delta")
-        .load(sink.activity_path)
-        .filter(F.col("eligible"))
-        .withColumn("last_moved_at", F.unix_millis("last_moved_at"))
-        .withColumn("last_heartbeat_at", F.unix_millis("last_heartbeat_at"))
-        .collect()
-    )
-    due = [
-        due_partition_from_row(row.asDict(), now)
-        for row in rows
-        if is_due(row.last_moved_at, row.last_heartbeat_at, row.heartbeat_interval_ms, bool(row.eligible), now)
-    ]
-    try:
-        emitted = sink.send(spark, due)
-    finally:
-        if own_sink:
-            sink.close()
-    log.info("sweep: %d partitions due, %d heartbeat rows", len(due), len(emitted))
-    return emitted
+class HeartbeatsQueryTask(QueryTask):
+    """The heartbeats query's task: between its polls (every :data:`TICK_S`), the scheduler's :meth:`tick
+    <HeartbeatScheduler.tick>`. A tick that fails is logged and tried again after :data:`RETRY_S`; the query goes
+    on."""
+
+    def __init__(self, query: StreamingQuery, scheduler: HeartbeatScheduler, spark: SparkSession) -> None:
+        super().__init__(query, poll_seconds=TICK_S)
+        self.scheduler = scheduler
+        self.spark = spark
+        self._retry_at = 0.0
+
+    def after_poll(self) -> None:
+        if time.monotonic() < self._retry_at:
+            return
+        try:
+            self.scheduler.tick(self.spark)
+        except LeaseLost:
+            raise
+        except Exception:
+            log.exception("sending the heartbeats due failed; trying again in %.0f s", RETRY_S)
+            self._retry_at = time.monotonic() + RETRY_S
 
 
 class HeartbeatsJob:
@@ -519,14 +524,17 @@ class HeartbeatsJob:
             self.providers = load_providers(settings)
 
     def start(self, spark: SparkSession, settings: Settings, available_now: bool, max_offsets: int | None) -> Run:
-        """The query runs only while this instance holds the ``heartbeats`` lease (:class:`LeasedTask`): a second
-        instance waits; a lost lease stops the query at once. A failed query is started again by the supervisor."""
+        """The query and its timer run only while this instance holds the ``heartbeats`` lease (:class:`LeasedTask`):
+        a second instance waits; a lost lease stops the query at once. A failed query is started again by the
+        supervisor (its schedule rebuilt from the checkpoint). A catch-up run ends with one tick: what fell due while
+        no job ran is sent."""
         lease = keeper_for(settings, HEARTBEATS_LEASE)
         sink = HeartbeatSink(settings, providers=self.providers, lease=lease)
+        scheduler = HeartbeatScheduler(settings, sink, heartbeat_defaults(settings, self.providers))
 
         def start_query() -> QueryTask:
-            return QueryTask(start(spark, settings, available_now, max_offsets, sink))
+            return HeartbeatsQueryTask(start(spark, settings, available_now, max_offsets, scheduler), scheduler, spark)
 
         task = LeasedTask(JOB_NAME, lease, start_query, once=available_now, on_lost=stop_query)
-        catch_up = task.while_held(lambda: sweep(spark, settings, sink))
+        catch_up = task.while_held(lambda: scheduler.tick(spark))
         return Run([task], catch_up=catch_up, closers=[sink.close, lease.release])

@@ -3,9 +3,11 @@ producers and readers."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings
 from connect_state.spark import active_topics, connector_states
+from connect_state.spark.streaming import Job, run_job
 from tests.fixtures.spark import await_query
 
 CONNECT_WAIT_S = 90.0
@@ -47,6 +50,25 @@ def run_active_topics(spark: SparkSession, settings: Settings, timeout_s: float 
 def run_connector_states(spark: SparkSession, settings: Settings, timeout_s: float = 240.0) -> None:
     """One catch-up run of the connector-states job: the ``connectors`` table our API reads each connector from."""
     await_query(connector_states.start(spark, settings, available_now=True), timeout_s)
+
+
+@contextmanager
+def continuous_job(job: Job, spark: SparkSession, settings: Settings, stop_timeout_s: float = 180.0) -> Iterator[None]:
+    """``job`` running continuously (as its console script runs it) in a thread for the block; stopped at its end,
+    where a run that failed, or did not stop within ``stop_timeout_s``, fails the test."""
+    stop = threading.Event()
+    status: list[int] = []
+    thread = threading.Thread(
+        target=lambda: status.append(run_job(job, spark, settings, False, stop=stop)), name=f"test-{job.name}"
+    )
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(stop_timeout_s)
+    assert not thread.is_alive(), f"{job.name} did not stop within {stop_timeout_s} s"
+    assert status == [0], f"{job.name} ended with {status}"
 
 
 def delta_table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:

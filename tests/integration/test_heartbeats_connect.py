@@ -1,14 +1,15 @@
 """KIP-910 heartbeats against the real broker, Connect worker and Spark.
 
-* continuous job (processing-time trigger): an idle FileStream source gets its heartbeat within one interval plus one
+* continuous job (the job's timer): an idle FileStream source gets its heartbeat within one interval plus one
   trigger of its offset's last move, and not before; none for paused, stopped, deleted or disabled connectors; a
   connector's own ``heartbeat.interval.ms`` / ``heartbeat.records.topic`` beat connect-state's; the records land in
   the right topic in the documented format; an offset committed by a heartbeat is honoured by the worker: the
   source, stopped through Connect's ``PUT /stop`` and resumed, continues from that position;
-* catch-up runs (``AvailableNow``, no no-data batches) terminate, and the sweep after them sends the heartbeats of
-  partitions that went idle while no job ran, never twice within an interval.
+* catch-up runs (``AvailableNow``: the query has no timeouts) terminate, and each ends by sending the heartbeats of
+  partitions that went idle while no job ran (from the schedule rebuilt from its checkpoint), never twice within an
+  interval.
 
-Every wait has a deadline; the continuous query is stopped in ``finally``.
+Every wait has a deadline; the continuous job is stopped at the end of its block.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from connect_state.heartbeats import CONNECTOR_HEADER, PARTITION_HEADER, Heartbe
 from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings
 from connect_state.spark import heartbeats
-from connect_state.spark.streaming import run_job, stop_between_batches
-from tests.integration.helpers import api_client, job_settings, source_position, unique
+from connect_state.spark.streaming import run_job
+from tests.integration.helpers import api_client, continuous_job, job_settings, source_position, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 WAIT_S = 90.0
@@ -155,14 +156,12 @@ def test_continuous_job_heartbeats_idle_sources(spark, connect, stack_settings, 
     )
     connect.wait_for(lambda: connect.connector_status(names["deleted"]) is None, WAIT_S, description="deleted")
 
-    query = heartbeats.start(spark, settings)
-    try:
+    with continuous_job(heartbeats.HeartbeatsJob(), spark, settings):
         # Heartbeats for the idle sources; the rewinding provider's offset is committed.
         wait_until(lambda: len(heartbeat_rows(api, names["idle"])) >= 2, 120, "two heartbeats of the idle source")
         wait_until(lambda: heartbeat_rows(api, names["own-topic"]), WAIT_S, "own-topic heartbeat")
         rewound = wait_until(lambda: heartbeat_rows(api, names["rewind"]), WAIT_S, "rewind heartbeat")[0]
         assert rewound["committed_offset"] == {"position": len(b"line 1\n")}
-        assert query.isActive, query.exception()
 
         # Idle detection: after the offset moves, the next heartbeat comes one interval (plus one trigger) later. (A
         # heartbeat the fold found due just before it saw the move is "skipped": the emitter reads the offset first.)
@@ -198,9 +197,6 @@ def test_continuous_job_heartbeats_idle_sources(spark, connect, stack_settings, 
             assert partition["next_heartbeat_at"] is None and partition["idle_ms"] > INTERVAL_MS
         (idle_partition,) = partitions(api, idle_name)
         assert idle_partition["eligible"] is True and idle_partition["heartbeat_interval_ms"] == INTERVAL_MS
-    finally:
-        stop_between_batches(query)  # not inside a batch: an interrupted MERGE fails the query on its way out
-    assert query.exception() is None
 
     # The records, in the documented format, in the right topics.
     def check_records(topic: str, name: str, file: Path) -> None:
@@ -243,11 +239,11 @@ def test_continuous_job_heartbeats_idle_sources(spark, connect, stack_settings, 
     assert lines == [b"line 1", b"line 2", b"line 3", b"line 2", b"line 3"]
 
 
-def test_catch_up_runs_terminate_and_the_sweep_covers_idle_time(spark, connect, stack_settings, tmp_path, created):
+def test_catch_up_runs_terminate_and_cover_idle_time(spark, connect, stack_settings, tmp_path, created):
     settings = heartbeat_settings(stack_settings, tmp_path)
     api = api_client(settings)
     name, file, _topic, config = file_source(
-        tmp_path, "hb-sweep", ["x"], **{"heartbeat.interval.ms": str(INTERVAL_MS), MODE: "no-offset"}
+        tmp_path, "hb-catch-up", ["x"], **{"heartbeat.interval.ms": str(INTERVAL_MS), MODE: "no-offset"}
     )
     created.append(name)
     connect.create_connector(name, config)
@@ -255,22 +251,19 @@ def test_catch_up_runs_terminate_and_the_sweep_covers_idle_time(spark, connect, 
     connect.wait_until_running(name)
     time.sleep(INTERVAL_MS / 1000 + 0.5)  # idle for one interval before the first run
 
-    assert run_job(heartbeats.HeartbeatsJob(), spark, settings, True, timeout_s=180) == 0  # ends: no no-data batches
-    assert spark.conf.get(heartbeats.NO_DATA_BATCHES, None) != "false"  # the session got its value back
+    assert run_job(heartbeats.HeartbeatsJob(), spark, settings, True, timeout_s=180) == 0  # ends: no timeouts
     first = wait_until(lambda: heartbeat_rows(api, name), 5, "a heartbeat from the first run")
 
-    # Nothing runs now; once the partition is due again, the sweep alone sends its heartbeat, once per interval.
+    # Nothing runs now, and the connector writes nothing more (its heartbeats commit no offset). Once the partition is
+    # due again, the next run's schedule, rebuilt from the checkpoint, sends its heartbeat: a later batch never saw it.
     (partition,) = partitions(api, name)
     assert partition["eligible"] is True
     wait_until(lambda: time.time() * 1000 >= partition["next_heartbeat_at"], 10, "the next due time")
-    # The sweep covers every eligible connector of the (shared) worker; this test looks at its own.
-    swept = [row for row in heartbeats.sweep(spark, settings) if row.connector == name]
-    assert [(row.connector, row.outcome, row.record_value) for row in swept] == [(name, "produced", b"idle")]
-    # Only what is due again (a sweep takes seconds; the interval is 2 s).
-    again = [row for row in heartbeats.sweep(spark, settings) if row.connector == name]
-    assert all(row.emitted_at >= swept[0].emitted_at + INTERVAL_MS for row in again), (swept, again)
+    assert run_job(heartbeats.HeartbeatsJob(), spark, settings, True, timeout_s=180) == 0
+    emitted = sorted(h["emitted_at"] for h in heartbeat_rows(api, name) if h["outcome"] == "produced")
+    assert len(emitted) >= len(first) + 1, (first, emitted)
+    assert emitted[-1] >= partition["next_heartbeat_at"]
 
     assert run_job(heartbeats.HeartbeatsJob(), spark, settings, True, timeout_s=180) == 0
     emitted = sorted(h["emitted_at"] for h in heartbeat_rows(api, name))
-    assert len(emitted) >= len(first) + 1
     assert all(b - a >= INTERVAL_MS for a, b in itertools.pairwise(emitted)), emitted  # never twice in an interval

@@ -15,7 +15,7 @@ import pytest
 from deltalake import DeltaTable
 
 from connect_state.dev.filestream import append_lines, file_source_config
-from connect_state.spark import connector_states, storage
+from connect_state.spark import connector_states, heartbeats, storage
 from connect_state.spark.all_jobs import every_job
 from connect_state.spark.storage import configure_storage
 from connect_state.spark.streaming import run_catch_up
@@ -28,7 +28,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 WAIT_S = 90.0
 CURRENT_TABLES = (CONNECTORS, ACTIVE_TOPICS, SOURCE_OFFSETS, SINK_OFFSETS)
-QUERIES = ("active_topics", "connector_states", "source_offsets", "sink_offsets", "heartbeats")
+# The checkpoint directories of the jobs' queries.
+CHECKPOINTS = ("active_topics", "connector_states", "source_offsets", "sink_offsets", heartbeats.CHECKPOINT_NAME)
 NO_CHECKPOINT = "no checkpoint at"
 
 
@@ -62,11 +63,11 @@ def test_catch_up_into_a_bucket_answers_like_connect_and_resumes_from_the_bucket
     connect.wait_for(lambda: connect.active_topics(name) == {topic}, WAIT_S, description=f"{name} active topics")
 
     caplog.set_level(logging.INFO, logger="connect_state")
-    assert not any(storage.exists(spark_on_s3, settings.checkpoint_path(query)) for query in QUERIES)
+    assert not any(storage.exists(spark_on_s3, settings.checkpoint_path(query)) for query in CHECKPOINTS)
     assert run_catch_up(every_job(hooks={}), spark_on_s3, settings) == 0
 
     checkpoints = {key.split("/")[2] for key in s3_server.list_keys(TEST_BUCKET, f"{prefix}/checkpoints/")}
-    assert set(QUERIES) <= checkpoints
+    assert set(CHECKPOINTS) <= checkpoints
     assert all(storage.exists(spark_on_s3, settings.checkpoint_path(query)) for query in checkpoints)
     assert f"{prefix}/delta/connectors/_delta_log/00000000000000000000.json" in s3_server.list_keys(
         TEST_BUCKET, f"{prefix}/delta/connectors/_delta_log/"

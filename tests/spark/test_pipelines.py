@@ -380,15 +380,23 @@ def test_heartbeats_pipeline(spark, settings, topics):
     sender = FakeSender()
     emitter = HeartbeatEmitter({FILE_SOURCE_CLASS: IdleProvider()}, sender, sender, settings.offset_storage_topic)
     sink = heartbeats.HeartbeatSink(settings, emitter=emitter)
-    writer = heartbeats.HeartbeatsWriter(settings, sink)
     defaults = HeartbeatDefaults(settings.heartbeat_interval_ms, settings.heartbeat_records_topic)
-    folded = heartbeats.fold_stream(topics.stream(), settings, defaults)
-    with heartbeats.no_data_batches_disabled(spark):
+    scheduler = heartbeats.HeartbeatScheduler(settings, sink, defaults)
+    assert scheduler.rebuild(spark) == 0  # no checkpoint yet
+
+    def run_query() -> None:
+        folded = heartbeats.fold_stream(topics.stream(), settings, defaults)
+        writer = heartbeats.HeartbeatsWriter(settings, scheduler)
         query = start_fold_query(
             spark, settings, heartbeats.JOB_NAME, folded, writer, (SOURCE_PARTITION_ACTIVITY, HEARTBEATS),
-            (SOURCE_PARTITION_ACTIVITY,), available_now=True,
+            (SOURCE_PARTITION_ACTIVITY,), available_now=True, checkpoint_name=heartbeats.CHECKPOINT_NAME,
         )  # fmt: skip
-    await_query(query)
+        await_query(query)  # no timeouts: an AvailableNow query ends
+
+    run_query()
+    assert table(spark, settings, HEARTBEATS.name).count() == 0  # the fold sends nothing
+    (emitted,) = scheduler.tick(spark)  # the timer does: due an hour ago
+    assert (emitted.connector, emitted.outcome) == ("src", "produced")
 
     (activity,) = table(spark, settings, SOURCE_PARTITION_ACTIVITY.name).collect()
     assert (activity.connector, activity.eligible, activity.offset) == ("src", True, '{"position":10}')
@@ -396,9 +404,22 @@ def test_heartbeats_pipeline(spark, settings, topics):
     (beat,) = table(spark, settings, HEARTBEATS.name).collect()
     assert (beat.connector, beat.outcome, beat.record_value) == ("src", "produced", b"idle")
     assert [topic for topic, _ in sender.sent] == [settings.heartbeat_records_topic, settings.offset_storage_topic]
+    assert scheduler.tick(spark) == []  # not due again for an interval
 
-    # The sweep finds nothing due: the heartbeat was recorded a moment ago.
-    assert heartbeats.sweep(spark, settings, sink) == []
+    # A new scheduler (the job started again) rebuilds the schedule from the checkpoint's state and the recorded
+    # heartbeat: due one interval after it, without a record of the connector in between.
+    rebuilt = heartbeats.HeartbeatScheduler(settings, sink, defaults)
+    assert rebuilt.rebuild(spark) == 1
+    sent_at = (
+        table(spark, settings, SOURCE_PARTITION_ACTIVITY.name).select(F.unix_millis("last_heartbeat_at")).first()[0]
+    )
+    assert rebuilt.schedule.next_due() == sent_at + 60_000
+    assert rebuilt.tick(spark) == []
+
+    # A record that makes the connector ineligible (paused) reaches the schedule through the writer.
+    topics.batch([target_state_record("src", "PAUSED")], ts=T0)
+    run_query()
+    assert "src" not in scheduler.schedule and scheduler.schedule.next_due() is None
 
 
 # --- cleanup: the Delta side of its I/O -------------------------------------------------------------------------------
