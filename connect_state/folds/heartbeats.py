@@ -1,8 +1,9 @@
 """KIP-910 idle detection: per connector, its state and the last offsets of its source partitions; which are due.
 
-Pure Python, no Spark: the heartbeats job calls :func:`step` once per connector and micro-batch from
-``applyInPandasWithState`` (data or a processing-time timeout), and the catch-up sweep calls :func:`is_due` on the
-rows of ``source_partition_activity``; tests call both with an injected ``now`` (epoch ms).
+Pure Python, no Spark: the heartbeats job calls :func:`fold` once per connector and micro-batch from
+``applyInPandasWithState`` (records only, no timeouts), and its timer on the driver keeps the eligible connectors'
+states in a :class:`HeartbeatSchedule`, which calls :func:`fire` when they are due; :func:`step` is both at one
+instant. Tests call them with an injected ``now`` (epoch ms).
 
 **State** (:class:`HeartbeatState`): the connector's :class:`~connect_state.folds.connector_states.ConnectorState`
 folded from its config-topic and status-topic records by the connector-state fold, plus one
@@ -24,9 +25,8 @@ stores in Connect's order), its effective target state is STARTED and its connec
 
 **Due**, ``idle`` mode (:func:`due_at`): a partition is due at ``max(last_moved_at, last_heartbeat_at) +
 interval``: its offset has not moved, and no heartbeat was sent, for one interval. After a heartbeat the timer
-restarts, as the KIP's ``currentTimeMs + heartbeatIntervalMs``. The job arms the group's processing-time timeout for
-the earliest due time of the connector's partitions (:attr:`StepResult.timeout_at`), only while the connector is
-eligible.
+restarts, as the KIP's ``currentTimeMs + heartbeatIntervalMs``. The connector is due next at the earliest due time of
+its partitions (:attr:`FireResult.next_at`), only while it is eligible.
 
 **Due**, ``timer`` mode (KIP-910's timer, :class:`HeartbeatMode`): per connector, armed one interval after it became
 eligible (:attr:`HeartbeatState.timer_next_at`), fired every interval whether or not offsets moved and reset whether or
@@ -81,7 +81,6 @@ __all__ = [
     "activity_rows",
     "apply_offset_record",
     "due_at",
-    "due_partition_from_row",
     "due_partitions",
     "fire",
     "fold",
@@ -232,7 +231,7 @@ def heartbeat_policy(connector: ConnectorState, defaults: HeartbeatDefaults) -> 
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Due computation (shared by the stateful fold and the catch-up sweep)
+# Due computation (shared by the schedule, the sink's last check and the API)
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -704,7 +703,7 @@ def heartbeat_state_from_json(text: str) -> HeartbeatState:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Still due? (right before sending: the fold's due rows and the catch-up sweep)
+# Still due? (right before sending)
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -713,7 +712,7 @@ def still_due(
 ) -> tuple[list[DuePartition], list[tuple[DuePartition, int | None]]]:
     """Split heartbeats found due by the record of those sent (``source_partition_activity.last_heartbeat_at`` per
     (connector, key), epoch ms): those still due at ``now`` by :func:`is_due`, and those not (already sent within the
-    interval, with when), so a heartbeat the sweep sent is not sent again by the next run's timeouts."""
+    interval, with when), so a heartbeat an earlier run sent is not sent again."""
     send: list[DuePartition] = []
     sent: list[tuple[DuePartition, int | None]] = []
     for heartbeat in due:
@@ -723,28 +722,3 @@ def still_due(
         else:
             sent.append((heartbeat, last))
     return send, sent
-
-
-def due_partition_from_row(row: Mapping[str, object], now: int, when: int | None = None) -> DuePartition:
-    """A due heartbeat rebuilt from a ``due`` row of the fold or a ``source_partition_activity`` row (the sweep):
-    timestamps as epoch ms, partition, offset and config as JSON text; due ``when`` (default: one interval after the
-    later of the last move and the last heartbeat)."""
-    last_moved = int(row["last_moved_at"])  # type: ignore[call-overload]
-    interval = int(row["heartbeat_interval_ms"])  # type: ignore[call-overload]
-    last_heartbeat = row["last_heartbeat_at"]
-    last = last_moved if last_heartbeat is None else max(last_moved, int(last_heartbeat))  # type: ignore[call-overload]
-    return DuePartition(
-        str(row["connector"]),
-        row["connector_class"],  # type: ignore[arg-type]
-        json.loads(row["config"]) if row["config"] else {},  # type: ignore[arg-type]
-        json.loads(row["partition"]),  # type: ignore[arg-type]
-        bytes(row["key"]),  # type: ignore[call-overload]
-        json.loads(row["offset"]),  # type: ignore[arg-type]
-        last_moved,
-        idle_ms(last_moved, now),
-        interval,
-        str(row["heartbeat_topic"]),
-        last + interval if when is None else when,
-        row["kafka_partition"],  # type: ignore[arg-type]
-        row["kafka_offset"],  # type: ignore[arg-type]
-    )

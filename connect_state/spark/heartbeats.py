@@ -325,6 +325,9 @@ class HeartbeatScheduler:
         heartbeats ``source_partition_activity`` records as sent; the number of eligible connectors in it."""
         schedule = HeartbeatSchedule(self.defaults)
         if storage.exists(spark, f"{self.checkpoint}/state"):
+            # The state reader asks the driver's state store coordinator, which Spark sets up with the session's
+            # streaming query manager: a driver that has started no query yet has none until that is created.
+            spark.streams  # noqa: B018
             states = spark.read.format("statestore").load(self.checkpoint).select("value.groupState.state_json")
             for row in states.collect():
                 schedule.update(heartbeat_state_from_json(row.state_json))

@@ -105,6 +105,11 @@ def heartbeat_rows(api, name: str) -> list[dict[str, Any]]:
     return response.get_json()["heartbeats"]
 
 
+def tables_created(api, name: str) -> bool:
+    """Whether the job has created its tables (a job started in a thread creates them a moment later)."""
+    return api.get(f"/connectors/{name}/heartbeats").status_code == 200
+
+
 def partitions(api, name: str) -> list[dict[str, Any]]:
     return api.get(f"/connectors/{name}/heartbeats").get_json()["partitions"]
 
@@ -157,6 +162,7 @@ def test_continuous_job_heartbeats_idle_sources(spark, connect, stack_settings, 
     connect.wait_for(lambda: connect.connector_status(names["deleted"]) is None, WAIT_S, description="deleted")
 
     with continuous_job(heartbeats.HeartbeatsJob(), spark, settings):
+        wait_until(lambda: tables_created(api, names["idle"]), WAIT_S, "the job's tables")
         # Heartbeats for the idle sources; the rewinding provider's offset is committed.
         wait_until(lambda: len(heartbeat_rows(api, names["idle"])) >= 2, 120, "two heartbeats of the idle source")
         wait_until(lambda: heartbeat_rows(api, names["own-topic"]), WAIT_S, "own-topic heartbeat")

@@ -21,7 +21,6 @@ from connect_state.folds.heartbeats import (
     OffsetRecord,
     activity_rows,
     due_at,
-    due_partition_from_row,
     heartbeat_policy,
     heartbeat_state_from_json,
     heartbeat_state_to_json,
@@ -313,13 +312,3 @@ def test_still_due_by_the_recorded_last_heartbeat():
     assert send == [other]  # nothing recorded for it: due by its own last move
     assert sent == [(due, 4000)]  # sent at 4000 (e.g. by a sweep): due again at 6000
     assert still_due([due], {(NAME, due.key): 4000}, now=6000) == ([due], [])
-
-
-def test_due_partition_from_an_activity_row_is_the_folds():
-    now = 5000
-    result = fold(running_source(), [offset(1, 1000)], now=now)
-    (due,) = result.due
-    (row,) = activity_rows(result.state, result.policy, now)
-    rebuilt = due_partition_from_row({**row, "last_heartbeat_at": None}, now)
-    assert rebuilt == due
-    assert due_partition_from_row(row, now, when=7000).due_at == 7000

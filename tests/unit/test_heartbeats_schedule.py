@@ -1,0 +1,167 @@
+"""The heartbeats job's schedule (the timer on the driver) without Spark: what the fold hands it, what it fires and
+when, what it keeps across new states of the fold and across a restart (``recorded``).
+
+The oracle for the whole is the fold as the job ran it with Spark's processing-time timeouts: :func:`step` (fold and
+fire at one instant) called for every batch of records and at every timeout. Fed the same records at the same
+instants, the schedule (:func:`fold` in the query, :meth:`HeartbeatSchedule.due` on the driver) must send the same
+heartbeats at the same times.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from connect_state.folds.heartbeats import (
+    NO_PARTITION_KEY,
+    HeartbeatSchedule,
+    HeartbeatState,
+    fold,
+    step,
+)
+from tests.unit.test_heartbeats_fold import DEFAULTS, FILE, NAME, config, offset, running_source, source_config, status
+from tests.unit.test_heartbeats_kip910 import TIMER
+
+OTHER_FILE = {"filename": "/data/other.txt"}
+
+
+def folded(records, offsets, now: int, state: HeartbeatState | None = None, defaults=DEFAULTS) -> HeartbeatState:
+    """The state the query's fold hands the schedule (it never fires)."""
+    return fold(state or HeartbeatState.new(NAME), records, offsets, defaults, now).state
+
+
+def keys(due) -> list[tuple[str, bytes, int]]:
+    return [(d.connector, d.key, d.due_at) for d in due]
+
+
+def test_an_idle_partition_is_due_one_interval_after_its_last_move_then_every_interval():
+    schedule = HeartbeatSchedule(DEFAULTS)
+    state = folded(running_source(), [offset(1, ts=1000)], now=1500)
+    schedule.update(state)
+    assert NAME in schedule and schedule.next_due() == 3000
+    assert schedule.due(2999) == []
+    (due,) = schedule.due(3000)
+    assert (due.partition, due.offset, due.due_at) == (FILE, {"position": 1}, 3000)
+    assert schedule.next_due() == 5000  # the KIP's currentTimeMs + heartbeatIntervalMs
+    assert schedule.due(3000) == []
+
+
+def test_a_new_state_from_the_fold_keeps_the_heartbeats_sent():
+    """The fold never fires, so its states carry no heartbeat: the schedule keeps its own marks."""
+    schedule = HeartbeatSchedule(DEFAULTS)
+    state = folded(running_source(), [offset(1, ts=1000)], now=1500)
+    schedule.update(state)
+    schedule.due(3000)
+    same_offset = folded([], [offset(1, ts=3500)], now=3600, state=state)  # a commit of the same offset: no move
+    schedule.update(same_offset)
+    assert schedule.next_due() == 5000 and schedule.due(4999) == []
+    moved = folded([], [offset(2, ts=4000)], now=4100, state=same_offset)
+    schedule.update(moved)
+    assert schedule.next_due() == 6000  # one interval after the move
+
+
+def test_a_connector_leaves_the_schedule_when_it_is_no_longer_eligible_and_comes_back():
+    schedule = HeartbeatSchedule(DEFAULTS)
+    state = folded(running_source(), [offset(1, ts=1000)], now=1500)
+    schedule.update(state)
+    paused = folded([status("PAUSED")], [], now=2000, state=state)
+    schedule.update(paused)
+    assert NAME not in schedule and len(schedule) == 0 and schedule.next_due() is None
+    assert schedule.due(10_000) == []
+    schedule.update(folded([status("RUNNING")], [], now=9000, state=paused))
+    assert keys(schedule.due(10_000)) == [(NAME, state.partitions.popitem()[0], 3000)]  # idle since 1000
+
+
+def test_heartbeats_off_or_not_a_source_never_enter_the_schedule():
+    schedule = HeartbeatSchedule(DEFAULTS)
+    schedule.update(folded([config(source_config(**{"heartbeat.interval.ms": "0"})), status("RUNNING")], [], 0))
+    sink = {"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "topics": "t"}
+    schedule.update(
+        folded([config(sink, name="sink"), status("RUNNING", name="sink")], [], 0, HeartbeatState.new("sink"))
+    )
+    assert len(schedule) == 0 and schedule.next_due() is None
+
+
+def test_recorded_heartbeats_of_an_earlier_run_count_as_sent():
+    state = folded(running_source(), [offset(1, ts=1000), offset(5, ts=1000, partition=OTHER_FILE)], now=1500)
+    schedule = HeartbeatSchedule(DEFAULTS)
+    schedule.update(state)
+    file_key = next(k for k, a in state.partitions.items() if a.partition == FILE)
+    schedule.recorded(NAME, file_key, 2500)
+    schedule.recorded("unknown", file_key, 2500)  # not in the schedule: nothing
+    due = schedule.due(3000)
+    assert [d.partition for d in due] == [OTHER_FILE]  # the other one was not recorded
+    assert schedule.next_due() == 4500 and [d.partition for d in schedule.due(4500)] == [FILE]
+
+
+def test_timer_mode_keeps_its_own_timer_across_new_states_of_the_fold():
+    schedule = HeartbeatSchedule(TIMER)
+    armed = folded(running_source(), [], now=1000, defaults=TIMER)
+    assert armed.timer_next_at == 3000
+    schedule.update(armed)
+    (first,) = schedule.due(3000)
+    assert (first.key, first.partition) == (NO_PARTITION_KEY, {})  # no partition yet: the provider is asked with none
+    assert schedule.next_due() == 5000
+    # The fold's state still has the timer where it was armed (3000): the schedule's running timer wins.
+    schedule.update(folded([], [offset(7, ts=3500)], now=3600, state=armed, defaults=TIMER))
+    assert schedule.due(4000) == [] and schedule.next_due() == 5000
+    assert [d.partition for d in schedule.due(5000)] == [FILE]
+
+
+def test_timer_mode_recorded_heartbeats_move_the_timer():
+    state = folded(running_source(), [offset(7, ts=1000)], now=1000, defaults=TIMER)
+    schedule = HeartbeatSchedule(TIMER)
+    schedule.update(state)
+    (key,) = state.partitions
+    schedule.recorded(NAME, key, 4000)
+    assert schedule.next_due() == 6000
+
+
+def test_a_copy_is_independent():
+    schedule = HeartbeatSchedule(DEFAULTS)
+    schedule.update(folded(running_source(), [offset(1, ts=1000)], now=1500))
+    saved = schedule.copy()
+    assert len(schedule.due(3000)) == 1
+    assert saved.next_due() == 3000 and len(saved.due(3000)) == 1  # put back, it sends them again
+    assert saved.keys() == schedule.keys() and len(saved.keys()) == 1
+
+
+# --- the schedule against the fold with timeouts (the oracle) -------------------------------------------------------
+
+EVENT = st.one_of(
+    st.tuples(st.just("offset"), st.integers(0, 3), st.sampled_from([FILE, OTHER_FILE])),
+    st.tuples(st.just("status"), st.sampled_from(["RUNNING", "PAUSED"]), st.none()),
+    st.tuples(st.just("tick"), st.none(), st.none()),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    mode=st.sampled_from(["idle", "timer"]),
+    events=st.lists(st.tuples(st.integers(1, 1500), EVENT), min_size=1, max_size=25),
+)
+def test_the_schedule_sends_what_the_fold_with_timeouts_sent(mode, events):
+    """Records arrive at increasing times, with ticks in between; Spark's timeout fired at each tick (the oracle ran
+    :func:`step` there with no records). Both must find the same heartbeats due at every instant."""
+    defaults = TIMER if mode == "timer" else DEFAULTS
+    oracle = HeartbeatState.new(NAME)
+    state = HeartbeatState.new(NAME)
+    schedule = HeartbeatSchedule(defaults)
+    now = 0
+    for index, (gap, (kind, value, partition)) in enumerate(events):
+        now += gap
+        if kind == "tick":
+            records, offsets = [], []
+        elif kind == "offset":
+            records, offsets = [], [offset(value, ts=now, partition=partition)]
+        else:
+            records, offsets = [status(value, ts=now)], []
+        if index == 0:
+            records = [config(source_config(), ts=now), *records]
+        expected = step(oracle, records, offsets, defaults, now)
+        oracle = expected.state
+        if records or offsets:  # a batch with records of the connector (a tick has none, but for the first config)
+            state = fold(state, records, offsets, defaults, now).state
+            schedule.update(state)
+        assert keys(schedule.due(now)) == keys(expected.due), (index, now)
+        assert schedule.next_due() == expected.timeout_at, (index, now)
