@@ -24,8 +24,8 @@ committed a new offset meanwhile is not idle; a provider committing the offset i
 task's offset back. Such a heartbeat is ``skipped``. (A commit landing between this check and ours can still be
 overwritten; intervals of minutes make that window rare, and the task's next commit corrects it.)
 
-No Spark here: the heartbeats job calls :meth:`HeartbeatEmitter.emit` on the driver (``foreachBatch`` and the
-catch-up sweep); unit tests use fake writers.
+No Spark here: the heartbeats job calls :meth:`HeartbeatEmitter.emit` on the driver (its timer, when heartbeats
+are due); unit tests use fake writers.
 """
 
 from __future__ import annotations

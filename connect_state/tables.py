@@ -299,8 +299,7 @@ SOURCE_PARTITION_ACTIVITY = TableSpec(
         "KIP-910: per source partition with an offset (key = Connect's offsets-topic key bytes): its last offset, when "
         "it last moved (Kafka timestamp of the record that changed it), the last heartbeat, its idle age at "
         "updated_at, the effective heartbeat interval and topic, whether its connector is eligible (source, STARTED, "
-        "RUNNING, interval > 0) or why not, and the connector's class and config (for the catch-up sweep's provider "
-        "calls)."
+        "RUNNING, interval > 0) or why not, and the connector's class and config (what its provider is called with)."
     ),
 )
 

@@ -11,8 +11,8 @@ machine (``make run``'s demo) or as a single scheduled Databricks task, one driv
   restarted with exponential backoff, logged and counted, while the others keep running (a job whose start fails is
   started again the same way).
 * ``--available-now``: one catch-up run of each, in dependency order — active topics, connector states (which the
-  offsets, heartbeats and cleanup jobs read), offsets, heartbeats (with its sweep), one cleanup pass — then exit. A job
-  that fails does not stop the ones after it; the run ends by naming the failed jobs.
+  offsets, heartbeats and cleanup jobs read), offsets, heartbeats (then the heartbeats due), one cleanup pass — then
+  exit. A job that fails does not stop the ones after it; the run ends by naming the failed jobs.
 
 ``--jobs a,b`` runs only the named jobs (still in dependency order; names: ``active_topics``, ``connector_states``,
 ``offsets``, ``heartbeats``, ``cleanup``), for example the three folds in one driver and the two leased jobs in another.

@@ -1,18 +1,17 @@
 """KIP-910 heartbeats for idle source partitions: detect them in the topics, call the providers, commit offsets.
 
 Path of the feature: ``connect-configs`` + ``connect-status`` + ``connect-offsets`` → parsed
-(:mod:`connect_state.formats`) → one ``applyInPandasWithState`` group per connector with a processing-time timeout
-(:mod:`connect_state.folds.heartbeats`) → ``due`` rows → the ``foreachBatch`` writer, on the driver: the provider of
-the connector class (:mod:`connect_state.heartbeats`), records to the heartbeat topic and offsets to the offsets topic
-(:mod:`connect_state.heartbeat_emitter`) → Delta tables ``heartbeats`` (every heartbeat) and
-``source_partition_activity`` (idle age per partition) → the API's ``GET /connectors/<name>/heartbeats``. The pipeline,
-its triggers and timeouts: :mod:`connect_state.spark.heartbeats`.
+(:mod:`connect_state.formats`) → one ``applyInPandasWithState`` group per connector, without timeouts
+(:mod:`connect_state.folds.heartbeats`) → the connectors' new states → the ``foreachBatch`` writer, on the driver:
+``source_partition_activity`` (idle age per partition) and the job's schedule → the job's timer, on the driver: the
+provider of the connector class (:mod:`connect_state.heartbeats`), records to the heartbeat topic and offsets to the
+offsets topic (:mod:`connect_state.heartbeat_emitter`) → Delta table ``heartbeats`` (every heartbeat) → the API's
+``GET /connectors/<name>/heartbeats``. The pipeline, its trigger and the timer: :mod:`connect_state.spark.heartbeats`.
 
-* **continuous** (default; trigger ``trigger.interval``): an idle partition gets its heartbeat within one interval
-  plus one trigger;
-* **catch-up** (``--available-now``): the query runs without no-data micro-batches (it would never finish
-  otherwise), then the job **sweeps** ``source_partition_activity``: partitions that went idle while no job ran get
-  their heartbeat.
+* **continuous** (default): an idle partition gets its heartbeat within a second of its due time, once the query
+  has folded its last record;
+* **catch-up** (``--available-now``): the query folds what the topics hold and ends, then the timer sends what is
+  due: partitions that went idle while no job ran get their heartbeat.
 
 Delivery is at least once: a crash between sending and recording may send a heartbeat again. A second instance on
 the same tables (a continuous one and a scheduled catch-up run, say) waits for the ``heartbeats`` lease instead of
@@ -31,7 +30,7 @@ from connect_state.spark.streaming import job_arguments, job_main
 def main(argv: list[str] | None = None) -> int:
     job = HeartbeatsJob()
     description = __doc__.split("\n\n")[0]
-    args = job_arguments(job.name, description, "catch up with the topics, sweep idle partitions, then stop")
+    args = job_arguments(job.name, description, "catch up with the topics, send the heartbeats due, then stop")
     return job_main(job, args.parse_args(argv))
 
 

@@ -229,7 +229,7 @@ def _last_heartbeats(spark: SparkSession, path: str, keys: set[tuple[str, bytes]
 
 
 class HeartbeatSink:
-    """Sends due heartbeats and records them: shared by the ``foreachBatch`` writer and the catch-up sweep."""
+    """Sends due heartbeats and records them (for the :class:`HeartbeatScheduler`)."""
 
     def __init__(
         self,
@@ -314,7 +314,10 @@ class HeartbeatScheduler:
         self.sink = sink
         self.defaults = defaults
         self.schedule = HeartbeatSchedule(defaults)
-        self._lock = threading.Lock()
+        #: Held while the schedule changes and while heartbeats are sent and recorded; the writer holds it for its
+        #: MERGE into ``source_partition_activity`` too, so the job's two writers of that table never race (Delta
+        #: would fail one of two concurrent MERGEs of the same files).
+        self.lock = threading.RLock()
 
     @property
     def checkpoint(self) -> str:
@@ -335,21 +338,21 @@ class HeartbeatScheduler:
             ensure_table(spark, self.settings.delta_root, SOURCE_PARTITION_ACTIVITY)
             for (connector, key), sent_at in _last_heartbeats(spark, self.sink.activity_path, schedule.keys()).items():
                 schedule.recorded(connector, key, sent_at)
-        with self._lock:
+        with self.lock:
             self.schedule = schedule
         log.info("schedule: %d eligible connectors, next heartbeat due at %s", len(schedule), schedule.next_due())
         return len(schedule)
 
     def apply(self, states: list[HeartbeatState]) -> None:
         """The fold's new states of a batch's connectors."""
-        with self._lock:
+        with self.lock:
             for state in states:
                 self.schedule.update(state)
 
     def tick(self, spark: SparkSession) -> list[EmittedHeartbeat]:
         """Send the heartbeats due now (nothing when none is: no Spark, no Kafka). When sending fails the schedule is
         put back as it was, so the next tick sends them again."""
-        with self._lock:
+        with self.lock:
             now = now_ms()
             next_due = self.schedule.next_due()
             if next_due is None or now < next_due:
@@ -378,13 +381,14 @@ class HeartbeatsWriter(FoldWriter):
     def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
         activity = batch.filter(F.col("record_kind").isin(RecordKind.ACTIVITY, RecordKind.REMOVED))
         n_activity = counts.rows(RecordKind.ACTIVITY, RecordKind.REMOVED)
-        if n_activity:
-            self._merge_activity(activity, batch_id)
         states: list[HeartbeatState] = []
         if counts.rows(RecordKind.STATE):
             rows = batch.filter(F.col("record_kind") == RecordKind.STATE).select("state").collect()
             states = [heartbeat_state_from_json(row.state) for row in rows]
-        self.scheduler.apply(states)
+        with self.scheduler.lock:  # not while the timer sends and records heartbeats
+            if n_activity:
+                self._merge_activity(activity, batch_id)
+            self.scheduler.apply(states)
         return f"{n_activity} partition activity rows, {len(states)} connector states"
 
     def _merge_activity(self, activity: DataFrame, batch_id: int) -> None:
@@ -508,7 +512,8 @@ class HeartbeatsQueryTask(QueryTask):
 
 
 class HeartbeatsJob:
-    """The heartbeats query (:class:`~connect_state.spark.streaming.Job`); a catch-up run ends with :func:`sweep`.
+    """The heartbeats query and its timer (:class:`~connect_state.spark.streaming.Job`); a catch-up run ends with a
+    tick of the timer.
 
     ``providers`` by connector class; loaded from the settings by :meth:`check` (or when the first heartbeat is sent)
     when not given.

@@ -2,10 +2,10 @@
 
 A **job** (:class:`Job`) is what a console script runs: ``start`` creates its tables, starts its work and returns a
 :class:`Run`: the **tasks** the supervisor runs (a streaming query, a query that restarts itself, a loop of passes),
-the job's **catch-up step** (run once after a catch-up run's tasks all ended well: the heartbeats' sweep), and what to
-close at the end. :func:`run_job` runs one job, continuous or catch-up, for a job's console script and for each step
-of ``connect-state-jobs --available-now``; :class:`Supervisor` (:func:`supervise`) runs tasks side by side, one
-thread each, until they end or a signal arrives.
+the job's **catch-up step** (run once after a catch-up run's tasks all ended well: sending the heartbeats due by
+then), and what to close at the end. :func:`run_job` runs one job, continuous or catch-up, for a job's console
+script and for each step of ``connect-state-jobs --available-now``; :class:`Supervisor` (:func:`supervise`) runs
+tasks side by side, one thread each, until they end or a signal arrives.
 
 **Healing.** In a continuous run a task that fails (a query that terminated with an error, a restart that raised) is
 restarted with exponential backoff (:class:`Backoff`) while the others keep running; each failure and restart is

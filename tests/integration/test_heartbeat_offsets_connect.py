@@ -4,7 +4,7 @@ connector resumes from after a restart, for a connector on the worker's offsets 
 
 The provider is registered for FileStreamSource and has only the offsets-update form: for an idle file it commits the
 position after the file's first line ("rewind"), so the restarted source reads lines 2 and 3 again. A catch-up run of
-the heartbeats job (the fold, then the sweep) finds the idle partitions and calls it.
+the heartbeats job (the fold, then the heartbeats due at its end) finds the idle partitions and calls it.
 """
 
 from __future__ import annotations

@@ -310,5 +310,5 @@ def test_still_due_by_the_recorded_last_heartbeat():
     other = dataclasses.replace(due, connector="other")
     send, sent = still_due([due, other], {(NAME, due.key): 4000}, now=5000)
     assert send == [other]  # nothing recorded for it: due by its own last move
-    assert sent == [(due, 4000)]  # sent at 4000 (e.g. by a sweep): due again at 6000
+    assert sent == [(due, 4000)]  # sent at 4000 (e.g. by an earlier run): due again at 6000
     assert still_due([due], {(NAME, due.key): 4000}, now=6000) == ([due], [])
