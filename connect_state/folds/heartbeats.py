@@ -547,10 +547,11 @@ class HeartbeatSchedule:
 
     The stateful fold (Spark's state, one group per connector) keeps every connector's state and hands each new one to
     :meth:`update`; the job asks :meth:`due` every second or so, and in between nothing runs (no Spark batch without
-    records). The schedule keeps only eligible connectors, and what only it knows: when their heartbeats were sent
-    (:func:`fire` marks them) and, in timer mode, when the timer fires next. A new state from the fold keeps those
-    (the fold never fires), so :meth:`update` merges: the later ``last_heartbeat_at`` of each partition, and the
-    schedule's running timer. Heartbeats recorded in ``source_partition_activity`` by earlier runs come in through
+    records). The schedule keeps the connectors that have been eligible, and what only it knows: when their
+    heartbeats were sent (:func:`fire` marks them) and, in timer mode, when the timer fires next. A new state from the
+    fold lacks those (the fold never fires), so :meth:`update` merges: the later ``last_heartbeat_at`` of each
+    partition, and the schedule's running timer (the fold clears it while the connector is not eligible, and arms it
+    anew after). Heartbeats recorded in ``source_partition_activity`` by earlier runs come in through
     :meth:`recorded`. Not thread-safe: the job serializes the calls.
     """
 
@@ -575,20 +576,21 @@ class HeartbeatSchedule:
         return {(name, key) for name, (state, _) in self._states.items() for key in state.partitions}
 
     def update(self, state: HeartbeatState) -> None:
-        """The fold's new state of a connector: kept while it is eligible, forgotten when not."""
+        """The fold's new state of a connector: taken in once it is eligible, kept while it has a config (a paused
+        connector keeps its heartbeats' times for when it runs again), forgotten when deleted."""
         policy = heartbeat_policy(state.connector, self.defaults)
-        if not policy.eligible:
+        known = self._states.get(state.name)
+        if state.connector.config is None or (known is None and not policy.eligible):
             self._states.pop(state.name, None)
             return
         merged = _copy(state)
-        known = self._states.get(state.name)
         if known is not None:
-            old_state, old_policy = known
+            old_state, _ = known
             for key, activity in merged.partitions.items():
                 old = old_state.partitions.get(key)
                 if old is not None:
                     activity.last_heartbeat_at = _later(activity.last_heartbeat_at, old.last_heartbeat_at)
-            if old_policy.mode == policy.mode == HeartbeatMode.TIMER and old_state.timer_next_at is not None:
+            if merged.timer_next_at is not None and old_state.timer_next_at is not None:
                 merged.timer_next_at = old_state.timer_next_at  # the fold's stays where it was armed
         self._states[state.name] = (merged, policy)
 

@@ -325,7 +325,7 @@ class HeartbeatScheduler:
 
     def rebuild(self, spark: SparkSession) -> int:
         """A new schedule from the states of the query's last committed batch (Spark's state data source), with the
-        heartbeats ``source_partition_activity`` records as sent; the number of eligible connectors in it."""
+        heartbeats ``source_partition_activity`` records as sent; the number of connectors in it."""
         schedule = HeartbeatSchedule(self.defaults)
         if storage.exists(spark, f"{self.checkpoint}/state"):
             # The state reader asks the driver's state store coordinator, which Spark sets up with the session's
@@ -340,7 +340,7 @@ class HeartbeatScheduler:
                 schedule.recorded(connector, key, sent_at)
         with self.lock:
             self.schedule = schedule
-        log.info("schedule: %d eligible connectors, next heartbeat due at %s", len(schedule), schedule.next_due())
+        log.info("schedule: %d connectors, next heartbeat due at %s", len(schedule), schedule.next_due())
         return len(schedule)
 
     def apply(self, states: list[HeartbeatState]) -> None:

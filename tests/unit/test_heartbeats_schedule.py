@@ -9,8 +9,11 @@ heartbeats at the same times.
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
+from kafka.errors import KafkaTimeoutError
 
 from connect_state.folds.heartbeats import (
     NO_PARTITION_KEY,
@@ -19,6 +22,7 @@ from connect_state.folds.heartbeats import (
     fold,
     step,
 )
+from connect_state.spark.heartbeats import HeartbeatScheduler, now_ms
 from tests.unit.test_heartbeats_fold import DEFAULTS, FILE, NAME, config, offset, running_source, source_config, status
 from tests.unit.test_heartbeats_kip910 import TIMER
 
@@ -60,16 +64,20 @@ def test_a_new_state_from_the_fold_keeps_the_heartbeats_sent():
     assert schedule.next_due() == 6000  # one interval after the move
 
 
-def test_a_connector_leaves_the_schedule_when_it_is_no_longer_eligible_and_comes_back():
+def test_a_paused_connector_is_not_due_and_keeps_its_heartbeats_times_a_deleted_one_is_forgotten():
     schedule = HeartbeatSchedule(DEFAULTS)
     state = folded(running_source(), [offset(1, ts=1000)], now=1500)
     schedule.update(state)
-    paused = folded([status("PAUSED")], [], now=2000, state=state)
+    (key,) = state.partitions
+    assert [d.key for d in schedule.due(3000)] == [key]
+    paused = folded([status("PAUSED")], [], now=4000, state=state)
     schedule.update(paused)
-    assert NAME not in schedule and len(schedule) == 0 and schedule.next_due() is None
-    assert schedule.due(10_000) == []
-    schedule.update(folded([status("RUNNING")], [], now=9000, state=paused))
-    assert keys(schedule.due(10_000)) == [(NAME, state.partitions.popitem()[0], 3000)]  # idle since 1000
+    assert schedule.next_due() is None and schedule.due(10_000) == []
+    schedule.update(folded([status("RUNNING")], [], now=4500, state=paused))
+    assert schedule.next_due() == 5000  # the heartbeat sent at 3000 still counts
+    deleted = folded([config(None)], [], now=6000, state=paused)
+    schedule.update(deleted)
+    assert NAME not in schedule and len(schedule) == 0
 
 
 def test_heartbeats_off_or_not_a_source_never_enter_the_schedule():
@@ -135,7 +143,7 @@ EVENT = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@hypothesis_settings(max_examples=200, deadline=None)
 @given(
     mode=st.sampled_from(["idle", "timer"]),
     events=st.lists(st.tuples(st.integers(1, 1500), EVENT), min_size=1, max_size=25),
@@ -165,3 +173,48 @@ def test_the_schedule_sends_what_the_fold_with_timeouts_sent(mode, events):
             schedule.update(state)
         assert keys(schedule.due(now)) == keys(expected.due), (index, now)
         assert schedule.next_due() == expected.timeout_at, (index, now)
+
+
+# --- the job's scheduler on the driver: ticks, and a failed send put back -------------------------------------------
+
+
+class Sink:
+    """The scheduler's sink: records what it is asked to send; fails while ``failing``."""
+
+    def __init__(self) -> None:
+        self.sent: list[list] = []
+        self.failing = False
+
+    def send(self, spark, due):
+        if self.failing:
+            raise KafkaTimeoutError("the broker is away")
+        self.sent.append(list(due))
+        return list(due)
+
+
+def idle_since_an_hour_ago() -> HeartbeatState:
+    hour_ago = now_ms() - 3_600_000
+    return folded(running_source(), [offset(1, ts=hour_ago)], now=hour_ago)
+
+
+def test_a_tick_sends_what_is_due_once_and_nothing_otherwise(settings):
+    sink = Sink()
+    scheduler = HeartbeatScheduler(settings, sink, DEFAULTS)  # type: ignore[arg-type]
+    assert scheduler.tick(None) == [] and sink.sent == []  # type: ignore[arg-type]  # empty: no Spark, no Kafka
+    scheduler.apply([idle_since_an_hour_ago()])
+    (due,) = scheduler.tick(None)  # type: ignore[arg-type]
+    assert due.partition == FILE and len(sink.sent) == 1
+    assert scheduler.tick(None) == [] and len(sink.sent) == 1  # type: ignore[arg-type]  # due again in 2 s
+
+
+def test_a_failed_send_is_put_back_and_sent_by_the_next_tick(settings):
+    sink = Sink()
+    scheduler = HeartbeatScheduler(settings, sink, DEFAULTS)  # type: ignore[arg-type]
+    scheduler.apply([idle_since_an_hour_ago()])
+    due_at = scheduler.schedule.next_due()
+    sink.failing = True
+    with pytest.raises(KafkaTimeoutError):
+        scheduler.tick(None)  # type: ignore[arg-type]
+    assert scheduler.schedule.next_due() == due_at  # not counted as sent
+    sink.failing = False
+    assert [d.partition for d in scheduler.tick(None)] == [FILE]  # type: ignore[arg-type]
