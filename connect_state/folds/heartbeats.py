@@ -558,6 +558,8 @@ class HeartbeatSchedule:
     def __init__(self, defaults: HeartbeatDefaults) -> None:
         self.defaults = defaults
         self._states: dict[str, tuple[HeartbeatState, HeartbeatPolicy]] = {}
+        #: Heartbeats recorded for connectors not in the schedule (yet): applied when they enter it.
+        self._recorded: dict[str, dict[bytes, int]] = {}
 
     def __len__(self) -> int:
         return len(self._states)
@@ -569,11 +571,8 @@ class HeartbeatSchedule:
         """An independent copy (what to put back when sending the due heartbeats failed)."""
         other = HeartbeatSchedule(self.defaults)
         other._states = {name: (_copy(state), policy) for name, (state, policy) in self._states.items()}
+        other._recorded = {name: dict(marks) for name, marks in self._recorded.items()}
         return other
-
-    def keys(self) -> set[tuple[str, bytes]]:
-        """(connector, partition key) of every partition in the schedule."""
-        return {(name, key) for name, (state, _) in self._states.items() for key in state.partitions}
 
     def update(self, state: HeartbeatState) -> None:
         """The fold's new state of a connector: taken in once it is eligible, kept while it has a config (a paused
@@ -582,6 +581,8 @@ class HeartbeatSchedule:
         known = self._states.get(state.name)
         if state.connector.config is None or (known is None and not policy.eligible):
             self._states.pop(state.name, None)
+            if state.connector.config is None:
+                self._recorded.pop(state.name, None)
             return
         merged = _copy(state)
         if known is not None:
@@ -593,14 +594,22 @@ class HeartbeatSchedule:
             if merged.timer_next_at is not None and old_state.timer_next_at is not None:
                 merged.timer_next_at = old_state.timer_next_at  # the fold's stays where it was armed
         self._states[state.name] = (merged, policy)
+        for key, sent_at in self._recorded.pop(state.name, {}).items():
+            self._mark(merged, policy, key, sent_at)
 
     def recorded(self, connector: str, key: bytes, sent_at: int) -> None:
         """A heartbeat recorded as sent at ``sent_at`` (epoch ms; an earlier run's, from the activity table): not due
-        again before one interval has passed (in timer mode, the connector's timer too)."""
+        again before one interval has passed (in timer mode, the connector's timer too). Kept for a connector not in
+        the schedule until it enters it."""
         known = self._states.get(connector)
         if known is None:
+            marks = self._recorded.setdefault(connector, {})
+            marks[key] = max(marks.get(key, sent_at), sent_at)
             return
-        state, policy = known
+        self._mark(*known, key, sent_at)
+
+    @staticmethod
+    def _mark(state: HeartbeatState, policy: HeartbeatPolicy, key: bytes, sent_at: int) -> None:
         activity = state.partitions.get(key)
         if activity is not None:
             activity.last_heartbeat_at = _later(activity.last_heartbeat_at, sent_at)

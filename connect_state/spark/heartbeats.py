@@ -65,9 +65,10 @@ from connect_state.heartbeats import HeartbeatProvider, as_provider
 from connect_state.kafka import InternalTopicWriter, OffsetsTopicReader
 from connect_state.leases import HEARTBEATS_LEASE, LeaseLost
 from connect_state.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
+from connect_state.progress import records_behind
 from connect_state.settings import Settings, interval_seconds
 from connect_state.spark import connector_states, storage
-from connect_state.spark.delta_io import delta_transaction, ensure_table, spark_schema
+from connect_state.spark.delta_io import delta_transaction, spark_schema, table_exists
 from connect_state.spark.foldjob import (
     FoldWriter,
     KindCounts,
@@ -87,6 +88,8 @@ JOB_NAME = "heartbeats"
 CHECKPOINT_NAME = "heartbeats-v2"
 #: How often the job's timer looks for due heartbeats (seconds): in memory, nothing when none is due.
 TICK_S = 1.0
+#: ``StreamingQuery.status["message"]`` until the query's first trigger (``MicroBatchExecution``).
+SPARK_INITIALIZING = "Initializing sources"
 #: After a tick that failed to send (Kafka or the tables unreachable), the wait before the next try (seconds).
 RETRY_S = 10.0
 
@@ -215,17 +218,17 @@ def _heartbeats_frame(spark: SparkSession, emitted: list[EmittedHeartbeat]) -> D
     )
 
 
-def _last_heartbeats(spark: SparkSession, path: str, keys: set[tuple[str, bytes]]) -> dict[tuple[str, bytes], int]:
-    """``last_heartbeat_at`` (epoch ms) of the given (connector, key) rows of ``source_partition_activity``."""
-    connectors = sorted({connector for connector, _ in keys})
-    rows = (
-        spark.read.format("delta")
-        .load(path)
-        .filter(F.col("connector").isin(connectors) & F.col("last_heartbeat_at").isNotNull())
-        .select("connector", "key", F.unix_millis("last_heartbeat_at").alias("last_heartbeat_at"))
-        .collect()
-    )
-    return {(r.connector, bytes(r.key)): r.last_heartbeat_at for r in rows if (r.connector, bytes(r.key)) in keys}
+def _last_heartbeats(
+    spark: SparkSession, path: str, keys: set[tuple[str, bytes]] | None = None
+) -> dict[tuple[str, bytes], int]:
+    """``last_heartbeat_at`` (epoch ms) of the (connector, key) rows of ``source_partition_activity`` that have one:
+    the given ones, or all."""
+    rows = spark.read.format("delta").load(path).filter(F.col("last_heartbeat_at").isNotNull())
+    if keys is not None:
+        rows = rows.filter(F.col("connector").isin(sorted({connector for connector, _ in keys})))
+    marks = rows.select("connector", "key", F.unix_millis("last_heartbeat_at").alias("last_heartbeat_at")).collect()
+    found = {(r.connector, bytes(r.key)): r.last_heartbeat_at for r in marks}
+    return found if keys is None else {k: v for k, v in found.items() if k in keys}
 
 
 class HeartbeatSink:
@@ -284,9 +287,17 @@ class HeartbeatSink:
             log.info("heartbeat of %s %s already sent at %s", heartbeat.connector, heartbeat.partition, last)
         if self.lease is not None and to_send:
             self.lease.fence()  # raises LeaseLost: another instance holds the heartbeats lease now
-        emitted = [row for heartbeat in to_send for row in self._emit(heartbeat, now)]
-        if not emitted:
-            return []
+        emitted: list[EmittedHeartbeat] = []
+        try:
+            for heartbeat in to_send:
+                emitted.extend(self._emit(heartbeat, now))
+        finally:  # what went out before a failure is recorded: a retry does not send it again
+            if emitted:
+                self._record(spark, emitted)
+        return emitted
+
+    def _record(self, spark: SparkSession, emitted: list[EmittedHeartbeat]) -> None:
+        """The heartbeats in ``heartbeats``, their time in ``source_partition_activity.last_heartbeat_at``."""
         frame = _heartbeats_frame(spark, emitted)
         frame.write.format("delta").mode("append").save(self.heartbeats_path)
         marks = frame.select(
@@ -299,7 +310,6 @@ class HeartbeatSink:
             .whenMatchedUpdate(set={"last_heartbeat_at": "s.last_heartbeat_at"})
             .execute()
         )
-        return emitted
 
 
 class HeartbeatScheduler:
@@ -324,20 +334,21 @@ class HeartbeatScheduler:
         return str(self.settings.checkpoint_path(CHECKPOINT_NAME))
 
     def rebuild(self, spark: SparkSession) -> int:
-        """A new schedule from the states of the query's last committed batch (Spark's state data source), with the
-        heartbeats ``source_partition_activity`` records as sent; the number of connectors in it."""
+        """A new schedule: the heartbeats ``source_partition_activity`` records as sent (read before the query's start
+        may empty the table for a new checkpoint), then the states of the query's last committed batch (Spark's state
+        data source; none without a committed batch: the query folds from its start again). The number of connectors
+        in it."""
         schedule = HeartbeatSchedule(self.defaults)
-        if storage.exists(spark, f"{self.checkpoint}/state"):
+        if table_exists(spark, self.sink.activity_path):
+            for (connector, key), sent_at in _last_heartbeats(spark, self.sink.activity_path).items():
+                schedule.recorded(connector, key, sent_at)
+        if any(name.isdigit() for name in storage.list_names(spark, f"{self.checkpoint}/commits")):
             # The state reader asks the driver's state store coordinator, which Spark sets up with the session's
             # streaming query manager: a driver that has started no query yet has none until that is created.
             spark.streams  # noqa: B018
             states = spark.read.format("statestore").load(self.checkpoint).select("value.groupState.state_json")
             for row in states.collect():
                 schedule.update(heartbeat_state_from_json(row.state_json))
-        if len(schedule):
-            ensure_table(spark, self.settings.delta_root, SOURCE_PARTITION_ACTIVITY)
-            for (connector, key), sent_at in _last_heartbeats(spark, self.sink.activity_path, schedule.keys()).items():
-                schedule.recorded(connector, key, sent_at)
         with self.lock:
             self.schedule = schedule
         log.info("schedule: %d connectors, next heartbeat due at %s", len(schedule), schedule.next_due())
@@ -490,21 +501,64 @@ def query_trigger(settings: Settings) -> str:
 
 class HeartbeatsQueryTask(QueryTask):
     """The heartbeats query's task: between its polls (every :data:`TICK_S`), the scheduler's :meth:`tick
-    <HeartbeatScheduler.tick>`. A tick that fails is logged and tried again after :data:`RETRY_S`; the query goes
-    on."""
+    <HeartbeatScheduler.tick>` (``ticking``: a continuous run; a catch-up run ticks once, at its end).
 
-    def __init__(self, query: StreamingQuery, scheduler: HeartbeatScheduler, spark: SparkSession) -> None:
+    Not before the query has caught up with the topics since it started (a batch that read up to their end, or a
+    trigger that found nothing new, one trigger after the start): the schedule rebuilt from the checkpoint is as old as
+    the checkpoint, and a connector deleted or paused meanwhile must not get a heartbeat. A tick that fails is logged
+    and tried again after :data:`RETRY_S`; the query goes on. A lost lease stops the query."""
+
+    def __init__(
+        self,
+        query: StreamingQuery,
+        scheduler: HeartbeatScheduler,
+        spark: SparkSession,
+        ticking: bool = True,
+        trigger_s: float = 0.0,
+    ) -> None:
         super().__init__(query, poll_seconds=TICK_S)
         self.scheduler = scheduler
         self.spark = spark
+        self.ticking = ticking
+        self.trigger_s = trigger_s
+        self.started_at = time.monotonic()
+        self.caught_up = False
+        self._behind_seen = False
         self._retry_at = 0.0
 
+    def new_progress(self, last_batch: int) -> list[dict[str, Any]]:
+        batches = super().new_progress(last_batch)
+        for progress in batches:
+            if records_behind(progress) in (0, None):
+                self.caught_up = True
+            else:
+                self._behind_seen = True  # only a batch that reaches the end says so now
+        return batches
+
+    def _found_nothing_new(self) -> bool:
+        """A trigger after the start found no records (no batch, so no progress to tell): one trigger has passed, the
+        query's sources are initialized (Spark's status before its first trigger says neither data nor trigger), no
+        trigger is running and none found data."""
+        status = self.query.status
+        return (
+            not self._behind_seen
+            and time.monotonic() - self.started_at >= self.trigger_s + TICK_S
+            and status["message"] != SPARK_INITIALIZING
+            and not status["isTriggerActive"]
+            and not status["isDataAvailable"]
+        )
+
     def after_poll(self) -> None:
-        if time.monotonic() < self._retry_at:
+        if not self.ticking or time.monotonic() < self._retry_at:
             return
+        if not self.caught_up:
+            if not self._found_nothing_new():
+                return
+            self.caught_up = True
         try:
             self.scheduler.tick(self.spark)
         except LeaseLost:
+            stop_query(self)  # the next holder's query takes over the checkpoint
             raise
         except Exception:
             log.exception("sending the heartbeats due failed; trying again in %.0f s", RETRY_S)
@@ -540,8 +594,11 @@ class HeartbeatsJob:
         sink = HeartbeatSink(settings, providers=self.providers, lease=lease)
         scheduler = HeartbeatScheduler(settings, sink, heartbeat_defaults(settings, self.providers))
 
+        trigger_s = interval_seconds(query_trigger(settings))
+
         def start_query() -> QueryTask:
-            return HeartbeatsQueryTask(start(spark, settings, available_now, max_offsets, scheduler), scheduler, spark)
+            query = start(spark, settings, available_now, max_offsets, scheduler)
+            return HeartbeatsQueryTask(query, scheduler, spark, ticking=not available_now, trigger_s=trigger_s)
 
         task = LeasedTask(JOB_NAME, lease, start_query, once=available_now, on_lost=stop_query)
         catch_up = task.while_held(lambda: scheduler.tick(spark))

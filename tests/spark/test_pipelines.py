@@ -419,7 +419,7 @@ def test_heartbeats_pipeline(spark, settings, topics):
     # A record that makes the connector ineligible (paused) reaches the schedule through the writer.
     topics.batch([target_state_record("src", "PAUSED")], ts=T0)
     run_query()
-    assert "src" not in scheduler.schedule and scheduler.schedule.next_due() is None
+    assert "src" in scheduler.schedule and scheduler.schedule.next_due() is None  # kept, not due
 
 
 # --- cleanup: the Delta side of its I/O -------------------------------------------------------------------------------
