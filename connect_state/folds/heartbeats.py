@@ -390,7 +390,8 @@ class DuePartition:
 @dataclass(frozen=True)
 class StepResult:
     """The new state, the heartbeats due now, the keys of partitions removed in this step, the connector's policy,
-    and when the connector is due next (epoch ms; None: not while nothing changes)."""
+    and when the connector is due next (epoch ms; None: not while nothing changes; named after the Spark timeout the
+    job once armed with it)."""
 
     state: HeartbeatState
     due: list[DuePartition]

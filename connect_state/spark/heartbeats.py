@@ -20,8 +20,9 @@ only when records arrive, and in between a tick is a look at a dict.
 * **When the query starts** (and starts again after a failure) the scheduler is rebuilt from the query's checkpoint
   (Spark's state data source: every connector's state of the last committed batch) and the heartbeats
   ``source_partition_activity`` records as sent, so a connector whose partitions went idle while no job ran gets its
-  heartbeat, with or without new records.
-* **A catch-up run** ends with one tick: what is due by then is sent.
+  heartbeat, with or without new records; the timer waits until the query has read to the end of the topics
+  (:class:`HeartbeatsQueryTask`).
+* **A catch-up run** does not tick while its query runs, and ends with one tick: what is due by then is sent.
 
 ``source_partition_activity.last_heartbeat_at`` is the record of the last heartbeat: before sending, the sink checks
 it. Delivery is at least once: a crash between sending and recording may send a heartbeat again (and a timer-mode
@@ -183,7 +184,7 @@ def fold_function(defaults: HeartbeatDefaults):
 
 
 def fold_stream(kafka_rows: DataFrame, settings: Settings, defaults: HeartbeatDefaults) -> DataFrame:
-    """Kafka rows of the three topics → due, activity and removed rows, one group per connector."""
+    """Kafka rows of the three topics → activity, removed and state rows, one group per connector."""
     config_topic, offsets_topic = settings.config_storage_topic, settings.offset_storage_topic
     parsed = classify_records(
         kafka_rows, lambda key, value, kafka: classify(key, value, kafka, config_topic, offsets_topic), PARSED_SCHEMA
