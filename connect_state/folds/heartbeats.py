@@ -609,6 +609,14 @@ class HeartbeatSchedule:
             return
         self._mark(*known, key, sent_at)
 
+    def committed(self, connector: str, key: bytes, offset: Mapping[str, object]) -> None:
+        """A heartbeat committed ``offset`` for the partition: the offset the next one starts from, before the fold
+        has read that commit back (else the emitter would take our own commit for the task's, and skip)."""
+        known = self._states.get(connector)
+        activity = known[0].partitions.get(key) if known is not None else None
+        if activity is not None:
+            activity.offset = dict(offset)
+
     @staticmethod
     def _mark(state: HeartbeatState, policy: HeartbeatPolicy, key: bytes, sent_at: int) -> None:
         activity = state.partitions.get(key)

@@ -31,6 +31,7 @@ connector without partitions, whose heartbeats no table row records, may get one
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -376,6 +377,9 @@ class HeartbeatScheduler:
             except BaseException:
                 self.schedule = saved
                 raise
+            for row in emitted:
+                if row.committed_offset is not None:
+                    self.schedule.committed(row.connector, row.source_key, json.loads(row.committed_offset))
         log.info("%d heartbeats due, %d heartbeat rows", len(due), len(emitted))
         return emitted
 

@@ -167,7 +167,7 @@ def test_continuous_job_heartbeats_idle_sources(spark, connect, stack_settings, 
         wait_until(lambda: len(heartbeat_rows(api, names["idle"])) >= 2, 120, "two heartbeats of the idle source")
         wait_until(lambda: heartbeat_rows(api, names["own-topic"]), WAIT_S, "own-topic heartbeat")
         rewound = wait_until(lambda: heartbeat_rows(api, names["rewind"]), WAIT_S, "rewind heartbeat")[0]
-        assert rewound["committed_offset"] == {"position": len(b"line 1\n")}
+        assert rewound["committed_offset"] == {"position": len(b"line 1\n")}, heartbeat_rows(api, names["rewind"])
 
         # Idle detection: after the offset moves, the next heartbeat comes one interval (plus one trigger) later. (A
         # heartbeat the fold found due just before it saw the move is "skipped": the emitter reads the offset first.)

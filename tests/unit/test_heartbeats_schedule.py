@@ -9,6 +9,8 @@ heartbeats at the same times.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
@@ -22,6 +24,7 @@ from connect_state.folds.heartbeats import (
     fold,
     step,
 )
+from connect_state.heartbeat_emitter import EmittedHeartbeat, HeartbeatOutcome
 from connect_state.leases import LeaseLost
 from connect_state.spark.heartbeats import (
     SPARK_INITIALIZING,
@@ -208,7 +211,16 @@ class Sink:
         if self.failing:
             raise KafkaTimeoutError("the broker is away")
         self.sent.append(list(due))
-        return list(due)
+        return [emitted(d, {"position": 0}) for d in due]
+
+
+def emitted(due, committed: dict | None) -> EmittedHeartbeat:
+    """The row the emitter makes of a heartbeat whose record's offset ``committed`` was committed."""
+    return EmittedHeartbeat(
+        due.connector, json.dumps(due.partition), due.key, due.records_topic, 0, b"k", b"v", 0, 0,
+        json.dumps(committed) if committed is not None else None, HeartbeatOutcome.PRODUCED, None, due.idle_ms,
+        due.interval_ms, due.due_at, now_ms(),
+    )  # fmt: skip
 
 
 def idle_since_an_hour_ago() -> HeartbeatState:
@@ -221,8 +233,8 @@ def test_a_tick_sends_what_is_due_once_and_nothing_otherwise(settings):
     scheduler = HeartbeatScheduler(settings, sink, DEFAULTS)  # type: ignore[arg-type]
     assert scheduler.tick(None) == [] and sink.sent == []  # type: ignore[arg-type]  # empty: no Spark, no Kafka
     scheduler.apply([idle_since_an_hour_ago()])
-    (due,) = scheduler.tick(None)  # type: ignore[arg-type]
-    assert due.partition == FILE and len(sink.sent) == 1
+    (row,) = scheduler.tick(None)  # type: ignore[arg-type]
+    assert (row.connector, row.partition) == (NAME, json.dumps(FILE)) and len(sink.sent) == 1
     assert scheduler.tick(None) == [] and len(sink.sent) == 1  # type: ignore[arg-type]  # due again in 2 s
 
 
@@ -236,7 +248,18 @@ def test_a_failed_send_is_put_back_and_sent_by_the_next_tick(settings):
         scheduler.tick(None)  # type: ignore[arg-type]
     assert scheduler.schedule.next_due() == due_at  # not counted as sent
     sink.failing = False
-    assert [d.partition for d in scheduler.tick(None)] == [FILE]  # type: ignore[arg-type]
+    assert [row.partition for row in scheduler.tick(None)] == [json.dumps(FILE)]  # type: ignore[arg-type]
+
+
+def test_the_next_heartbeat_starts_from_the_offset_the_last_one_committed(settings):
+    """Before the fold reads our commit back, the next heartbeat must not take it for a move of the task's (the
+    emitter would skip it): the schedule keeps what was committed."""
+    sink = Sink()
+    scheduler = HeartbeatScheduler(settings, sink, DEFAULTS)  # type: ignore[arg-type]
+    scheduler.apply([idle_since_an_hour_ago()])
+    scheduler.tick(None)  # type: ignore[arg-type]
+    (next_due,) = scheduler.schedule.due(now_ms() + 10_000)
+    assert next_due.offset == {"position": 0}  # the Sink's commit, not the task's position 1
 
 
 # --- the query's task: no tick before the query has caught up; a lost lease stops the query -------------------------
