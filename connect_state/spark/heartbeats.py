@@ -474,12 +474,11 @@ def start(
     settings: Settings,
     available_now: bool = False,
     max_offsets_per_trigger: int | None = None,
-    scheduler: HeartbeatScheduler | None = None,
+    *,
+    scheduler: HeartbeatScheduler,
 ) -> StreamingQuery:
     """Create the tables if needed, rebuild ``scheduler`` from the query's checkpoint and start the query over the
     config, status and offsets topics (it only folds: ``scheduler.tick`` sends; :class:`HeartbeatsJob` runs both)."""
-    if scheduler is None:
-        scheduler = HeartbeatScheduler(settings, HeartbeatSink(settings), heartbeat_defaults(settings))
     topics = [settings.config_storage_topic, settings.status_storage_topic, settings.offset_storage_topic]
     rows = read_internal_topic(spark, settings, topics, max_offsets_per_trigger)
     writer = HeartbeatsWriter(settings, scheduler)
@@ -598,11 +597,10 @@ class HeartbeatsJob:
         lease = keeper_for(settings, HEARTBEATS_LEASE)
         sink = HeartbeatSink(settings, providers=self.providers, lease=lease)
         scheduler = HeartbeatScheduler(settings, sink, heartbeat_defaults(settings, self.providers))
-
         trigger_s = interval_seconds(query_trigger(settings))
 
         def start_query() -> QueryTask:
-            query = start(spark, settings, available_now, max_offsets, scheduler)
+            query = start(spark, settings, available_now, max_offsets, scheduler=scheduler)
             return HeartbeatsQueryTask(query, scheduler, spark, ticking=not available_now, trigger_s=trigger_s)
 
         task = LeasedTask(JOB_NAME, lease, start_query, once=available_now, on_lost=stop_query)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,22 +53,27 @@ def run_connector_states(spark: SparkSession, settings: Settings, timeout_s: flo
 
 
 @contextmanager
-def continuous_job(job: Job, spark: SparkSession, settings: Settings, stop_timeout_s: float = 180.0) -> Iterator[None]:
-    """``job`` running continuously (as its console script runs it) in a thread for the block; stopped at its end,
+def running(
+    name: str, run: Callable[[threading.Event], int], stop_timeout_s: float = 180.0
+) -> Iterator[threading.Thread]:
+    """``run(stop)`` (a continuous run) in a thread for the block, which gets the thread; stopped at the block's end,
     where a run that failed, or did not stop within ``stop_timeout_s``, fails the test."""
     stop = threading.Event()
     status: list[int] = []
-    thread = threading.Thread(
-        target=lambda: status.append(run_job(job, spark, settings, False, stop=stop)), name=f"test-{job.name}"
-    )
+    thread = threading.Thread(target=lambda: status.append(run(stop)), name=f"test-{name}", daemon=True)
     thread.start()
     try:
-        yield
+        yield thread
     finally:
         stop.set()
         thread.join(stop_timeout_s)
-    assert not thread.is_alive(), f"{job.name} did not stop within {stop_timeout_s} s"
-    assert status == [0], f"{job.name} ended with {status}"
+    assert not thread.is_alive(), f"{name} did not stop within {stop_timeout_s} s"
+    assert status == [0], f"{name} ended with {status}"
+
+
+def continuous_job(job: Job, spark: SparkSession, settings: Settings) -> AbstractContextManager[threading.Thread]:
+    """``job`` running continuously (as its console script runs it) for the block (:func:`running`)."""
+    return running(job.name, lambda stop: run_job(job, spark, settings, False, stop=stop))
 
 
 def delta_table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:

@@ -3,7 +3,6 @@ on its own cloned session, one supervisor): the tables answer like Connect."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -14,7 +13,7 @@ from connect_state.kafka.topic_positions import TopicPositions
 from connect_state.spark.all_jobs import every_job
 from connect_state.spark.streaming import run_catch_up, run_continuous
 from connect_state.tables import TABLE_QUERIES, WATERMARKS
-from tests.integration.helpers import api_client, delta_table, job_settings, unique
+from tests.integration.helpers import api_client, delta_table, job_settings, running, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -78,29 +77,20 @@ def test_continuous_jobs_answer_like_connect_and_stop_cleanly(spark, connect, st
         description=f"{name} committed offsets",
     )
 
-    stop = threading.Event()
-    status: list[int] = []
-    runner = threading.Thread(
-        target=lambda: status.append(run_continuous(every_job(hooks={}), spark, settings, stop=stop)), daemon=True
-    )
-    runner.start()
     api = api_client(settings)
+    jobs = every_job(hooks={})
+    with running("connect-state-jobs", lambda stop: run_continuous(jobs, spark, settings, stop=stop), 240) as runner:
 
-    def agrees() -> bool:
-        assert runner.is_alive(), f"the jobs ended: {status}"
-        for path in ("status", "offsets", "topics"):
-            ours = api.get(f"/connectors/{name}/{path}")
-            if (ours.status_code, ours.get_json()) != connect.get(connect.connector_path(name, path)):
-                return False
-        return True
+        def agrees() -> bool:
+            assert runner.is_alive(), "the jobs ended"
+            for path in ("status", "offsets", "topics"):
+                ours = api.get(f"/connectors/{name}/{path}")
+                if (ours.status_code, ours.get_json()) != connect.get(connect.connector_path(name, path)):
+                    return False
+            return True
 
-    try:
         deadline = time.monotonic() + 240
         while not agrees():
             assert time.monotonic() < deadline, "the continuous jobs did not catch up within 240 s"
             time.sleep(2)
-    finally:
-        stop.set()
-        runner.join(240)
-    assert not runner.is_alive() and status == [0]
     connect.delete_connector(name)
