@@ -116,9 +116,6 @@ class EmittedHeartbeat:
     due_at: int
     emitted_at: int
 
-    def row(self) -> dict[str, object]:
-        return dict(self.__dict__)
-
 
 class OffsetReader(Protocol):
     """What the emitter needs to check that a partition's offset has not moved (see

@@ -151,6 +151,12 @@ def insert_new_once(
 def merge_once(source: DataFrame, path: str, merge: MergeSpec, app_id: str, version: int) -> None:
     """Run ``merge`` of ``source`` into the table at ``path``, tagged with ``(app_id, version)`` (skipped by Delta when
     the table has it)."""
+    with delta_transaction(source.sparkSession, app_id, version):
+        merge_rows(source, path, merge)
+
+
+def merge_rows(source: DataFrame, path: str, merge: MergeSpec) -> None:
+    """Run ``merge`` of ``source`` into the table at ``path`` (tagged with the session's transaction, if any)."""
     builder = DeltaTable.forPath(source.sparkSession, path).alias("t").merge(source.alias("s"), merge.condition)
     for clause in merge.clauses:
         values: dict[str, str | Column] = dict(clause.values)
@@ -164,8 +170,7 @@ def merge_once(source: DataFrame, path: str, merge: MergeSpec, app_id: str, vers
                     builder = builder.whenNotMatchedInsert(values=values)
                 else:
                     builder = builder.whenNotMatchedInsert(clause.predicate, values=values)
-    with delta_transaction(source.sparkSession, app_id, version):
-        builder.execute()
+    builder.execute()
 
 
 def retry_on_conflict(action: Callable[[], None], what: str, attempts: int = 5) -> None:

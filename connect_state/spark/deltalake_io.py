@@ -24,7 +24,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
@@ -174,13 +174,27 @@ def write_once(
     """``write(table, commit_properties)`` on the latest version of the table (``open_table``), tagged with the
     transaction ``(app_id, version)``, unless the table has that transaction or a later one (False: nothing
     written); :func:`with_retries`."""
+    return _write(path, (app_id, version), write, open_table)
+
+
+def _write(
+    path: str,
+    transaction: tuple[str, int] | None,
+    write: Callable[[DeltaTable, CommitProperties], None],
+    open_table: Callable[[], DeltaTable],
+) -> bool:
+    """:func:`write_once`, or without a transaction (``None``: always written)."""
 
     def attempt() -> bool:
         table = open_table()
-        done = table.transaction_version(app_id)
-        if done is not None and done >= version:
-            return False
-        write(table, CommitProperties(app_transactions=[Transaction(app_id, version)]))
+        properties = CommitProperties()
+        if transaction is not None:
+            app_id, version = transaction
+            done = table.transaction_version(app_id)
+            if done is not None and done >= version:
+                return False
+            properties = CommitProperties(app_transactions=[Transaction(app_id, version)])
+        write(table, properties)
         table.update_incremental()
         if table.version() % CHECKPOINT_INTERVAL == 0:
             table.create_checkpoint()
@@ -194,12 +208,34 @@ def append_once(
 ) -> bool:
     """Append ``rows`` to the Delta table at ``path`` (it exists) unless the table has the transaction ``(app_id,
     version)`` or a later one; False when it had (nothing written)."""
-    options = dict(storage_options or {}) or None
+    return _write(path, (app_id, version), _appending(rows), _opener(path, storage_options))
 
-    def append(table: DeltaTable, properties: CommitProperties) -> None:
+
+def append(rows: pa.Table, path: str, storage_options: Mapping[str, str] | None = None) -> None:
+    """Append ``rows`` to the Delta table at ``path`` (it exists), without a transaction id (at least once)."""
+    _write(path, None, _appending(rows), _opener(path, storage_options))
+
+
+def read(
+    path: str, columns: list[str], filters: Any = None, storage_options: Mapping[str, str] | None = None
+) -> pa.Table:
+    """``columns`` of the latest version of the table at ``path`` (it exists), the rows ``filters`` (a pyarrow
+    expression) keeps; the table this process keeps open (:func:`latest`), under its commit lock."""
+    with commit_lock(path):
+        table = latest(path, storage_options)
+        return table.to_pyarrow_dataset().to_table(columns=columns, filter=filters)
+
+
+def _opener(path: str, storage_options: Mapping[str, str] | None) -> Callable[[], DeltaTable]:
+    options = dict(storage_options or {}) or None
+    return lambda: latest(path, options)
+
+
+def _appending(rows: pa.Table) -> Callable[[DeltaTable, CommitProperties], None]:
+    def write(table: DeltaTable, properties: CommitProperties) -> None:
         write_deltalake(table, rows, mode="append", commit_properties=properties)
 
-    return write_once(path, app_id, version, append, lambda: latest(path, options))
+    return write
 
 
 def run_merge(table: DeltaTable, source: pa.Table, merge: MergeSpec, properties: CommitProperties) -> None:
@@ -239,9 +275,16 @@ def merge_once(
 ) -> bool:
     """Run ``merge`` of ``source`` into the Delta table at ``path`` (it exists) unless the table has the transaction
     ``(app_id, version)`` or a later one; False when it had (nothing written)."""
-    options = dict(storage_options or {}) or None
+    return _write(path, (app_id, version), _merging(source, merge), _opener(path, storage_options))
 
+
+def merge_rows(source: pa.Table, path: str, merge: MergeSpec, storage_options: Mapping[str, str] | None = None) -> None:
+    """Run ``merge`` of ``source`` into the Delta table at ``path`` (it exists), without a transaction id."""
+    _write(path, None, _merging(source, merge), _opener(path, storage_options))
+
+
+def _merging(source: pa.Table, merge: MergeSpec) -> Callable[[DeltaTable, CommitProperties], None]:
     def write(table: DeltaTable, properties: CommitProperties) -> None:
         run_merge(table, source, merge, properties)
 
-    return write_once(path, app_id, version, write, lambda: latest(path, options))
+    return write

@@ -35,12 +35,13 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from functools import cached_property
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
@@ -69,8 +70,9 @@ from connect_state.leases import HEARTBEATS_LEASE, LeaseLost
 from connect_state.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
 from connect_state.progress import records_behind
 from connect_state.settings import Settings, interval_seconds
-from connect_state.spark import connector_states, storage
-from connect_state.spark.delta_io import delta_transaction, spark_schema, table_exists
+from connect_state.spark import connector_states, deltalake_io, storage
+from connect_state.spark.delta_io import merge_rows, table_exists
+from connect_state.spark.deltalake_io import deltalake_writes
 from connect_state.spark.foldjob import (
     FoldWriter,
     KindCounts,
@@ -81,8 +83,10 @@ from connect_state.spark.foldjob import (
 )
 from connect_state.spark.kafka_source import read_internal_topic
 from connect_state.spark.leases import LeasedTask, LeaseKeeper, keeper_for, stop_query
+from connect_state.spark.merge_spec import MergeSpec, matched_delete, matched_update, not_matched_insert, source_values
 from connect_state.spark.streaming import QueryTask, Run, job_logger
-from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY
+from connect_state.storage import deltalake_options
+from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY, TIMESTAMP
 
 JOB_NAME = "heartbeats"
 #: The query's checkpoint directory. Not ``heartbeats``: that checkpoint's state had Spark's timeouts (another state
@@ -106,9 +110,27 @@ OUTPUT_SCHEMA = (
     "state STRING, evaluated_at BIGINT"
 )
 STATE_SCHEMA = "state_json STRING"
-# The heartbeats table with epoch-ms longs for its timestamps (converted when written).
-_HEARTBEAT_ROWS_SCHEMA = spark_schema(
-    pa.schema([f.with_type(pa.int64()) if f.name in ("due_at", "emitted_at") else f for f in HEARTBEATS.schema])
+#: ``source_partition_activity``'s key, as the MERGEs into it match it.
+_ACTIVITY_KEY = "t.connector = s.connector AND t.key = s.key"
+#: The activity columns a batch sets (``last_heartbeat_at`` is the sink's: an update keeps it, an insert leaves
+#: it null).
+_ACTIVITY_VALUES = tuple(
+    c for c in SOURCE_PARTITION_ACTIVITY.column_names if c not in ("connector", "key", "last_heartbeat_at")
+)
+#: A batch's activity rows into ``source_partition_activity``: a removed partition's row deleted, the others updated
+#: or inserted.
+ACTIVITY_MERGE = MergeSpec(
+    _ACTIVITY_KEY,
+    (
+        matched_delete("s.removed"),
+        matched_update(source_values(_ACTIVITY_VALUES)),
+        not_matched_insert(source_values(("connector", "key", *_ACTIVITY_VALUES)), "NOT s.removed"),
+    ),
+)
+#: The heartbeats sent, as each partition's ``last_heartbeat_at`` (a partition removed meanwhile has no row to set).
+HEARTBEAT_MARKS_MERGE = MergeSpec(_ACTIVITY_KEY, (matched_update({"last_heartbeat_at": "s.last_heartbeat_at"}),))
+_MARKS_SCHEMA = pa.schema(
+    [SOURCE_PARTITION_ACTIVITY.schema.field(name) for name in ("connector", "key", "last_heartbeat_at")]
 )
 
 log = job_logger(JOB_NAME)
@@ -211,25 +233,49 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _heartbeats_frame(spark: SparkSession, emitted: list[EmittedHeartbeat]) -> DataFrame:
-    rows = spark.createDataFrame([e.row() for e in emitted], _HEARTBEAT_ROWS_SCHEMA)
-    return (
-        rows.withColumn("due_at", F.timestamp_millis("due_at"))
-        .withColumn("emitted_at", F.timestamp_millis("emitted_at"))
-        .select(*HEARTBEATS.column_names)
+def _epoch_ms_to_timestamps(values: list[int]) -> pa.Array:
+    return pc.multiply(pa.array(values, pa.int64()), 1000).cast(TIMESTAMP)
+
+
+def heartbeat_rows(emitted: list[EmittedHeartbeat]) -> pa.Table:
+    """The ``heartbeats`` table's rows of ``emitted`` (its schema; the epoch-ms times as timestamps)."""
+    times = ("due_at", "emitted_at")
+    columns = {
+        name: _epoch_ms_to_timestamps([getattr(e, name) for e in emitted])
+        if name in times
+        else pa.array([getattr(e, name) for e in emitted], HEARTBEATS.schema.field(name).type)
+        for name in HEARTBEATS.column_names
+    }
+    return pa.table(columns, schema=HEARTBEATS.schema)
+
+
+def heartbeat_marks(emitted: list[EmittedHeartbeat]) -> pa.Table:
+    """``source_partition_activity``'s new ``last_heartbeat_at`` of each (connector, key) in ``emitted``: its latest
+    heartbeat (:data:`HEARTBEAT_MARKS_MERGE`)."""
+    latest: dict[tuple[str, bytes], int] = {}
+    for e in emitted:
+        key = (e.connector, e.source_key)
+        latest[key] = max(latest.get(key, e.emitted_at), e.emitted_at)
+    return pa.table(
+        {
+            "connector": pa.array([connector for connector, _ in latest], pa.string()),
+            "key": pa.array([key for _, key in latest], pa.binary()),
+            "last_heartbeat_at": _epoch_ms_to_timestamps(list(latest.values())),
+        },
+        schema=_MARKS_SCHEMA,
     )
 
 
-def _last_heartbeats(
-    spark: SparkSession, path: str, keys: set[tuple[str, bytes]] | None = None
-) -> dict[tuple[str, bytes], int]:
-    """``last_heartbeat_at`` (epoch ms) of the (connector, key) rows of ``source_partition_activity`` that have one:
-    the given ones, or all."""
-    rows = spark.read.format("delta").load(path).filter(F.col("last_heartbeat_at").isNotNull())
-    if keys is not None:
-        rows = rows.filter(F.col("connector").isin(sorted({connector for connector, _ in keys})))
-    marks = rows.select("connector", "key", F.unix_millis("last_heartbeat_at").alias("last_heartbeat_at")).collect()
-    found = {(r.connector, bytes(r.key)): r.last_heartbeat_at for r in marks}
+def _marks_found(rows: pa.Table, keys: set[tuple[str, bytes]] | None) -> dict[tuple[str, bytes], int]:
+    """``(connector, key) -> last_heartbeat_at`` (epoch ms) of ``rows`` (those columns, the time as a timestamp), the
+    given keys only (all: None)."""
+    millis = pc.divide(rows["last_heartbeat_at"].cast(pa.int64()), 1000)  # µs to ms (times after 1970: floored)
+    found = {
+        (connector, bytes(key)): int(at)
+        for connector, key, at in zip(
+            rows["connector"].to_pylist(), rows["key"].to_pylist(), millis.to_pylist(), strict=True
+        )
+    }
     return found if keys is None else {k: v for k, v in found.items() if k in keys}
 
 
@@ -278,12 +324,38 @@ class HeartbeatSink:
             self.lease.check()
         return self.emitter.emit(heartbeat, now)
 
+    @cached_property
+    def _deltalake(self) -> dict[str, str] | None:
+        """``deltalake``'s storage options when this sink reads and writes its tables through it, as the jobs' small
+        writes (:func:`~connect_state.spark.deltalake_io.deltalake_writes`, decided once): tens of milliseconds where
+        Spark's read, append and MERGE took about ten seconds of the driver's CPU per heartbeat. None: Spark."""
+        options = deltalake_options(self.settings)
+        return options if deltalake_writes(self.settings.delta_root, options) else None
+
+    def last_heartbeats(
+        self, spark: SparkSession, keys: set[tuple[str, bytes]] | None = None
+    ) -> dict[tuple[str, bytes], int]:
+        """``last_heartbeat_at`` (epoch ms) of the (connector, key) rows of ``source_partition_activity`` that have
+        one: the given ones, or all."""
+        connectors = sorted({connector for connector, _ in keys}) if keys is not None else None
+        columns = ["connector", "key", "last_heartbeat_at"]
+        options = self._deltalake
+        if options is not None:
+            wanted = pc.field("last_heartbeat_at").is_valid()
+            if connectors is not None:
+                wanted = wanted & pc.field("connector").isin(connectors)
+            return _marks_found(deltalake_io.read(self.activity_path, columns, wanted, options), keys)
+        rows = spark.read.format("delta").load(self.activity_path).filter(F.col("last_heartbeat_at").isNotNull())
+        if connectors is not None:
+            rows = rows.filter(F.col("connector").isin(connectors))
+        return _marks_found(rows.select(*columns).toArrow(), keys)
+
     def send(self, spark: SparkSession, due: list[DuePartition]) -> list[EmittedHeartbeat]:
         """Send the heartbeats still due by the table's ``last_heartbeat_at``; record them in both tables."""
         if not due:
             return []
         now = now_ms()
-        recorded = _last_heartbeats(spark, self.activity_path, {(d.connector, d.key) for d in due})
+        recorded = self.last_heartbeats(spark, {(d.connector, d.key) for d in due})
         to_send, already_sent = still_due(due, recorded, now)
         for heartbeat, last in already_sent:
             log.info("heartbeat of %s %s already sent at %s", heartbeat.connector, heartbeat.partition, last)
@@ -300,18 +372,14 @@ class HeartbeatSink:
 
     def _record(self, spark: SparkSession, emitted: list[EmittedHeartbeat]) -> None:
         """The heartbeats in ``heartbeats``, their time in ``source_partition_activity.last_heartbeat_at``."""
-        frame = _heartbeats_frame(spark, emitted)
-        frame.write.format("delta").mode("append").save(self.heartbeats_path)
-        marks = frame.select(
-            "connector", F.col("source_key").alias("key"), F.col("emitted_at").alias("last_heartbeat_at")
-        ).dropDuplicates(["connector", "key"])
-        (
-            DeltaTable.forPath(spark, self.activity_path)
-            .alias("t")
-            .merge(marks.alias("s"), "t.connector = s.connector AND t.key = s.key")
-            .whenMatchedUpdate(set={"last_heartbeat_at": "s.last_heartbeat_at"})
-            .execute()
-        )
+        rows, marks = heartbeat_rows(emitted), heartbeat_marks(emitted)
+        options = self._deltalake
+        if options is not None:
+            deltalake_io.append(rows, self.heartbeats_path, options)
+            deltalake_io.merge_rows(marks, self.activity_path, HEARTBEAT_MARKS_MERGE, options)
+        else:
+            spark.createDataFrame(rows).write.format("delta").mode("append").save(self.heartbeats_path)
+            merge_rows(spark.createDataFrame(marks), self.activity_path, HEARTBEAT_MARKS_MERGE)
 
 
 class HeartbeatScheduler:
@@ -342,7 +410,7 @@ class HeartbeatScheduler:
         in it."""
         schedule = HeartbeatSchedule(self.defaults)
         if table_exists(spark, self.sink.activity_path):
-            for (connector, key), sent_at in _last_heartbeats(spark, self.sink.activity_path).items():
+            for (connector, key), sent_at in self.sink.last_heartbeats(spark).items():
                 schedule.recorded(connector, key, sent_at)
         if any(name.isdigit() for name in storage.list_names(spark, f"{self.checkpoint}/commits")):
             # The state reader asks the driver's state store coordinator, which Spark sets up with the session's
@@ -403,46 +471,32 @@ class HeartbeatsWriter(FoldWriter):
             states = [heartbeat_state_from_json(row.state) for row in rows]
         with self.scheduler.lock:  # not while the timer sends and records heartbeats
             if n_activity:
-                self._merge_activity(activity, batch_id)
+                self.merge_current(_activity_source(activity), SOURCE_PARTITION_ACTIVITY, ACTIVITY_MERGE, batch_id,
+                                   n_activity)  # fmt: skip
             self.scheduler.apply(states)
         return f"{n_activity} partition activity rows, {len(states)} connector states"
 
-    def _merge_activity(self, activity: DataFrame, batch_id: int) -> None:
-        source = activity.select(
-            "connector",
-            "partition",
-            "key",
-            "offset",
-            "connector_class",
-            "config",
-            F.timestamp_millis("last_moved_at").alias("last_moved_at"),
-            "idle_ms",
-            "heartbeat_interval_ms",
-            "heartbeat_topic",
-            "eligible",
-            "reason",
-            "kafka_partition",
-            "kafka_offset",
-            F.timestamp_millis("evaluated_at").alias("updated_at"),
-            (F.col("record_kind") == RecordKind.REMOVED).alias("removed"),
-        )
-        columns = [c for c in SOURCE_PARTITION_ACTIVITY.column_names if c not in ("connector", "key")]
-        updates: dict[str, str | Column] = {c: f"s.{c}" for c in columns if c != "last_heartbeat_at"}
-        inserts: dict[str, str | Column] = {
-            **{c: f"s.{c}" for c in columns if c != "last_heartbeat_at"},
-            "connector": "s.connector",
-            "key": "s.key",
-        }
-        table = DeltaTable.forPath(activity.sparkSession, self.path(SOURCE_PARTITION_ACTIVITY))
-        with delta_transaction(activity.sparkSession, self.app_id(SOURCE_PARTITION_ACTIVITY), batch_id):
-            (
-                table.alias("t")
-                .merge(source.alias("s"), "t.connector = s.connector AND t.key = s.key")
-                .whenMatchedDelete("s.removed")
-                .whenMatchedUpdate(set=updates)
-                .whenNotMatchedInsert(condition="NOT s.removed", values=inserts)
-                .execute()
-            )
+
+def _activity_source(activity: DataFrame) -> DataFrame:
+    """A batch's activity and removed rows as :data:`ACTIVITY_MERGE`'s source."""
+    return activity.select(
+        "connector",
+        "partition",
+        "key",
+        "offset",
+        "connector_class",
+        "config",
+        F.timestamp_millis("last_moved_at").alias("last_moved_at"),
+        "idle_ms",
+        "heartbeat_interval_ms",
+        "heartbeat_topic",
+        "eligible",
+        "reason",
+        "kafka_partition",
+        "kafka_offset",
+        F.timestamp_millis("evaluated_at").alias("updated_at"),
+        (F.col("record_kind") == RecordKind.REMOVED).alias("removed"),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------------

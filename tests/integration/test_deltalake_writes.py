@@ -14,14 +14,28 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import BooleanType, StringType, StructField, StructType
 
 from connect_state.folds import source_offsets as source_fold
-from connect_state.spark import deltalake_io, source_offsets
-from connect_state.spark.delta_io import delta_transaction, ensure_table, insert_new_once, merge_once, schema_of
+from connect_state.heartbeat_emitter import EmittedHeartbeat, HeartbeatOutcome
+from connect_state.spark import deltalake_io, heartbeats, source_offsets
+from connect_state.spark.delta_io import (
+    delta_transaction,
+    ensure_table,
+    insert_new_once,
+    merge_once,
+    merge_rows,
+    schema_of,
+)
 from connect_state.spark.watermarks import DeltaWatermarkStore, SparkWatermarkStore
 from connect_state.storage import Location
-from connect_state.tables import ACTIVE_TOPICS_HISTORY, SOURCE_OFFSETS, WATERMARKS
+from connect_state.tables import (
+    ACTIVE_TOPICS_HISTORY,
+    HEARTBEATS,
+    SOURCE_OFFSETS,
+    SOURCE_PARTITION_ACTIVITY,
+    WATERMARKS,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -127,3 +141,74 @@ def test_a_small_batchs_merge_through_deltalake_equals_sparks_merge_of_the_same_
     assert results[0] == results[1]
     assert [(r[2], r[6], r[8]) for r in results[1]] == [('{"p":"b"}', False, 1), ('{"p":"c"}', True, 12),
                                                         ('{"p":"d"}', False, 3), ('{"p":"e"}', True, 13)]  # fmt: skip
+
+
+def activity_row(key: str, offset: int, heartbeat_s: int | None = None) -> tuple:
+    at = datetime(2026, 11, 25, 0, 0, offset, tzinfo=UTC)
+    heartbeat = None if heartbeat_s is None else datetime(2026, 11, 25, 0, 1, heartbeat_s, tzinfo=UTC)
+    return ("src", f'{{"f":"{key}"}}', f'["src",{{"f":"{key}"}}]'.encode(), f'{{"p":{offset}}}', "Cls", "{}", at,
+            heartbeat, 1000, 30000, "hb", True, None, 0, offset, at)  # fmt: skip
+
+
+def emitted(key: str, at_ms: int) -> EmittedHeartbeat:
+    return EmittedHeartbeat("src", f'{{"f":"{key}"}}', f'["src",{{"f":"{key}"}}]'.encode(), "hb", None, None, None,
+                            None, None, None, HeartbeatOutcome.NO_RECORDS, None, 1000, 30000, at_ms, at_ms)  # fmt: skip
+
+
+def test_the_heartbeats_merges_through_deltalake_equal_sparks(spark: SparkSession, tmp_path: Path) -> None:
+    """The heartbeats job's two MERGEs into ``source_partition_activity``, run by Spark into one copy of a table and
+    by deltalake into another: a batch's activity (a removed partition's row deleted, one updated keeping its
+    ``last_heartbeat_at``, one inserted, a removal of a partition without a row ignored), then the heartbeats' marks
+    (a partition removed meanwhile has no row to set). The same rows."""
+    table_schema = schema_of(SOURCE_PARTITION_ACTIVITY)
+    before = [activity_row("a", 1), activity_row("b", 2, heartbeat_s=5), activity_row("c", 3)]
+    batch = [
+        (*activity_row("a", 10), True),
+        (*activity_row("b", 11), False),
+        (*activity_row("d", 12), False),
+        (*activity_row("e", 13), True),
+    ]
+    source = spark.createDataFrame(batch, StructType([*table_schema.fields, StructField("removed", BooleanType())]))
+    marks = heartbeats.heartbeat_marks([emitted("c", 1_764_028_860_123), emitted("z", 1_764_028_860_456)])
+    results, heartbeat_times = [], []
+    for engine in ("spark", "deltalake"):
+        path = ensure_table(spark, Location.parse(str(tmp_path / engine)), SOURCE_PARTITION_ACTIVITY)
+        spark.createDataFrame(before, table_schema).write.format("delta").mode("append").save(path)
+        if engine == "spark":
+            merge_once(source, path, heartbeats.ACTIVITY_MERGE, "app", 0)
+            merge_rows(spark.createDataFrame(marks), path, heartbeats.HEARTBEAT_MARKS_MERGE)
+        else:
+            rows = deltalake_io.merge_source_rows(source.toArrow(), SOURCE_PARTITION_ACTIVITY)
+            assert deltalake_io.merge_once(rows, path, heartbeats.ACTIVITY_MERGE, "app", 0)
+            deltalake_io.merge_rows(marks, path, heartbeats.HEARTBEAT_MARKS_MERGE)
+        table = spark.read.format("delta").load(path)
+        results.append(sorted(tuple(r) for r in table.collect()))
+        times = table.select("partition", "offset", F.unix_millis("last_heartbeat_at")).orderBy("partition")
+        heartbeat_times.append([tuple(r) for r in times.collect()])
+    assert results[0] == results[1]
+    assert (
+        heartbeat_times[0]
+        == heartbeat_times[1]
+        == [
+            ('{"f":"b"}', '{"p":11}', int(datetime(2026, 11, 25, 0, 1, 5, tzinfo=UTC).timestamp() * 1000)),
+            ('{"f":"c"}', '{"p":3}', 1_764_028_860_123),
+            ('{"f":"d"}', '{"p":12}', None),
+        ]
+    )
+
+
+def test_heartbeat_rows_appended_by_either_engine_read_the_same(spark: SparkSession, tmp_path: Path) -> None:
+    """The heartbeats sink's rows (:func:`~connect_state.spark.heartbeats.heartbeat_rows`), appended by Spark (where
+    deltalake cannot commit) and by deltalake: the same rows, the times to the millisecond."""
+    rows = heartbeats.heartbeat_rows([emitted("a", 1_764_028_860_123), emitted("b", 1_764_028_861_001)])
+    results = []
+    for engine in ("spark", "deltalake"):
+        path = ensure_table(spark, Location.parse(str(tmp_path / engine)), HEARTBEATS)
+        if engine == "spark":
+            spark.createDataFrame(rows).write.format("delta").mode("append").save(path)
+        else:
+            deltalake_io.append(rows, path)
+        table = spark.read.format("delta").load(path)
+        results.append(sorted(tuple(r) for r in table.select("*", F.unix_millis("emitted_at")).collect()))
+    assert results[0] == results[1]
+    assert [(r[1], r[-1]) for r in results[1]] == [('{"f":"a"}', 1_764_028_860_123), ('{"f":"b"}', 1_764_028_861_001)]

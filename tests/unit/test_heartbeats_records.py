@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import pytest
 
@@ -30,6 +31,7 @@ from connect_state.heartbeats import (
 )
 from connect_state.kafka import RecordPosition
 from connect_state.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
+from connect_state.spark.heartbeats import heartbeat_rows
 from tests.unit.fakes import RecordingWriter
 
 # --- record format --------------------------------------------------------------------------------------------------
@@ -263,10 +265,16 @@ def test_failures_are_recorded_not_raised(provider, heartbeat_fail, offset_fail,
     assert rows[0].committed_offset is None
 
 
-def test_emitted_rows_are_json_friendly():
+def test_emitted_rows_are_the_heartbeats_tables_rows():
     (row,) = emitter(demo_provider).emit(due(), now=6000)
-    assert set(row.row()) >= {"connector", "partition", "source_key", "outcome", "emitted_at"}
     assert json.loads(row.partition) == PARTITION
+    (table_row,) = heartbeat_rows([row]).to_pylist()
+    assert table_row == {
+        **dataclasses.asdict(row),
+        "outcome": "produced",
+        "due_at": datetime.fromtimestamp(row.due_at / 1000, UTC),
+        "emitted_at": datetime(1970, 1, 1, 0, 0, 6, tzinfo=UTC),
+    }
 
 
 class FakeOffsetReader:
