@@ -24,7 +24,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
@@ -216,14 +216,11 @@ def append(rows: pa.Table, path: str, storage_options: Mapping[str, str] | None 
     _write(path, None, _appending(rows), _opener(path, storage_options))
 
 
-def read(
-    path: str, columns: list[str], filters: Any = None, storage_options: Mapping[str, str] | None = None
-) -> pa.Table:
-    """``columns`` of the latest version of the table at ``path`` (it exists), the rows ``filters`` (a pyarrow
-    expression) keeps; the table this process keeps open (:func:`latest`), under its commit lock."""
+def read(path: str, columns: list[str], storage_options: Mapping[str, str] | None = None) -> pa.Table:
+    """``columns`` of the latest version of the table at ``path`` (it exists): the table this process keeps open
+    (:func:`latest`), under its commit lock."""
     with commit_lock(path):
-        table = latest(path, storage_options)
-        return table.to_pyarrow_dataset().to_table(columns=columns, filter=filters)
+        return latest(path, storage_options).to_pyarrow_table(columns=columns)
 
 
 def _opener(path: str, storage_options: Mapping[str, str] | None) -> Callable[[], DeltaTable]:

@@ -267,8 +267,9 @@ def heartbeat_marks(emitted: list[EmittedHeartbeat]) -> pa.Table:
 
 
 def _marks_found(rows: pa.Table, keys: set[tuple[str, bytes]] | None) -> dict[tuple[str, bytes], int]:
-    """``(connector, key) -> last_heartbeat_at`` (epoch ms) of ``rows`` (those columns, the time as a timestamp), the
-    given keys only (all: None)."""
+    """``(connector, key) -> last_heartbeat_at`` (epoch ms) of ``rows`` (those columns, the time as a timestamp) that
+    have one, the given keys only (all: None)."""
+    rows = rows.filter(pc.is_valid(rows["last_heartbeat_at"]))
     millis = pc.divide(rows["last_heartbeat_at"].cast(pa.int64()), 1000)  # µs to ms (times after 1970: floored)
     found = {
         (connector, bytes(key)): int(at)
@@ -340,11 +341,8 @@ class HeartbeatSink:
         connectors = sorted({connector for connector, _ in keys}) if keys is not None else None
         columns = ["connector", "key", "last_heartbeat_at"]
         options = self._deltalake
-        if options is not None:
-            wanted = pc.field("last_heartbeat_at").is_valid()
-            if connectors is not None:
-                wanted = wanted & pc.field("connector").isin(connectors)
-            return _marks_found(deltalake_io.read(self.activity_path, columns, wanted, options), keys)
+        if options is not None:  # filtered here: a dataset filter on a string column fails over string_view stats
+            return _marks_found(deltalake_io.read(self.activity_path, columns, options), keys)
         rows = spark.read.format("delta").load(self.activity_path).filter(F.col("last_heartbeat_at").isNotNull())
         if connectors is not None:
             rows = rows.filter(F.col("connector").isin(connectors))

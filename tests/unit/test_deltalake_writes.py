@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 
+from connect_state.heartbeat_emitter import EmittedHeartbeat, HeartbeatOutcome
+from connect_state.settings import Settings
 from connect_state.spark import deltalake_io
+from connect_state.spark.heartbeats import HeartbeatSink
 from connect_state.spark.watermarks import DeltaWatermarkStore
 from connect_state.storage import Location
-from connect_state.tables import ACTIVE_TOPICS_HISTORY, CONNECTORS, WATERMARKS
+from connect_state.tables import ACTIVE_TOPICS_HISTORY, CONNECTORS, HEARTBEATS, SOURCE_PARTITION_ACTIVITY, WATERMARKS
 
 
 @pytest.fixture
@@ -182,3 +185,33 @@ def test_deltalake_writes_only_where_it_commits_and_reaches(tmp_path: Path) -> N
     (tmp_path / "a-file").write_text("not a directory")
     assert not deltalake_io.deltalake_writes(Location.parse(str(tmp_path / "a-file" / "delta")))
     assert not deltalake_io.deltalake_writes(Location.parse("/Volumes/main/connect_state/state/delta"))
+
+
+def activity_rows(keys: list[bytes]) -> pa.Table:
+    """``source_partition_activity`` rows of connector ``src`` with these keys, no heartbeat yet."""
+    columns: dict[str, list[object]] = {name: [None] * len(keys) for name in SOURCE_PARTITION_ACTIVITY.column_names}
+    columns.update(connector=["src"] * len(keys), key=list(keys), partition=[k.decode() for k in keys])
+    return pa.table(columns, schema=SOURCE_PARTITION_ACTIVITY.schema)
+
+
+def sent(key: bytes, at_ms: int) -> EmittedHeartbeat:
+    return EmittedHeartbeat("src", key.decode(), key, "hb", None, None, None, None, None, None,
+                            HeartbeatOutcome.NO_RECORDS, None, 1000, 30000, at_ms - 5, at_ms)  # fmt: skip
+
+
+def test_the_heartbeats_sink_records_and_reads_back_through_deltalake(settings: Settings) -> None:
+    """What the sink sent lands in ``heartbeats`` and as ``last_heartbeat_at`` (a partition's latest heartbeat; one
+    without a row sets nothing), and its read of them (before each send, and for the schedule) finds them, of the
+    keys asked for, in a table of several files with statistics."""
+    sink = HeartbeatSink(settings)
+    activity = deltalake_io.open_or_create(sink.activity_path, SOURCE_PARTITION_ACTIVITY, {})
+    for keys in ([b"a", b"b"], [b"c"]):
+        write_deltalake(activity, activity_rows(keys), mode="append")
+    deltalake_io.open_or_create(sink.heartbeats_path, HEARTBEATS, {})
+    sink._record(None, [sent(b"a", 1_764_028_860_100), sent(b"a", 1_764_028_860_900), sent(b"z", 1_764_028_861_000)])  # type: ignore[arg-type]
+    assert sink.last_heartbeats(None) == {("src", b"a"): 1_764_028_860_900}  # type: ignore[arg-type]
+    assert sink.last_heartbeats(None, {("src", b"a"), ("src", b"b")}) == {("src", b"a"): 1_764_028_860_900}  # type: ignore[arg-type]
+    assert sink.last_heartbeats(None, {("src", b"c")}) == {}  # type: ignore[arg-type]
+    recorded = DeltaTable(sink.heartbeats_path).to_pyarrow_table()
+    assert sorted(recorded.column("source_key").to_pylist()) == [b"a", b"a", b"z"]
+    assert recorded.schema == HEARTBEATS.schema
