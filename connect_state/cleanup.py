@@ -666,8 +666,9 @@ class CleanupIO(Protocol):
         ...
 
     def input_versions(self) -> tuple[int, int] | None:
-        """The Delta versions of ``connector_events`` and ``connector_deletions`` (-1: the table does not exist), or
-        None when they cannot be told cheaply (then every pass runs)."""
+        """What a pass depends on, cheaply told: a number that changes when ``connector_events`` gains a creation or
+        a deletion (a count of them, or the table's version) and the Delta version of ``connector_deletions`` (-1: the
+        table does not exist), or None when they cannot be told cheaply (then every pass runs)."""
         ...
 
     def deletion_events(self) -> list[Mapping[str, object]] | None:
@@ -822,8 +823,8 @@ class CleanupReconciler:
         self.io.close()
 
     def pass_needed(self, inputs: tuple[int, int] | None) -> bool:
-        """Whether a pass can do anything, given the tables' ``inputs`` versions now (:meth:`CleanupIO.input_versions`):
-        the deletion events or the recorded outcomes changed since the last pass (or their versions cannot be told),
+        """Whether a pass can do anything, given its ``inputs`` now (:meth:`CleanupIO.input_versions`): the creation
+        and deletion events or the recorded outcomes changed since the last pass (or that cannot be told),
         or a step of the last pass's is due. A quiet cluster then costs a version check per trigger instead of two
         table reads."""
         if inputs is None or self._last_inputs is None or inputs != self._last_inputs:

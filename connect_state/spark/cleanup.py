@@ -23,6 +23,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from delta.tables import DeltaTable
 from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -39,7 +41,7 @@ from connect_state.cleanup import (
 )
 from connect_state.errors import TopicNotFoundError
 from connect_state.folds.active_topics import REMOVED
-from connect_state.folds.connector_states import CREATED, DELETED
+from connect_state.folds.connector_states import CONFIG, CREATED, DELETED
 from connect_state.kafka import InternalTopicWriter
 from connect_state.leases import CLEANUP_LEASE
 from connect_state.settings import Settings, interval_seconds
@@ -61,6 +63,9 @@ from connect_state.tables import (
 )
 
 JOB_NAME = "cleanup"
+#: The ``connector_events`` a pass plans deletions from, with ``source`` :data:`CONFIG`
+#: (:meth:`SparkCleanupIO.deletion_events`).
+_LIFECYCLE_EVENTS = pa.array([CREATED, DELETED])
 CLIENT_ID = "connect-state-cleanup"
 log = job_logger(JOB_NAME)
 
@@ -115,6 +120,11 @@ class SparkCleanupIO:
         self._schema = schema_of(CONNECTOR_DELETIONS)
         self._options = deltalake_options(settings)
         self._versions_readable = True  # deltalake reads the tables' versions: False after its first failure
+        # connector_events' files read by _lifecycle_events, the creations and deletions found in them (connector,
+        # event, Kafka position), and the table's version then
+        self._events_files: set[str] = set()
+        self._lifecycle: set[tuple[str, str, int, int]] = set()
+        self._events_version = -1
 
     # --- resources -----------------------------------------------------------------------------------------------
 
@@ -144,17 +154,45 @@ class SparkCleanupIO:
         ensure_table(self.spark, self.settings.delta_root, CONNECTOR_DELETIONS)
 
     def input_versions(self) -> tuple[int, int] | None:
-        """Through ``deltalake`` (a listing of each table's log, no Spark job). Where deltalake cannot read
+        """Through ``deltalake``, no Spark job: the creations and deletions in ``connector_events`` (:meth:`_lifecycle
+        _events`) and the version of ``connector_deletions`` (a listing of its log). Where deltalake cannot read
         ``delta_root`` (no credentials in the driver's environment, say), None from then on: every pass runs, and
         reads the tables through Spark, which reports what is wrong."""
         if not self._versions_readable:
             return None
         try:
-            return (self._version(CONNECTOR_EVENTS), self._version(CONNECTOR_DELETIONS))
+            return (self._lifecycle_events(), self._version(CONNECTOR_DELETIONS))
         except Exception as err:
             log.info("deltalake cannot read the cleanup tables' versions (%s): a pass runs at every trigger", err)
             self._versions_readable = False
             return None
+
+    def _lifecycle_events(self) -> int:
+        """How many connector creations and deletions (config events, what :meth:`deletion_events` reads)
+        ``connector_events`` has held since this process first looked (-1: no table yet). Only the table's files not
+        read before are read (the table is a history: its files are added, or rewritten with the same rows), so the
+        pauses, resumes and task changes that make up most of its commits cost a read of their own small file, not a
+        pass."""
+        path = self._path(CONNECTOR_EVENTS)
+        with deltalake_io.commit_lock(path):
+            try:
+                table = deltalake_io.latest(path, self._options)
+            except DeltaTableNotFoundError:
+                return -1
+            if table.version() < self._events_version:  # the table was made again: read it afresh
+                self._events_files.clear()
+                self._lifecycle.clear()
+            self._events_version = table.version()
+            dataset = table.to_pyarrow_dataset()
+        for fragment in dataset.get_fragments():
+            if fragment.path in self._events_files:
+                continue
+            rows = fragment.to_table(columns=["connector", "event", "source", "kafka_partition", "kafka_offset"])
+            lifecycle = pc.and_(pc.is_in(rows["event"], _LIFECYCLE_EVENTS), pc.equal(rows["source"], CONFIG))
+            for row in rows.filter(lifecycle).to_pylist():
+                self._lifecycle.add((row["connector"], row["event"], row["kafka_partition"], row["kafka_offset"]))
+            self._events_files.add(fragment.path)
+        return len(self._lifecycle)
 
     def _version(self, spec: TableSpec) -> int:
         path = self._path(spec)
@@ -169,7 +207,7 @@ class SparkCleanupIO:
         if events is None:
             return None
         rows = (
-            events.filter(F.col("event").isin(CREATED, DELETED) & (F.col("source") == "config"))
+            events.filter(F.col("event").isin(CREATED, DELETED) & (F.col("source") == CONFIG))
             .select(
                 "connector",
                 "event",

@@ -181,11 +181,12 @@ class QueryTask:
                 if reading.behind:  # records read of how many, and when it expects to finish
                     log.info("%s: %s", self.name, reading.line(time.monotonic()))
                 (log.info if progress["numInputRows"] else log.debug)(
-                    "%s batch %d: %d input rows, %.1f rows/s processed",
+                    "%s batch %d: %d input rows, %.1f rows/s processed, in %.2f s",
                     self.name,
                     last_batch,
                     progress["numInputRows"],
                     progress.get("processedRowsPerSecond") or 0.0,
+                    (progress.get("durationMs") or {}).get("triggerExecution", 0) / 1000,
                 )
             if self.query.isActive and not stop.is_set():
                 previous = self.query

@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 import pytest
+from deltalake import DeltaTable, write_deltalake
 
 from connect_state import plugins
 from connect_state.cleanup import (
@@ -54,7 +56,9 @@ from connect_state.formats.config import (
 )
 from connect_state.formats.offsets import offset_key_bytes
 from connect_state.plugins import PluginError
-from connect_state.settings import interval_seconds
+from connect_state.settings import interval_seconds, load_settings
+from connect_state.spark.cleanup import SparkCleanupIO
+from connect_state.tables import CONNECTOR_EVENTS
 
 SOURCE_CONFIG = {"connector.class": FILE_SOURCE_CLASS, "file": "/tmp/in.txt", "topic": "t"}
 SINK_CONFIG = {"connector.class": FILE_SINK_CLASS, "file": "/tmp/out.txt", "topics": "t"}
@@ -814,3 +818,37 @@ def test_every_pass_runs_when_the_versions_cannot_be_told() -> None:
     for _ in range(3):
         assert rec.run_pass() is not None
     assert io.passes == 3
+
+
+def events_rows(*rows: tuple[str, str, str, int]) -> pa.Table:
+    """``connector_events`` rows (connector, event, source, kafka_offset)."""
+    columns: dict[str, list[object]] = {name: [None] * len(rows) for name in CONNECTOR_EVENTS.column_names}
+    columns.update(
+        connector=[r[0] for r in rows],
+        event=[r[1] for r in rows],
+        source=[r[2] for r in rows],
+        kafka_partition=[0] * len(rows),
+        kafka_offset=[r[3] for r in rows],
+    )
+    return pa.table(columns, schema=CONNECTOR_EVENTS.schema)
+
+
+def test_the_jobs_pass_check_counts_creations_and_deletions_not_every_event(tmp_path) -> None:
+    """The cleanup job's cheap check (deltalake, no Spark): pauses, resumes and status events leave it unchanged, so no
+    pass runs for them; a creation or a deletion from the config topic changes it; so does nothing a rewrite of the
+    same rows (a compaction of the table's files)."""
+    settings = load_settings(overrides={"delta.root": str(tmp_path / "delta")}, environ={})
+    io = SparkCleanupIO(None, settings)  # type: ignore[arg-type]  # no Spark: the check reads through deltalake
+    assert io.input_versions() == (-1, -1)
+    path = str(settings.table_path(CONNECTOR_EVENTS.name))
+    write_deltalake(path, events_rows(("src", "created", "config", 1)), schema_mode=None)
+    first = io.input_versions()
+    assert first is not None and first[0] == 1
+    write_deltalake(path, events_rows(("src", "paused", "config", 2), ("src", "deleted", "status", 3)), mode="append")
+    assert io.input_versions() == first
+    write_deltalake(path, events_rows(("src", "deleted", "config", 4)), mode="append")
+    after_deletion = io.input_versions()
+    assert after_deletion is not None and after_deletion[0] == 2
+    every_row = DeltaTable(path).to_pyarrow_table()
+    write_deltalake(path, every_row, mode="overwrite")  # the same rows in a new file
+    assert io.input_versions() == after_deletion
