@@ -179,10 +179,12 @@ class SparkCleanupIO:
                 table = deltalake_io.latest(path, self._options)
             except DeltaTableNotFoundError:
                 return -1
-            if table.version() < self._events_version:  # the table was made again: read it afresh
+            version = table.version()
+            if version == self._events_version:
+                return len(self._lifecycle)
+            if version < self._events_version:  # the table was made again: read it afresh
                 self._events_files.clear()
                 self._lifecycle.clear()
-            self._events_version = table.version()
             dataset = table.to_pyarrow_dataset()
         for fragment in dataset.get_fragments():
             if fragment.path in self._events_files:
@@ -192,6 +194,7 @@ class SparkCleanupIO:
             for row in rows.filter(lifecycle).to_pylist():
                 self._lifecycle.add((row["connector"], row["event"], row["kafka_partition"], row["kafka_offset"]))
             self._events_files.add(fragment.path)
+        self._events_version = version
         return len(self._lifecycle)
 
     def _version(self, spec: TableSpec) -> int:
