@@ -665,7 +665,7 @@ class CleanupIO(Protocol):
         """Called first in every pass (create the ``connector_deletions`` table if needed)."""
         ...
 
-    def input_versions(self) -> tuple[int, int] | None:
+    def input_marks(self) -> tuple[int, int] | None:
         """What a pass depends on, cheaply told: a number that changes when ``connector_events`` gains a creation or
         a deletion (a count of them, or the table's version) and the Delta version of ``connector_deletions`` (-1: the
         table does not exist), or None when they cannot be told cheaply (then every pass runs)."""
@@ -814,7 +814,7 @@ class CleanupReconciler:
         self.log = log or logging.getLogger("connect_state.jobs.cleanup")
         self._lifecycles: dict[str, Lifecycle] = {}
         self._creations: dict[str, list[int]] | None = None
-        #: The input versions the last pass worked from (``connector_events`` when it started, ``connector_deletions``
+        #: The input marks the last pass worked from (``connector_events``' when it started, ``connector_deletions``'
         #: after its own writes) and when its earliest unfinished step is due: see :meth:`pass_needed`.
         self._last_inputs: tuple[int, int] | None = None
         self._next_due: int | None = None
@@ -823,10 +823,10 @@ class CleanupReconciler:
         self.io.close()
 
     def pass_needed(self, inputs: tuple[int, int] | None) -> bool:
-        """Whether a pass can do anything, given its ``inputs`` now (:meth:`CleanupIO.input_versions`): the creation
+        """Whether a pass can do anything, given its ``inputs`` now (:meth:`CleanupIO.input_marks`): the creation
         and deletion events or the recorded outcomes changed since the last pass (or that cannot be told),
-        or a step of the last pass's is due. A quiet cluster then costs a version check per trigger instead of two
-        table reads."""
+        or a step of the last pass's is due. A cluster without creations or deletions then costs a cheap check per
+        trigger instead of two table reads."""
         if inputs is None or self._last_inputs is None or inputs != self._last_inputs:
             return True
         return self._next_due is not None and self._next_due <= self.clock()
@@ -836,7 +836,7 @@ class CleanupReconciler:
     def run_pass(self) -> PassSummary | None:
         """Plan new deletions, run the due steps, record every outcome; None (nothing read) when no pass is needed
         (:meth:`pass_needed`)."""
-        started_from = self.io.input_versions()
+        started_from = self.io.input_marks()
         if not self.pass_needed(started_from):
             return None
         self._last_inputs = None  # a pass that fails part-way is run again at the next trigger
@@ -891,7 +891,7 @@ class CleanupReconciler:
                 summary.count(outcome.status)
             known[deletion.key] = {**outcomes, **{outcome.step: outcome for outcome in new}}
         self._next_due = next_due_at(o for deletion in deletions for o in known[deletion.key].values())
-        ended_at = self.io.input_versions()
+        ended_at = self.io.input_marks()
         if started_from is not None and ended_at is not None:
             self._last_inputs = (started_from[0], ended_at[1])
         return summary

@@ -119,11 +119,13 @@ class SparkCleanupIO:
         self.clock = clock
         self._schema = schema_of(CONNECTOR_DELETIONS)
         self._options = deltalake_options(settings)
-        self._versions_readable = True  # deltalake reads the tables' versions: False after its first failure
+        self._marks_readable = True  # deltalake reads the cleanup tables: False when the first check failed
+        self._marks_read = False  # a check has succeeded
         # connector_events' files read by _lifecycle_events, the creations and deletions found in them (connector,
-        # event, Kafka position), and the table's version then
+        # event, Kafka position), how many times that set grew or was emptied, and the table's version then
         self._events_files: set[str] = set()
         self._lifecycle: set[tuple[str, str, int, int]] = set()
+        self._lifecycle_changes = 0
         self._events_version = -1
 
     # --- resources -----------------------------------------------------------------------------------------------
@@ -153,26 +155,32 @@ class SparkCleanupIO:
     def begin_pass(self) -> None:
         ensure_table(self.spark, self.settings.delta_root, CONNECTOR_DELETIONS)
 
-    def input_versions(self) -> tuple[int, int] | None:
-        """Through ``deltalake``, no Spark job: the creations and deletions in ``connector_events`` (:meth:`_lifecycle
-        _events`) and the version of ``connector_deletions`` (a listing of its log). Where deltalake cannot read
-        ``delta_root`` (no credentials in the driver's environment, say), None from then on: every pass runs, and
-        reads the tables through Spark, which reports what is wrong."""
-        if not self._versions_readable:
+    def input_marks(self) -> tuple[int, int] | None:
+        """Through ``deltalake``, no Spark job: a count that grows with each creation and deletion in
+        ``connector_events`` (:meth:`_lifecycle_events`) and the version of ``connector_deletions`` (a listing of its
+        log). Where deltalake cannot read ``delta_root`` at the first check (no credentials in the driver's
+        environment, say), None from then on: every pass runs, and reads the tables through Spark, which reports what
+        is wrong. A later failure (a store's passing error) is None for this check only."""
+        if not self._marks_readable:
             return None
         try:
-            return (self._lifecycle_events(), self._version(CONNECTOR_DELETIONS))
+            marks = (self._lifecycle_events(), self._version(CONNECTOR_DELETIONS))
         except Exception as err:
-            log.info("deltalake cannot read the cleanup tables' versions (%s): a pass runs at every trigger", err)
-            self._versions_readable = False
+            if self._marks_read:
+                log.info("deltalake could not read the cleanup tables this time (%s): a pass runs", err)
+            else:
+                log.info("deltalake cannot read the cleanup tables (%s): a pass runs at every trigger", err)
+                self._marks_readable = False
             return None
+        self._marks_read = True
+        return marks
 
     def _lifecycle_events(self) -> int:
-        """How many connector creations and deletions (config events, what :meth:`deletion_events` reads)
-        ``connector_events`` has held since this process first looked (-1: no table yet). Only the table's files not
-        read before are read (the table is a history: its files are added, or rewritten with the same rows), so the
-        pauses, resumes and task changes that make up most of its commits cost a read of their own small file, not a
-        pass."""
+        """A count that grows whenever ``connector_events`` shows a connector creation or deletion (config events,
+        what :meth:`deletion_events` reads) not seen before (-1: no table yet). At a new version of the table only its
+        files not read before are read (the table is a history: its files are added, or rewritten with the same
+        rows), so the pauses, resumes and task changes that make up most of its commits cost a listing of its files
+        and a read of their own small file, not a pass."""
         path = self._path(CONNECTOR_EVENTS)
         with deltalake_io.commit_lock(path):
             try:
@@ -181,10 +189,11 @@ class SparkCleanupIO:
                 return -1
             version = table.version()
             if version == self._events_version:
-                return len(self._lifecycle)
+                return self._lifecycle_changes
             if version < self._events_version:  # the table was made again: read it afresh
                 self._events_files.clear()
                 self._lifecycle.clear()
+                self._lifecycle_changes += 1
             dataset = table.to_pyarrow_dataset()
         for fragment in dataset.get_fragments():
             if fragment.path in self._events_files:
@@ -192,10 +201,13 @@ class SparkCleanupIO:
             rows = fragment.to_table(columns=["connector", "event", "source", "kafka_partition", "kafka_offset"])
             lifecycle = pc.and_(pc.is_in(rows["event"], _LIFECYCLE_EVENTS), pc.equal(rows["source"], CONFIG))
             for row in rows.filter(lifecycle).to_pylist():
-                self._lifecycle.add((row["connector"], row["event"], row["kafka_partition"], row["kafka_offset"]))
+                event = (row["connector"], row["event"], row["kafka_partition"], row["kafka_offset"])
+                if event not in self._lifecycle:
+                    self._lifecycle.add(event)
+                    self._lifecycle_changes += 1
             self._events_files.add(fragment.path)
         self._events_version = version
-        return len(self._lifecycle)
+        return self._lifecycle_changes
 
     def _version(self, spec: TableSpec) -> int:
         path = self._path(spec)

@@ -1,4 +1,5 @@
-"""Small Delta writes from the jobs' driver through ``deltalake`` (delta-rs, no JVM), once per micro-batch.
+"""Small Delta writes from the jobs' driver through ``deltalake`` (delta-rs, no JVM): once per micro-batch, and the
+heartbeats job's records of each heartbeat.
 
 A Spark write of a few rows costs 1–3 s of fixed driver work on two cores (a MERGE is nine Spark jobs; an append of
 three rows more than a second: ``bench/RESULTS.md``, issue 11 §3); the same write through delta-rs takes tens of
@@ -8,7 +9,9 @@ milliseconds. So a running job's small writes go through here where ``deltalake`
 (:meth:`connect_state.spark.foldjob.FoldWriter.insert_history`), and a small batch's MERGE into a current table
 (:meth:`~connect_state.spark.foldjob.FoldWriter.merge_current`, the :class:`~connect_state.spark.merge_spec.MergeSpec`
 Spark runs for a large one). Spark writes the same tables in the same format; both record the Delta transaction
-``(app id, batch id)`` in the log, so either skips a batch the other committed.
+``(app id, batch id)`` in the log, so either skips a batch the other committed. The heartbeats sink's writes
+(:func:`append`, :func:`merge_rows`; :func:`read` for its check before sending) carry no transaction id: a heartbeat is
+recorded at least once (:class:`connect_state.spark.heartbeats.HeartbeatSink`).
 
 **Commits.** Within one process the writers of a table take turns (:func:`commit_lock`, held for the read, the write
 and the commit), as Spark's single-driver log store serialises a driver's commits on S3: they never conflict, on any

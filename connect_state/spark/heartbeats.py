@@ -239,7 +239,7 @@ def _epoch_ms_to_timestamps(values: list[int]) -> pa.Array:
 
 def heartbeat_rows(emitted: list[EmittedHeartbeat]) -> pa.Table:
     """The ``heartbeats`` table's rows of ``emitted`` (its schema; the epoch-ms times as timestamps)."""
-    times = ("due_at", "emitted_at")
+    times = {field.name for field in HEARTBEATS.schema if field.type == TIMESTAMP}  # epoch ms in the emitter's rows
     columns = {
         name: _epoch_ms_to_timestamps([getattr(e, name) for e in emitted])
         if name in times

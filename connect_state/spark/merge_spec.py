@@ -3,7 +3,7 @@ merge_once`) or by ``deltalake`` (:func:`connect_state.spark.deltalake_io.merge_
 and the table's location call for (:meth:`connect_state.spark.foldjob.FoldWriter.merge_current`).
 
 Conditions and values are SQL over the aliases ``t`` (the table) and ``s`` (the batch's rows) that both engines
-parse alike: comparisons, ``AND``, string literals, backquoted names.
+parse alike: comparisons, ``AND``, ``NOT``, a boolean column (``s.removed``), string literals, backquoted names.
 """
 
 from __future__ import annotations

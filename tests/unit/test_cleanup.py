@@ -57,6 +57,7 @@ from connect_state.formats.config import (
 from connect_state.formats.offsets import offset_key_bytes
 from connect_state.plugins import PluginError
 from connect_state.settings import interval_seconds, load_settings
+from connect_state.spark import deltalake_io
 from connect_state.spark.cleanup import SparkCleanupIO
 from connect_state.tables import CONNECTOR_EVENTS
 
@@ -483,7 +484,7 @@ class MemoryCleanupIO:
     def begin_pass(self) -> None:
         self.passes += 1
 
-    def input_versions(self) -> tuple[int, int] | None:
+    def input_marks(self) -> tuple[int, int] | None:
         return None if self.versions is None else (self.versions[0], self.versions[1])
 
     def add_events(self, *rows: dict[str, Any]) -> None:
@@ -839,16 +840,41 @@ def test_the_jobs_pass_check_counts_creations_and_deletions_not_every_event(tmp_
     same rows (a compaction of the table's files)."""
     settings = load_settings(overrides={"delta.root": str(tmp_path / "delta")}, environ={})
     io = SparkCleanupIO(None, settings)  # type: ignore[arg-type]  # no Spark: the check reads through deltalake
-    assert io.input_versions() == (-1, -1)
+    assert io.input_marks() == (-1, -1)
     path = str(settings.table_path(CONNECTOR_EVENTS.name))
     write_deltalake(path, events_rows(("src", "created", "config", 1)), schema_mode=None)
-    first = io.input_versions()
+    first = io.input_marks()
     assert first is not None and first[0] == 1
     write_deltalake(path, events_rows(("src", "paused", "config", 2), ("src", "deleted", "status", 3)), mode="append")
-    assert io.input_versions() == first
+    assert io.input_marks() == first
     write_deltalake(path, events_rows(("src", "deleted", "config", 4)), mode="append")
-    after_deletion = io.input_versions()
+    after_deletion = io.input_marks()
     assert after_deletion is not None and after_deletion[0] == 2
     every_row = DeltaTable(path).to_pyarrow_table()
     write_deltalake(path, every_row, mode="overwrite")  # the same rows in a new file
-    assert io.input_versions() == after_deletion
+    assert io.input_marks() == after_deletion
+
+
+def test_the_jobs_pass_check_fails_for_good_only_at_its_first_read(tmp_path, monkeypatch) -> None:
+    """deltalake unable to read the tables at the first check (no credentials, say): every pass runs from then on.
+    A failure after a check that worked (a store's passing error) is a pass this time only."""
+    settings = load_settings(overrides={"delta.root": str(tmp_path / "delta")}, environ={})
+    write_deltalake(str(settings.table_path(CONNECTOR_EVENTS.name)), events_rows(("src", "created", "config", 1)))
+    real_latest = deltalake_io.latest
+
+    def failing(*args, **kwargs):
+        raise OSError("store unreachable")
+
+    broken = SparkCleanupIO(None, settings)  # type: ignore[arg-type]
+    monkeypatch.setattr(deltalake_io, "latest", failing)
+    assert broken.input_marks() is None
+    monkeypatch.setattr(deltalake_io, "latest", real_latest)
+    assert broken.input_marks() is None  # for good
+
+    io = SparkCleanupIO(None, settings)  # type: ignore[arg-type]
+    marks = io.input_marks()
+    assert marks == (1, -1)
+    monkeypatch.setattr(deltalake_io, "latest", failing)
+    assert io.input_marks() is None
+    monkeypatch.setattr(deltalake_io, "latest", real_latest)
+    assert io.input_marks() == marks
