@@ -67,18 +67,35 @@ def with_followed(marks: list[Watermark], followed: dict[str, dict[tuple[str, in
     ]
 
 
+def watermarks_by_query() -> dict[str, list[Watermark]]:
+    """:func:`watermarks` by query, grouped once per version of the table (the lag header wants a query's only)."""
+    try:
+        return app_resources().tables.derived(WATERMARKS, _watermarks_by_query)
+    except TableNotFoundError:
+        return {}
+
+
+def _watermarks_by_query(rows: list[dict[str, Any]]) -> dict[str, list[Watermark]]:
+    by_query: dict[str, list[Watermark]] = {}
+    for mark in _watermarks_of(rows):
+        by_query.setdefault(mark.query, []).append(mark)
+    return by_query
+
+
 def table_lags(tables: list[str]) -> list[TableLag]:
-    """The lag of each of ``tables`` now."""
+    """The lag of each of ``tables`` now (from the watermarks of its own query only: the header is on every GET)."""
     settings = get_settings()
     cache = app_resources().offsets_cache()
-    marks = with_followed(watermarks(), followed_positions())
+    by_query = watermarks_by_query()
+    followed = followed_positions()
     now_ms = int(time.time() * 1000)
     lags = []
     for table in tables:
         query = TABLE_QUERIES.get(table)
         if query is None:
-            lags.append(table_lag(table, marks, None, None, now_ms))
+            lags.append(table_lag(table, [], None, None, now_ms))
             continue
+        marks = with_followed(by_query.get(query, []), followed)
         offsets, _reason = cache.get(query_topics(query, settings, marks))
         starts, ends = (offsets.starts, offsets.ends) if offsets is not None else (None, None)
         lags.append(table_lag(table, marks, starts, ends, now_ms))

@@ -94,6 +94,8 @@ class _Snapshot:
     loaded_at: float = 0.0
     #: Epoch seconds of the table's last commit when ``data`` was loaded (its ``commitInfo`` timestamp), if known.
     committed_at: float | None = None
+    #: A local table's ``_delta_log/<version>.json`` and ``<version + 1>.json`` (see ``TableReader._unchanged``).
+    commit_paths: tuple[str, str] | None = None
 
 
 _COMPARISONS = {
@@ -194,12 +196,16 @@ class TableReader:
             log_dir = self._log_dirs[spec.name] = os.path.join(os.fspath(self.path(spec)), "_delta_log")
         return log_dir
 
-    def _commit_file(self, spec: TableSpec, version: int) -> tuple[int, int, int] | None:
-        """The identity of a local table's commit file ``_delta_log/<version>.json``; None when absent or remote."""
+    def _commit_path(self, spec: TableSpec, version: int) -> str:
+        return os.path.join(self._log_dir(spec), f"{version:020d}.json")
+
+    def _commit_file(self, spec: TableSpec, version: int, path: str | None = None) -> tuple[int, int, int] | None:
+        """The identity of a local table's commit file ``_delta_log/<version>.json`` (at ``path`` when given); None
+        when absent or remote."""
         if not self.delta_root.is_local or version < 0:
             return None
         try:
-            stat = os.stat(os.path.join(self._log_dir(spec), f"{version:020d}.json"))
+            stat = os.stat(path if path is not None else self._commit_path(spec, version))
         except OSError:
             return None
         return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
@@ -209,11 +215,12 @@ class TableReader:
         absent and the snapshot's own is the one it was loaded with (commits are files numbered in sequence; a table
         removed or recreated replaces the latter). Two ``stat`` calls (microseconds) instead of asking the log for new
         commits (about a millisecond). Tables in object stores always ask the log."""
-        if snapshot.commit_file is None:
+        if snapshot.commit_file is None or snapshot.commit_paths is None:
             return False
-        if os.path.exists(os.path.join(self._log_dir(spec), f"{snapshot.version + 1:020d}.json")):
+        own, following = snapshot.commit_paths
+        if os.path.exists(following):
             return False
-        return self._commit_file(spec, snapshot.version) == snapshot.commit_file
+        return self._commit_file(spec, snapshot.version, own) == snapshot.commit_file
 
     def snapshot(self, spec: TableSpec) -> pa.Table:
         """Every row of the table at its latest version (all of the spec's columns)."""
@@ -238,6 +245,7 @@ class TableReader:
             version = snapshot.table.version()
             if version != snapshot.version:
                 snapshot.commit_file = self._commit_file(spec, version)
+                snapshot.commit_paths = (self._commit_path(spec, version), self._commit_path(spec, version + 1))
                 snapshot.data = snapshot.table.to_pyarrow_table(columns=spec.column_names)
                 snapshot.version = version
                 snapshot.loaded_at = time.time()
@@ -317,7 +325,10 @@ class TableReader:
         _data, kept, total = by_value
         rows = kept.get(value)
         if rows is None:
-            rows = self._filtered(spec, data, filters).select(spec.column_names).to_pylist()
+            positions = self._index(spec, data, column).get(value)
+            if positions is None:
+                return []  # no row has it (e.g. a connector without active topics): nothing to take or convert
+            rows = data.take(positions).select(spec.column_names).to_pylist()
             if 0 < len(rows) <= VALUE_CACHE_MAX_ROWS and total[0] + len(rows) <= VALUE_CACHE_MAX_TOTAL_ROWS:
                 kept[value] = rows
                 total[0] += len(rows)

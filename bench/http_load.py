@@ -16,8 +16,10 @@ code. Every answer is read to its end; an answer other than 200 is counted, neve
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import os
 import subprocess
 import sys
 import time
@@ -41,6 +43,8 @@ class LoadResult:
     seconds: float
     latencies: list[float] = field(default_factory=list)
     statuses: Counter[int] = field(default_factory=Counter)
+    #: CPU time (user + system) the server's processes used during the timed window, when measured.
+    cpu_seconds: float | None = None
 
     @property
     def requests(self) -> int:
@@ -54,14 +58,22 @@ class LoadResult:
     def failures(self) -> int:
         return sum(count for status, count in self.statuses.items() if status != 200)
 
+    @property
+    def cpu_ms_per_request(self) -> float | None:
+        if self.cpu_seconds is None or not self.requests:
+            return None
+        return self.cpu_seconds * 1000 / self.requests
+
     def percentile_ms(self, q: float) -> float:
         return percentile(self.latencies, q) * 1000
 
     def line(self) -> str:
         bad = f", {self.failures:,} answers not 200: {dict(self.statuses)}" if self.failures else ""
+        cpu = self.cpu_ms_per_request
+        server_cpu = f", server CPU {cpu:.2f} ms/request" if cpu is not None else ""
         return (
             f"{self.label}: {self.clients} clients, {self.rate:,.0f} req/s, p50 {self.percentile_ms(50):.2f} ms, "
-            f"p99 {self.percentile_ms(99):.2f} ms ({self.requests:,} requests in {self.seconds:g} s{bad})"
+            f"p99 {self.percentile_ms(99):.2f} ms{server_cpu} ({self.requests:,} requests in {self.seconds:g} s{bad})"
         )
 
 
@@ -74,9 +86,30 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[rank - 1]
 
 
-def run_load(label: str, url: str, paths: Sequence[str], clients: int, seconds: float, warmup: int) -> LoadResult:
+def process_tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` and its live descendants, from ``/proc`` (Linux)."""
+    ticks, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        with contextlib.suppress(OSError, ValueError):
+            fields = Path(f"/proc/{current}/stat").read_text().rpartition(")")[2].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += [int(child) for child in (task / "children").read_text().split()]
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def run_load(
+    label: str,
+    url: str,
+    paths: Sequence[str],
+    clients: int,
+    seconds: float,
+    warmup: int,
+    cpu_pid: int | None = None,
+) -> LoadResult:
     """``clients`` client processes, each cycling through ``paths`` (each from its own starting point) for
-    ``seconds``."""
+    ``seconds``; with ``cpu_pid``, also the CPU time that server process (and its children) used in that window."""
     host, _, port = url.removeprefix("http://").rstrip("/").rpartition(":")
     start_at = time.time() + CLIENT_START_DELAY_S
     procs = []
@@ -99,6 +132,11 @@ def run_load(label: str, url: str, paths: Sequence[str], clients: int, seconds: 
         )
         procs.append(proc)
     result = LoadResult(label, clients, seconds)
+    if cpu_pid is not None:
+        time.sleep(max(0.0, start_at - time.time()))
+        cpu_before = process_tree_cpu_seconds(cpu_pid)
+        time.sleep(max(0.0, start_at + seconds - time.time()))
+        result.cpu_seconds = process_tree_cpu_seconds(cpu_pid) - cpu_before
     errors = []
     for proc in procs:
         out, err = proc.communicate(timeout=CLIENT_START_DELAY_S + seconds + HTTP_TIMEOUT_S + 60)

@@ -400,6 +400,10 @@ class ApiProcess:
     def log_tail(self, lines: int = 30) -> str:
         return tail(self.log_file, lines)
 
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
     def rss_bytes(self) -> int:
         """Resident memory of the gunicorn master and its workers (``/proc``), 0 when not running."""
         return process_tree_rss(self._proc.pid) if self._proc is not None else 0
@@ -550,16 +554,18 @@ def run_topics_job(spark: SparkSession, settings: Settings, timeout_s: float) ->
 
 
 def concurrent_load(
-    args: argparse.Namespace, targets: Sequence[tuple[str, str]], names: Sequence[str]
+    args: argparse.Namespace, targets: Sequence[tuple[str, str, int | None]], names: Sequence[str]
 ) -> list[tuple[str, int, LoadResult, LoadResult]]:
-    """Per path kind and client count: our API's round, then Connect's; returns (kind, clients, ours, Connect)."""
+    """Per path kind and client count: our API's round, then Connect's; returns (kind, clients, ours, Connect).
+    Each round also measures the CPU time the server's processes (``pid`` and its descendants) used: CPU per request
+    moves less with the machine's load than requests per second do."""
     results = []
     for kind in load_paths(args):
         paths = [ConnectRestClient.connector_path(name, kind) for name in names]
         for clients in client_counts(args):
             rounds = []
-            for label, url in targets:
-                result = run_load(f"{label} /{kind}", url, paths, clients, args.load_seconds, warmup=20)
+            for label, url, pid in targets:
+                result = run_load(f"{label} /{kind}", url, paths, clients, args.load_seconds, warmup=20, cpu_pid=pid)
                 print(f"    {result.line()}; load average {load_average()}", flush=True)
                 if result.failures:
                     raise BenchError(f"GET /{kind} under load: {result.line()}")
@@ -648,10 +654,10 @@ def rest_phase(
     job_run: Settings,
     work: Workload,
     topics: list[str],
-) -> tuple[ApiProcess, str]:
+) -> tuple[ApiProcess, str, int | None]:
     """Start the worker on the benchmark topic, create the connectors STOPPED, fold them into ``connectors`` next
-    to the last job run's tables; return our API (not started yet) on those tables and the worker's REST URL. Both
-    are stopped by ``stack``."""
+    to the last job run's tables; return our API (not started yet) on those tables, the worker's REST URL and its
+    process id. Both are stopped by ``stack``."""
     run_id = uuid.uuid4().hex[:8]
     worker = start_worker(cluster, work_dir, job_run.offset_storage_topic, run_id)
     topics += [worker.config_topic, worker.status_topic]
@@ -677,7 +683,7 @@ def rest_phase(
         print(run_topics_job(spark, states, args.job_timeout), flush=True)
     api = ApiProcess(states, args, work_dir / "api.log")
     stack.callback(api.stop)
-    return api, worker.rest_url
+    return api, worker.rest_url, worker.pid
 
 
 def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics: list[str]) -> None:
@@ -705,7 +711,7 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
         raw_times, job_times, last_run = run_rounds(
             spark, args, cluster, work_dir, topic, n, JOB, partial(check_tables, work=work)
         )
-        api, connect_url = rest_phase(spark, args, stack, cluster, work_dir, last_run, work, topics)
+        api, connect_url, connect_pid = rest_phase(spark, args, stack, cluster, work_dir, last_run, work, topics)
         spark.stop()  # the API reads the tables with deltalake; no JVM of ours competes with the servers
         api.start(API_START_TIMEOUT_S)
         print(f"connect-state-api (gunicorn) ready on {api.url}, serving {last_run.delta_root}", flush=True)
@@ -729,7 +735,8 @@ def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics:
                 f"connect-state-api --workers {args.api_workers} --threads {args.api_threads}",
                 flush=True,
             )
-            load = concurrent_load(args, [("ours", api.url), ("Connect", connect_url)], work.connectors)
+            targets = [("ours", api.url, api.pid), ("Connect", connect_url, connect_pid)]
+            load = concurrent_load(args, targets, work.connectors)
             rss_mib = api.rss_bytes() / 2**20
             print(f"(d) connect-state-api resident memory after the load: {rss_mib:,.0f} MiB", flush=True)
 

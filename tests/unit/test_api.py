@@ -6,6 +6,7 @@ Kafka is replaced by an in-memory recording writer, which places keys with the J
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import os
 import signal
@@ -26,7 +27,7 @@ import connect_state.api.resources as api_resources
 from connect_state.api import close_app, create_app
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.resources import get_settings, get_tables, get_writer
-from connect_state.api.server import bind_address, gunicorn_options
+from connect_state.api.server import AccessLogger, bind_address, gunicorn_options
 from connect_state.api.tables import TableReader
 from connect_state.dev.local_stack import free_port
 from connect_state.errors import KafkaWriteError, TableNotFoundError
@@ -442,10 +443,60 @@ def test_gunicorn_options(settings: Settings, writer: RecordingWriter) -> None:
     assert options["bind"] == [f"{settings.api_host}:{settings.api_port}"]
     assert (options["workers"], options["threads"], options["worker_class"]) == (2, 8, "gthread")
     assert options["accesslog"] == "-"
+    assert options["logger_class"] is AccessLogger
     assert options["control_socket_disable"] is True
     assert options["graceful_timeout"] * 1000 > settings.api_kafka_write_timeout_ms
     # A write: the fresh read before it, the write, the check after it.
     assert options["timeout"] * 1000 > settings.api_kafka_write_timeout_ms + 2 * settings.api_fresh_read_timeout_ms
+
+
+class _Answer:
+    status = "200 OK"
+    sent = 1234
+    headers = (("Content-Type", "application/json"), ("X-Connect-State-Lag", "connectors;records=0;age_ms=0"))
+
+
+class _Asked:
+    headers = (("Host", "api:8083"), ("User-Agent", "curl/8"), ("X-Request-Id", "r-1"))
+
+
+_ENVIRON = {
+    "REMOTE_ADDR": "10.0.0.7",
+    "REQUEST_METHOD": "GET",
+    "RAW_URI": "/connectors/a%20b/status?x=1",
+    "PATH_INFO": "/connectors/a b/status",
+    "QUERY_STRING": "x=1",
+    "SERVER_PROTOCOL": "HTTP/1.1",
+    "HTTP_USER_AGENT": "curl/8",
+    "HTTP_AUTHORIZATION": "Basic " + base64.b64encode(b"alice:secret").decode(),
+    "HTTP_X_REQUEST_ID": "r-1",
+}
+
+
+@pytest.mark.parametrize(
+    "access_log_format",
+    [
+        None,  # gunicorn's default
+        '%(h)s %(u)s %(m)s %(U)s %(q)s %(H)s %(s)s %(B)s %(T)s %(D)s %(M)s %(L)s %(p)s "%(f)s"',
+        '%(h)s "%(r)s" %(s)s %({x-request-id}i)s %({content-type}o)s %({remote_addr}e)s',
+    ],
+)
+def test_access_logger_writes_gunicorn_s_line(access_log_format: str | None) -> None:
+    """Our access logger's atoms give the line gunicorn's own give, for any format (the oracle is gunicorn)."""
+    from gunicorn import glogging
+    from gunicorn.config import Config
+
+    cfg = Config()
+    cfg.set("accesslog", "-")
+    if access_log_format is not None:
+        cfg.set("access_log_format", access_log_format)
+    ours, theirs = AccessLogger(cfg), glogging.Logger(cfg)
+    ours.now = theirs.now = lambda: "[25/Nov/2026:10:00:00 +0000]"  # type: ignore[method-assign]
+    took = dt.timedelta(seconds=1, microseconds=2345)
+    line = cfg.access_log_format % glogging.SafeAtoms(ours.atoms(_Answer(), _Asked(), dict(_ENVIRON), took))
+    expected = cfg.access_log_format % glogging.SafeAtoms(theirs.atoms(_Answer(), _Asked(), dict(_ENVIRON), took))
+    assert line == expected
+    assert "10.0.0.7" in line
 
 
 def _wait_for_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> requests.Response:
