@@ -23,6 +23,8 @@ Pure standard library.
 from __future__ import annotations
 
 import codecs
+import functools
+import json
 import math
 import re
 import struct
@@ -176,8 +178,53 @@ def dumps(value: object) -> bytes:
     pair, floats in ``Double.toString`` form. Dict keys are written in the dict's order: to mimic a ``HashMap`` that
     Connect parsed and re-serialised, order them with :func:`java_hashmap_ordered` first.
     Raises ``TypeError`` for values JSON cannot hold and ``ValueError`` for ints outside the Java long range.
+
+    A value of only dicts with string keys, lists, tuples, strings, booleans, ``None`` and ints in the long range is
+    written by the standard library's C encoder when its text is Jackson's (no ``\\u`` escape, no character outside the
+    BMP); everything else, and any doubt, by the writer above (:func:`_dumps_exact`).
     """
+    if _plain(value):
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except RecursionError:  # deep nesting: the writer above has no recursion
+            return _dumps_exact(value)
+        if "\\u" not in text and not _ASTRAL.search(text):
+            return text.encode("utf-8")
+    return _dumps_exact(value)
+
+
+def _dumps_exact(value: object) -> bytes:
+    """:func:`dumps` by Jackson's rules alone (the reference the plain path must equal)."""
     return _render_tree(value, _json_object_entries, _json_array_entries, _scalar_json).encode("utf-8", "surrogatepass")
+
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff\ud800-\udfff]")
+"""Characters Jackson escapes (as surrogate pairs) where the standard library's encoder writes them as is."""
+
+
+def _plain(value: object) -> bool:
+    """True when ``value`` holds only what the standard library's JSON writes as Jackson does: dicts with string keys,
+    lists, tuples, strings, booleans, ``None`` and ints in the Java long range. Not floats (``Double.toString``), not
+    subclasses (enums), not other mappings."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is str or item is None or kind is bool:
+            continue
+        if kind is int:
+            if INT64_MIN <= item <= INT64_MAX:  # type: ignore[operator]
+                continue
+            return False
+        if kind is dict:
+            if not all(type(key) is str for key in item):  # type: ignore[attr-defined]
+                return False
+            pending.extend(item.values())  # type: ignore[attr-defined]
+        elif kind is list or kind is tuple:
+            pending.extend(item)  # type: ignore[arg-type]
+        else:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -526,8 +573,64 @@ def loads(data: bytes | bytearray | memoryview) -> object:
       input is rejected here although Connect would read it.
 
     Raises :class:`JsonFormatError` for anything Jackson rejects.
+
+    What Connect writes (a compact object or array, no escapes, no floats, at most :data:`PLAIN_MAX_BYTES`) is read by
+    the standard library's C parser (:func:`_loads_plain`); everything else, and any doubt, by the reader below
+    (:func:`_loads_exact`), as the issue 11 parse lever asks.
     """
     raw = bytes(data)
+    value = _loads_plain(raw)
+    return _loads_exact(raw) if value is _NOT_PLAIN else value
+
+
+PLAIN_MAX_BYTES = 16_384
+"""Documents longer than this always go through :func:`_loads_exact`: well under Jackson's limits on a field name's
+length (50,000) and a string's, so the two readers cannot differ on those."""
+PLAIN_MAX_CONTAINERS = 256
+"""Documents with more ``{`` and ``[`` bytes than this go through :func:`_loads_exact` (Jackson's nesting limit)."""
+_NOT_PLAIN = object()
+
+
+def _loads_plain(raw: bytes) -> object:
+    """The value of ``raw`` read by the standard library, or ``_NOT_PLAIN`` when the two readers might differ: a root
+    that is not an object or array, a backslash (escapes: lone surrogates, Jackson's rules on escaped characters), bytes
+    that are not strict UTF-8, leading zeros, trailing content or anything else ``json`` refuses, floats, ``NaN`` and
+    the infinities, ints outside the long range (anywhere in the document, a value a repeated key replaces included),
+    deep or long documents."""
+    if (
+        len(raw) > PLAIN_MAX_BYTES
+        or raw[:1] not in (b"{", b"[")
+        or b"\\" in raw
+        or raw.count(b"{") + raw.count(b"[") > PLAIN_MAX_CONTAINERS
+    ):
+        return _NOT_PLAIN
+    try:
+        return _PLAIN_DECODER.decode(raw.decode("utf-8"))
+    except (ValueError, RecursionError, _NotPlainError):  # UnicodeDecodeError is a ValueError
+        return _NOT_PLAIN
+
+
+class _NotPlainError(Exception):
+    """A number the plain path leaves to the exact reader (raised from the decoder's hooks, so that a value a repeated
+    key replaces is checked too)."""
+
+
+def _plain_long(text: str) -> int:
+    value = int(text)
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise _NotPlainError(text)
+    return value
+
+
+def _not_plain(text: str) -> object:
+    raise _NotPlainError(text)
+
+
+_PLAIN_DECODER = json.JSONDecoder(parse_int=_plain_long, parse_float=_not_plain, parse_constant=_not_plain)
+
+
+def _loads_exact(raw: bytes) -> object:
+    """:func:`loads` by Jackson's rules alone (the reference the plain path must equal)."""
     pos = 0
     if raw.startswith(_UTF8_BOM):
         if len(raw) == len(_UTF8_BOM):
@@ -576,8 +679,10 @@ def decode_java_utf8(data: bytes) -> str:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=65_536)
 def java_string_hashcode(text: str) -> int:
-    """``String.hashCode()``: ``h = 31*h + c`` over the UTF-16 code units, wrapped to a signed int32."""
+    """``String.hashCode()``: ``h = 31*h + c`` over the UTF-16 code units, wrapped to a signed int32 (kept per
+    string: a map's few key names repeat in every record)."""
     units = text.encode("utf-16-be", "surrogatepass")
     h = 0
     for i in range(0, len(units), 2):
@@ -639,6 +744,8 @@ def java_hashmap_order(keys: Iterable[str]) -> list[str]:
     function does not model: it raises ``ValueError`` rather than guess.
     """
     distinct = list(dict.fromkeys(keys))
+    if len(distinct) < 2:
+        return distinct
     return [distinct[i] for i in java_hashmap_order_by_hash([java_string_hashcode(key) for key in distinct])]
 
 

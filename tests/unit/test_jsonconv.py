@@ -5,10 +5,16 @@ Expected values were produced with Kafka 4.3.1's JsonConverter (Jackson 2.21) an
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Callable
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from connect_state.formats import jsonconv
 from connect_state.formats.jsonconv import (
     JsonFormatError,
     decode_java_utf8,
@@ -432,3 +438,106 @@ def test_java_to_string(value: object, expected: str) -> None:
 def test_java_narrowing(n: int, as_int: int, as_long: int) -> None:
     assert java_int(n) == as_int
     assert java_long(n) == as_long
+
+
+# --- the standard library's path (issue 11): it must give exactly what Jackson's rules give ---------------------------
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=6)
+    | st.sampled_from(["\U0001f600", "\ud83d", "\x00\x1f\x7f", "a\\u", "é/ü", "\u2028"])
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.tuples(children, children)
+        | st.dictionaries(st.text(max_size=4), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _outcome(function: Callable[[Any], object], argument: object) -> tuple[str, str]:
+    """What ``function(argument)`` gives, with dict order and int/float kinds (``repr``), or which error."""
+    try:
+        return ("value", repr(function(argument)))
+    except (ValueError, TypeError) as err:
+        return ("error", type(err).__name__)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_VALUES)
+def test_dumps_equals_the_exact_writer(value: object) -> None:
+    assert _outcome(jsonconv.dumps, value) == _outcome(jsonconv._dumps_exact, value)
+
+
+def _text_of(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_SCALAR_TEXTS = _SCALARS.filter(lambda v: not isinstance(v, str) or "\ud83d" not in v).map(_text_of) | st.sampled_from(
+    ["007", "-0", "1e400", "1.0", "-0.0", "NaN", "Infinity", "9223372036854775808", '"\\ud83d"', '"\\u00e9"', "tru"]
+)
+_DOCUMENTS = st.recursive(
+    _SCALAR_TEXTS,
+    lambda children: (
+        st.lists(children, max_size=4).map(lambda items: "[" + ",".join(items) + "]")
+        | st.lists(st.tuples(st.sampled_from(["a", "b", "é", ""]), children), max_size=4).map(  # repeated keys too
+            lambda pairs: "{" + ",".join(f"{_text_of(k)}:{v}" for k, v in pairs) + "}"
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_DOCUMENTS, st.sampled_from(["", " ", "\n", "x", "}", "\x00"]), st.sampled_from(["", " ", "\ufeff"]))
+def test_loads_equals_the_exact_reader(document: str, after: str, before: str) -> None:
+    """Documents as Connect writes them and others around them: repeated keys, escapes, floats, big and zero-led
+    numbers, whitespace or garbage after the root, a byte order mark."""
+    raw = (before + document + after).encode("utf-8", "surrogatepass")
+    assert _outcome(jsonconv.loads, raw) == _outcome(jsonconv._loads_exact, raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'["c",{"filename":"/data/a.txt"}]', b'{"position":1234}', b'{"kafka_offset":5,"a":[true,null,"\xc3\xa9"]}'],
+)
+def test_what_connect_writes_takes_the_standard_library_path(raw: bytes) -> None:
+    """The plain path is taken for Connect's own documents (else the equality tests above would test nothing)."""
+    assert jsonconv._loads_plain(raw) is not jsonconv._NOT_PLAIN
+    assert jsonconv._loads_plain(raw) == jsonconv._loads_exact(raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a":1.0}',  # a float: BigDecimal and Double rules
+        b'{"a":9223372036854775808}',  # past a long: Connect truncates
+        b'{"a":"\\u00e9"}',  # an escape
+        b'{"a":007}',  # leading zeros: Jackson's option
+        b'{"a":1} trailing',  # Jackson ignores what follows the root
+        b'\xef\xbb\xbf{"a":1}',  # a byte order mark
+        b'{"a":"\xed\xa0\xbd"}',  # an encoded surrogate: not strict UTF-8
+        b"[" * 300 + b"]" * 300,  # deep: Jackson's nesting limit
+    ],
+)
+def test_documents_the_standard_library_path_leaves_to_the_exact_reader(raw: bytes) -> None:
+    assert jsonconv._loads_plain(raw) is jsonconv._NOT_PLAIN
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a":NaN,"a":null}',  # found by Hypothesis: json accepts NaN, and the repeated key hid it from a check after
+        b'{"a":' + b"1" * 1001 + b',"a":null}',  # Jackson's number length limit, hidden the same way
+        b'{"a":1.5,"a":null}',
+    ],
+)
+def test_a_value_a_repeated_key_replaces_is_checked_too(raw: bytes) -> None:
+    assert jsonconv._loads_plain(raw) is jsonconv._NOT_PLAIN
+    assert _outcome(jsonconv.loads, raw) == _outcome(jsonconv._loads_exact, raw)
