@@ -99,6 +99,7 @@ format: venv
 
 bench: setup
 	$(PY) bench/active_topics.py
+	$(PY) bench/connector_states.py
 	$(PY) bench/offsets.py
 
 clean:

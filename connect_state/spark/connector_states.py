@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import cast
+from typing import Any, cast
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
@@ -23,6 +23,7 @@ from pyspark.sql.types import ArrayType
 from connect_state.errors import RecordFormatError
 from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds.connector_states import (
+    ConnectorEvent,
     ConnectorRecord,
     ConnectorState,
     connector_of,
@@ -42,8 +43,9 @@ from connect_state.spark.foldjob import (
     KindCounts,
     RecordKind,
     classify_records,
+    column_frame,
     fold_reconciler,
-    pandas_frame,
+    nullable_values,
     passed_through,
     rejected,
     start_fold_query,
@@ -100,20 +102,69 @@ def classify(key: bytes | None, value: bytes | None, kafka: dict, config_topic: 
     return [{"record_kind": kind, "connector": connector, "raw_key": key, "raw_value": value, **kafka}]
 
 
-def connector_record(row) -> ConnectorRecord:
+def connector_record(row: Any) -> ConnectorRecord:
     """The fold's record for a row :func:`classify` passed on (config, status or unreadable commit)."""
-    coordinates = (int(row.kafka_partition), int(row.kafka_offset), int(row.kafka_timestamp))
-    if row.record_kind == RecordKind.UNREADABLE_COMMIT:
-        return ConnectorRecord.unreadable_commit(row.connector, *coordinates)
-    if row.record_kind == RecordKind.CONFIG:
-        return ConnectorRecord.from_config(parse_config_record(row.raw_key, row.raw_value), *coordinates)
-    return ConnectorRecord.from_status(parse_status_record(row.raw_key, row.raw_value), *coordinates)
+    return record_of(
+        row.connector,
+        row.record_kind,
+        row.raw_key,
+        row.raw_value,
+        row.kafka_partition,
+        row.kafka_offset,
+        row.kafka_timestamp,
+    )
 
 
-def _output_row(state: ConnectorState) -> dict:
+def record_of(
+    connector: str,
+    kind: str,
+    key: bytes | None,
+    value: bytes | None,
+    partition: int,
+    offset: int,
+    timestamp: int,
+) -> ConnectorRecord:
+    """:func:`connector_record` from the row's columns."""
+    coordinates = (int(partition), int(offset), int(timestamp))
+    if kind == RecordKind.UNREADABLE_COMMIT:
+        return ConnectorRecord.unreadable_commit(connector, *coordinates)
+    if kind == RecordKind.CONFIG:
+        return ConnectorRecord.from_config(parse_config_record(key, value), *coordinates)
+    return ConnectorRecord.from_status(parse_status_record(key, value), *coordinates)
+
+
+_INPUT_COLUMNS = ("record_kind", "raw_key", "raw_value", "kafka_partition", "kafka_offset", "kafka_timestamp")
+_EVENT_COLUMNS = {
+    "event": "event",
+    "details": "details_json",
+    "source": "source",
+    "kafka_partition": "kafka_partition",
+    "kafka_offset": "kafka_offset",
+    "kafka_timestamp": "kafka_timestamp",
+}
+"""Output column -> the :class:`ConnectorEvent` attribute it holds."""
+
+
+def _records(connector: str, batch: pd.DataFrame) -> list[ConnectorRecord]:
+    """The group's records, read by column (no per-row tuples)."""
+    columns = [nullable_values(batch[name]) for name in _INPUT_COLUMNS]
+    return [record_of(connector, *values) for values in zip(*columns, strict=True)]
+
+
+def _output_frame(events: list[ConnectorEvent], state: ConnectorState) -> pd.DataFrame:
+    """The group's output: one row per event, then the connector's row, built by column."""
     row = connector_row(state)
-    tasks = row.pop("tasks")
-    return {"record_kind": RecordKind.ROW, "connector": row.pop("name"), **row, "tasks_json": json.dumps(tasks)}
+    tasks_json = json.dumps(row.pop("tasks"))
+    name = row.pop("name")
+    n = len(events)
+    none = [None] * n
+    columns: dict[str, list[Any]] = {column: [*none, value] for column, value in row.items()}
+    columns["tasks_json"] = [*none, tasks_json]
+    columns["record_kind"] = [RecordKind.EVENT] * n + [RecordKind.ROW]
+    columns["connector"] = [e.connector for e in events] + [name]
+    for column, attribute in _EVENT_COLUMNS.items():
+        columns[column] = [getattr(e, attribute) for e in events] + [None]
+    return column_frame(columns, n + 1, OUTPUT_SCHEMA)
 
 
 def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
@@ -124,24 +175,9 @@ def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) ->
         yield passed_through(batch, OUTPUT_SCHEMA)
         return
     current = state_from_json(state.get[0]) if state.exists else ConnectorState(connector)
-    records = [connector_record(row) for row in batch.itertuples(index=False)]
-    new_state, events = fold_connector(current, records)
+    new_state, events = fold_connector(current, _records(connector, batch))
     state.update((state_to_json(new_state),))
-    rows = [
-        {
-            "record_kind": RecordKind.EVENT,
-            "connector": e.connector,
-            "event": e.event,
-            "details": e.details_json,
-            "source": e.source,
-            "kafka_partition": e.kafka_partition,
-            "kafka_offset": e.kafka_offset,
-            "kafka_timestamp": e.kafka_timestamp,
-        }
-        for e in events
-    ]
-    rows.append(_output_row(new_state))
-    yield pandas_frame(rows, OUTPUT_SCHEMA)
+    yield _output_frame(events, new_state)
 
 
 def fold_stream(kafka_rows: DataFrame, config_topic: str) -> DataFrame:

@@ -3,7 +3,8 @@
 * ``read_offset``'s bulk path for compact one-entry offset maps against ``parse_offset_value`` + ``connect_json``;
 * ``parsed_key`` (cached per key) against ``parse_offset_key`` and the texts derived from its map;
 * ``column_frame`` (output frames built from columns) against ``pandas_frame`` (from rows), as Arrow sees them;
-* the pipelines' ``fold_group`` bodies against the pure folds they call.
+* the pipelines' ``fold_group`` bodies (active topics, source offsets, connector states) against the pure folds they
+  call.
 """
 
 from __future__ import annotations
@@ -19,9 +20,18 @@ from hypothesis import strategies as st
 
 from connect_state.errors import RecordFormatError
 from connect_state.folds import active_topics as topics_fold
+from connect_state.folds import connector_states as states_fold
 from connect_state.folds import source_offsets as offsets_fold
+from connect_state.formats.config import (
+    serialize_connector_config,
+    serialize_target_state,
+    serialize_task_commit,
+    serialize_task_config,
+)
 from connect_state.formats.offsets import parse_offset_key
+from connect_state.formats.status import Status, serialize_status
 from connect_state.spark import active_topics as topics_job
+from connect_state.spark import connector_states as states_job
 from connect_state.spark import source_offsets as offsets_job
 from connect_state.spark.foldjob import arrow_schema, column_frame, nullable_values, pandas_frame
 
@@ -318,3 +328,96 @@ def test_active_topics_state_json_is_the_dataclass_json(state: dict) -> None:
     old = json.dumps({t: dataclasses.asdict(e) for t, e in sorted(state.items())}, separators=(",", ":"))
     assert topics_fold.state_to_json(state) == old
     assert topics_fold.state_from_json(old) == state
+
+
+_C = "c"
+STATES_RECORDS = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("cfg"),
+            st.sampled_from([b"connector-c", b"target-state-c", b"task-c-0", b"task-c-1", b"commit-c"]),
+            st.sampled_from(
+                [
+                    None,
+                    serialize_connector_config({"connector.class": "FileStreamSource", "tasks.max": "2"}),
+                    serialize_task_config({"task.class": "T"}),
+                    serialize_task_commit(1),
+                    serialize_task_commit(2),
+                    serialize_target_state("PAUSED"),
+                    serialize_target_state("STOPPED"),
+                    b"[]",
+                ]
+            ),
+            st.just(0),
+        ),
+        st.tuples(
+            st.just("st"),
+            st.sampled_from([b"status-connector-c", b"status-task-c-0", b"status-task-c-1"]),
+            st.sampled_from(
+                [
+                    None,
+                    serialize_status(Status("RUNNING", None, "w:1", 1)),
+                    serialize_status(Status("UNASSIGNED", None, "w:2", 2)),
+                    serialize_status(Status("FAILED", "boom\n\tat X", "w:1", 3, "4.3.1")),
+                ]
+            ),
+            st.integers(0, 1),
+        ),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(STATES_RECORDS, st.integers(0, 25))
+def test_connector_states_fold_group_is_the_pure_fold(records: list[tuple], split: int) -> None:
+    rows = [
+        row
+        for i, (topic, key, value, partition) in enumerate(records)
+        for row in states_job.classify(
+            key,
+            value,
+            {"kafka_topic": topic, "kafka_partition": partition, "kafka_offset": i, "kafka_timestamp": 100 + i // 3},
+            "cfg",
+        )
+        if row["record_kind"] != "rejected"
+    ]
+    state, pure_state = FakeState(), states_fold.ConnectorState(_C)
+    for part in (rows[:split], rows[split // 2 :]):  # the second batch replays part of the first
+        frame = pandas_frame(part, states_job.PARSED_SCHEMA)
+        out = pd.concat(list(states_job.fold_group(("connector", _C), iter([frame]), state)), ignore_index=True)
+        pure_records = [
+            states_job.record_of(
+                _C,
+                r["record_kind"],
+                r.get("raw_key"),
+                r.get("raw_value"),
+                r["kafka_partition"],
+                r["kafka_offset"],
+                r["kafka_timestamp"],
+            )
+            for r in part
+        ]
+        pure_state, events = states_fold.fold_connector(pure_state, pure_records)
+        row = states_fold.connector_row(pure_state)
+        tasks = row.pop("tasks")
+        expected_rows = [
+            {
+                "record_kind": "event",
+                "connector": e.connector,
+                "event": e.event,
+                "details": e.details_json,
+                "source": e.source,
+                "kafka_partition": e.kafka_partition,
+                "kafka_offset": e.kafka_offset,
+                "kafka_timestamp": e.kafka_timestamp,
+            }
+            for e in events
+        ] + [{"record_kind": "row", "connector": row.pop("name"), **row, "tasks_json": json.dumps(tasks)}]
+        schema = arrow_schema(states_job.OUTPUT_SCHEMA)
+        got = pa.Table.from_pandas(out, schema=schema, preserve_index=False)
+        expected = pa.Table.from_pandas(
+            pandas_frame(expected_rows, states_job.OUTPUT_SCHEMA), schema=schema, preserve_index=False
+        )
+        assert got.to_pylist() == expected.to_pylist()
+        assert states_fold.state_from_json(state.get[0]) == pure_state
