@@ -205,9 +205,14 @@ _ASTRAL = re.compile("[\U00010000-\U0010ffff\ud800-\udfff]")
 def _plain(value: object) -> bool:
     """True when ``value`` holds only what the standard library's JSON writes as Jackson does: dicts with string keys,
     lists, tuples, strings, booleans, ``None`` and ints in the Java long range. Not floats (``Double.toString``), not
-    subclasses (enums), not other mappings."""
+    subclasses (enums), not other mappings, not more than :data:`PLAIN_MAX_NODES` values (a value that contains itself
+    goes to the exact writer, as before)."""
     pending = [value]
+    budget = PLAIN_MAX_NODES
     while pending:
+        budget -= 1
+        if budget < 0:
+            return False
         item = pending.pop()
         kind = type(item)
         if kind is str or item is None or kind is bool:
@@ -583,6 +588,9 @@ def loads(data: bytes | bytearray | memoryview) -> object:
     return _loads_exact(raw) if value is _NOT_PLAIN else value
 
 
+PLAIN_MAX_NODES = 100_000
+"""Values with more nodes than this are written by :func:`_dumps_exact`."""
+
 PLAIN_MAX_BYTES = 16_384
 """Documents longer than this always go through :func:`_loads_exact`: well under Jackson's limits on a field name's
 length (50,000) and a string's, so the two readers cannot differ on those."""
@@ -679,10 +687,23 @@ def decode_java_utf8(data: bytes) -> str:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=65_536)
 def java_string_hashcode(text: str) -> int:
     """``String.hashCode()``: ``h = 31*h + c`` over the UTF-16 code units, wrapped to a signed int32 (kept per
-    string: a map's few key names repeat in every record)."""
+    string up to :data:`HASHCODE_CACHE_MAX_CHARS` characters: a map's few key names repeat in every record)."""
+    if len(text) <= HASHCODE_CACHE_MAX_CHARS:
+        return _kept_string_hashcode(text)
+    return _string_hashcode(text)
+
+
+HASHCODE_CACHE_MAX_CHARS = 256
+
+
+@functools.lru_cache(maxsize=65_536)
+def _kept_string_hashcode(text: str) -> int:
+    return _string_hashcode(text)
+
+
+def _string_hashcode(text: str) -> int:
     units = text.encode("utf-16-be", "surrogatepass")
     h = 0
     for i in range(0, len(units), 2):
