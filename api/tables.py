@@ -245,7 +245,11 @@ class TableReader:
             version = snapshot.table.version()
             if version != snapshot.version:
                 snapshot.commit_file = self._commit_file(spec, version)
-                snapshot.commit_paths = (self._commit_path(spec, version), self._commit_path(spec, version + 1))
+                snapshot.commit_paths = (
+                    (self._commit_path(spec, version), self._commit_path(spec, version + 1))
+                    if snapshot.commit_file is not None  # a local table's
+                    else None
+                )
                 snapshot.data = snapshot.table.to_pyarrow_table(columns=spec.column_names)
                 snapshot.version = version
                 snapshot.loaded_at = time.time()
