@@ -149,8 +149,19 @@ def delete_topics(settings: Settings, names: Sequence[str]) -> None:
         admin.close()
 
 
-def fill_topic(settings: Settings, topic: str, records: Sequence[Record], partitions: int) -> float:
-    """Write ``records`` in order, each to the Java producer's partition for its key; return the seconds taken.
+Partitioner = Callable[[bytes, int], int]
+"""``(key, partitions) -> partition``: where a record goes."""
+
+
+def fill_topic(
+    settings: Settings,
+    topic: str,
+    records: Sequence[Record],
+    partitions: int,
+    partitioner: Partitioner = partition_for_key,
+) -> float:
+    """Write ``records`` in order, each to ``partitioner``'s partition for its key (default: the Java producer's);
+    return the seconds taken.
 
     Large batches, no compression, ``acks=1``; no retries and no idempotence, so nothing can be reordered: a record
     that fails fails the benchmark.
@@ -173,7 +184,7 @@ def fill_topic(settings: Settings, topic: str, records: Sequence[Record], partit
         for key, value in records:
             partition = chosen.get(key)
             if partition is None:
-                partition = chosen[key] = partition_for_key(key, partitions)
+                partition = chosen[key] = partitioner(key, partitions)
             futures.append(producer.send(topic, key=key, value=value, partition=partition))
         producer.flush(timeout=KAFKA_TIMEOUT_S)
         failed = [f for f in futures if not f.is_done or f.failed()]
@@ -196,11 +207,16 @@ def end_offsets_total(settings: Settings, topic: str, partitions: int) -> int:
 
 
 def prepare_topic(
-    settings: Settings, name: str, records: Sequence[Record], partitions: int, replication_factor: int
+    settings: Settings,
+    name: str,
+    records: Sequence[Record],
+    partitions: int,
+    replication_factor: int,
+    partitioner: Partitioner = partition_for_key,
 ) -> float:
     """Create and fill the topic, check it holds every record; return the fill time in seconds."""
     create_topic(settings, name, partitions, replication_factor)
-    seconds = fill_topic(settings, name, records, partitions)
+    seconds = fill_topic(settings, name, records, partitions, partitioner)
     total = end_offsets_total(settings, name, partitions)
     if total != len(records):
         raise BenchError(f"topic {name} ends at {total} records in total, expected {len(records)}")
@@ -215,12 +231,13 @@ def new_topic(
     replication_factor: int,
     topics: list[str],
     report_fill: bool = False,
+    partitioner: Partitioner = partition_for_key,
 ) -> str:
     """A topic ``<prefix>-<random>``, added to ``topics`` (deleted at the end) and prepared (:func:`prepare_topic`);
     with ``report_fill``, the fill rate is printed (informational only)."""
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     topics.append(name)
-    seconds = prepare_topic(settings, name, records, partitions, replication_factor)
+    seconds = prepare_topic(settings, name, records, partitions, replication_factor, partitioner)
     if report_fill:
         print(
             f"fill ({partitions} partitions, kafka-python, acks=1; informational): {rate(len(records), seconds)}",
@@ -561,10 +578,13 @@ def warm_up(
     partitions: int,
     records: Sequence[Record],
     check: Check,
+    partitioner: Partitioner = partition_for_key,
 ) -> None:
     """A raw read and a job run on a small topic of ``records``: JVM class loading, JIT, Python workers and Delta
     set-up are paid before either measurement. ``args``: ``replication_factor`` and ``job_timeout``."""
-    topic = new_topic(cluster, f"{topic_prefix}-warmup", records, partitions, args.replication_factor, topics)
+    topic = new_topic(
+        cluster, f"{topic_prefix}-warmup", records, partitions, args.replication_factor, topics, partitioner=partitioner
+    )
     _, raw_seconds = time_raw_read(spark, cluster, topic)
     settings = job.settings(cluster, work_dir, topic, "warmup")
     run = job.run(spark, settings, args.job_timeout)
