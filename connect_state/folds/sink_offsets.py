@@ -1,7 +1,7 @@
 """KIP-875 sink offsets: fold a consumer group's offset commits from ``__consumer_offsets`` into its committed offsets.
 
-Pure Python, no Spark: spark/sink_offsets.py calls :func:`fold_group_offsets` once per group and micro-batch
-from ``applyInPandasWithState``; tests call it directly.
+Pure Python, no Spark: spark/sink_offsets.py calls :func:`fold_group_columns` once per group and micro-batch
+from ``applyInPandasWithState``, on the batch's columns; :func:`fold_group_offsets` is the same fold over records.
 
 Rules, as the group coordinator replays the topic (``OffsetMetadataManager.replay``):
 
@@ -19,7 +19,7 @@ Rules, as the group coordinator replays the topic (``OffsetMetadataManager.repla
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from connect_state.formats.consumer_offsets import OffsetCommitValue
@@ -68,45 +68,57 @@ def fold_group_offsets(
 
     Returns the new state, the history (one ``set``/``removed`` per record applied) and the current-table rows
     (one ``upsert`` or ``delete`` per (topic, partition) whose committed offset the batch changed; a tombstone for an
-    offset the group does not have changes nothing).
+    offset the group does not have changes nothing). The rules are :func:`fold_group_columns`'.
+    """
+    ordered = sorted(records, key=lambda r: (r.kafka_partition, r.kafka_offset))
+    new_state, changed = fold_group_columns(
+        state,
+        [(r.topic, r.partition) for r in ordered],
+        [r.commit is not None for r in ordered],
+        [r.kafka_offset for r in ordered],
+    )
+    history = [_change(r, SET if r.commit is not None else REMOVED) for r in ordered]
+    current = [_change(ordered[index], op) for index, op in changed]
+    return new_state, history, current
+
+
+def fold_group_columns(
+    state: GroupOffsets,
+    keys: Sequence[TopicPartitionKey],
+    commits: Sequence[bool],
+    kafka_offsets: Sequence[int],
+) -> tuple[GroupOffsets, list[tuple[int, str]]]:
+    """The fold over a batch given by column, already in (Kafka partition, offset) order: each record's (topic,
+    partition), whether it is a commit (else a tombstone), and its ``__consumer_offsets`` offset.
+
+    Returns the new state (a copy) and, for each (topic, partition) whose committed offset the batch changed, in the
+    order the batch first changed them, the index of its last record and ``upsert`` or ``delete``. A key the batch
+    only tombstones, absent from ``state``, changes nothing.
     """
     new_state = dict(state)
-    history: list[SinkOffsetChange] = []
-    last: dict[TopicPartitionKey, SinkOffsetChange] = {}
-    for record in sorted(records, key=lambda r: (r.kafka_partition, r.kafka_offset)):
-        key = (record.topic, record.partition)
+    last: dict[TopicPartitionKey, int] = {}
+    for index, (key, commit, kafka_offset) in enumerate(zip(keys, commits, kafka_offsets, strict=True)):
         present = key in new_state
-        if record.commit is None:
-            new_state.pop(key, None)
+        if commit:
+            new_state[key] = kafka_offset
         else:
-            new_state[key] = record.kafka_offset
-        change = SinkOffsetChange(
-            record.group_id,
-            record.topic,
-            record.partition,
-            SET if record.commit is not None else REMOVED,
-            record.commit,
-            record.kafka_partition,
-            record.kafka_offset,
-            record.kafka_timestamp,
-        )
-        history.append(change)
-        if record.commit is not None or present or key in last:
-            last[key] = change
-    current = [
-        SinkOffsetChange(
-            c.group_id,
-            c.topic,
-            c.partition,
-            UPSERT if c.commit is not None else DELETE,
-            c.commit,
-            c.kafka_partition,
-            c.kafka_offset,
-            c.kafka_timestamp,
-        )
-        for c in last.values()
-    ]
-    return new_state, history, current
+            new_state.pop(key, None)
+        if commit or present or key in last:
+            last[key] = index
+    return new_state, [(index, UPSERT if commits[index] else DELETE) for index in last.values()]
+
+
+def _change(record: OffsetCommitRecord, change: str) -> SinkOffsetChange:
+    return SinkOffsetChange(
+        record.group_id,
+        record.topic,
+        record.partition,
+        change,
+        record.commit,
+        record.kafka_partition,
+        record.kafka_offset,
+        record.kafka_timestamp,
+    )
 
 
 def committed_offsets(records: Iterable[OffsetCommitRecord]) -> dict[str, dict[TopicPartitionKey, int]]:

@@ -148,22 +148,48 @@ def column_frame(columns: Mapping[str, Sequence[Any]], rows: int, ddl: str) -> p
     """Columns (lists of ``rows`` values) as a pandas frame for Arrow with the columns of ``ddl``, as
     :func:`pandas_frame` makes it from rows (columns of ``ddl`` not given are all null), without pandas' per-column
     inference: object arrays, and pandas' nullable integer arrays for INT/BIGINT columns."""
+    data = {name: _column_array(columns.get(name), rows, sql_type) for name, sql_type in ddl_columns(ddl)}
+    return pd.DataFrame(data, index=pd.RangeIndex(rows), copy=False)
+
+
+def _column_array(values: Sequence[Any] | None, rows: int, sql_type: str) -> Any:
+    """One column of :func:`column_frame` (``None``: all null)."""
+    integer = _NULLABLE_INTEGERS.get(sql_type.upper())
+    if integer is not None:
+        if values is None:
+            return pd.array([None] * rows, dtype=integer)
+        mask = np.fromiter((v is None for v in values), dtype=bool, count=rows)
+        filled = np.fromiter((0 if v is None else v for v in values), dtype=np.int64, count=rows)
+        return pd.arrays.IntegerArray(filled if integer == "Int64" else filled.astype(np.int32), mask)
+    array = np.empty(rows, dtype=object)
+    if values is not None:
+        array[:] = values
+    return array
+
+
+def rows_frame(
+    batch: pd.DataFrame, positions: np.ndarray, ddl: str, given: Mapping[str, Sequence[Any]]
+) -> pd.DataFrame:
+    """The rows of ``batch`` at ``positions`` (repeats allowed) as a frame for Arrow with the columns of ``ddl``, as
+    :func:`column_frame` makes it, with the columns in ``given`` (lists of ``len(positions)`` values) instead of
+    ``batch``'s: a fold whose output rows are its input rows takes them by column, without Python values.
+
+    An INT or BIGINT column of ``batch`` may hold floats with NaN for null (what Arrow's pandas conversion makes of an
+    integer column with nulls) or pandas' nullable integers."""
+    rows = len(positions)
     data: dict[str, Any] = {}
     for name, sql_type in ddl_columns(ddl):
-        values = columns.get(name)
+        if name in given:
+            data[name] = _column_array(given[name], rows, sql_type)
+            continue
+        column = batch[name]
         integer = _NULLABLE_INTEGERS.get(sql_type.upper())
-        if integer is not None:
-            if values is None:
-                data[name] = pd.array([None] * rows, dtype=integer)
-            else:
-                mask = np.fromiter((v is None for v in values), dtype=bool, count=rows)
-                filled = np.fromiter((0 if v is None else v for v in values), dtype=np.int64, count=rows)
-                data[name] = pd.arrays.IntegerArray(filled if integer == "Int64" else filled.astype(np.int32), mask)
-        else:
-            array = np.empty(rows, dtype=object)
-            if values is not None:
-                array[:] = values
-            data[name] = array
+        if integer is None:
+            data[name] = column.to_numpy(dtype=object)[positions]
+            continue
+        mask = column.isna().to_numpy()[positions]
+        filled = column.to_numpy(dtype=np.int64, na_value=0)[positions]
+        data[name] = pd.arrays.IntegerArray(filled if integer == "Int64" else filled.astype(np.int32), mask)
     return pd.DataFrame(data, index=pd.RangeIndex(rows), copy=False)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -25,7 +26,7 @@ from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 from connect_state.errors import RecordFormatError
 from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds import sink_offsets as sink_fold
-from connect_state.formats.consumer_offsets import OffsetCommitKey, OffsetCommitValue, parse_consumer_offsets_record
+from connect_state.formats.consumer_offsets import OffsetCommitKey, parse_consumer_offsets_record
 from connect_state.settings import Settings
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
@@ -34,9 +35,9 @@ from connect_state.spark.foldjob import (
     RecordKind,
     classify_records,
     fold_reconciler,
-    pandas_frame,
     passed_through,
     rejected,
+    rows_frame,
     start_fold_query,
     with_group_kind,
 )
@@ -90,60 +91,41 @@ def classify(key: bytes | None, value: bytes | None, kafka: dict) -> list[dict]:
     ]
 
 
-def _commit_record(row) -> sink_fold.OffsetCommitRecord:
-    commit = None
-    if row.change == sink_fold.SET:
-        commit = OffsetCommitValue(
-            offset=int(row.offset),
-            metadata=row.metadata,
-            commit_timestamp=int(row.commit_timestamp),
-            leader_epoch=int(row.leader_epoch),
-        )
-    return sink_fold.OffsetCommitRecord(
-        row.group_id,
-        row.topic,
-        int(row.partition),
-        commit,
-        int(row.kafka_partition),
-        int(row.kafka_offset),
-        int(row.kafka_timestamp),
-    )
-
-
-def _sink_row(kind: RecordKind, change: sink_fold.SinkOffsetChange, kafka_topic: str) -> dict:
-    commit = change.commit
-    return {
-        "record_kind": kind,
-        "group_id": change.group_id,
-        "topic": change.topic,
-        "partition": change.partition,
-        "offset": commit.offset if commit else None,
-        "leader_epoch": commit.leader_epoch if commit else None,
-        "metadata": commit.metadata if commit else None,
-        "commit_timestamp": commit.commit_timestamp if commit else None,
-        "change": change.change,
-        "kafka_topic": kafka_topic,
-        "kafka_partition": change.kafka_partition,
-        "kafka_offset": change.kafka_offset,
-        "kafka_timestamp": change.kafka_timestamp,
-    }
+def _output_frame(batch: pd.DataFrame, order: np.ndarray, changed: list[tuple[int, str]]) -> pd.DataFrame:
+    """The group's output, taken from its rows by column: every record in ``order`` as a history row (its
+    ``change`` ``set`` or ``removed``, as :func:`classify` wrote it), then the last record of each changed (topic,
+    partition) as a current row (its ``change`` ``upsert`` or ``delete``)."""
+    current = order[[index for index, _ in changed]]
+    kinds = [RecordKind.HISTORY] * len(order) + [RecordKind.CURRENT] * len(changed)
+    changes = batch["change"].to_numpy(dtype=object)[order].tolist() + [op for _, op in changed]
+    return rows_frame(batch, np.concatenate([order, current]), OUTPUT_SCHEMA, {"record_kind": kinds, "change": changes})
 
 
 def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
-    """``applyInPandasWithState`` body, per (group kind, consumer group)."""
+    """``applyInPandasWithState`` body, per (group kind, consumer group): :func:`~connect_state.folds.sink_offsets.
+    fold_group_columns` over the batch's columns, in (Kafka partition, offset) order."""
     group_kind, _group = key
     batch = pd.concat(list(frames), ignore_index=True)
     if group_kind == RecordKind.REJECTED:
         yield passed_through(batch, OUTPUT_SCHEMA)
         return
-    kafka_topic = batch["kafka_topic"].iloc[0]
+    kafka_offsets = batch["kafka_offset"].to_numpy(dtype=np.int64)
+    order = np.lexsort((kafka_offsets, batch["kafka_partition"].to_numpy(dtype=np.int64)))
     current = sink_fold.state_from_json(state.get[0]) if state.exists else {}
-    records = [_commit_record(row) for row in batch.itertuples(index=False)]
-    new_state, history, rows = sink_fold.fold_group_offsets(current, records)
+    new_state, changed = sink_fold.fold_group_columns(
+        current,
+        list(
+            zip(
+                batch["topic"].to_numpy(dtype=object)[order].tolist(),
+                batch["partition"].to_numpy(dtype=np.int64)[order].tolist(),
+                strict=True,
+            )
+        ),
+        (batch["change"].to_numpy(dtype=object)[order] == sink_fold.SET).tolist(),
+        kafka_offsets[order].tolist(),
+    )
     state.update((sink_fold.state_to_json(new_state),))
-    out = [_sink_row(RecordKind.HISTORY, c, kafka_topic) for c in history]
-    out += [_sink_row(RecordKind.CURRENT, r, kafka_topic) for r in rows]
-    yield pandas_frame(out, OUTPUT_SCHEMA)
+    yield _output_frame(batch, order, changed)
 
 
 def fold_stream(kafka_rows: DataFrame) -> DataFrame:

@@ -3,8 +3,8 @@
 * ``read_offset``'s bulk path for compact one-entry offset maps against ``parse_offset_value`` + ``connect_json``;
 * ``parsed_key`` (cached per key) against ``parse_offset_key`` and the texts derived from its map;
 * ``column_frame`` (output frames built from columns) against ``pandas_frame`` (from rows), as Arrow sees them;
-* the pipelines' ``fold_group`` bodies (active topics, source offsets, connector states) against the pure folds they
-  call.
+* the pipelines' ``fold_group`` bodies (active topics, source offsets, sink offsets, connector states) against the
+  pure folds they call.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from connect_state.errors import RecordFormatError
 from connect_state.folds import active_topics as topics_fold
 from connect_state.folds import connector_states as states_fold
+from connect_state.folds import sink_offsets as sink_fold
 from connect_state.folds import source_offsets as offsets_fold
 from connect_state.formats.config import (
     serialize_connector_config,
@@ -28,12 +30,18 @@ from connect_state.formats.config import (
     serialize_task_commit,
     serialize_task_config,
 )
+from connect_state.formats.consumer_offsets import (
+    OffsetCommitValue,
+    serialize_offset_commit_key,
+    serialize_offset_commit_value,
+)
 from connect_state.formats.offsets import parse_offset_key
 from connect_state.formats.status import Status, serialize_status
 from connect_state.spark import active_topics as topics_job
 from connect_state.spark import connector_states as states_job
+from connect_state.spark import sink_offsets as sink_job
 from connect_state.spark import source_offsets as offsets_job
-from connect_state.spark.foldjob import arrow_schema, column_frame, nullable_values, pandas_frame
+from connect_state.spark.foldjob import arrow_schema, column_frame, nullable_values, pandas_frame, rows_frame
 
 NAMES = st.one_of(
     st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=0, max_size=8),
@@ -133,6 +141,25 @@ def test_column_frame_is_the_frame_pandas_frame_builds_from_rows(rows: list[dict
     assert by_columns.to_pylist() == [{**row, "missing": None, "missing_n": None} for row in rows]
 
 
+@settings(max_examples=200, deadline=None)
+@given(ROWS, st.lists(st.integers(0, 5), max_size=8), st.booleans())
+def test_rows_frame_takes_the_rows_column_frame_builds(rows: list[dict], picks: list[int], arrow: bool) -> None:
+    schema = arrow_schema(DDL)
+    rows = [{**row, "big": None if row["big"] is None else row["big"] % 2**53} for row in rows]  # exact as a float
+    positions = np.array([p for p in picks if p < len(rows)], dtype=np.int64)
+    source = pandas_frame(rows, DDL)
+    if arrow:  # as Arrow's pandas conversion hands a group to the fold: nullable integers as floats with NaN
+        source = pa.Table.from_pylist(rows, schema=schema).to_pandas()
+    flags = [bool(p % 2) for p in positions]
+    taken = rows_frame(source, positions, DDL, {"flag": flags})
+    expected = [{**rows[p], "flag": flag} for p, flag in zip(positions, flags, strict=True)]
+    columns = {name: [row.get(name) for row in expected] for name in ("kind", "n", "big", "data", "flag")}
+    built = column_frame(columns, len(expected), DDL)
+    got = pa.Table.from_pandas(taken, schema=schema, preserve_index=False)
+    assert got.equals(pa.Table.from_pandas(built, schema=schema, preserve_index=False))
+    assert got.to_pylist() == [{**row, "missing": None, "missing_n": None} for row in expected]
+
+
 def test_nullable_values() -> None:
     assert nullable_values(pd.Series([1.0, float("nan"), 3.0])) == [1.0, None, 3.0]
     assert nullable_values(pd.Series([1, None], dtype="Int64")) == [1, None]
@@ -208,6 +235,61 @@ def test_active_topics_fold_group_is_the_pure_fold(records: list[tuple], split: 
         ]
         assert got.to_pylist() == expected
         assert topics_fold.state_from_json(state.get[0]) == pure_state
+
+
+SINK_RECORDS = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b"]),
+        st.integers(0, 1),
+        st.one_of(st.none(), st.tuples(st.integers(0, 2**63 - 1), st.sampled_from(["", "m"]), st.integers(-1, 3))),
+        st.integers(0, 1),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(SINK_RECORDS, st.integers(0, 25), st.randoms(use_true_random=False))
+def test_sink_offsets_fold_group_is_the_pure_fold(records: list[tuple], split: int, rng) -> None:
+    pure_all, rows = [], []
+    for i, (topic, partition, commit, kafka_partition) in enumerate(records):
+        value = None if commit is None else OffsetCommitValue(commit[0], commit[1], 7000 + i, leader_epoch=commit[2])
+        kafka = {"kafka_topic": "__co", "kafka_partition": kafka_partition, "kafka_offset": i, "kafka_timestamp": 9 + i}
+        key = serialize_offset_commit_key("g", topic, partition)
+        rows += sink_job.classify(key, None if value is None else serialize_offset_commit_value(value), kafka)
+        pure_all.append(sink_fold.OffsetCommitRecord("g", topic, partition, value, kafka_partition, i, 9 + i))
+    state, pure_state = FakeState(), {}
+    for part, pure in ((rows[:split], pure_all[:split]), (rows[split // 2 :], pure_all[split // 2 :])):
+        shuffled = rng.sample(part, len(part))  # a group's rows come in any order
+        frame = pandas_frame(shuffled, sink_job.PARSED_SCHEMA)
+        out = pd.concat(list(sink_job.fold_group(("group", "g"), iter([frame]), state)), ignore_index=True)
+        pure_state, history, current = sink_fold.fold_group_offsets(pure_state, pure)
+        got = pa.Table.from_pandas(out, schema=arrow_schema(sink_job.OUTPUT_SCHEMA), preserve_index=False)
+        expected = [_sink_row("history", c) for c in history] + [_sink_row("current", c) for c in current]
+        assert got.to_pylist() == expected
+        assert sink_fold.state_from_json(state.get[0]) == pure_state
+
+
+def _sink_row(kind: str, change: sink_fold.SinkOffsetChange) -> dict:
+    commit = change.commit
+    return {
+        "record_kind": kind,
+        "group_id": change.group_id,
+        "topic": change.topic,
+        "partition": change.partition,
+        "offset": commit.offset if commit else None,
+        "leader_epoch": commit.leader_epoch if commit else None,
+        "metadata": commit.metadata if commit else None,
+        "commit_timestamp": commit.commit_timestamp if commit else None,
+        "change": change.change,
+        "kafka_topic": "__co",
+        "kafka_partition": change.kafka_partition,
+        "kafka_offset": change.kafka_offset,
+        "kafka_timestamp": change.kafka_timestamp,
+        "raw_key": None,
+        "raw_value": None,
+        "reason": None,
+    }
 
 
 _TOPIC_FIELDS = (
