@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 HOOK_LOG_ENV = "CONNECT_STATE_TEST_HOOK_LOG"
 # The drivers' JVMs are started and killed again and again (the crash test): C1 only and the serial collector start a
 # JVM about twice as fast on two cores. The session's long-lived JVM keeps C2 (tests/fixtures/spark.py).
-JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
 
 
 PR_SET_PDEATHSIG = 1

@@ -11,7 +11,10 @@ from connect_state.spark.session import driver_java_conf
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        (None, {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}),  # the shipped default: C1 only
+        (  # the shipped default: C1 only, with a tiered JIT's code cache
+            None,
+            {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"},
+        ),
         ("-XX:+UseSerialGC -Dx=1", {"spark.driver.extraJavaOptions": "-XX:+UseSerialGC -Dx=1"}),
         ("  ", {}),  # empty: the JVM's defaults, spark.driver.extraJavaOptions left alone
     ],
