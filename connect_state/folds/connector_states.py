@@ -291,20 +291,28 @@ class ConnectorEvent:
 
     @property
     def recorded_details(self) -> dict[str, object]:
+        """:meth:`recorded` without configured connector types."""
+        return self.recorded()
+
+    def recorded(self, class_type_map: Mapping[str, str] | None = None) -> dict[str, object]:
         """``details`` as the ``connector_events`` table keeps them: for a ``deleted`` event, plus ``config`` (the
         last config) and ``connector_type``
-        (:func:`~connect_state.connect.connector_types.config_connector_type` of it); for ``created`` and
-        ``reconfigured``, plus ``config`` (the new config)."""
+        (:func:`~connect_state.connect.connector_types.config_connector_type` of it, with ``class_type_map``:
+        ``connector.class.types``); for ``created`` and ``reconfigured``, plus ``config`` (the new config)."""
         if self.last_config is not None:
             last = self.last_config
-            return {**self.details, "config": last, "connector_type": config_connector_type(last)}
+            return {**self.details, "config": last, "connector_type": config_connector_type(last, class_type_map)}
         if self.config is not None:
             return {**self.details, "config": self.config}
         return self.details
 
     @property
     def details_json(self) -> str:
-        return json.dumps(self.recorded_details, separators=(",", ":"), sort_keys=True)
+        return self.recorded_json()
+
+    def recorded_json(self, class_type_map: Mapping[str, str] | None = None) -> str:
+        """:meth:`recorded` as the ``details`` column's JSON."""
+        return json.dumps(self.recorded(class_type_map), separators=(",", ":"), sort_keys=True)
 
 
 Change = tuple[str, Mapping[str, object]] | tuple[str, Mapping[str, object], Mapping[str, object]]

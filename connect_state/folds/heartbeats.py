@@ -137,6 +137,9 @@ class HeartbeatDefaults:
     #: None: not checked (every source connector with an interval is eligible).
     provider_classes: frozenset[str] | None = None
     mode: HeartbeatMode = HeartbeatMode.IDLE
+    #: ``connector.class.types``: connector classes known to be ``source`` or ``sink`` (Kafka's own are known anyway;
+    #: any other connector's type is guessed from its config, as the API does).
+    class_types: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -207,8 +210,8 @@ def heartbeat_policy(connector: ConnectorState, defaults: HeartbeatDefaults) -> 
     status = connector.connector_status
     if config is None:
         reason: str | None = "deleted" if connector.deleted else "no config"
-    elif connector.connector_type() != ConnectorType.SOURCE:
-        reason = f"not a source connector ({connector.connector_type()})"
+    elif (kind := connector.connector_type(defaults.class_types)) != ConnectorType.SOURCE:
+        reason = f"not a source connector ({kind})"
     elif not has_provider(connector.connector_class, defaults.provider_classes):
         reason = f"no heartbeat provider for class {connector.connector_class} (heartbeat.providers)"
     elif bad_interval is not None:

@@ -10,7 +10,7 @@ per connector, deleted ones flagged) and ``connector_events`` (every transition)
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
 import pandas as pd
@@ -70,6 +70,7 @@ OUTPUT_SCHEMA = (
     "source STRING, " + RECORD_COLUMNS_DDL
 )
 STATE_SCHEMA = "state_json STRING"
+FoldFunction = Callable[[tuple, Iterator[pd.DataFrame], GroupState], Iterator[pd.DataFrame]]
 
 
 def classify(key: bytes | None, value: bytes | None, kafka: dict, config_topic: str) -> list[dict]:
@@ -136,7 +137,6 @@ def record_of(
 _INPUT_COLUMNS = ("record_kind", "raw_key", "raw_value", "kafka_partition", "kafka_offset", "kafka_timestamp")
 _EVENT_COLUMNS = {
     "event": "event",
-    "details": "details_json",
     "source": "source",
     "kafka_partition": "kafka_partition",
     "kafka_offset": "kafka_offset",
@@ -151,9 +151,10 @@ def _records(connector: str, batch: pd.DataFrame) -> list[ConnectorRecord]:
     return [record_of(connector, *values) for values in zip(*columns, strict=True)]
 
 
-def _output_frame(events: list[ConnectorEvent], state: ConnectorState) -> pd.DataFrame:
-    """The group's output: one row per event, then the connector's row, built by column."""
-    row = connector_row(state)
+def _output_frame(events: list[ConnectorEvent], state: ConnectorState, class_types: Mapping[str, str]) -> pd.DataFrame:
+    """The group's output: one row per event, then the connector's row, built by column (connector types from
+    ``class_types``, ``connector.class.types``, before guessing)."""
+    row = connector_row(state, class_types)
     tasks_json = json.dumps(row.pop("tasks"))
     name = row.pop("name")
     n = len(events)
@@ -164,23 +165,34 @@ def _output_frame(events: list[ConnectorEvent], state: ConnectorState) -> pd.Dat
     columns["connector"] = [e.connector for e in events] + [name]
     for column, attribute in _EVENT_COLUMNS.items():
         columns[column] = [getattr(e, attribute) for e in events] + [None]
+    columns["details"] = [e.recorded_json(class_types) for e in events] + [None]
     return column_frame(columns, n + 1, OUTPUT_SCHEMA)
 
 
-def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
-    """``applyInPandasWithState`` body, per (group kind, connector): fold, or pass rejected records through."""
-    group_kind, connector = key
-    batch = pd.concat(list(frames), ignore_index=True)
-    if group_kind == RecordKind.REJECTED:
-        yield passed_through(batch, OUTPUT_SCHEMA)
-        return
-    current = state_from_json(state.get[0]) if state.exists else ConnectorState(connector)
-    new_state, events = fold_connector(current, _records(connector, batch))
-    state.update((state_to_json(new_state),))
-    yield _output_frame(events, new_state)
+def fold_function(class_types: Mapping[str, str] | None = None) -> FoldFunction:
+    """The ``applyInPandasWithState`` body, per (group kind, connector): fold, or pass rejected records through;
+    ``class_types`` (``connector.class.types``) decide connector types before guessing."""
+    known = dict(class_types or {})
+
+    def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+        group_kind, connector = key
+        batch = pd.concat(list(frames), ignore_index=True)
+        if group_kind == RecordKind.REJECTED:
+            yield passed_through(batch, OUTPUT_SCHEMA)
+            return
+        current = state_from_json(state.get[0]) if state.exists else ConnectorState(connector)
+        new_state, events = fold_connector(current, _records(connector, batch))
+        state.update((state_to_json(new_state),))
+        yield _output_frame(events, new_state, known)
+
+    return fold_group
 
 
-def fold_stream(kafka_rows: DataFrame, config_topic: str) -> DataFrame:
+fold_group = fold_function()
+"""The fold without configured connector types."""
+
+
+def fold_stream(kafka_rows: DataFrame, config_topic: str, class_types: Mapping[str, str] | None = None) -> DataFrame:
     """Kafka rows of both topics → the fold's output: connector rows, events and rejected records.
 
     Config and status records of one connector must meet in one group, so groups are (``connector``, name) for
@@ -192,7 +204,9 @@ def fold_stream(kafka_rows: DataFrame, config_topic: str) -> DataFrame:
     return (
         with_group_kind(parsed, "connector")
         .groupBy("group_kind", "connector")
-        .applyInPandasWithState(fold_group, OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
+        .applyInPandasWithState(
+            fold_function(class_types), OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout
+        )
     )
 
 
@@ -260,7 +274,7 @@ def start(
         spark,
         settings,
         JOB_NAME,
-        fold_stream(rows, settings.config_storage_topic),
+        fold_stream(rows, settings.config_storage_topic, settings.connector_class_types),
         writer,
         tables=(CONNECTORS, CONNECTOR_EVENTS),
         current_tables=(CONNECTORS,),

@@ -505,8 +505,9 @@ def _activity_source(activity: DataFrame) -> DataFrame:
 def heartbeat_defaults(
     settings: Settings, providers: Mapping[str, HeartbeatProvider] | None = None
 ) -> HeartbeatDefaults:
-    """The fold's defaults: the settings' interval, topic and mode, the worker's offsets topic, and the classes with
-    a provider (only those are eligible, as in KIP-910; ``providers`` default: loaded from the settings)."""
+    """The fold's defaults: the settings' interval, topic and mode, the worker's offsets topic, the classes with
+    a provider (only those are eligible, as in KIP-910; ``providers`` default: loaded from the settings) and the
+    configured connector types (``connector.class.types``)."""
     classes = frozenset(providers if providers is not None else load_providers(settings))
     try:
         mode = HeartbeatMode.parse(settings.heartbeat_mode)
@@ -518,6 +519,7 @@ def heartbeat_defaults(
         settings.offset_storage_topic,
         provider_classes=classes,
         mode=mode,
+        class_types=settings.connector_class_types,
     )
 
 

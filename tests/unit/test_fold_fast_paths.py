@@ -503,3 +503,29 @@ def test_connector_states_fold_group_is_the_pure_fold(records: list[tuple], spli
         )
         assert got.to_pylist() == expected.to_pylist()
         assert states_fold.state_from_json(state.get[0]) == pure_state
+
+
+@pytest.mark.parametrize(
+    ("class_types", "kind"),
+    [
+        (None, "sink"),  # a "topics" key: guessed to be a sink
+        ({"com.example.QueueSource": "source"}, "source"),  # connector.class.types knows better
+    ],
+)
+def test_connector_states_fold_types_connectors_by_the_configured_classes(class_types, kind) -> None:
+    config = {"connector.class": "com.example.QueueSource", "topics": "in", "tasks.max": "1"}
+    records = [(b"connector-c", serialize_connector_config(config)), (b"connector-c", None)]  # created, then deleted
+    rows = [
+        row
+        for i, (key, value) in enumerate(records)
+        for row in states_job.classify(
+            key, value, {"kafka_topic": "cfg", "kafka_partition": 0, "kafka_offset": i, "kafka_timestamp": i}, "cfg"
+        )
+    ]
+    fold = states_job.fold_function(class_types)
+    state = FakeState()
+    created = pd.concat(list(fold(("connector", _C), iter([pandas_frame(rows[:1], states_job.PARSED_SCHEMA)]), state)))
+    assert created[created["record_kind"] == "row"]["type"].tolist() == [kind]
+    deleted = pd.concat(list(fold(("connector", _C), iter([pandas_frame(rows[1:], states_job.PARSED_SCHEMA)]), state)))
+    (details,) = deleted[deleted["event"] == "deleted"]["details"].tolist()
+    assert json.loads(details)["connector_type"] == kind

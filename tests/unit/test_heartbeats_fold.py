@@ -224,6 +224,21 @@ def test_not_eligible(case, records, defaults, reason):
     assert row["eligible"] is False and row["idle_ms"] == 10**12
 
 
+@pytest.mark.parametrize(
+    ("class_types", "reason"),
+    [
+        ({}, "not a source connector (sink)"),  # a "topics" key: guessed to be a sink, as Connect's REST would not
+        ({"com.example.QueueSource": "source"}, None),  # connector.class.types knows better
+        ({"com.example.QueueSource": "sink"}, "not a source connector (sink)"),
+    ],
+)
+def test_configured_connector_types_decide_eligibility(class_types, reason):
+    source = {"connector.class": "com.example.QueueSource", "topics": "in", "tasks.max": "1"}
+    defaults = HeartbeatDefaults(2000, "connect-heartbeats", class_types=class_types)
+    result = fold([config(source), status("RUNNING")], [offset(1, ts=0)], now=10**12, defaults=defaults)
+    assert result.policy.reason == reason
+
+
 def test_resumed_connector_is_eligible_again():
     records = running_source() + config_writes(pause_records(NAME)) + [status("PAUSED")]
     result = fold(records, [offset(1, ts=0)], now=100)
