@@ -101,6 +101,8 @@ bench: setup
 	$(PY) bench/active_topics.py
 	$(PY) bench/connector_states.py
 	$(PY) bench/offsets.py
+	$(PY) bench/sink_offsets.py
+	$(PY) bench/heartbeats.py
 
 clean:
 	rm -rf var spark-warehouse
