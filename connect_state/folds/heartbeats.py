@@ -43,6 +43,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import lru_cache
 
 from connect_state.connect.connector_types import names_any
 from connect_state.connect.offset_stores import OFFSETS_TOPIC_CONFIG, connector_offsets_topic
@@ -90,6 +91,7 @@ __all__ = [
     "heartbeat_state_to_json",
     "idle_ms",
     "is_due",
+    "offset_key_parts",
     "parse_offset_record",
     "step",
     "still_due",
@@ -275,9 +277,37 @@ class OffsetRecord:
     kafka_offset: int
     kafka_timestamp: int
 
+    #: :func:`~connect_state.formats.offsets.offset_key_bytes` of the partition, when already known.
+    lookup_key: bytes | None = field(default=None, compare=False, repr=False)
+
     @property
     def key(self) -> bytes:
+        """The key Connect writes and looks up for the partition (its partition map normalised)."""
+        if self.lookup_key is not None:
+            return self.lookup_key
         return offset_key_bytes(self.connector, self.partition)
+
+
+@dataclass(frozen=True)
+class OffsetKeyParts:
+    """What the fold needs of an offsets-topic key: its connector, its partition map (None for ``[connector,
+    null]``) and the normalised key bytes of that partition (None with it)."""
+
+    connector: str
+    partition: dict[str, object] | None = field(hash=False)
+    lookup_key: bytes | None
+
+
+@lru_cache(maxsize=65536)
+def offset_key_parts(key: bytes) -> OffsetKeyParts:
+    """:func:`~connect_state.formats.offsets.parse_offset_key` and the partition's normalised key bytes, once per
+    distinct key bytes (a source partition's key repeats with every offset commit). Raises ``RecordFormatError`` for a
+    key ``OffsetUtils.processPartitionKey`` ignores (not cached). The partition map is shared by every record of the
+    key: never modify it."""
+    parsed = parse_offset_key(key)
+    if parsed.partition is None:
+        return OffsetKeyParts(parsed.connector, None, None)
+    return OffsetKeyParts(parsed.connector, parsed.partition, offset_key_bytes(parsed.connector, parsed.partition))
 
 
 def parse_offset_record(
@@ -285,14 +315,18 @@ def parse_offset_record(
 ) -> OffsetRecord | None:
     """An offsets-topic record as :class:`OffsetRecord`; None for ``[connector, null]`` (ignored silently by
     Connect). Raises ``RecordFormatError`` for a key ``OffsetUtils.processPartitionKey`` ignores."""
-    parsed = parse_offset_key(key)
-    if parsed.partition is None:
+    if key is None:
+        parse_offset_key(key)  # raises: a null key
+    parts = offset_key_parts(bytes(key))  # type: ignore[arg-type]
+    if parts.partition is None:
         return None
     try:
         offset = parse_offset_value(value)
     except RecordFormatError:
         offset = None
-    return OffsetRecord(parsed.connector, parsed.partition, offset, kafka_partition, kafka_offset, kafka_timestamp)
+    return OffsetRecord(
+        parts.connector, parts.partition, offset, kafka_partition, kafka_offset, kafka_timestamp, parts.lookup_key
+    )
 
 
 @dataclass
@@ -327,7 +361,30 @@ class HeartbeatState:
         return self.connector.name
 
 
+_PLAIN_TYPES = frozenset({str, bool, type(None)})
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+
+def _plain_map(offset: Mapping[str, object]) -> bool:
+    """Every value a string, a boolean, null or an integer in Java's long range: the offset's bytes are then a
+    one-to-one function of its (key, value, type) triples (no float, whose rendering may merge values)."""
+    for value in offset.values():
+        kind = type(value)
+        if kind is int:
+            if not _LONG_MIN <= value <= _LONG_MAX:  # type: ignore[operator]
+                return False
+        elif kind not in _PLAIN_TYPES:
+            return False
+    return True
+
+
 def _same_offset(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
+    """Whether Connect writes the two offsets as the same bytes (:func:`~connect_state.formats.offsets.
+    serialize_offset_value`). For two maps of plain values with their keys in the same order: equal values of the
+    same types. (Keys in another order may or may not give other bytes: a ``HashMap`` keeps colliding keys in the
+    order they came.)"""
+    if tuple(a) == tuple(b) and _plain_map(a) and _plain_map(b):
+        return all(type(value) is type(b[key]) and value == b[key] for key, value in a.items())
     return serialize_offset_value(a) == serialize_offset_value(b)
 
 

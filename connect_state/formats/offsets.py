@@ -30,6 +30,7 @@ Pure standard library.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -154,6 +155,23 @@ def parse_offset_key(data: bytes | None) -> OffsetKey:
             f"actual type: {java_class_name(partition)}"
         )
     return OffsetKey(connector, partition)
+
+
+# ``["<connector>",`` as Connect writes it: a compact array whose first element is a string without escapes.
+_PLAIN_KEY_PREFIX = re.compile(rb'\["([^"\\\x00-\x1f]*)",')
+
+
+def offset_key_connector(data: bytes) -> str:
+    """The connector an offsets-topic key names, for routing the record: read from the plain prefix Connect writes
+    when it can, else by :func:`parse_offset_key` (which raises ``RecordFormatError``). A key the prefix reads may
+    still be one :func:`parse_offset_key` rejects: whoever folds the record parses it in full."""
+    match = _PLAIN_KEY_PREFIX.match(data)
+    if match is not None:
+        try:
+            return match.group(1).decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    return parse_offset_key(data).connector
 
 
 def _round_trip(value: object) -> object:

@@ -62,6 +62,7 @@ from connect_state.folds.heartbeats import (
     parse_offset_record,
     still_due,
 )
+from connect_state.formats.offsets import offset_key_connector
 from connect_state.guards import internal_topics
 from connect_state.heartbeat_emitter import EmittedHeartbeat, HeartbeatEmitter
 from connect_state.heartbeats import HeartbeatProvider, as_provider
@@ -78,7 +79,9 @@ from connect_state.spark.foldjob import (
     KindCounts,
     RecordKind,
     classify_records,
-    pandas_frame,
+    column_frame,
+    ddl_columns,
+    nullable_values,
     start_fold_query,
 )
 from connect_state.spark.kafka_source import read_internal_topic
@@ -144,16 +147,16 @@ log = job_logger(JOB_NAME)
 def classify(key: bytes | None, value: bytes | None, kafka: dict, config_topic: str, offsets_topic: str) -> list[dict]:
     """One record of the three topics: the connector it belongs to (its raw bytes kept), or nothing."""
     if kafka["kafka_topic"] == offsets_topic:
-        try:
-            record = parse_offset_record(key, value, 0, 0, 0)
-        except RecordFormatError:
+        if key is None:
             return []
-        if record is None:
+        try:
+            connector = offset_key_connector(bytes(key))  # the connector only: the fold parses the record
+        except RecordFormatError:
             return []
         return [
             {
                 "record_kind": RecordKind.OFFSET,
-                "connector": record.connector,
+                "connector": connector,
                 "raw_key": key,
                 "raw_value": value,
                 **kafka,
@@ -165,19 +168,47 @@ def classify(key: bytes | None, value: bytes | None, kafka: dict, config_topic: 
     ]
 
 
-def _records(batch: pd.DataFrame) -> tuple[list[ConnectorRecord], list[OffsetRecord]]:
+_INPUT_COLUMNS = ("record_kind", "raw_key", "raw_value", "kafka_partition", "kafka_offset", "kafka_timestamp")
+
+
+def _records(connector: str, batch: pd.DataFrame) -> tuple[list[ConnectorRecord], list[OffsetRecord]]:
+    """The group's records, read by column: offsets-topic records, and the rest (config, status, unreadable commit)
+    as the connector-states job folds them."""
     connector_records: list[ConnectorRecord] = []
     offset_records: list[OffsetRecord] = []
-    row: Any
-    for row in batch.itertuples(index=False):
-        coordinates = (int(row.kafka_partition), int(row.kafka_offset), int(row.kafka_timestamp))
-        if row.record_kind == RecordKind.OFFSET:
-            record = parse_offset_record(row.raw_key, row.raw_value, *coordinates)
+    columns = [nullable_values(batch[name]) for name in _INPUT_COLUMNS]
+    for kind, key, value, partition, offset, timestamp in zip(*columns, strict=True):
+        if kind == RecordKind.OFFSET:
+            try:
+                record = parse_offset_record(key, value, int(partition), int(offset), int(timestamp))
+            except RecordFormatError:  # a key Connect ignores (OffsetUtils.processPartitionKey)
+                continue
             if record is not None:
                 offset_records.append(record)
-        else:  # config, status, unreadable commit: as the connector-state job folds them
-            connector_records.append(connector_states.connector_record(row))
+        else:
+            connector_records.append(
+                connector_states.record_of(connector, kind, key, value, partition, offset, timestamp)
+            )
     return connector_records, offset_records
+
+
+_ACTIVITY_COLUMNS = tuple(name for name, _ in ddl_columns(OUTPUT_SCHEMA) if name not in ("record_kind", "evaluated_at"))
+
+
+def _output_frame(
+    connector: str, activity: list[dict[str, object]], removed: list[bytes], state_json: str, now: int
+) -> pd.DataFrame:
+    """The group's output, built by column: its activity rows, the keys of its removed partitions, its state."""
+    n_activity, n_removed = len(activity), len(removed)
+    rows = n_activity + n_removed + 1
+    none = [None] * (n_removed + 1)
+    columns: dict[str, list[Any]] = {name: [row.get(name) for row in activity] + none for name in _ACTIVITY_COLUMNS}
+    columns["connector"] = [connector] * rows
+    columns["key"] = [row["key"] for row in activity] + list(removed) + [None]
+    columns["state"] = [None] * (rows - 1) + [state_json]
+    columns["record_kind"] = [RecordKind.ACTIVITY] * n_activity + [RecordKind.REMOVED] * n_removed + [RecordKind.STATE]
+    columns["evaluated_at"] = [now] * rows
+    return column_frame(columns, rows, OUTPUT_SCHEMA)
 
 
 def fold_function(defaults: HeartbeatDefaults):
@@ -188,20 +219,12 @@ def fold_function(defaults: HeartbeatDefaults):
         (connector,) = key
         now = int(state.getCurrentProcessingTimeMs())
         current = heartbeat_state_from_json(state.get[0]) if state.exists else HeartbeatState.new(connector)
-        connector_records, offset_records = _records(pd.concat(list(frames), ignore_index=True))
+        connector_records, offset_records = _records(connector, pd.concat(list(frames), ignore_index=True))
         result = fold(current, connector_records, offset_records, defaults, now)
         state_json = heartbeat_state_to_json(result.state)
         state.update((state_json,))
-        rows: list[dict] = [
-            {"record_kind": RecordKind.ACTIVITY, "evaluated_at": now, **row}
-            for row in activity_rows(result.state, result.policy, now)
-        ]
-        rows += [
-            {"record_kind": RecordKind.REMOVED, "connector": connector, "key": key, "evaluated_at": now}
-            for key in result.removed
-        ]
-        rows.append({"record_kind": RecordKind.STATE, "connector": connector, "state": state_json, "evaluated_at": now})
-        yield pandas_frame(rows, OUTPUT_SCHEMA)
+        activity = activity_rows(result.state, result.policy, now)
+        yield _output_frame(connector, activity, list(result.removed), state_json, now)
 
     return fold_group
 

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from connect_state.errors import RecordFormatError
 from connect_state.folds import active_topics as topics_fold
 from connect_state.folds import connector_states as states_fold
+from connect_state.folds import heartbeats as hb_fold
 from connect_state.folds import sink_offsets as sink_fold
 from connect_state.folds import source_offsets as offsets_fold
 from connect_state.formats.config import (
@@ -35,10 +36,16 @@ from connect_state.formats.consumer_offsets import (
     serialize_offset_commit_key,
     serialize_offset_commit_value,
 )
-from connect_state.formats.offsets import parse_offset_key
+from connect_state.formats.offsets import (
+    offset_key_bytes,
+    offset_key_connector,
+    parse_offset_key,
+    serialize_offset_value,
+)
 from connect_state.formats.status import Status, serialize_status
 from connect_state.spark import active_topics as topics_job
 from connect_state.spark import connector_states as states_job
+from connect_state.spark import heartbeats as hb_job
 from connect_state.spark import sink_offsets as sink_job
 from connect_state.spark import source_offsets as offsets_job
 from connect_state.spark.foldjob import arrow_schema, column_frame, nullable_values, pandas_frame, rows_frame
@@ -529,3 +536,112 @@ def test_connector_states_fold_types_connectors_by_the_configured_classes(class_
     deleted = pd.concat(list(fold(("connector", _C), iter([pandas_frame(rows[1:], states_job.PARSED_SCHEMA)]), state)))
     (details,) = deleted[deleted["event"] == "deleted"]["details"].tolist()
     assert json.loads(details)["connector_type"] == kind
+
+
+# --- heartbeats -------------------------------------------------------------------------------------------------------
+
+OFFSET_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),  # what parse_offset_value gives (Jackson's longs)
+    st.floats(allow_nan=True),
+    st.sampled_from([0.0, -0.0, 1.0, 1, True, 2**63 - 1, -(2**63), 1e300, 2.0**63]),
+    st.text(max_size=3),
+)
+OFFSET_MAPS = st.dictionaries(st.sampled_from(["position", "a", "b", "kafka_offset"]), OFFSET_VALUES, max_size=3)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(OFFSET_MAPS, OFFSET_MAPS)
+@example({"a": 1}, {"a": 1.0})
+@example({"a": 1}, {"a": True})
+@example({"a": 0.0}, {"a": -0.0})
+@example({"a": 2**63 - 1}, {"a": 2.0**63})
+@example({"a": 1, "b": 2}, {"b": 2, "a": 1})
+@example({"a": True, "b": True, "kafka_offset": True}, {"kafka_offset": True, "a": True, "b": True})  # a collision
+def test_same_offset_is_equal_bytes(a: dict, b: dict) -> None:
+    assert hb_fold._same_offset(a, b) == (serialize_offset_value(a) == serialize_offset_value(b))
+    assert hb_fold._same_offset(a, dict(a))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.sampled_from(OFFSET_KEYS),
+        st.builds(
+            lambda name, rest: json.dumps([name, {"f": 1}], separators=rest).encode("utf-8", "surrogatepass"),
+            st.text(max_size=4),
+            st.sampled_from([(",", ":"), (", ", ": ")]),
+        ),
+        st.binary(max_size=12).map(lambda tail: b'["c' + tail),
+    )
+)
+@example(b'["a\\"b",{}]')
+@example(b'["\xff",{}]')
+def test_offset_key_connector_is_the_parsed_connector(key: bytes) -> None:
+    try:
+        parsed = parse_offset_key(key)
+    except RecordFormatError:
+        return  # a key the fold drops: any routing will do
+    assert offset_key_connector(key) == parsed.connector
+
+
+def test_heartbeats_fold_group_is_the_pure_fold() -> None:
+    defaults = hb_fold.HeartbeatDefaults(60_000, "hb", "offs", provider_classes=frozenset({"FileStreamSource"}))
+    name = "c"
+    config = {"connector.class": "FileStreamSource", "file": "/in", "topic": "t", "tasks.max": "1"}
+    records = [("cfg", b"connector-c", serialize_connector_config(config))]
+    records += [("st", b"status-connector-c", serialize_status(Status("RUNNING", None, "w:1", 1)))]
+    for i in range(12):
+        partition = {"filename": f"/in-{i % 4}"}
+        value = None if i == 9 else serialize_offset_value({"position": i // 2})  # some do not move, one tombstone
+        records.append(("offs", offset_key_bytes(name, partition), value))
+    records.append(("offs", b'["c",{"filename":[1]}]', b'{"position":1}'))  # a partition Connect takes as it is
+    records.append(("offs", b'["c",5]', b'{"position":1}'))  # a key Connect ignores
+    rows = [
+        row
+        for i, (topic, key, value) in enumerate(records)
+        for row in hb_job.classify(
+            key, value, {"kafka_topic": topic, "kafka_partition": 0, "kafka_offset": i, "kafka_timestamp": 1000 + i},
+            "cfg", "offs",
+        )
+    ]  # fmt: skip
+    state = FakeState()
+    state.getCurrentProcessingTimeMs = lambda: 5000  # type: ignore[attr-defined]
+    out = pd.concat(
+        list(hb_job.fold_function(defaults)((name,), iter([pandas_frame(rows, hb_job.PARSED_SCHEMA)]), state))
+    )
+    connector_records = [
+        states_job.record_of(
+            name, r["record_kind"], r["raw_key"], r["raw_value"], 0, r["kafka_offset"], r["kafka_timestamp"]
+        )
+        for r in rows
+        if r["record_kind"] != "offset"
+    ]
+    offset_records = []
+    for r in rows:
+        if r["record_kind"] == "offset":
+            try:
+                record = hb_fold.parse_offset_record(
+                    r["raw_key"], r["raw_value"], 0, r["kafka_offset"], r["kafka_timestamp"]
+                )
+            except RecordFormatError:
+                continue
+            if record is not None:
+                offset_records.append(record)
+    result = hb_fold.fold(hb_fold.HeartbeatState.new(name), connector_records, offset_records, defaults, 5000)
+    state_json = hb_fold.heartbeat_state_to_json(result.state)
+    expected = [
+        {"record_kind": "activity", "evaluated_at": 5000, **row}
+        for row in hb_fold.activity_rows(result.state, result.policy, 5000)
+    ]
+    expected += [
+        {"record_kind": "removed", "connector": name, "key": key, "evaluated_at": 5000} for key in result.removed
+    ]
+    expected.append({"record_kind": "state", "connector": name, "state": state_json, "evaluated_at": 5000})
+    schema = arrow_schema(hb_job.OUTPUT_SCHEMA)
+    got = pa.Table.from_pandas(out, schema=schema, preserve_index=False)
+    want = pa.Table.from_pandas(pandas_frame(expected, hb_job.OUTPUT_SCHEMA), schema=schema, preserve_index=False)
+    assert got.to_pylist() == want.to_pylist()
+    assert [r["record_kind"] for r in expected] == ["activity"] * 4 + ["removed", "state"]  # /in-1's tombstone
+    assert len(offset_records) == 13 and state.get[0] == state_json
