@@ -9,7 +9,7 @@ partitions (10). A group's life is a stream of commits: a sink task commits ever
 partition's offset moved forward; one commit in ``1 / --reset-every`` (100) of a group is instead a reset (KIP-875
 ``DELETE /connectors/<name>/offsets``: a tombstone for each of the group's partitions), after which its next commit
 starts again from zero. Every record goes to the partition the coordinator uses for its group,
-``Utils.abs(groupId.hashCode()) % 50`` (``GroupCoordinatorService.partitionFor``), so one group's records keep their
+``Utils.abs(groupId.hashCode()) % 50`` (the group coordinator's ``partitionFor``), so one group's records keep their
 order in one partition, as in the real topic.
 
 Then, in one SparkSession (``local[2]``), after a warm-up on a small topic:
@@ -89,12 +89,13 @@ OffsetKey = tuple[str, str, int]
 
 def coordinator_partition(key: bytes, partitions: int) -> int:
     """The ``__consumer_offsets`` partition of the record's group: ``Utils.abs(groupId.hashCode()) % partitions``
-    (``Utils.abs`` is ``n & 0x7fffffff``)."""
+    (Kafka's ``Utils.abs``: 0 for ``Integer.MIN_VALUE``, else ``Math.abs``)."""
     record_key = parse_record_key(key)
     group = getattr(record_key, "group", None)
     if group is None:
         raise BenchError(f"not an offset-commit key: {key!r}")
-    return (java_string_hashcode(group) & 0x7FFFFFFF) % partitions
+    code = java_string_hashcode(group)
+    return (0 if code == -(2**31) else abs(code)) % partitions
 
 
 # --- the workload ---------------------------------------------------------------------------------------------------

@@ -373,8 +373,11 @@ def _epoch_ms(value: object) -> int:
     return int(value)  # type: ignore[call-overload]
 
 
-def deletions_from_events(events: Iterable[Mapping[str, object]]) -> tuple[list[Deletion], dict[str, Lifecycle]]:
-    """The deletions and every name's lifecycle, from ``connector_events`` rows.
+def deletions_from_events(
+    events: Iterable[Mapping[str, object]], class_types: Mapping[str, str] | None = None
+) -> tuple[list[Deletion], dict[str, Lifecycle]]:
+    """The deletions and every name's lifecycle, from ``connector_events`` rows (a deletion that recorded no type
+    gets its last config's, ``class_types``, ``connector.class.types``, first).
 
     Rows need ``connector``, ``event``, ``details`` (JSON), ``source``, ``kafka_offset``, ``kafka_timestamp`` (epoch
     ms or a datetime). Only config-topic ``created`` and ``deleted`` events count; a row repeated (a rebuilt
@@ -398,7 +401,7 @@ def deletions_from_events(events: Iterable[Mapping[str, object]]) -> tuple[list[
         if recorded:
             kind = ConnectorType(recorded) if recorded in set(ConnectorType) else ConnectorType.UNKNOWN
         else:
-            kind = config_connector_type(config) if config is not None else ConnectorType.UNKNOWN
+            kind = config_connector_type(config, class_types) if config is not None else ConnectorType.UNKNOWN
         deletions[(name, offset)] = Deletion(name, offset, _epoch_ms(row["kafka_timestamp"]), kind, config)
     names = created.keys() | deleted.keys()
     lifecycles = {
@@ -780,7 +783,8 @@ class CleanupReconciler:
 
     Every read and write goes through ``io``; ``clock`` returns epoch ms. The topics are the worker's
     (``status_topic``, ``offsets_topic``); ``offsets_on_delete`` is connect-state's ``cleanup.offsets.on.delete``;
-    ``backoff_ms`` / ``backoff_max_ms`` are ``cleanup.retry.backoff.ms`` / ``cleanup.retry.backoff.max.ms``.
+    ``backoff_ms`` / ``backoff_max_ms`` are ``cleanup.retry.backoff.ms`` / ``cleanup.retry.backoff.max.ms``;
+    ``class_types`` is ``connector.class.types`` (for a deletion whose event recorded no type).
     """
 
     def __init__(
@@ -797,8 +801,10 @@ class CleanupReconciler:
         log: logging.Logger | None = None,
         hook_classes: Mapping[str, Collection[str]] | None = None,
         hook_timeout_ms: int = 30_000,
+        class_types: Mapping[str, str] | None = None,
     ) -> None:
         self.io = io
+        self.class_types = dict(class_types or {})
         self.hooks = dict(hooks)
         self.hook_classes = dict(hook_classes or {})
         self.hook_runner = HookRunner(hook_timeout_ms)
@@ -847,7 +853,7 @@ class CleanupReconciler:
         if events is None:
             self.log.info("no connector_events table yet: run connect-state-connector-states first")
             return summary
-        deletions, self._lifecycles = deletions_from_events(events)
+        deletions, self._lifecycles = deletions_from_events(events, self.class_types)
         summary.deletions = len(deletions)
         known = self.io.read_outcomes()
         now = self.clock()

@@ -20,7 +20,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from connect_state.connect.vocabulary import ExactlyOnceSourceSupport
+from connect_state.connect.vocabulary import ConnectorType, ExactlyOnceSourceSupport
 from connect_state.errors import ConfigError
 from connect_state.storage import Location, check_endpoint
 
@@ -197,6 +197,7 @@ class Settings:
             else:
                 values[f.name] = value
         check_endpoint(values["storage_s3_endpoint"], values["storage_allow_http"])
+        _check_connector_class_types(values["connector_class_types"])
         return cls(**values, raw=dict(props))
 
     def with_overrides(self, **overrides: str) -> Settings:
@@ -215,6 +216,17 @@ class Settings:
     def kafka_client_config(self) -> dict[str, str]:
         """``bootstrap.servers`` plus the extra client properties, in Kafka's own key names."""
         return {"bootstrap.servers": self.bootstrap_servers, **self.kafka_client_properties}
+
+
+def _check_connector_class_types(class_types: Mapping[str, str]) -> None:
+    """``connector.class.types`` names each class ``source`` or ``sink``: the API and the jobs decide with it."""
+    allowed = (ConnectorType.SOURCE.value, ConnectorType.SINK.value)
+    for class_name, kind in class_types.items():
+        if kind not in allowed:
+            raise ConfigError(
+                f"connector.class.types: the type of {class_name} must be {allowed[0]!r} or {allowed[1]!r}, "
+                f"not {kind!r}"
+            )
 
 
 def load_settings(

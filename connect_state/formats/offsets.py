@@ -157,21 +157,24 @@ def parse_offset_key(data: bytes | None) -> OffsetKey:
     return OffsetKey(connector, partition)
 
 
-# ``["<connector>",`` as Connect writes it: a compact array whose first element is a string without escapes.
-_PLAIN_KEY_PREFIX = re.compile(rb'\["([^"\\\x00-\x1f]*)",')
+# ``["<connector>",{`` as Connect writes a key: a compact array whose first element is a string without escapes and
+# whose second is a map.
+_PLAIN_KEY_PREFIX = re.compile(rb'\["([^"\\\x00-\x1f]*)",\{')
 
 
-def offset_key_connector(data: bytes) -> str:
-    """The connector an offsets-topic key names, for routing the record: read from the plain prefix Connect writes
-    when it can, else by :func:`parse_offset_key` (which raises ``RecordFormatError``). A key the prefix reads may
-    still be one :func:`parse_offset_key` rejects: whoever folds the record parses it in full."""
+def offset_key_connector(data: bytes) -> str | None:
+    """The connector an offsets-topic key names with a partition map, for routing the record; None for a key that
+    names none (``[connector, null]``). Read from the plain prefix Connect writes when it can, else by
+    :func:`parse_offset_key` (which raises ``RecordFormatError``). A key the prefix reads may still be one
+    :func:`parse_offset_key` rejects (a malformed map, a third element): whoever folds the record parses it in full."""
     match = _PLAIN_KEY_PREFIX.match(data)
     if match is not None:
         try:
             return match.group(1).decode("utf-8")
         except UnicodeDecodeError:
             pass
-    return parse_offset_key(data).connector
+    parsed = parse_offset_key(data)
+    return None if parsed.partition is None else parsed.connector
 
 
 def _round_trip(value: object) -> object:

@@ -403,6 +403,7 @@ def cleanup_reconciler(
         log=log,
         hook_classes=hook_classes,
         hook_timeout_ms=settings.cleanup_hook_timeout_ms,
+        class_types=settings.connector_class_types,
     )
 
 

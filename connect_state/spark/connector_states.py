@@ -103,19 +103,6 @@ def classify(key: bytes | None, value: bytes | None, kafka: dict, config_topic: 
     return [{"record_kind": kind, "connector": connector, "raw_key": key, "raw_value": value, **kafka}]
 
 
-def connector_record(row: Any) -> ConnectorRecord:
-    """The fold's record for a row :func:`classify` passed on (config, status or unreadable commit)."""
-    return record_of(
-        row.connector,
-        row.record_kind,
-        row.raw_key,
-        row.raw_value,
-        row.kafka_partition,
-        row.kafka_offset,
-        row.kafka_timestamp,
-    )
-
-
 def record_of(
     connector: str,
     kind: str,
@@ -125,7 +112,8 @@ def record_of(
     offset: int,
     timestamp: int,
 ) -> ConnectorRecord:
-    """:func:`connector_record` from the row's columns."""
+    """The fold's record for a row :func:`classify` passed on (config, status or unreadable commit), from its
+    columns."""
     coordinates = (int(partition), int(offset), int(timestamp))
     if kind == RecordKind.UNREADABLE_COMMIT:
         return ConnectorRecord.unreadable_commit(connector, *coordinates)

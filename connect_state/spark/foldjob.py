@@ -188,7 +188,14 @@ def rows_frame(
             data[name] = column.to_numpy(dtype=object)[positions]
             continue
         mask = column.isna().to_numpy()[positions]
-        filled = column.to_numpy(dtype=np.int64, na_value=0)[positions]
+        if column.dtype.kind == "f":  # a cast would wrap what does not fit; int() refuses it
+            floats = column.to_numpy()[positions]
+            bound = 2.0**63 if integer == "Int64" else 2.0**31
+            if np.any(~mask & (np.abs(floats) >= bound)):
+                raise OverflowError(f"column {name}: a value outside {sql_type}'s range")
+            filled = np.where(mask, 0.0, floats).astype(np.int64)
+        else:
+            filled = column.to_numpy(dtype=np.int64, na_value=0)[positions]
         data[name] = pd.arrays.IntegerArray(filled if integer == "Int64" else filled.astype(np.int32), mask)
     return pd.DataFrame(data, index=pd.RangeIndex(rows), copy=False)
 

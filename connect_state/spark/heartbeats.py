@@ -153,6 +153,8 @@ def classify(key: bytes | None, value: bytes | None, kafka: dict, config_topic: 
             connector = offset_key_connector(bytes(key))  # the connector only: the fold parses the record
         except RecordFormatError:
             return []
+        if connector is None:
+            return []
         return [
             {
                 "record_kind": RecordKind.OFFSET,

@@ -129,6 +129,17 @@ def test_a_deletions_type_is_the_recorded_one_when_connect_knows_it(recorded, ex
     assert deletion.connector_type is expected
 
 
+@pytest.mark.parametrize(
+    ("class_types", "expected"), [(None, ConnectorType.SINK), ({"x.Queue": "source"}, ConnectorType.SOURCE)]
+)
+def test_an_unrecorded_type_comes_from_connector_class_types_first(class_types, expected) -> None:
+    details = {"config": {"connector.class": "x.Queue", "topics": "in"}}  # a "topics" key: guessed to be a sink
+    row = {"connector": "c", "event": "deleted", "details": json.dumps(details), "source": "config",
+           "kafka_offset": 5, "kafka_timestamp": 7}  # fmt: skip
+    [deletion], _ = deletions_from_events([row], class_types)
+    assert deletion.connector_type is expected
+
+
 # --- the recreated rule ---------------------------------------------------------------------------------------------
 
 

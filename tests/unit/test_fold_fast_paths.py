@@ -577,13 +577,15 @@ def test_same_offset_is_equal_bytes(a: dict, b: dict) -> None:
     )
 )
 @example(b'["a\\"b",{}]')
+@example(b'["c",null]')
+@example(b'["c",5]')
 @example(b'["\xff",{}]')
 def test_offset_key_connector_is_the_parsed_connector(key: bytes) -> None:
     try:
         parsed = parse_offset_key(key)
     except RecordFormatError:
         return  # a key the fold drops: any routing will do
-    assert offset_key_connector(key) == parsed.connector
+    assert offset_key_connector(key) == (None if parsed.partition is None else parsed.connector)
 
 
 def test_heartbeats_fold_group_is_the_pure_fold() -> None:
@@ -645,3 +647,11 @@ def test_heartbeats_fold_group_is_the_pure_fold() -> None:
     assert got.to_pylist() == want.to_pylist()
     assert [r["record_kind"] for r in expected] == ["activity"] * 4 + ["removed", "state"]  # /in-1's tombstone
     assert len(offset_records) == 13 and state.get[0] == state_json
+
+
+@pytest.mark.parametrize(("ddl", "value"), [("x BIGINT", float(2**63)), ("x BIGINT", -(2.0**64)), ("x INT", 2.0**31)])
+def test_rows_frame_refuses_what_a_cast_would_wrap(ddl: str, value: float) -> None:
+    batch = pd.DataFrame({"x": [value, float("nan"), 5.0]})  # as Arrow hands an integer column with nulls
+    with pytest.raises(OverflowError, match="column x"):
+        rows_frame(batch, np.array([0, 1, 2]), ddl, {})
+    assert rows_frame(batch, np.array([2, 1]), ddl, {})["x"].tolist() == [5, pd.NA]  # the rows taken only
