@@ -37,3 +37,22 @@ def latest_positions(spark: SparkSession, checkpoint: Where) -> Positions | None
     """The positions of the newest entry of the offsets log; None for a new checkpoint."""
     batches = offset_log_batches(spark, checkpoint)
     return planned_positions(spark, checkpoint, batches[-1]) if batches else None
+
+
+def discard_interrupted_first_entry(spark: SparkSession, checkpoint: Where) -> list[str]:
+    """Remove what a process killed while writing its query's first offsets-log or commit-log entry left behind.
+
+    Spark writes each entry to a hidden temporary file (``.0.<uuid>.tmp``, with Hadoop's ``..0.<uuid>.tmp.crc``) and
+    renames it. A kill -9 before the rename leaves the temporary file; with no entry yet, Spark takes the checkpoint
+    for a new one, and refuses it for ever because its ``offsets`` directory is not empty
+    (``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY``). Only when neither log has an entry are such hidden files removed
+    (Spark never reads them); returns their paths.
+    """
+    logs = [f"{checkpoint}/offsets", f"{checkpoint}/commits"]
+    names = {log_dir: storage.list_names(spark, log_dir) for log_dir in logs}
+    if any(name.isdigit() for entries in names.values() for name in entries):
+        return []
+    removed = [f"{log_dir}/{name}" for log_dir, entries in names.items() for name in entries if name.startswith(".")]
+    for path in removed:
+        storage.delete(spark, path)
+    return removed

@@ -35,7 +35,7 @@ from connect_state.positions import (
 )
 from connect_state.settings import Settings
 from connect_state.spark import deltalake_io, storage
-from connect_state.spark.checkpoint import planned_positions
+from connect_state.spark.checkpoint import discard_interrupted_first_entry, planned_positions
 from connect_state.spark.delta_io import (
     append_once,
     create_table,
@@ -671,11 +671,17 @@ def start_fold_query(
             writer.log.info("no checkpoint at %s: rebuilding %s from the start of the topics", checkpoint, spec.name)
             DeltaTable.forPath(spark, str(settings.delta_root / spec.name)).delete()
         watermark_store(spark, settings.delta_root, options, use_deltalake).forget(job_name)
-    elif reconciler is not None:
-        try:
-            reconciler(spark)
-        except Exception:
-            writer.log.warning("reconcile %s failed; the query starts anyway", reconciler.table.name, exc_info=True)
+    else:
+        removed = discard_interrupted_first_entry(spark, checkpoint)
+        if removed:
+            writer.log.warning(
+                "%s: removed what an interrupted first batch left in the checkpoint: %s", job_name, removed
+            )
+        if reconciler is not None:
+            try:
+                reconciler(spark)
+            except Exception:
+                writer.log.warning("reconcile %s failed; the query starts anyway", reconciler.table.name, exc_info=True)
     writer.attach(shared_positions(settings), reconciler, options, use_deltalake)
     stream = (
         folded.writeStream.queryName(job_name)

@@ -7,12 +7,18 @@ import uuid
 from pathlib import Path
 
 import pytest
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
 from connect_state.dev.s3_server import S3Server
 from connect_state.settings import load_settings
 from connect_state.spark import delta_io, storage
-from connect_state.spark.checkpoint import latest_positions, offset_log_batches, planned_positions
+from connect_state.spark.checkpoint import (
+    discard_interrupted_first_entry,
+    latest_positions,
+    offset_log_batches,
+    planned_positions,
+)
 from connect_state.spark.source_offsets import checkpoint_topics
 from connect_state.spark.storage import configure_storage
 from connect_state.spark.streaming import checkpoint_query_id
@@ -134,3 +140,30 @@ def test_checkpoints_elsewhere_keep_sparks_manager(spark_on_s3: SparkSession, s3
     assert not storage.on_local_disk(spark_on_s3, settings.checkpoint_root)
     configure_storage(spark_on_s3, settings)
     assert spark_on_s3._jsparkSession.sessionState().newHadoopConf().get(storage.CHECKPOINT_FILE_MANAGER) is None
+
+
+def test_a_checkpoint_whose_first_entry_was_killed_starts_again(spark: SparkSession, tmp_path: Path) -> None:
+    # What a driver killed -9 while Spark wrote its query's first offsets-log entry leaves (found by the crash test).
+    checkpoint, source = tmp_path / "checkpoint", tmp_path / "in"
+    (checkpoint / "offsets").mkdir(parents=True)
+    (checkpoint / "offsets" / ".0.73ddef2a.tmp").write_text("v1\n")
+    (checkpoint / "offsets" / "..0.73ddef2a.tmp.crc").write_bytes(b"crc")
+    source.mkdir()
+
+    def start():
+        stream = spark.readStream.format("text").load(str(source)).writeStream.format("noop")
+        return stream.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+
+    with pytest.raises(StreamingQueryException) as refused:  # Spark refuses it, at every start
+        start().awaitTermination(60)
+    assert "[STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY]" in str(refused.value)  # the cause has no condition of its own
+
+    removed = discard_interrupted_first_entry(spark, str(checkpoint))
+    assert [Path(p).name for p in removed] == [".0.73ddef2a.tmp"]  # Hadoop lists no checksum file, deletes it too
+    assert list((checkpoint / "offsets").iterdir()) == []
+    (source / "a.txt").write_text("a line\n")
+    await_query(start())  # starts as a new query, and runs a batch
+    assert offset_log_batches(spark, str(checkpoint)) == [0]
+    (checkpoint / "offsets" / ".1.5e1f.tmp").write_text("v1\n")  # the log has an entry now: nothing is touched
+    assert discard_interrupted_first_entry(spark, str(checkpoint)) == []
+    assert (checkpoint / "offsets" / ".1.5e1f.tmp").exists()
