@@ -1,10 +1,10 @@
 """KIP-875 connector states, the Spark pipeline: the config and status topics folded into the ``connectors`` table.
 
 ``connect-configs`` + ``connect-status`` → :func:`classify` (:mod:`connect_state.formats.config`,
-:mod:`connect_state.formats.status`) → :func:`fold_group` (:mod:`connect_state.folds.connector_states`, per connector,
-in ``applyInPandasWithState``) → :class:`ConnectorStatesWriter` (``foreachBatch``): Delta tables ``connectors`` (one row
-per connector, deleted ones flagged) and ``connector_events`` (every transition). The console script is
-``connect-state-connector-states`` (jobs/connector_states.py).
+:mod:`connect_state.formats.status`) → :func:`fold_function` (:mod:`connect_state.folds.connector_states`, per
+connector, in ``applyInPandasWithState``) → :class:`ConnectorStatesWriter` (``foreachBatch``): Delta tables
+``connectors`` (one row per connector, deleted ones flagged) and ``connector_events`` (every transition). The console
+script is ``connect-state-connector-states`` (jobs/connector_states.py).
 """
 
 from __future__ import annotations
@@ -174,10 +174,6 @@ def fold_function(class_types: Mapping[str, str] | None = None) -> FoldFunction:
         yield _output_frame(events, new_state, known)
 
     return fold_group
-
-
-fold_group = fold_function()
-"""The fold without configured connector types."""
 
 
 def fold_stream(kafka_rows: DataFrame, config_topic: str, class_types: Mapping[str, str] | None = None) -> DataFrame:

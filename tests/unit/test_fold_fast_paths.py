@@ -474,7 +474,7 @@ def test_connector_states_fold_group_is_the_pure_fold(records: list[tuple], spli
     state, pure_state = FakeState(), states_fold.ConnectorState(_C)
     for part in (rows[:split], rows[split // 2 :]):  # the second batch replays part of the first
         frame = pandas_frame(part, states_job.PARSED_SCHEMA)
-        out = pd.concat(list(states_job.fold_group(("connector", _C), iter([frame]), state)), ignore_index=True)
+        out = pd.concat(list(states_job.fold_function()(("connector", _C), iter([frame]), state)), ignore_index=True)
         pure_records = [
             states_job.record_of(
                 _C,
