@@ -217,9 +217,6 @@ class ActiveTopicsWriter(FoldWriter):
             "kafka_partition",
             "kafka_offset",
         )
-        inserts = latest.filter(F.col("change") != REMOVED).select(*ACTIVE_TOPICS.column_names)
-        if self.append_if_new(ACTIVE_TOPICS, inserts, batch_id):
-            return
         self.merge_current(latest, ACTIVE_TOPICS, CURRENT_MERGE, batch_id, n_changes)
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import reduce
 
 import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from pyspark.sql.types import DataType, StructType
 
@@ -153,6 +155,36 @@ def merge_once(source: DataFrame, path: str, merge: MergeSpec, app_id: str, vers
     the table has it)."""
     with delta_transaction(source.sparkSession, app_id, version):
         merge_rows(source, path, merge)
+
+
+def inserted_rows(source: DataFrame, merge: MergeSpec, spec: TableSpec) -> DataFrame:
+    """The rows ``merge`` of ``source`` inserts into ``spec``'s table when it is empty, in its columns and types: each
+    source row through the first insert clause whose predicate holds (a column the clause does not set is null). An
+    append of them leaves the table as the MERGE would: its other clauses need a matching row, and there is none."""
+    inserts = [clause for clause in merge.clauses if clause.kind is ClauseKind.NOT_MATCHED_INSERT]
+    earlier: list[str] = []
+    parts: list[DataFrame] = []
+    for clause in inserts:
+        conditions = [f"NOT coalesce({p}, false)" for p in earlier]
+        if clause.predicate is not None:
+            conditions.append(f"coalesce({clause.predicate}, false)")
+        rows = source.alias("s").where(F.expr(" AND ".join(conditions))) if conditions else source.alias("s")
+        parts.append(rows.select(*_insert_values(clause.values, spec)))
+        if clause.predicate is None:
+            break
+        earlier.append(clause.predicate)
+    if not parts:
+        return source.alias("s").where(F.lit(False)).select(*_insert_values({}, spec))
+    return reduce(DataFrame.unionByName, parts)
+
+
+def _insert_values(values: Mapping[str, str], spec: TableSpec) -> list[Column]:
+    """An insert clause's ``values`` as ``spec``'s columns, in order, cast to their types (null where not set)."""
+    columns = []
+    for field in spec.schema:
+        value = F.expr(values[field.name]) if field.name in values else F.lit(None)
+        columns.append(value.cast(spark_type(field.type)).alias(field.name))
+    return columns
 
 
 def merge_rows(source: DataFrame, path: str, merge: MergeSpec) -> None:
