@@ -1,10 +1,10 @@
 """KIP-875 sink offsets, the Spark pipeline: ``__consumer_offsets`` folded into the ``sink_offsets`` Delta table.
 
 ``__consumer_offsets`` (``consumer.offsets.topic``) → :func:`classify` (:mod:`connect_state.formats.consumer_offsets`:
-the group coordinator's records) → :func:`fold_group` (:mod:`connect_state.folds.sink_offsets`, per consumer group)
-→ :class:`SinkOffsetsWriter` (``foreachBatch``): Delta tables ``sink_offsets`` (committed offsets of every group) and
-``sink_offsets_history``; malformed records go to ``rejected_records``. Part of the offsets job
-(:mod:`connect_state.spark.offsets`).
+the group coordinator's records; the offset commits in the coordinator's own form in bulk, :func:`fast_parse`)
+→ :func:`fold_group` (:mod:`connect_state.folds.sink_offsets`, per consumer group) → :class:`SinkOffsetsWriter`
+(``foreachBatch``): Delta tables ``sink_offsets`` (committed offsets of every group) and ``sink_offsets_history``;
+malformed records go to ``rejected_records``. Part of the offsets job (:mod:`connect_state.spark.offsets`).
 
 **Reading ``__consumer_offsets``.** Spark's default (Admin-based) offset fetching drops internal topics
 (``ConsumerStrategy.retrieveAllPartitions`` filters ``isInternal``), so the query is started with
@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
@@ -27,12 +28,14 @@ from connect_state.errors import RecordFormatError
 from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds import sink_offsets as sink_fold
 from connect_state.formats.consumer_offsets import OffsetCommitKey, parse_consumer_offsets_record
+from connect_state.formats.consumer_offsets_arrow import match_offset_commits
 from connect_state.settings import Settings
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS_DDL,
     FoldWriter,
     KindCounts,
     RecordKind,
+    arrow_schema,
     classify_records,
     fold_reconciler,
     passed_through,
@@ -61,6 +64,7 @@ PARSED_SCHEMA = (
     "metadata STRING, commit_timestamp BIGINT, change STRING, " + RECORD_COLUMNS_DDL
 )
 OUTPUT_SCHEMA = PARSED_SCHEMA
+PARSED_ARROW_SCHEMA = arrow_schema(PARSED_SCHEMA)
 STATE_SCHEMA = "state_json STRING"
 
 
@@ -89,6 +93,35 @@ def classify(key: bytes | None, value: bytes | None, kafka: dict) -> list[dict]:
             **kafka,
         }
     ]
+
+
+def fast_parse(kafka: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
+    """:func:`classify`'s bulk path (:data:`~connect_state.spark.foldjob.FastParse`): the offset commits and their
+    tombstones in the form the coordinator writes (:func:`connect_state.formats.consumer_offsets_arrow.
+    match_offset_commits`)."""
+    found = match_offset_commits(kafka.column(0), kafka.column(1))
+    rows = len(found.group)
+    chosen = kafka.filter(found.matched)
+    empty_text = pa.nulls(rows, pa.string())
+    columns = {
+        "record_kind": pa.array([str(RecordKind.RECORD)] * rows, pa.string()),
+        "group_id": found.group,
+        "topic": found.topic,
+        "partition": found.partition,
+        "offset": found.offset,
+        "leader_epoch": found.leader_epoch,
+        "metadata": found.metadata,
+        "commit_timestamp": found.commit_timestamp,
+        "change": pa.array(np.where(found.tombstone, sink_fold.REMOVED, sink_fold.SET), pa.string()),
+        "kafka_topic": chosen.column(2),
+        "kafka_partition": chosen.column(3),
+        "kafka_offset": chosen.column(4),
+        "kafka_timestamp": chosen.column(5),
+        "raw_key": pa.nulls(rows, pa.binary()),
+        "raw_value": pa.nulls(rows, pa.binary()),
+        "reason": empty_text,
+    }
+    return pa.RecordBatch.from_arrays(list(columns.values()), schema=PARSED_ARROW_SCHEMA), found.matched
 
 
 def _output_frame(batch: pd.DataFrame, order: np.ndarray, changed: list[tuple[int, str]]) -> pd.DataFrame:
@@ -130,7 +163,7 @@ def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) ->
 
 def fold_stream(kafka_rows: DataFrame) -> DataFrame:
     """Kafka rows of ``__consumer_offsets`` → history rows, current-table rows and rejected records."""
-    parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA)
+    parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA, fast_parse)
     return (
         with_group_kind(parsed, "group")
         .groupBy("group_kind", "group_id")
@@ -207,6 +240,7 @@ def reconciler(settings: Settings) -> Reconciler:
         [RecordKind.RECORD],
         ["group_id", "topic", "partition"],
         conf={DEPRECATED_OFFSET_FETCHING: "true"},
+        fast=fast_parse,
     )
 
 
