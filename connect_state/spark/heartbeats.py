@@ -63,6 +63,7 @@ from connect_state.folds.heartbeats import (
     still_due,
 )
 from connect_state.formats.offsets import offset_key_connector
+from connect_state.formats.offsets_arrow import match_key_connectors
 from connect_state.guards import internal_topics
 from connect_state.heartbeat_emitter import EmittedHeartbeat, HeartbeatEmitter
 from connect_state.heartbeats import HeartbeatProvider, as_provider
@@ -75,9 +76,11 @@ from connect_state.spark import connector_states, deltalake_io, storage
 from connect_state.spark.delta_io import merge_rows, table_exists
 from connect_state.spark.deltalake_io import deltalake_writes
 from connect_state.spark.foldjob import (
+    FastParse,
     FoldWriter,
     KindCounts,
     RecordKind,
+    arrow_schema,
     classify_records,
     column_frame,
     ddl_columns,
@@ -170,6 +173,33 @@ def classify(key: bytes | None, value: bytes | None, kafka: dict, config_topic: 
     ]
 
 
+PARSED_ARROW_SCHEMA = arrow_schema(PARSED_SCHEMA)
+
+
+def fast_parser(offsets_topic: str) -> FastParse:
+    """:func:`classify`'s bulk path (:data:`~connect_state.spark.foldjob.FastParse`): the offsets topic's records whose
+    key names its connector in Connect's plain form (:func:`connect_state.formats.offsets_arrow.match_key_connectors`);
+    the config and status topics' records, and the other keys, go through :func:`classify`."""
+
+    def fast_parse(kafka: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
+        offsets = pc.equal(kafka.column(2), offsets_topic)
+        found = match_key_connectors(pc.if_else(offsets, kafka.column(0), pa.scalar(None, pa.binary())))
+        chosen = kafka.filter(found.matched)
+        columns = [
+            pa.array([str(RecordKind.OFFSET)] * chosen.num_rows, pa.string()),
+            found.connector,
+            chosen.column(2),
+            chosen.column(3),
+            chosen.column(4),
+            chosen.column(5),
+            chosen.column(0),
+            chosen.column(1),
+        ]
+        return pa.RecordBatch.from_arrays(columns, schema=PARSED_ARROW_SCHEMA), found.matched
+
+    return fast_parse
+
+
 _INPUT_COLUMNS = ("record_kind", "raw_key", "raw_value", "kafka_partition", "kafka_offset", "kafka_timestamp")
 
 
@@ -235,7 +265,10 @@ def fold_stream(kafka_rows: DataFrame, settings: Settings, defaults: HeartbeatDe
     """Kafka rows of the three topics → activity, removed and state rows, one group per connector."""
     config_topic, offsets_topic = settings.config_storage_topic, settings.offset_storage_topic
     parsed = classify_records(
-        kafka_rows, lambda key, value, kafka: classify(key, value, kafka, config_topic, offsets_topic), PARSED_SCHEMA
+        kafka_rows,
+        lambda key, value, kafka: classify(key, value, kafka, config_topic, offsets_topic),
+        PARSED_SCHEMA,
+        fast_parser(offsets_topic),
     )
     return parsed.groupBy("connector").applyInPandasWithState(
         fold_function(defaults), OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout
