@@ -764,10 +764,17 @@ def java_hashmap_order(keys: Iterable[str]) -> list[str]:
     A bucket that Java would turn into a red-black tree (9+ keys in one bucket at capacity >= 64) has an order this
     function does not model: it raises ``ValueError`` rather than guess.
     """
+    return list(_java_hashmap_order(tuple(keys)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _java_hashmap_order(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`java_hashmap_order`, once per sequence of keys (the maps of one kind, a connector's source partitions,
+    share theirs)."""
     distinct = list(dict.fromkeys(keys))
     if len(distinct) < 2:
-        return distinct
-    return [distinct[i] for i in java_hashmap_order_by_hash([java_string_hashcode(key) for key in distinct])]
+        return tuple(distinct)
+    return tuple(distinct[i] for i in java_hashmap_order_by_hash([java_string_hashcode(key) for key in distinct]))
 
 
 def java_hashmap_order_by_hash(hash_codes: Sequence[int]) -> list[int]:

@@ -11,14 +11,19 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from connect_state.connect.offset_stores import sink_consumer_group
 from connect_state.connect.rest import offsets_success_message
 from connect_state.errors import RecordFormatError
+from connect_state.formats import jsonconv
 from connect_state.formats.offsets import (
     BadOffsetsRequest,
     OffsetKey,
     SinkOffset,
+    _round_trip,
     java_parse_long,
     normalize_source_offsets,
     offset_key_bytes,
@@ -629,3 +634,20 @@ def test_java_parse_long(text: str, expected: int) -> None:
 def test_java_parse_long_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         java_parse_long(text)
+
+
+_FLAT_VALUES = st.one_of(
+    st.text(), st.booleans(), st.none(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False)
+)
+
+
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), st.one_of(_FLAT_VALUES, st.lists(st.integers(0, 9), max_size=2))))
+def test_a_flat_map_of_plain_values_skips_the_round_trip_and_comes_back_as_the_round_trip_gives_it(partition):
+    """``_round_trip`` hands a flat map of strings, booleans, nulls and longs back as it is: the same map (values and
+    key order) as the JsonConverter round trip it skips; floats and nested values still take it."""
+    expected = jsonconv.loads(jsonconv.dumps(partition))
+    got = _round_trip(dict(partition))
+    assert got == expected
+    assert list(got) == list(expected)
+    assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
