@@ -10,7 +10,10 @@ worker writes for them:
 * **connector states**: each status record of the sink (connector or task: ``PAUSED``, ``RUNNING``) is answered when
   ``GET /connectors/demo-sink/status`` shows that state;
 * **source offsets**: each offset record of the demo source is answered when ``GET /connectors/demo-source/offsets``
-  shows that offset for its partition.
+  shows that offset for its partition;
+* **sink offsets**: each offset commit of the demo sink's consumer group (``connect-demo-sink``, read from
+  ``__consumer_offsets`` as the group coordinator wrote it) is answered when ``GET /connectors/demo-sink/offsets``
+  shows that offset for its topic partition.
 
 A record's latency runs from its Kafka timestamp (the worker's producer's ``CreateTime``, taken before the broker
 acknowledges it: the figure errs long by the acknowledgement's few milliseconds) to the first of our answers showing
@@ -40,14 +43,18 @@ from kafka import KafkaConsumer, TopicPartition
 from bench.common import BenchError, check_arguments, client_config, in_work_dir, load_average, machine_lines
 from bench.http_load import percentile
 from bench.live_stack import LiveRun, Trickle, add_live_arguments, live_run
+from connect_state.connect.offset_stores import connector_consumer_group
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.demo import DEMO_SINK, DEMO_SOURCE
 from connect_state.errors import RecordFormatError
+from connect_state.formats.consumer_offsets import OffsetCommitKey, parse_consumer_offsets_record
 from connect_state.formats.offsets import parse_offset_key, parse_offset_value
 from connect_state.formats.status import ConnectorStatusKey, Status, TaskStatusKey, parse_status_record
 
 STATES = "connector states"
 OFFSETS = "source offsets"
+SINK_OFFSETS = "sink offsets"
+KINDS = (STATES, OFFSETS, SINK_OFFSETS)
 
 
 @dataclass
@@ -65,9 +72,9 @@ class Latencies:
     """Per kind: the measured latencies (ms), how many of them were seen through a later record of their key, and
     the records never seen."""
 
-    seen: dict[str, list[float]] = field(default_factory=lambda: {STATES: [], OFFSETS: []})
-    superseded: dict[str, int] = field(default_factory=lambda: {STATES: 0, OFFSETS: 0})
-    unseen: dict[str, int] = field(default_factory=lambda: {STATES: 0, OFFSETS: 0})
+    seen: dict[str, list[float]] = field(default_factory=lambda: {kind: [] for kind in KINDS})
+    superseded: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    unseen: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
 
 
 def _status_shown(key: ConnectorStatusKey | TaskStatusKey, state: str) -> Callable[[Any], bool]:
@@ -90,10 +97,11 @@ def _offset_shown(partition: Mapping[str, object], offset: Mapping[str, object])
 
 
 def waiting_for(
-    topic: str, settings_topics: tuple[str, str], key: bytes | None, value: bytes | None, ts: int
+    topic: str, settings_topics: tuple[str, str, str], key: bytes | None, value: bytes | None, ts: int
 ) -> Waiting | None:
-    """What a record of the status or offsets topic makes us wait for (None: not a record this bench follows)."""
-    status_topic, offsets_topic = settings_topics
+    """What a record of the status, offsets or consumer offsets topic makes us wait for (None: not a record this
+    bench follows)."""
+    status_topic, offsets_topic, consumer_offsets_topic = settings_topics
     try:
         if topic == status_topic:
             record = parse_status_record(key, value)
@@ -109,17 +117,32 @@ def waiting_for(
                 return None
             partition = offset_key.partition
             return Waiting(OFFSETS, repr(sorted(partition.items())), ts, _offset_shown(partition, offset))
+        if topic == consumer_offsets_topic:
+            commit = parse_consumer_offsets_record(key, value)
+            if not isinstance(commit.key, OffsetCommitKey) or commit.value is None:
+                return None  # another coordinator record, or a deleted offset: not part of the trickle
+            if commit.key.group != SINK_GROUP:
+                return None
+            sink_partition = {"kafka_topic": commit.key.topic, "kafka_partition": commit.key.partition}
+            sink_offset = {"kafka_offset": commit.value.offset}
+            waiting_key = (commit.key.topic, commit.key.partition)
+            return Waiting(SINK_OFFSETS, waiting_key, ts, _offset_shown(sink_partition, sink_offset))
     except RecordFormatError:
         return None
     return None
 
 
+#: The demo sink's consumer group (it sets no ``consumer.override.group.id``).
+SINK_GROUP = connector_consumer_group(DEMO_SINK, {})
+
+
 class Watch:
-    """Follows the status and offsets topics from their end; asks our API until each followed record shows."""
+    """Follows the status, offsets and consumer offsets topics from their end; asks our API until each followed
+    record shows."""
 
     def __init__(self, run: LiveRun, poll_ms: int) -> None:
         settings = run.settings
-        self.topics = (settings.status_storage_topic, settings.offset_storage_topic)
+        self.topics = (settings.status_storage_topic, settings.offset_storage_topic, settings.consumer_offsets_topic)
         self.consumer = KafkaConsumer(**client_config(settings, KafkaConsumer.DEFAULT_CONFIG))
         partitions = [
             TopicPartition(topic, p)
@@ -146,7 +169,11 @@ class Watch:
                 self.waiting.append(waiting)
 
     def ask(self) -> None:
-        paths = {STATES: f"/connectors/{DEMO_SINK}/status", OFFSETS: f"/connectors/{DEMO_SOURCE}/offsets"}
+        paths = {
+            STATES: f"/connectors/{DEMO_SINK}/status",
+            OFFSETS: f"/connectors/{DEMO_SOURCE}/offsets",
+            SINK_OFFSETS: f"/connectors/{DEMO_SINK}/offsets",
+        }
         for kind in {w.kind for w in self.waiting}:
             status, answer = self.api.get(paths[kind])
             now_ms = time.time() * 1000
@@ -209,11 +236,11 @@ def measure(args: argparse.Namespace, work_dir: Path) -> None:
             f"(load average {load_average()})",
             flush=True,
         )
-        for kind in (STATES, OFFSETS):
+        for kind in KINDS:
             print(summary(kind, watch.latencies), flush=True)
         if not all(watch.latencies.seen.values()):
             raise BenchError("a kind of record was never seen; see the logs (--keep)")
-    print("freshness: " + "; ".join(summary(kind, watch.latencies).split(" (")[0] for kind in (STATES, OFFSETS)))
+    print("freshness: " + "; ".join(summary(kind, watch.latencies).split(" (")[0] for kind in KINDS))
 
 
 def build_parser() -> argparse.ArgumentParser:
