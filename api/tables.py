@@ -4,7 +4,10 @@ The jobs write the tables described in :mod:`connect_state.tables` (Arrow schema
 
 Every answer reflects the latest commit of the job: each read first asks the table's log for new commits
 (``DeltaTable.update_incremental``, about a millisecond; for a local table, two ``stat`` calls first say whether there
-can be any) and reloads the table's rows only when the version moved.
+can be any) and reloads the table's rows only when the version moved. A reload reads only the data files the new
+version added: Delta's data files are immutable, so the rows of a file the previous load read are kept (per file)
+and served again while the version still has it (issue 11 §4: a commit that rewrites one file of a large table costs
+that file, not the table). A partitioned table, and a table whose id or schema changed, is read whole.
 Between commits the rows are served from an in-memory Arrow snapshot per table, filtered with ``pyarrow.compute``
 (reopening and scanning the table on every request cost 15-20 ms; Connect answers from memory too). Snapshots are
 immutable and shared by the request threads; refreshing one is serialised per table.
@@ -13,8 +16,9 @@ Turning Arrow rows into Python dicts (``to_pylist``) is most of a read's cost, s
 snapshot they came from: a connector's rows (an equality filter on a string column) the first time they are asked
 for, and every row of a small table (at most :data:`ROW_CACHE_MAX_ROWS`, e.g. ``watermarks``, read on every GET for
 the lag header). A read returns new dicts (shallow copies of the kept ones: a caller may add, remove or replace
-keys, but nested values such as a connector's ``tasks`` list are shared and must not be modified). What was kept for
-a snapshot is replaced at the next read of the same table and column after a commit (issue 11 §5). Bounds: a value
+keys, but nested values such as a connector's ``tasks`` list are shared and must not be modified). After a commit,
+the dicts of a value are kept only if none of its rows was in a file the commit removed and no file it added has the
+value; equality lookups use an index per data file, so the files a commit did not touch keep theirs. Bounds: a value
 with more than :data:`VALUE_CACHE_MAX_ROWS` rows or none is never kept, and at most :data:`VALUE_CACHE_MAX_TOTAL_ROWS`
 rows are kept per table and column.
 """
@@ -28,8 +32,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
@@ -96,6 +102,87 @@ class _Snapshot:
     committed_at: float | None = None
     #: A local table's ``_delta_log/<version>.json`` and ``<version + 1>.json`` (see ``TableReader._unchanged``).
     commit_paths: tuple[str, str] | None = None
+    #: ``data`` by data file, in order (``data`` is their concatenation); None when the table was read whole.
+    files: _Files | None = None
+
+
+class _Files:
+    """A snapshot's rows by data file: ``parts`` in the order ``data`` concatenates them, read under ``layout`` (the
+    table's id and Arrow schema: another layout reads every file again)."""
+
+    def __init__(self, data: pa.Table, parts: Sequence[tuple[str, pa.Table]], layout: tuple[str, pa.Schema]) -> None:
+        self.data = data
+        self.parts = tuple(parts)
+        self.layout = layout
+        self.by_path = dict(self.parts)
+
+    def changed_since(self, earlier: _Files) -> list[pa.Table] | None:
+        """The rows of the files ``earlier`` had and this has not, and of those this has and ``earlier`` had not
+        (None: another layout, every file counts as changed)."""
+        if earlier.layout != self.layout:
+            return None
+        removed = [rows for path, rows in earlier.parts if path not in self.by_path]
+        added = [rows for path, rows in self.parts if path not in earlier.by_path]
+        return removed + added
+
+
+class PartIndex:
+    """One data file's equality index of a string column: its non-null values sorted (Arrow's byte order, which is
+    Python's code point order for UTF-8), each with its row number; a value's rows are a binary search away. Built in
+    Arrow's sort, not a Python loop over the rows."""
+
+    def __init__(self, column: pa.ChunkedArray | pa.Array) -> None:
+        order = pc.sort_indices(column, null_placement="at_end")
+        valid = len(column) - column.null_count
+        self.rows = order.to_numpy()[:valid].astype(np.int64)
+        self.values = column.take(order).to_numpy(zero_copy_only=False)[:valid]
+
+    def get(self, value: Any) -> np.ndarray | None:
+        """The row numbers holding ``value``, in order (None: none)."""
+        low = int(np.searchsorted(self.values, value, "left"))
+        high = int(np.searchsorted(self.values, value, "right"))
+        return self.rows[low:high] if high > low else None
+
+
+class ValueIndex:
+    """A snapshot's equality index of a column: one :class:`PartIndex` per data file, with that file's rows (in one
+    chunk each, so that taking a few rows does not copy the file: Arrow's ``take`` joins the chunks first). The files
+    a commit did not touch keep their index."""
+
+    def __init__(self, parts: Sequence[tuple[pa.Table, PartIndex]]) -> None:
+        self.parts = list(parts)
+
+    def take(self, value: Any) -> pa.Table | None:
+        """The rows holding ``value`` (None: no row has it)."""
+        found = [rows.take(numbers) for rows, index in self.parts if (numbers := index.get(value)) is not None]
+        if not found:
+            return None
+        return found[0] if len(found) == 1 else pa.concat_tables(found)
+
+
+def file_rows(dataset: pads.FileSystemDataset, fragment: pads.Fragment, columns: Sequence[str]) -> pa.Table:
+    """One data file's rows as the table's dataset reads them (its schema: a column the file lacks is null)."""
+    one_file = pads.FileSystemDataset([fragment], dataset.schema, dataset.format, dataset.filesystem)
+    return one_file.to_table(columns=list(columns))
+
+
+def read_by_file(table: DeltaTable, columns: Sequence[str], previous: _Files | None) -> _Files | None:
+    """The table's rows by data file, reading only the files ``previous`` has not (None: the table is partitioned,
+    read it whole). A file's rows never change (Delta's data files are immutable; a removed one is gone from the
+    version's list), so the kept ones serve as they are."""
+    if table.metadata().partition_columns:
+        return None
+    dataset = table.to_pyarrow_dataset()
+    layout = (str(table.metadata().id), dataset.schema)
+    kept = previous.by_path if previous is not None and previous.layout == layout else {}
+    parts: list[tuple[str, pa.Table]] = []
+    for fragment in dataset.get_fragments():
+        rows = kept.get(fragment.path)
+        if rows is None:
+            rows = file_rows(dataset, fragment, columns).combine_chunks()
+        parts.append((fragment.path, rows))
+    data = pa.concat_tables([rows for _path, rows in parts]) if parts else dataset.to_table(columns=list(columns))
+    return _Files(data, tuple(parts), layout)
 
 
 _COMPARISONS = {
@@ -110,8 +197,6 @@ _COMPARISONS = {
     "not in": lambda field, value: ~field.isin(list(value)),
 }
 
-
-_NO_ROWS = pa.array([], pa.int64())
 
 ROW_CACHE_MAX_ROWS = 10_000
 """A table with at most this many rows keeps all of them as dicts for reads without filters (see the module doc)."""
@@ -164,10 +249,12 @@ class TableReader:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         # (table, column) -> (the snapshot's data, value -> row numbers): see _filtered
-        self._indexes: dict[tuple[str, str], tuple[pa.Table, dict[str, pa.Array]]] = {}
-        # (table, column) -> (the snapshot's data, value -> that value's rows as dicts of every column, [rows kept]):
-        # see rows
-        self._value_rows: dict[tuple[str, str], tuple[pa.Table, dict[str, list[dict[str, Any]]], list[int]]] = {}
+        self._indexes: dict[tuple[str, str], tuple[pa.Table, ValueIndex]] = {}
+        # (table, column) -> (the layout, data file -> its index of the column): reused for the files a commit kept
+        self._part_indexes: dict[tuple[str, str], tuple[tuple[str, pa.Schema], dict[str, PartIndex]]] = {}
+        # (table, column) -> the snapshot's data and its files, value -> that value's rows as dicts of every column,
+        # [rows kept]: see rows
+        self._value_rows: dict[tuple[str, str], _KeptValues] = {}
         # table -> (the snapshot's data, every row as a dict of every column), for small tables: see rows
         self._all_rows: dict[str, tuple[pa.Table, list[dict[str, Any]]]] = {}
         # (table, function) -> (the snapshot's data, the function of its rows): see derived
@@ -250,7 +337,12 @@ class TableReader:
                     if snapshot.commit_file is not None  # a local table's
                     else None
                 )
-                snapshot.data = snapshot.table.to_pyarrow_table(columns=spec.column_names)
+                snapshot.files = read_by_file(snapshot.table, spec.column_names, snapshot.files)
+                snapshot.data = (
+                    snapshot.files.data
+                    if snapshot.files is not None
+                    else snapshot.table.to_pyarrow_table(columns=spec.column_names)
+                )
                 snapshot.version = version
                 snapshot.loaded_at = time.time()
                 snapshot.committed_at = _last_commit_time(snapshot.table)
@@ -323,16 +415,16 @@ class TableReader:
         if not pa.types.is_string(data.schema.field(column).type):
             return None
         by_value = self._value_rows.get((spec.name, column))
-        if by_value is None or by_value[0] is not data:
-            by_value = (data, {}, [0])
+        if by_value is None or by_value.data is not data:
+            by_value = _KeptValues.carried(by_value, data, self._files_of(spec, data), column)
             self._value_rows[(spec.name, column)] = by_value
-        _data, kept, total = by_value
+        kept, total = by_value.rows, by_value.total
         rows = kept.get(value)
         if rows is None:
-            positions = self._index(spec, data, column).get(value)
-            if positions is None:
-                return []  # no row has it (e.g. a connector without active topics): nothing to take or convert
-            rows = data.take(positions).select(spec.column_names).to_pylist()
+            taken = self._index(spec, data, column).take(value)
+            if taken is None:
+                return []  # no row has it (e.g. a connector without active topics): nothing to convert
+            rows = taken.select(spec.column_names).to_pylist()
             if 0 < len(rows) <= VALUE_CACHE_MAX_ROWS and total[0] + len(rows) <= VALUE_CACHE_MAX_TOTAL_ROWS:
                 kept[value] = rows
                 total[0] += len(rows)
@@ -343,19 +435,67 @@ class TableReader:
         snapshot (value -> row numbers, built once per snapshot and column) instead of a scan of every row."""
         for i, (column, op, value) in enumerate(filters):
             if op in ("=", "==") and isinstance(value, str) and pa.types.is_string(data.schema.field(column).type):
-                data = data.take(self._index(spec, data, column).get(value, _NO_ROWS))
+                taken = self._index(spec, data, column).take(value)
+                data = taken if taken is not None else data.slice(0, 0)
                 rest = [f for j, f in enumerate(filters) if j != i]
                 return data.filter(filter_expression(rest)) if rest else data
         return data.filter(filter_expression(filters))
 
-    def _index(self, spec: TableSpec, data: pa.Table, column: str) -> dict[str, pa.Array]:
+    def _files_of(self, spec: TableSpec, data: pa.Table) -> _Files | None:
+        """The data files of ``data`` when it is the latest snapshot's and was read by file (else None)."""
+        snapshot = self._snapshots.get(spec.name)
+        files = snapshot.files if snapshot is not None else None
+        return files if files is not None and files.data is data else None
+
+    def _index(self, spec: TableSpec, data: pa.Table, column: str) -> ValueIndex:
+        """``data``'s equality index of ``column``, built once per snapshot from one index per data file (a file the
+        previous snapshot had keeps its index)."""
         cached = self._indexes.get((spec.name, column))
         if cached is not None and cached[0] is data:
             return cached[1]
-        positions: dict[str, list[int]] = {}
-        for row, value in enumerate(data.column(column).to_pylist()):
-            if value is not None:
-                positions.setdefault(value, []).append(row)
-        index = {value: pa.array(rows, pa.int64()) for value, rows in positions.items()}
+        files = self._files_of(spec, data)
+        if files is None:
+            whole = data.combine_chunks()
+            index = ValueIndex([(whole, PartIndex(whole.column(column)))])
+        else:
+            earlier = self._part_indexes.get((spec.name, column))
+            reusable = earlier[1] if earlier is not None and earlier[0] == files.layout else {}
+            by_path: dict[str, PartIndex] = {}
+            parts: list[tuple[pa.Table, PartIndex]] = []
+            for path, rows in files.parts:
+                found = reusable.get(path)
+                by_path[path] = found if found is not None else PartIndex(rows.column(column))
+                parts.append((rows, by_path[path]))
+            self._part_indexes[(spec.name, column)] = (files.layout, by_path)
+            index = ValueIndex(parts)
         self._indexes[(spec.name, column)] = (data, index)
         return index
+
+
+@dataclass
+class _KeptValues:
+    """The rows of one table and column kept as dicts, value by value, for one snapshot's ``data``."""
+
+    data: pa.Table
+    files: _Files | None
+    rows: dict[Any, list[dict[str, Any]]]
+    total: list[int]
+
+    @classmethod
+    def carried(cls, earlier: _KeptValues | None, data: pa.Table, files: _Files | None, column: str) -> _KeptValues:
+        """The values kept for ``data``: those of ``earlier`` whose rows no file change touched (none of their rows
+        was in a file the new snapshot removed, no file it added has the value); none when either snapshot was read
+        whole or the layout changed."""
+        if earlier is None or earlier.files is None or files is None or not earlier.rows:
+            return cls(data, files, {}, [0])
+        changed = files.changed_since(earlier.files)
+        if changed is None:
+            return cls(data, files, {}, [0])
+        rows = dict(earlier.rows)
+        kept_values = pa.array(list(rows))
+        total = earlier.total[0]
+        for part in changed:
+            values = part.column(column)
+            for value in pc.unique(values.filter(pc.is_in(values, value_set=kept_values))).to_pylist():
+                total -= len(rows.pop(value, ()))
+        return cls(data, files, rows, [total])

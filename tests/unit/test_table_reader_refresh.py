@@ -124,7 +124,7 @@ def test_large_tables_and_values_are_read_through_arrow(tmp_path: Path, monkeypa
             reader, [("connector", "=", name)], None
         )
     # "c" kept (1 row); "d" has 2 rows > 1; "e" would pass the total of 1; "absent" has none
-    assert list(reader._value_rows[(ACTIVE_TOPICS.name, "connector")][1]) == ["c"]
+    assert list(reader._value_rows[(ACTIVE_TOPICS.name, "connector")].rows) == ["c"]
 
 
 def test_derived_is_built_once_per_table_version(tmp_path: Path) -> None:
