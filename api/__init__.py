@@ -23,6 +23,7 @@ def create_app(
     writer: RecordWriter | None = None,
     topics: TopicLog | None = None,
     follower: TopicFollower | None = None,
+    group_follower: TopicFollower | None = None,
 ) -> Flask:
     """The Flask app (application factory).
 
@@ -33,7 +34,8 @@ def create_app(
     the fresh view and the lag header (:mod:`connect_state.kafka.log`), unless ``topics`` is given (it then serves
     all of them and stays the caller's). A ``follower`` of the status and offsets topics (:mod:`connect_state.api.
     live`) passed in stays the caller's too; without one the app starts its own on first use (``api.follow.topics``),
-    unless ``topics`` is given.
+    unless ``topics`` is given. The same for a ``group_follower`` of ``__consumer_offsets`` (sink connectors' offsets,
+    ``api.follow.consumer.offsets``).
     """
     from connect_state.api import (
         audit,
@@ -61,7 +63,7 @@ def create_app(
     # Keep our field order (Connect's entities have a fixed one) and write non-ASCII as is, like Jackson.
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
-    init_app(app, settings, table_reader, writer, topics, follower)
+    init_app(app, settings, table_reader, writer, topics, follower, group_follower)
     metrics.init_app(app)  # first: its after_request runs last, when the answer is final
     register_error_handlers(app)
     auth.init_app(app, settings)  # before any other check: who asks, and may they (issue 13)

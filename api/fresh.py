@@ -39,6 +39,7 @@ from connect_state.errors import (
     TopicNotFoundError,
 )
 from connect_state.folds import active_topics as topics_fold
+from connect_state.folds import sink_offsets as sinks_fold
 from connect_state.folds import source_offsets as offsets_fold
 from connect_state.folds.config_snapshot import ConnectorConfigView
 from connect_state.kafka.log import ConfigTopicView, LogRecord
@@ -168,6 +169,14 @@ def offset_records(connector: str, records: Iterable[LogRecord]) -> dict[str, li
         if record.connector == connector:
             grouped.setdefault(r.topic, []).append(record)
     return grouped
+
+
+def sink_records(group: str, records: Iterable[LogRecord]) -> list[sinks_fold.OffsetCommitRecord]:
+    """The group's offset commits (and their tombstones) among ``__consumer_offsets`` ``records``."""
+    parsed = (
+        sinks_fold.OffsetCommitRecord.from_kafka(r.key, r.value, r.partition, r.offset, r.timestamp) for r in records
+    )
+    return [record for record in parsed if record is not None and record.group_id == group]
 
 
 def fresh_source_rows(connector: str, stores: ConnectorOffsetStores) -> list[dict[str, Any]]:

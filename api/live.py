@@ -11,11 +11,14 @@ topics:
   ``active_topics`` query's watermark (:func:`~connect_state.folds.active_topics.fold_connector_topics`);
 * ``GET /connectors/<name>/offsets`` of a source connector: its ``source_offsets`` rows in the worker's offsets topic
   with the records past the ``source_offsets`` query's watermark
-  (:func:`~connect_state.folds.source_offsets.fold_past_rows`). A connector's own offsets topic is not followed.
+  (:func:`~connect_state.folds.source_offsets.fold_past_rows`). A connector's own offsets topic is not followed;
+* ``GET /connectors/<name>/offsets`` of a sink connector: its group's ``sink_offsets`` rows with the group's offset
+  commits in ``__consumer_offsets`` past the ``sink_offsets`` query's watermark
+  (:func:`~connect_state.folds.sink_offsets.fold_past_rows`; ``api.follow.consumer.offsets``).
 
 The records come from the app's :class:`~connect_state.kafka.follower.TopicFollower` (``api.follow.topics``), which
-follows the worker's status and offsets topics in the background: a GET waits for no broker. Two bounds make the fold
-right, both read in memory:
+follows the worker's status and offsets topics (and ``__consumer_offsets``) in the background: a GET waits for no
+broker. Two bounds make the fold right, both read in memory:
 
 * from below: the watermark is read before the rows (a job commits its tables, then its watermark), so the rows are at
   least as new as the watermark, and the follower must hold every record from the watermark on;
@@ -39,25 +42,28 @@ from typing import Any, TypeVar
 
 from flask import g
 
-from connect_state.api.fresh import offset_records, query_watermarks, topic_records
+from connect_state.api.fresh import offset_records, query_watermarks, sink_records, topic_records
 from connect_state.api.resources import app_resources, get_settings, get_tables
 from connect_state.errors import RecordFormatError
 from connect_state.folds import active_topics as topics_fold
+from connect_state.folds import sink_offsets as sinks_fold
 from connect_state.folds import source_offsets as offsets_fold
 from connect_state.folds.connector_states import ConnectorRecord, fold_status_past_row
 from connect_state.formats.status import TopicStatusKey, parse_status_record
+from connect_state.kafka.follower import TopicFollower
 from connect_state.kafka.log import LogRecord, Partition
-from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SOURCE_OFFSETS, TABLE_QUERIES, TableSpec
+from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS, TABLE_QUERIES, TableSpec
 
 Rows = list[dict[str, Any]]
 T = TypeVar("T")
 
 
 def _rows_and_followed(
-    spec: TableSpec, topic: str, connector: str, read_rows: Callable[[], T]
+    spec: TableSpec, topic: str, connector: str, read_rows: Callable[[], T], follower: TopicFollower | None = None
 ) -> tuple[T, list[LogRecord] | None]:
     """``read_rows()`` and the followed records of ``connector`` in ``topic`` past the watermark of the query that
-    folds ``spec`` (:data:`~connect_state.tables.TABLE_QUERIES`), or None
+    folds ``spec`` (:data:`~connect_state.tables.TABLE_QUERIES`; ``follower``: the app's follower of the status and
+    offsets topics unless given), or None
     for the records when they cannot be folded over those rows (see the module docstring):
 
     * the follower does not hold every record past the watermark (a partition it does not follow, or that has no
@@ -67,7 +73,7 @@ def _rows_and_followed(
       with a margin for clocks, or else their load, is later): it may not have read them, and folding older records
       over them would turn them back.
     """
-    follower = app_resources().follower()
+    follower = follower or app_resources().follower()
     query = TABLE_QUERIES[spec.name]
     marks = query_watermarks(query, [topic]) if follower is not None else {}  # before the rows
     rows = read_rows()
@@ -154,3 +160,16 @@ def source_rows(connector: str, topics: tuple[str, ...], read_rows: Callable[[],
     if loaded_at is not None and loaded_at == loaded_before and (kept or len(_source_folds) < SOURCE_FOLDS_MAX):
         _source_folds[where] = (made_of, folded)
     return folded
+
+
+def sink_rows(group: str, read_rows: Callable[[], Rows]) -> Rows:
+    """A sink connector's group's ``sink_offsets`` rows (``read_rows()``: ``topic``, ``partition``, ``offset``) with
+    the group's followed offset commits folded over them (when the follower follows ``__consumer_offsets``)."""
+    follower = app_resources().group_follower()
+    if follower is None:
+        return read_rows()
+    topic = get_settings().consumer_offsets_topic
+    rows, records = _rows_and_followed(SINK_OFFSETS, topic, group, read_rows, follower)
+    if not records:
+        return rows
+    return sinks_fold.fold_past_rows(rows, sink_records(group, records))

@@ -236,6 +236,10 @@ OFFSETS_ANSWER_COLUMNS = ("offsets_topic", "key", "value", "listed")
 :mod:`connect_state.api.fresh`: the rows a reset folds)."""
 
 
+def _sink_rows(tables: TableSource, group: str) -> list[dict[str, Any]]:
+    return tables.rows(SINK_OFFSETS, filters=[("group_id", "=", group)], columns=["topic", "partition", "offset"])
+
+
 def _source_rows(tables: TableSource, name: str) -> list[dict[str, Any]]:
     return tables.rows(SOURCE_OFFSETS, filters=[("connector", "=", name)], columns=list(OFFSETS_ANSWER_COLUMNS))
 
@@ -274,7 +278,7 @@ def get_connector_offsets(connector: str) -> Response:
     kind, basis = _connector_type(connector, row)
     if kind == ConnectorType.SINK:
         group = connector_consumer_group(connector, config)
-        rows = tables.rows(SINK_OFFSETS, filters=[("group_id", "=", group)], columns=["topic", "partition", "offset"])
+        rows = live.sink_rows(group, lambda: _sink_rows(tables, group))
         return _with_type(_json(connector_offsets(sink_connector_offsets(rows))), kind, basis)
     stores = connector_offset_stores(get_settings().offset_storage_topic, config)
     rows = live.source_rows(connector, stores.topics, lambda: _source_rows(tables, connector))

@@ -34,6 +34,9 @@ from connect_state.storage import deltalake_options
 
 T = TypeVar("T")
 
+#: The client id of the API's consumer of ``__consumer_offsets`` (:meth:`AppResources.group_follower`).
+GROUP_FOLLOWER_CLIENT_ID = "connect-state-api-group-follower"
+
 EXTENSION = "connect_state"
 
 
@@ -102,6 +105,7 @@ class AppResources:
         writer: RecordWriter | None = None,
         topics: TopicLog | None = None,
         follower: TopicFollower | None = None,
+        group_follower: TopicFollower | None = None,
     ) -> None:
         self.settings = settings
         self.tables = tables
@@ -114,6 +118,8 @@ class AppResources:
         self._offsets_cache: OffsetsCache | None = None
         self._follower = follower
         self._owns_follower = False
+        self._group_follower = group_follower
+        self._owns_group_follower = False
         self._lock = threading.Lock()
 
     def writer(self) -> RecordWriter:
@@ -181,6 +187,27 @@ class AppResources:
                 self._owns_follower = True
             return self._follower
 
+    def group_follower(self) -> TopicFollower | None:
+        """The app's follower of ``__consumer_offsets`` (sink connectors' groups: ``api.follow.topics`` and
+        ``api.follow.consumer.offsets``), started on first use; None when either setting is off, or when the app's
+        topics were passed in without one. A consumer of its own, so that a principal not allowed to read that topic,
+        or much commit traffic there, leaves the status and offsets answers as they are."""
+        with self._lock:
+            settings = self.settings
+            follow = settings.api_follow_topics and settings.api_follow_consumer_offsets and self._topics is None
+            if self._group_follower is None and follow:
+                topic = settings.consumer_offsets_topic
+                self._group_follower = TopicFollower(
+                    settings,
+                    [topic],
+                    record_connector(settings.status_storage_topic, settings.offset_storage_topic, topic),
+                    max_bytes=settings.api_follow_max_bytes,
+                    client_id=GROUP_FOLLOWER_CLIENT_ID,
+                )
+                self._group_follower.start()
+                self._owns_group_follower = True
+            return self._group_follower
+
     def close(self) -> None:
         """Close the writer if this object created it, the admin and the readers this object created (idempotent); a
         later request creates new ones."""
@@ -202,6 +229,9 @@ class AppResources:
             follower = self._follower if self._owns_follower else None
             if follower is not None:
                 self._follower, self._owns_follower = None, False
+            group_follower = self._group_follower if self._owns_group_follower else None
+            if group_follower is not None:
+                self._group_follower, self._owns_group_follower = None, False
         if (owned and writer is not None) or admin is not None or readers:
             atexit.unregister(self.close)
         if owned and writer is not None:
@@ -212,6 +242,8 @@ class AppResources:
             reader.close()
         if follower is not None:
             follower.close()
+        if group_follower is not None:
+            group_follower.close()
 
 
 def create_writer(settings: Settings) -> RecordWriter:
@@ -231,11 +263,12 @@ def init_app(
     writer: RecordWriter | None = None,
     topics: TopicLog | None = None,
     follower: TopicFollower | None = None,
+    group_follower: TopicFollower | None = None,
 ) -> AppResources:
     """Attach the resources to ``app`` (``app.extensions["connect_state"]``)."""
     if tables is None:
         tables = TableReader(settings.delta_root, deltalake_options(settings))
-    resources = AppResources(settings, tables, writer, topics, follower)
+    resources = AppResources(settings, tables, writer, topics, follower, group_follower)
     app.extensions[EXTENSION] = resources
     app.teardown_appcontext(_release)
     return resources

@@ -118,6 +118,7 @@ class Settings:
     api_lag_cache_ms: int
     api_lag_timeout_ms: int
     api_follow_topics: bool
+    api_follow_consumer_offsets: bool
     api_follow_max_bytes: int
     api_health_max_age_ms: int
     api_max_body_bytes: int

@@ -19,10 +19,12 @@ Rules, as the group coordinator replays the topic (``OffsetMetadataManager.repla
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from connect_state.formats.consumer_offsets import OffsetCommitValue
+from connect_state.errors import RecordFormatError
+from connect_state.formats.consumer_offsets import OffsetCommitKey, OffsetCommitValue, parse_consumer_offsets_record
 
 SET = "set"
 REMOVED = "removed"
@@ -45,6 +47,28 @@ class OffsetCommitRecord:
     kafka_partition: int
     kafka_offset: int
     kafka_timestamp: int
+
+    @classmethod
+    def from_kafka(
+        cls, key: bytes | None, value: bytes | None, kafka_partition: int, kafka_offset: int, kafka_timestamp: int
+    ) -> OffsetCommitRecord | None:
+        """The record of one raw ``__consumer_offsets`` record, or None when it is no offset commit (another
+        coordinator record, or one the coordinator's loader skips: the job quarantines those)."""
+        try:
+            record = parse_consumer_offsets_record(key, value)
+        except RecordFormatError:
+            return None
+        if not isinstance(record.key, OffsetCommitKey):
+            return None
+        return cls(
+            record.key.group,
+            record.key.topic,
+            record.key.partition,
+            record.value,
+            kafka_partition,
+            kafka_offset,
+            kafka_timestamp,
+        )
 
 
 @dataclass(frozen=True)
@@ -131,6 +155,32 @@ def committed_offsets(records: Iterable[OffsetCommitRecord]) -> dict[str, dict[T
         else:
             group[(record.topic, record.partition)] = record.commit.offset
     return {group: offsets for group, offsets in result.items() if offsets}
+
+
+def fold_past_rows(rows: Iterable[Mapping[str, Any]], records: Iterable[OffsetCommitRecord]) -> list[dict[str, Any]]:
+    """One group's ``sink_offsets`` rows (``topic``, ``partition``, ``offset``: its committed offsets as the table has
+    them) with ``records`` of that group folded over them by the job's rules (:func:`fold_group_columns`); the rows
+    that result, by (topic, partition).
+
+    The API answers ``GET /offsets`` of a sink connector with this over the records its follower read past the
+    table's watermark (:mod:`connect_state.api.live`). Records the rows already reflect may be among them: folding
+    a key's last record again leaves it as it is."""
+    offsets = {(row["topic"], row["partition"]): row["offset"] for row in rows}
+    ordered = sorted(records, key=lambda r: (r.kafka_partition, r.kafka_offset))
+    keys = [(r.topic, r.partition) for r in ordered]
+    _state, changed = fold_group_columns(
+        dict.fromkeys(offsets, -1), keys, [r.commit is not None for r in ordered], [r.kafka_offset for r in ordered]
+    )
+    for index, op in changed:
+        commit = ordered[index].commit
+        if op == UPSERT and commit is not None:
+            offsets[keys[index]] = commit.offset
+        else:
+            offsets.pop(keys[index], None)
+    return [
+        {"topic": topic, "partition": partition, "offset": offsets[(topic, partition)]}
+        for topic, partition in sorted(offsets)
+    ]
 
 
 def state_to_json(state: GroupOffsets) -> str:

@@ -1,20 +1,23 @@
 """Issue 11 §2 against the real Connect worker: GETs answer what the jobs have not folded yet.
 
 The jobs run once (``Trigger.AvailableNow``) after the API's follower of the status and offsets topics has started;
-then the connectors change through Connect (a sink pauses after reading a second topic, a source commits a new
-offset) and no job runs again. Our status, task status, active topics and offsets answers must become Connect's own
-while the tables still hold the state before the changes. Every wait is bounded (``WAIT_S``).
+then the connectors change through Connect (a sink commits the offset of a second topic and pauses, a source commits
+a new offset) and no job runs again. Our status, task status, active topics and offsets (source and sink) answers
+must become Connect's own while the tables still hold the state before the changes. Every wait is bounded (``WAIT_S``).
 """
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import pytest
 
 from connect_state.api.resources import app_resources
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.freshness import HEADER, parse_lag_header
-from connect_state.spark import source_offsets
-from connect_state.tables import CONNECTORS
+from connect_state.spark import sink_offsets, source_offsets
+from connect_state.tables import CONNECTORS, SINK_OFFSETS
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import (
     connect_offsets,
@@ -59,10 +62,17 @@ def test_gets_answer_changes_the_jobs_have_not_folded(spark, connect, settings, 
     assert follower is not None
     topics = (settings.status_storage_topic, settings.offset_storage_topic)
     connect.wait_for(lambda: all(follower.following(t) for t in topics), WAIT_S, description="the follower started")
+    groups = app_resources(app).group_follower()
+    assert groups is not None
+    consumer_offsets = settings.consumer_offsets_topic
+    connect.wait_for(lambda: groups.following(consumer_offsets), WAIT_S, description="the group follower started")
+    connect.wait_for(lambda: connect_offsets(connect, sink), WAIT_S, description=f"{sink}'s first offset")
     run_connector_states(spark, settings)
     run_active_topics(spark, settings)
     await_query(source_offsets.start(spark, settings, available_now=True))
+    await_query(sink_offsets.start(spark, settings, available_now=True))
     folded_offsets = connect_offsets(connect, source)
+    folded_sink_offsets = connect_offsets(connect, sink)
 
     # Through Connect, after the jobs' last batch: a second topic, a pause, a new offset.
     produce_values(settings.bootstrap_servers, second, [(0, b"two")])
@@ -71,12 +81,27 @@ def test_gets_answer_changes_the_jobs_have_not_folded(spark, connect, settings, 
     wait_state(connect, sink, "PAUSED", 1, WAIT_S)
     append_lines(source_file, ["b"])
     connect.wait_for(lambda: connect_offsets(connect, source) != folded_offsets, WAIT_S, description="a new offset")
+    connect.wait_for(
+        lambda: connect_offsets(connect, sink) != folded_sink_offsets, WAIT_S, description="the sink's second topic"
+    )
+
+    def unordered(body: Any) -> Any:
+        """Connect's offsets come in hash-set order, ours sorted: the same entries in any order."""
+        if isinstance(body, dict) and isinstance(body.get("offsets"), list):
+            return {**body, "offsets": sorted(body["offsets"], key=lambda entry: json.dumps(entry, sort_keys=True))}
+        return body
 
     def same(path: str) -> bool:
         ours = api.get(path)
-        return ours.status_code == 200 and ours.get_json() == connect.get(path)[1]
+        return ours.status_code == 200 and unordered(ours.get_json()) == unordered(connect.get(path)[1])
 
-    for path in (f"/connectors/{sink}/status", f"/connectors/{sink}/tasks/0/status", f"/connectors/{source}/offsets"):
+    paths = (
+        f"/connectors/{sink}/status",
+        f"/connectors/{sink}/tasks/0/status",
+        f"/connectors/{source}/offsets",
+        f"/connectors/{sink}/offsets",
+    )
+    for path in paths:
         connect.wait_for(lambda path=path: same(path), WAIT_S, description=f"our {path} as Connect's")
     connect.wait_for(lambda: our_topics(api, sink) == {first, second}, WAIT_S, description="our topics as Connect's")
 
@@ -90,3 +115,11 @@ def test_gets_answer_changes_the_jobs_have_not_folded(spark, connect, settings, 
     # The tables themselves are still as the jobs left them.
     [row] = app_resources(app).tables.rows(CONNECTORS, filters=[("name", "=", sink)])
     assert row["connector_state"] == "RUNNING"
+    # The sink commits every assigned partition (the second topic at 0 before its record): the table has that, our
+    # answer (Connect's) the offset past the record.
+    group_rows = app_resources(app).tables.rows(SINK_OFFSETS, filters=[("group_id", "=", f"connect-{sink}")])
+    assert {(row["topic"], row["offset"]) for row in group_rows} <= {(first, 1), (second, 0)}
+    assert {(e["partition"]["kafka_topic"], e["offset"]["kafka_offset"]) for e in connect_offsets(connect, sink)} == {
+        (first, 1),
+        (second, 1),
+    }

@@ -19,21 +19,27 @@ from kafka import TopicPartition
 
 from connect_state.api import close_app, create_app
 from connect_state.api.tables import COMMIT_CLOCK_MARGIN_S
+from connect_state.connect.filestream import FILE_SINK_CLASS as FILE_STREAM_SINK_CLASS
 from connect_state.connect.vocabulary import State
 from connect_state.folds import source_offsets as offsets_fold
 from connect_state.formats.connector_keys import record_connector
+from connect_state.formats.consumer_offsets import (
+    OffsetCommitValue,
+    serialize_offset_commit_key,
+    serialize_offset_commit_value,
+)
 from connect_state.formats.offsets import offset_key_bytes
 from connect_state.formats.status import Status, connector_status_key, serialize_status, task_status_key
 from connect_state.freshness import HEADER, TableLag, parse_lag_header
 from connect_state.kafka.follower import TopicFollower
 from connect_state.settings import Settings
-from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SOURCE_OFFSETS, WATERMARKS
+from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS, WATERMARKS
 from tests.unit.fakes import InMemoryTopics, RecordingWriter
 from tests.unit.helpers import SOURCE_CONFIG, configure, connectors_row, topic_status_value
 from tests.unit.helpers import write_table as write_delta
 
-STATUS, OFFSETS = "connect-status", "connect-offsets"
-PARTITIONS = {STATUS: 5, OFFSETS: 25}
+STATUS, OFFSETS, GROUPS = "connect-status", "connect-offsets", "__consumer_offsets"
+PARTITIONS = {STATUS: 5, OFFSETS: 25, GROUPS: 3}
 NOW = dt.datetime.now(dt.UTC)
 
 
@@ -70,15 +76,22 @@ def status(state: str, generation: int = 2) -> bytes:
 class Fed:
     """A follower of the in-memory topics: :meth:`catch_up` hands it what was appended since, as a poll would."""
 
-    def __init__(self, settings: Settings, kafka_log: InMemoryTopics, max_bytes: int = 1_000_000) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        kafka_log: InMemoryTopics,
+        max_bytes: int = 1_000_000,
+        topics: tuple[str, ...] = (STATUS, OFFSETS),
+    ) -> None:
         self.kafka_log = kafka_log
+        self.topics = topics
         self.follower = TopicFollower(
-            settings, [STATUS, OFFSETS], record_connector(STATUS, OFFSETS), max_bytes=max_bytes
+            settings, list(topics), record_connector(STATUS, OFFSETS, GROUPS), max_bytes=max_bytes
         )
         self.follower.follow_from(self.ends())
 
     def ends(self) -> dict[tuple[str, int], int]:
-        return {(t, p): self.kafka_log.end(t, p) for t, count in PARTITIONS.items() for p in range(count)}
+        return {(t, p): self.kafka_log.end(t, p) for t in self.topics for p in range(PARTITIONS[t])}
 
     def catch_up(self) -> None:
         """Read to the end, then caught up as of now (as the thread says after reading to the end it asked)."""
@@ -311,3 +324,58 @@ def test_a_source_connectors_fold_is_kept_while_its_rows_and_records_are_the_sam
     fed.catch_up()
     assert live_client.get("/connectors/src/offsets").get_json()["offsets"][0]["offset"] == {"position": 2}
     assert len(folds) == 2
+
+
+def commit_record(group: str, topic: str, partition: int, offset: int | None) -> tuple[bytes, bytes | None]:
+    """An offset commit of ``group`` as the coordinator writes it (``None``: the tombstone deleting it)."""
+    key = serialize_offset_commit_key(group, topic, partition)
+    if offset is None:
+        return key, None
+    return key, serialize_offset_commit_value(OffsetCommitValue(offset, "", 1_700_000_000_000))
+
+
+def test_sink_offsets_answer_the_group_commits_past_the_watermark(
+    settings: Settings, kafka_log: InMemoryTopics, writer: RecordingWriter
+) -> None:
+    kafka_log.create(GROUPS, PARTITIONS[GROUPS])
+    groups = Fed(settings, kafka_log, topics=(GROUPS,))
+    app = create_app(settings, writer=writer, topics=kafka_log, group_follower=groups.follower)
+    app.testing = True
+    client = app.test_client()
+    try:
+        sink_config = {"connector.class": FILE_STREAM_SINK_CLASS, "name": "snk", "file": "/tmp/out", "topics": "t"}
+        configure(kafka_log, "snk", sink_config, tasks=1)
+        sink_row = {"type": "sink", "connector_class": FILE_STREAM_SINK_CLASS, "config": json.dumps(sink_config)}
+        write_delta(settings.delta_root, CONNECTORS, [{**running("snk"), **sink_row}])
+        rows = [
+            {"group_id": "connect-snk", "topic": "t", "partition": 0, "offset": 5},
+            {"group_id": "connect-snk", "topic": "t", "partition": 1, "offset": 3},
+            {"group_id": "connect-other", "topic": "t", "partition": 0, "offset": 8},
+        ]
+        write_delta(settings.delta_root, SINK_OFFSETS, rows)
+        write_delta(settings.delta_root, SOURCE_OFFSETS, [])  # the offsets job creates both
+        watermarks(settings, kafka_log, "sink_offsets", GROUPS)
+        for group, partition, offset in [
+            ("connect-snk", 0, 9),
+            ("connect-snk", 1, None),  # DELETE /offsets: a tombstone
+            ("connect-snk", 2, 4),
+            ("connect-other", 0, 100),  # another group's commit
+            ("connect-snk", 2, 6),
+        ]:
+            kafka_log.append(GROUPS, 1, *commit_record(group, "t", partition, offset))
+        kafka_log.append(GROUPS, 2, b"\x00\x02junk", b"")  # a group-metadata key: no offset commit
+
+        def offsets() -> list[tuple[int, int]]:
+            answer = client.get("/connectors/snk/offsets")
+            assert answer.status_code == 200
+            entries = answer.get_json()["offsets"]
+            return [(e["partition"]["kafka_partition"], e["offset"]["kafka_offset"]) for e in entries]
+
+        # Rows loaded after the follower last caught up may reflect records it has not read: the table's answer.
+        assert offsets() == [(0, 5), (1, 3)]
+        groups.catch_up()
+        assert offsets() == [(0, 9), (2, 6)]
+        lags = parse_lag_header(client.get("/connectors/snk/offsets").headers[HEADER])
+        assert TableLag("sink_offsets", 0, 0) in lags
+    finally:
+        close_app(app)

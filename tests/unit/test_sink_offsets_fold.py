@@ -4,6 +4,8 @@ the job's classification of ``__consumer_offsets`` records."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from connect_state.folds.sink_offsets import (
     DELETE,
@@ -13,9 +15,11 @@ from connect_state.folds.sink_offsets import (
     OffsetCommitRecord,
     committed_offsets,
     fold_group_offsets,
+    fold_past_rows,
     state_from_json,
     state_to_json,
 )
+from connect_state.formats.connector_keys import record_connector
 from connect_state.formats.consumer_offsets import (
     OffsetCommitValue,
     serialize_offset_commit_key,
@@ -98,3 +102,37 @@ def test_classify_tombstone_ignores_group_records_and_rejects_unreadable_ones() 
     (rejected,) = classify_sink(bytes.fromhex("0009"), b"x", KAFKA)
     assert rejected["record_kind"] == "rejected" and rejected["reason"].startswith("Unknown record type 9")
     assert (rejected["raw_key"], rejected["raw_value"]) == (bytes.fromhex("0009"), b"x")
+
+
+records_st = st.lists(
+    st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2), st.one_of(st.none(), st.integers(0, 10**6))), max_size=20
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(records=records_st, data=st.data())
+def test_rows_with_the_records_past_them_fold_as_the_whole_topic(records: list, data: st.DataObject) -> None:
+    """What the API answers for a sink (the table's rows, then the followed records past the watermark folded over
+    them) is the group's committed offsets after every record, as the coordinator replays them: also when records
+    the rows already reflect are folded again (the watermark is older than the rows)."""
+    all_records = [commit(topic, partition, offset, 100 + i) for i, (topic, partition, offset) in enumerate(records)]
+    folded_into_rows = data.draw(st.integers(0, len(all_records)), label="records the table reflects")
+    watermark = data.draw(st.integers(0, folded_into_rows), label="the watermark")
+    rows = [
+        {"topic": topic, "partition": partition, "offset": offset}
+        for (topic, partition), offset in committed_offsets(all_records[:folded_into_rows]).get(GROUP, {}).items()
+    ]
+    expected = committed_offsets(all_records).get(GROUP, {})
+    got = fold_past_rows(rows, all_records[watermark:])
+    assert {(r["topic"], r["partition"]): r["offset"] for r in got} == expected
+    assert [(r["topic"], r["partition"]) for r in got] == sorted(expected)
+
+
+def test_the_follower_files_offset_commits_by_group() -> None:
+    connector_of = record_connector("connect-status", "connect-offsets", "__consumer_offsets")
+    assert connector_of("__consumer_offsets", serialize_offset_commit_key(GROUP, "t", 3)) == GROUP
+    assert connector_of("__consumer_offsets", b"\x00\x02\x00\x01g") is None  # group metadata: no offsets
+    assert connector_of("__consumer_offsets", b"\x00") is None  # unreadable: the job quarantines it
+    assert connector_of("__consumer_offsets", None) is None
+    without = record_connector("connect-status", "connect-offsets")
+    assert without("__consumer_offsets", serialize_offset_commit_key(GROUP, "t", 3)) is None
