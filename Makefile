@@ -103,6 +103,7 @@ bench: setup
 	$(PY) bench/offsets.py
 	$(PY) bench/sink_offsets.py
 	$(PY) bench/heartbeats.py
+	$(PY) bench/api_reload.py
 
 clean:
 	rm -rf var spark-warehouse
