@@ -53,7 +53,7 @@ class _Bytes:
         n = len(array)
         self.valid = np.ones(n, dtype=bool) if array.null_count == 0 else ~np.asarray(array.is_null())
         buffers = array.buffers()
-        if buffers[1] is None:  # an empty array may have no offsets buffer
+        if buffers[1] is None or n == 0:  # an empty array may have no offsets buffer, or one of no bytes (Java's)
             offsets = np.zeros(n + 1, dtype=np.int32)
         else:
             offsets = np.frombuffer(buffers[1], dtype=np.int32, count=array.offset + n + 1)[array.offset :]

@@ -178,19 +178,32 @@ def offset_key_connector(data: bytes) -> str | None:
 
 
 def _round_trip(value: object) -> object:
-    """What ``JsonConverter`` gives back for a value it wrote (integers as longs, ``1e400`` as ``"Infinity"``): the
-    value itself for a flat map of strings, booleans, nulls and ints in the long range (a source partition as most
-    connectors write it), which comes back as it went."""
-    if isinstance(value, dict) and all(_plain_scalar(item) for item in value.values()):
+    """What ``JsonConverter`` gives back for a value it wrote (integers as longs, ``1e400`` as ``"Infinity"``), or the
+    error its reader raises (Jackson's limits: a name longer than 50,000 UTF-16 units, a string longer than
+    20,000,000): the value itself for a flat map of ASCII names within the name limit and strings (ASCII, within the
+    string limit), booleans, nulls and ints in the long range (a source partition as most connectors write it), which
+    comes back as it went."""
+    if (
+        isinstance(value, dict)
+        and all(_plain_name(name) for name in value)
+        and all(_plain_scalar(item) for item in value.values())
+    ):
         return value
     return jsonconv.loads(jsonconv.dumps(value))
+
+
+def _plain_name(name: object) -> bool:
+    """An ASCII name (one UTF-16 unit a character, no surrogate) within Jackson's name limit."""
+    return type(name) is str and name.isascii() and len(name) <= jsonconv.MAX_NAME_LENGTH
 
 
 def _plain_scalar(value: object) -> bool:
     kind = type(value)
     if kind is int:
         return INT64_MIN <= value <= INT64_MAX  # type: ignore[operator]
-    return kind is str or kind is bool or value is None
+    if kind is str:
+        return value.isascii() and len(value) <= jsonconv.MAX_STRING_LENGTH  # type: ignore[union-attr,arg-type]
+    return kind is bool or value is None
 
 
 def offset_key_bytes(connector: str, partition: Mapping[str, object] | None) -> bytes:

@@ -171,3 +171,10 @@ def test_the_sink_pipelines_bulk_path_gives_the_exact_steps_rows(records):
         assert fast.num_rows == 0
     else:
         assert fast.equals(expected)
+
+
+def test_an_empty_batch_as_java_writes_it_matches_nothing() -> None:
+    """Java's Arrow writes an empty binary vector with an offsets buffer of no bytes."""
+    empty = pa.Array.from_buffers(pa.binary(), 0, [None, pa.py_buffer(b""), pa.py_buffer(b"")])
+    found = match_offset_commits(empty, empty)
+    assert len(found.matched) == 0

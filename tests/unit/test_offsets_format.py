@@ -651,3 +651,34 @@ def test_a_flat_map_of_plain_values_skips_the_round_trip_and_comes_back_as_the_r
     assert got == expected
     assert list(got) == list(expected)
     assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
+
+
+def _exact_round_trip(value: object) -> object:
+    """The JsonConverter round trip itself, or the error its reader raises."""
+    try:
+        return jsonconv.loads(jsonconv.dumps(value))
+    except jsonconv.JsonFormatError as err:
+        return type(err)
+
+
+@pytest.mark.parametrize(
+    "partition",
+    [
+        {"k" * jsonconv.MAX_NAME_LENGTH: "x"},
+        {"k" * (jsonconv.MAX_NAME_LENGTH + 1): "x"},  # Jackson refuses the name: so must we
+        {"é" * (jsonconv.MAX_NAME_LENGTH + 1): "x"},
+        {"a": "\ud83d\ude00"},  # a split surrogate pair (Python's json reads CESU-8 so): Java reads one character
+        {"\ud83d\ude00": 1},
+        {"a": "\ud83d"},  # a lone surrogate stays
+    ],
+    ids=["longest-name", "name-too-long", "non-ascii-name-too-long", "split-pair", "split-pair-name", "lone"],
+)
+def test_the_flat_map_shortcut_gives_what_the_round_trip_gives_or_its_error(partition: dict) -> None:
+    expected = _exact_round_trip(partition)
+    try:
+        got: object = _round_trip(dict(partition))
+    except jsonconv.JsonFormatError as err:
+        got = type(err)
+    assert got == expected
+    if isinstance(expected, dict):
+        assert list(got) == list(expected)  # type: ignore[call-overload]
