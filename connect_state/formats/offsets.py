@@ -201,8 +201,8 @@ def _plain_scalar(value: object) -> bool:
     kind = type(value)
     if kind is int:
         return INT64_MIN <= value <= INT64_MAX  # type: ignore[operator]
-    if kind is str:
-        return value.isascii() and len(value) <= jsonconv.MAX_STRING_LENGTH  # type: ignore[union-attr,arg-type]
+    if isinstance(value, str) and kind is str:
+        return value.isascii() and len(value) <= jsonconv.MAX_STRING_LENGTH
     return kind is bool or value is None
 
 
