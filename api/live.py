@@ -17,8 +17,8 @@ topics:
   (:func:`~connect_state.folds.sink_offsets.fold_past_rows`; ``api.follow.consumer.offsets``).
 
 The records come from the app's :class:`~connect_state.kafka.follower.TopicFollower` (``api.follow.topics``), which
-follows the worker's status and offsets topics (and ``__consumer_offsets``) in the background: a GET waits for no
-broker. Two bounds make the fold right, both read in memory:
+follows the worker's status and offsets topics in the background, and from a second one that follows
+``__consumer_offsets``: a GET waits for no broker. Two bounds make the fold right, both read in memory:
 
 * from below: the watermark is read before the rows (a job commits its tables, then its watermark), so the rows are at
   least as new as the watermark, and the follower must hold every record from the watermark on;
