@@ -331,18 +331,18 @@ class TableReader:
                 snapshot = _Snapshot(table, -1, pa.table({}))
             version = snapshot.table.version()
             if version != snapshot.version:
-                snapshot.commit_file = self._commit_file(spec, version)
+                # The new version's rows first: a read that fails leaves the snapshot as it was, so the next read
+                # tries again (its commit file must not say the new version was loaded).
+                commit_file = self._commit_file(spec, version)
+                files = read_by_file(snapshot.table, spec.column_names, snapshot.files)
+                data = files.data if files is not None else snapshot.table.to_pyarrow_table(columns=spec.column_names)
+                snapshot.commit_file = commit_file
                 snapshot.commit_paths = (
                     (self._commit_path(spec, version), self._commit_path(spec, version + 1))
-                    if snapshot.commit_file is not None  # a local table's
+                    if commit_file is not None  # a local table's
                     else None
                 )
-                snapshot.files = read_by_file(snapshot.table, spec.column_names, snapshot.files)
-                snapshot.data = (
-                    snapshot.files.data
-                    if snapshot.files is not None
-                    else snapshot.table.to_pyarrow_table(columns=spec.column_names)
-                )
+                snapshot.files, snapshot.data = files, data
                 snapshot.version = version
                 snapshot.loaded_at = time.time()
                 snapshot.committed_at = _last_commit_time(snapshot.table)
@@ -416,17 +416,20 @@ class TableReader:
             return None
         by_value = self._value_rows.get((spec.name, column))
         if by_value is None or by_value.data is not data:
+            if not self._is_latest(spec, data):  # a read that began before a newer version was loaded: kept nowhere
+                taken = self._take(spec, data, column, value)
+                return [] if taken is None else taken.select(spec.column_names).to_pylist()
             by_value = _KeptValues.carried(by_value, data, self._files_of(spec, data), column)
             self._value_rows[(spec.name, column)] = by_value
         kept, total = by_value.rows, by_value.total
         rows = kept.get(value)
         if rows is None:
-            taken = self._index(spec, data, column).take(value)
+            taken = self._take(spec, data, column, value)
             if taken is None:
                 return []  # no row has it (e.g. a connector without active topics): nothing to convert
             rows = taken.select(spec.column_names).to_pylist()
-            if 0 < len(rows) <= VALUE_CACHE_MAX_ROWS and total[0] + len(rows) <= VALUE_CACHE_MAX_TOTAL_ROWS:
-                kept[value] = rows
+            fits = 0 < len(rows) <= VALUE_CACHE_MAX_ROWS and total[0] + len(rows) <= VALUE_CACHE_MAX_TOTAL_ROWS
+            if fits and kept.setdefault(value, rows) is rows:  # counted once when threads convert the same value
                 total[0] += len(rows)
         return rows
 
@@ -435,11 +438,24 @@ class TableReader:
         snapshot (value -> row numbers, built once per snapshot and column) instead of a scan of every row."""
         for i, (column, op, value) in enumerate(filters):
             if op in ("=", "==") and isinstance(value, str) and pa.types.is_string(data.schema.field(column).type):
-                taken = self._index(spec, data, column).take(value)
+                taken = self._take(spec, data, column, value)
                 data = taken if taken is not None else data.slice(0, 0)
                 rest = [f for j, f in enumerate(filters) if j != i]
                 return data.filter(filter_expression(rest)) if rest else data
         return data.filter(filter_expression(filters))
+
+    def _is_latest(self, spec: TableSpec, data: pa.Table) -> bool:
+        """Whether ``data`` is the table's latest loaded snapshot (or the reader has loaded none: a caller's own)."""
+        snapshot = self._snapshots.get(spec.name)
+        return snapshot is None or snapshot.data is data
+
+    def _take(self, spec: TableSpec, data: pa.Table, column: str, value: Any) -> pa.Table | None:
+        """The rows of ``data`` whose ``column`` is ``value`` (None: none): through the latest snapshot's index, or
+        a scan of an older snapshot a slow request still holds (whose index would replace the latest's)."""
+        if self._is_latest(spec, data):
+            return self._index(spec, data, column).take(value)
+        found = data.filter(pc.field(column) == value)
+        return found if found.num_rows else None
 
     def _files_of(self, spec: TableSpec, data: pa.Table) -> _Files | None:
         """The data files of ``data`` when it is the latest snapshot's and was read by file (else None)."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import tempfile
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -151,3 +152,63 @@ def test_files_read_under_another_layout_are_not_reused(tmp_path: Path, monkeypa
     elsewhere = tables_module._Files(first.data, first.parts, ("another table id", first.layout[1]))
     tables_module.read_by_file(table, ACTIVE_TOPICS.column_names, elsewhere)
     assert read == ["read"]
+
+
+def test_threads_converting_the_same_connector_count_its_rows_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_deltalake(str(tmp_path / ACTIVE_TOPICS.name), rows_of([("a", "t1"), ("a", "t2")], 0), mode="append")
+    reader = TableReader(tmp_path)
+    reader.snapshot(ACTIVE_TOPICS)
+    both_missed = threading.Barrier(2, timeout=10)
+    take = reader._take
+
+    def slow_take(*args):  # type: ignore[no-untyped-def]
+        both_missed.wait()  # each thread has missed the cache before either converts
+        return take(*args)
+
+    monkeypatch.setattr(reader, "_take", slow_take)
+    threads = [threading.Thread(target=reader.rows, args=(ACTIVE_TOPICS, [("connector", "=", "a")])) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    kept = reader._value_rows[(ACTIVE_TOPICS.name, "connector")]
+    assert list(kept.rows) == ["a"] and kept.total == [2]
+
+
+def test_a_read_of_an_older_snapshot_neither_replaces_the_latest_caches_nor_reads_wrong(tmp_path: Path) -> None:
+    path = tmp_path / ACTIVE_TOPICS.name
+    write_deltalake(str(path), rows_of([("a", "t1"), ("b", "t1")], 0), mode="append")
+    reader = TableReader(tmp_path)
+    older = reader.snapshot(ACTIVE_TOPICS)  # what a slow request holds
+    write_deltalake(str(path), rows_of([("a", "t2")], 1), mode="append")
+    assert len(answer(reader, [("connector", "=", "a")])) == 2  # loads the new version, keeps "a"
+    where = (ACTIVE_TOPICS.name, "connector")
+    kept, index = reader._value_rows[where], reader._indexes[where]
+    for name, expected in (("a", 1), ("b", 1), ("absent", 0)):
+        filters = [("connector", "=", name)]
+        assert len(reader._kept_rows(ACTIVE_TOPICS, older, filters) or []) == expected
+        assert reader._filtered(ACTIVE_TOPICS, older, filters).num_rows == expected
+    assert reader._value_rows[where] is kept
+    assert reader._indexes[where] is index
+
+
+def test_a_failed_reload_is_tried_again_at_the_next_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / ACTIVE_TOPICS.name
+    write_deltalake(str(path), rows_of([("a", "t1")], 0), mode="append")
+    reader = TableReader(tmp_path)
+    assert len(answer(reader)) == 1
+    write_deltalake(str(path), rows_of([("b", "t1")], 1), mode="append")
+    original = tables_module.read_by_file
+    failures = [OSError("a transient read error")]
+
+    def failing_once(*args):  # type: ignore[no-untyped-def]
+        if failures:
+            raise failures.pop()
+        return original(*args)
+
+    monkeypatch.setattr(tables_module, "read_by_file", failing_once)
+    with pytest.raises(OSError):
+        reader.rows(ACTIVE_TOPICS)
+    assert answer(reader) == full_read(path)
