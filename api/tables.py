@@ -454,7 +454,7 @@ class TableReader:
         a scan of an older snapshot a slow request still holds (whose index would replace the latest's)."""
         if self._is_latest(spec, data):
             return self._index(spec, data, column).take(value)
-        found = data.filter(pc.field(column) == value)
+        found = data.filter(filter_expression([(column, "=", value)]))
         return found if found.num_rows else None
 
     def _files_of(self, spec: TableSpec, data: pa.Table) -> _Files | None:
