@@ -17,12 +17,13 @@ export PYSPARK_PYTHON        := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP        ?= 127.0.0.1
 
-.PHONY: help setup venv jars browser run test test-unit lint format bench clean distclean
+.PHONY: help setup venv jars browser run test test-unit lint format bench cluster-env clean distclean
 
 help:
 	@echo "make run     set everything up and start broker, Connect worker, demo connectors, jobs and API"
 	@echo "make test    set everything up and run the test suite"
 	@echo "make lint    ruff check + format check + mypy;  make bench  run the benchmarks;  make clean  remove var/"
+	@echo "make cluster-env  the jobs' packed Python environment and jars for spark-submit on a cluster (README)"
 
 setup: venv jars browser
 
@@ -46,13 +47,13 @@ $(CONSTRAINTS): conf/versions.env
 	  "types-requests==$(TYPES_REQUESTS_VERSION)" "pyyaml==$(PYYAML_VERSION)" \
 	  "databricks-bundles==$(DATABRICKS_BUNDLES_VERSION)" \
 	  "prometheus-client==$(PROMETHEUS_CLIENT_VERSION)" "selenium==$(SELENIUM_VERSION)" \
-	  "schemathesis==$(SCHEMATHESIS_VERSION)" > $@
+	  "schemathesis==$(SCHEMATHESIS_VERSION)" "venv-pack==$(VENV_PACK_VERSION)" > $@
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: setup.cfg pyproject.toml $(CONSTRAINTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip wheel "setuptools>=68"
-	$(PIP) install -q -c $(CONSTRAINTS) -e '.[spark,test,lint]'
+	$(PIP) install -q -c $(CONSTRAINTS) -e '.[spark,test,lint,pack]'
 	@touch $@
 
 jars: $(SPARK_LIB)/.fetched $(KAFKA_LIB)/.fetched $(S3_LIB)/.fetched
@@ -74,6 +75,24 @@ $(S3_LIB)/.fetched: jvm/s3/pom.xml conf/versions.env
 	$(MVN) $(MVN_FLAGS) -f jvm/s3/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
 	  -DoutputDirectory=lib -Ds3proxy.version=$(S3PROXY_VERSION)
 	@touch $@
+
+# The jobs' Python environment for spark-submit on a cluster (README "spark-submit on a cluster"), shipped the way
+# Spark's Python packaging guide ships one: a virtualenv holding the wheel, its dependencies and delta-spark's Python
+# module (pyspark is the cluster's own: spark-submit puts it on every Python's path), packed by venv-pack for
+# `spark-submit --archives`. The wheel is built under the lock the tests' wheel fixture takes (setuptools builds in
+# build/). The jars come from `make jars`.
+CLUSTER_ENV     := dist/connect-state-env.tar.gz
+CLUSTER_ENV_DIR := build/cluster-env
+cluster-env: venv jars
+	rm -rf $(CLUSTER_ENV_DIR) build/cluster-wheel $(CLUSTER_ENV)
+	@mkdir -p build dist
+	flock build/.wheel.lock $(PIP) wheel -q --no-deps --no-build-isolation -w build/cluster-wheel .
+	$(PYTHON) -m venv $(CLUSTER_ENV_DIR)
+	$(CLUSTER_ENV_DIR)/bin/pip install -q -c $(CONSTRAINTS) build/cluster-wheel/connect_state-*.whl
+	$(CLUSTER_ENV_DIR)/bin/pip install -q -c $(CONSTRAINTS) --no-deps delta-spark
+	$(VENV)/bin/venv-pack -q -p $(CLUSTER_ENV_DIR) -o $(CLUSTER_ENV) --compress-level 1 \
+	  --exclude 'lib/python*/site-packages/pip/*' --exclude 'lib/python*/site-packages/pip-*'
+	@echo "$(CLUSTER_ENV): $$(du -h $(CLUSTER_ENV) | cut -f1)"
 
 run: setup
 	$(VENV)/bin/connect-state-demo

@@ -9,7 +9,7 @@ Run continuously (processing-time trigger, ``trigger.interval``) or as a catch-u
 everything (``--available-now``, for a scheduled job)::
 
     connect-state-active-topics [--available-now] [--conf-file F] [--set key=value ...]
-    spark-submit --jars "$(connect-state-jars)" --py-files "$WHEEL" jobs/active_topics.py --available-now
+    spark-submit --archives dist/connect-state-env.tar.gz#environment ... jobs/active_topics.py --available-now
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""spark-submit, as the README says: the README's command, run as written, submits ``jobs/all.py --available-now`` with
-the built wheel as ``--py-files`` and the jars as ``--jars``, against the session's broker, with its tables and
-checkpoints in a bucket of the session's S3-compatible server; the tables then answer like the Connect worker.
+"""spark-submit on a real cluster, as the README says: its two blocks, run as written by bash, build the jobs' packed
+environment (``make cluster-env``) and submit ``jobs/all.py --available-now`` to a Spark standalone cluster (a master
+and a worker JVM, executors in JVMs of their own: ``tests/fixtures/spark_cluster.py``) with the environment through
+``--archives``, against the session's broker, with its tables and checkpoints in a bucket of the session's
+S3-compatible server; the tables then answer like the Connect worker.
 
-The command is taken from the README (the fenced block after the marker below), and run by bash with the values it
-leaves to its reader as environment variables: ``$WHEEL``, ``$BOOTSTRAP_SERVERS``, ``$DELTA_ROOT``,
-``$CHECKPOINT_ROOT``. The S3 endpoint and credentials come from the environment too (``CONNECT_STATE_STORAGE_*``,
-``AWS_*``), as the README says. The driver and the executors run a Python without connect_state installed: the package
-comes from the wheel only.
+The values the README leaves to its reader come from the environment: ``$SPARK_MASTER``, ``$BOOTSTRAP_SERVERS``,
+``$DELTA_ROOT``, ``$CHECKPOINT_ROOT``, and the S3 endpoint (``CONNECT_STATE_STORAGE_*``) and credentials (``AWS_*``), as
+the README says. The driver runs the Python the README unpacks from the archive (nothing installed in it but what
+``make cluster-env`` packs); ``spark-submit`` is the pinned pyspark's, found on the ``PATH`` like a cluster's.
 """
 
 from __future__ import annotations
@@ -25,36 +26,71 @@ from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.dev.s3_server import S3Server
 from connect_state.settings import Settings
 from tests.fixtures.s3 import TEST_BUCKET
+from tests.fixtures.spark_cluster import SparkCluster
 from tests.fixtures.wheel import clean_env
 from tests.integration.helpers import api_client, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-MARKER = "<!-- spark-submit: tests/packaging/test_spark_submit.py runs the next block as written -->"
+BUILD_MARKER = "<!-- cluster-env: tests/packaging/test_spark_submit.py runs the next block as written -->"
+SUBMIT_MARKER = "<!-- spark-submit: tests/packaging/test_spark_submit.py runs the next block as written -->"
+BUILD_TIMEOUT_S = 900
 SUBMIT_TIMEOUT_S = 900
 WAIT_S = 90.0
+DRIVER_ENV = REPO_ROOT / "build" / "driver-env"
 
 
-def readme_command() -> str:
-    """The fenced bash block that follows :data:`MARKER` in the README."""
+def readme_block(marker: str) -> str:
+    """The fenced bash block that follows ``marker`` in the README."""
     text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(re.escape(MARKER) + r"\s*```bash\n(.*?)\n```", text, re.DOTALL)
-    assert match, f"README.md has no bash block after {MARKER}"
+    match = re.search(re.escape(marker) + r"\s*```bash\n(.*?)\n```", text, re.DOTALL)
+    assert match, f"README.md has no bash block after {marker}"
     return match.group(1)
 
 
+def run_block(block: str, env: dict[str, str], log: Path, timeout: float) -> str:
+    """Run ``block`` with bash (``-euo pipefail``) in the checkout; its output, after asserting it succeeded."""
+    with log.open("w") as out:
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", block],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=timeout,
+        )
+    output = log.read_text(errors="replace")
+    assert result.returncode == 0, f"{block.splitlines()[0]} failed ({result.returncode}):\n{output[-6000:]}"
+    return output
+
+
 def test_the_readme_command_leaves_only_the_values_to_its_reader() -> None:
-    command = readme_command()
-    assert command.startswith("spark-submit --master ") and '--py-files "$WHEEL"' in command
+    command = readme_block(SUBMIT_MARKER)
+    assert '\nspark-submit --master "$SPARK_MASTER" ' in command and "--py-files" not in command
+    assert "--archives dist/connect-state-env.tar.gz#environment" in command
+    assert "--conf spark.pyspark.python=./environment/bin/python" in command
     assert "--conf spark.sql.shuffle.partitions=2" in command  # what the test checks in the checkpoint
-    assert "jobs/all.py --available-now" in command and '--jars "$(connect-state-jars)"' in command
-    assert set(re.findall(r"\$([A-Z_]+)", command)) == {"WHEEL", "BOOTSTRAP_SERVERS", "DELTA_ROOT", "CHECKPOINT_ROOT"}
+    assert "jobs/all.py --available-now" in command
+    values = set(re.findall(r"\$([A-Z_]+)", command)) - {"PWD"}
+    assert values == {"SPARK_MASTER", "BOOTSTRAP_SERVERS", "DELTA_ROOT", "CHECKPOINT_ROOT"}
+    assert readme_block(BUILD_MARKER).split("#")[0].strip() == "make cluster-env"
 
 
-def test_spark_submit_of_the_readme_fills_a_bucket_that_answers_like_connect(
-    wheel: Path,
-    bare_python: Path,
+@pytest.fixture(scope="module")
+def cluster_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README's ``make cluster-env``, run as written: the packed environment."""
+    env = {**clean_env(), "PATH": os.environ.get("PATH", "")}
+    output = run_block(readme_block(BUILD_MARKER), env, tmp_path_factory.mktemp("cluster-env") / "make.log",
+                       BUILD_TIMEOUT_S)  # fmt: skip
+    archive = REPO_ROOT / "dist" / "connect-state-env.tar.gz"
+    assert archive.is_file(), output[-3000:]
+    return archive
+
+
+def test_spark_submit_of_the_readme_on_a_standalone_cluster_fills_a_bucket_that_answers_like_connect(
+    cluster_env: Path,
+    spark_cluster: SparkCluster,
     s3_server: S3Server,
     s3_credentials: dict[str, str],
     stack_settings: Settings,
@@ -75,32 +111,28 @@ def test_spark_submit_of_the_readme_fills_a_bucket_that_answers_like_connect(
     storage = s3_server.storage_settings(TEST_BUCKET, unique("submit"))
     env = {
         **clean_env(),
+        # spark-submit of the pinned pyspark, as a cluster's Spark puts its own on the PATH; no Python of it runs a job
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYSPARK_PYTHON": str(bare_python),
-        "PYSPARK_DRIVER_PYTHON": str(bare_python),
         "SPARK_LOCAL_IP": "127.0.0.1",
-        "WHEEL": str(wheel),
+        "SPARK_MASTER": spark_cluster.master_url,
         "BOOTSTRAP_SERVERS": stack_settings.bootstrap_servers,
         "DELTA_ROOT": storage.pop("delta.root"),
         "CHECKPOINT_ROOT": storage.pop("checkpoint.root"),
         **{"CONNECT_STATE_" + key.upper().replace(".", "_"): value for key, value in storage.items()},
         **s3_credentials,
     }
-    log = tmp_path / "spark-submit.log"
     started = time.monotonic()
-    with log.open("w") as out:
-        result = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", readme_command()],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            timeout=SUBMIT_TIMEOUT_S,
-        )
-    output = log.read_text(errors="replace")
-    assert result.returncode == 0, f"spark-submit failed ({result.returncode}):\n{output[-6000:]}"
+    output = run_block(readme_block(SUBMIT_MARKER), env, tmp_path / "spark-submit.log", SUBMIT_TIMEOUT_S)
     assert "catch-up: cleanup" in output, output[-3000:]  # every job ran, the last one too
     print(f"spark-submit took {time.monotonic() - started:.0f} s")
+
+    # The application ran on the cluster: its executors in the worker's work directory, each with the archive
+    # unpacked as ./environment, the Python its tasks ran.
+    (app,) = spark_cluster.state()["completedapps"]  # type: ignore[misc]
+    assert app["state"] == "FINISHED", app
+    executor_dirs = list((spark_cluster.work_dir / app["id"]).iterdir())
+    assert executor_dirs, f"no executor of {app['id']} ran on the worker"
+    assert all((folder / "environment" / "bin" / "python").exists() for folder in executor_dirs), executor_dirs
 
     settings = stack_settings.with_overrides(
         **{"delta.root": env["DELTA_ROOT"], "checkpoint.root": env["CHECKPOINT_ROOT"]},
@@ -119,3 +151,29 @@ def test_spark_submit_of_the_readme_fills_a_bucket_that_answers_like_connect(
         ours = api.get(f"/connectors/{name}/{path}")
         assert (ours.status_code, ours.get_json()) == connect.get(connect.connector_path(name, path)), path
     connect.delete_connector(name)
+
+
+def test_a_job_console_script_without_spark_says_what_to_install(cluster_env: Path, tmp_path: Path) -> None:
+    """The packed environment holds the wheel without its ``spark`` extra: no pyspark (the cluster brings it). Its
+    job scripts say what to install instead of a traceback; the executors' imports (the folds) need no Spark."""
+    subprocess.run(["tar", "-xzf", str(cluster_env), "-C", str(tmp_path)], check=True, timeout=300)
+    python = tmp_path / "bin" / "python"
+    env = clean_env()
+    for script in ("connect-state-jobs", "connect-state-active-topics", "connect-state-heartbeats"):
+        result = subprocess.run(
+            [str(python), str(tmp_path / "bin" / script), "--help"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 2, (script, result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr, result.stderr
+        assert "need pyspark" in result.stderr and "pip install 'connect-state[spark]'" in result.stderr, result.stderr
+    imports = "import connect_state.folds.connector_states, connect_state.folds.heartbeats, connect_state.api.server"
+    imports += "; print(connect_state.__file__)"
+    result = subprocess.run([str(python), "-c", imports], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert Path(result.stdout.strip()).is_relative_to(tmp_path), result.stdout  # the archive's, not the checkout's
