@@ -17,7 +17,7 @@ export PYSPARK_PYTHON        := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP        ?= 127.0.0.1
 
-.PHONY: help setup venv jars browser run test test-unit lint format bench cluster-env clean distclean
+.PHONY: help setup venv dev-venv jars browser run test test-unit lint format bench cluster-env clean distclean
 
 help:
 	@echo "make run     set everything up and start broker, Connect worker, demo connectors, jobs and API"
@@ -25,7 +25,9 @@ help:
 	@echo "make lint    ruff check + format check + mypy;  make bench  run the benchmarks;  make clean  remove var/"
 	@echo "make cluster-env  the jobs' packed Python environment and jars for spark-submit on a cluster (README)"
 
-setup: venv jars browser
+# `make run` needs the package with its spark extra and the jars; `make test` also the test, lint and packing tools and
+# the browser of the dashboard's test.
+setup: venv dev-venv jars browser
 
 # The dashboard's test drives Debian's headless chromium through its chromedriver (Selenium): installed when missing
 # (as root, like CI; elsewhere through sudo).
@@ -47,12 +49,17 @@ $(CONSTRAINTS): conf/versions.env
 	  "types-requests==$(TYPES_REQUESTS_VERSION)" "pyyaml==$(PYYAML_VERSION)" \
 	  "databricks-bundles==$(DATABRICKS_BUNDLES_VERSION)" \
 	  "prometheus-client==$(PROMETHEUS_CLIENT_VERSION)" "selenium==$(SELENIUM_VERSION)" \
-	  "schemathesis==$(SCHEMATHESIS_VERSION)" "venv-pack==$(VENV_PACK_VERSION)" > $@
+	  "schemathesis==$(SCHEMATHESIS_VERSION)" "venv-pack==$(VENV_PACK_VERSION)" "numpy==$(NUMPY_VERSION)" \
+	  "hypothesis==$(HYPOTHESIS_VERSION)" > $@
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: setup.cfg pyproject.toml $(CONSTRAINTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip wheel "setuptools>=68"
+	$(PIP) install -q -c $(CONSTRAINTS) -e '.[spark]'
+	@touch $@
+dev-venv: $(VENV)/.installed-dev
+$(VENV)/.installed-dev: $(VENV)/.installed
 	$(PIP) install -q -c $(CONSTRAINTS) -e '.[spark,test,lint,pack]'
 	@touch $@
 
@@ -83,7 +90,7 @@ $(S3_LIB)/.fetched: jvm/s3/pom.xml conf/versions.env
 # build/). The jars come from `make jars`.
 CLUSTER_ENV     := dist/connect-state-env.tar.gz
 CLUSTER_ENV_DIR := build/cluster-env
-cluster-env: venv jars
+cluster-env: dev-venv jars
 	rm -rf $(CLUSTER_ENV_DIR) build/cluster-wheel $(CLUSTER_ENV)
 	@mkdir -p build dist
 	flock build/.wheel.lock $(PIP) wheel -q --no-deps --no-build-isolation -w build/cluster-wheel .
@@ -94,7 +101,7 @@ cluster-env: venv jars
 	  --exclude 'lib/python*/site-packages/pip/*' --exclude 'lib/python*/site-packages/pip-*'
 	@echo "$(CLUSTER_ENV): $$(du -h $(CLUSTER_ENV) | cut -f1)"
 
-run: setup
+run: venv jars
 	$(VENV)/bin/connect-state-demo
 
 # The suite runs in TEST_WORKERS processes (pytest-xdist), a test file at a time each, and the files that start JVMs
@@ -104,15 +111,15 @@ TEST_WORKERS ?= 2
 test: setup
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
-test-unit: venv
+test-unit: dev-venv
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
-lint: venv
+lint: dev-venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	scripts/typecheck.sh
 
-format: venv
+format: dev-venv
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
