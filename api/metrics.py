@@ -1,8 +1,10 @@
 """``GET /metrics``: the API's Prometheus metrics (issue 14), in Prometheus' text format (``prometheus_client``).
 
 * ``connect_state_api_requests_total{method,endpoint,status}`` and ``connect_state_api_request_duration_seconds``
-  (a histogram, ``{method,endpoint}``): every request, labelled by its Flask URL rule (``/connectors/<name>/offsets``,
-  never the raw path, so a label's values stay few), ``<unmatched>`` for a path no rule matches;
+  (a histogram, ``{method,endpoint}``): every request, labelled by closed sets only, so that no request can add series
+  (issue 33): its Flask URL rule (``/connectors/<name>/offsets``, never the raw path), ``<unmatched>`` for a path no
+  rule matches; its method when HTTP defines it (:class:`http.HTTPMethod`), ``OTHER`` for any other name (gunicorn
+  accepts any upper-case token as a method);
 * ``connect_state_api_write_failures_total{method,endpoint,status}``: write requests (POST, PUT, PATCH, DELETE)
   answered 5xx: the record was not written, or not acknowledged in time;
 * per table, measured at each scrape from the ``watermarks`` table and the topics' end offsets (as the
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+from http import HTTPMethod
 
 from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -31,6 +34,13 @@ bp = Blueprint("metrics", __name__)
 
 EXTENSION = "connect_state_metrics"
 UNMATCHED = "<unmatched>"
+OTHER_METHOD = "OTHER"
+METHODS = frozenset(HTTPMethod.__members__)
+
+
+def method_label(method: str) -> str:
+    """The request's method as a label: one of HTTP's methods, or :data:`OTHER_METHOD`."""
+    return method if method in METHODS else OTHER_METHOD
 
 
 class ApiMetrics:
@@ -101,12 +111,12 @@ def _observe(response: Response) -> Response:
     started = g.pop("metrics_started", None)
     endpoint = request.url_rule.rule if request.url_rule is not None else UNMATCHED
     metrics = app_metrics()
-    status = str(response.status_code)
-    metrics.requests.labels(request.method, endpoint, status).inc()
+    status, method = str(response.status_code), method_label(request.method)
+    metrics.requests.labels(method, endpoint, status).inc()
     if started is not None:
-        metrics.latency.labels(request.method, endpoint).observe(time.perf_counter() - started)
+        metrics.latency.labels(method, endpoint).observe(time.perf_counter() - started)
     if request.method in WRITE_METHODS and response.status_code >= 500:
-        metrics.write_failures.labels(request.method, endpoint, status).inc()
+        metrics.write_failures.labels(method, endpoint, status).inc()
     return response
 
 

@@ -1,0 +1,59 @@
+"""Attacks on the production server process (gunicorn), issue 33: what a stranger on the network can make it do.
+
+No broker is needed (``tests/fixtures/api_server.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from http import HTTPMethod
+from pathlib import Path
+
+import pytest
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.fixtures.api_server import no_kafka_settings, serving_api
+
+REQUESTS_METRIC = "connect_state_api_requests"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serving_api(no_kafka_settings(tmp_path_factory.mktemp("api"))) as url:
+        yield url
+
+
+def request_series(url: str) -> set[tuple[str, str, str]]:
+    """The (method, endpoint, status) label sets of the request counter at ``/metrics``."""
+    text = requests.get(f"{url}/metrics", timeout=10).text
+    (family,) = (family for family in text_string_to_metric_families(text) if family.name == REQUESTS_METRIC)
+    return {
+        (sample.labels["method"], sample.labels["endpoint"], sample.labels["status"])
+        for sample in family.samples
+        if sample.name.endswith("_total")
+    }
+
+
+def test_made_up_methods_add_no_metric_series(server: str) -> None:
+    """gunicorn accepts any upper-case token as a method; a request no route matches is counted before any
+    authentication. Each made-up name must land in one bucket, not a series of its own."""
+    for i in range(40):
+        for path in ("/connectors", f"/no-such-path-{i}"):
+            answer = requests.request(f"PROBE{i}X", f"{server}{path}", timeout=10)
+            assert answer.status_code in (400, 404, 405), (i, path, answer.status_code)
+    series = request_series(server)
+    methods = {method for method, _, _ in series}
+    assert methods <= {*HTTPMethod.__members__, "OTHER"}, methods
+    assert "OTHER" in methods
+    other = {(endpoint, status) for method, endpoint, status in series if method == "OTHER"}
+    assert len(other) <= 4, other  # a handful of (rule, status) pairs, not one per name or path
+    assert all(not endpoint.startswith("/no-such-path") for _, endpoint, _ in series)
+
+
+def test_known_methods_keep_their_label(server: str, tmp_path: Path) -> None:
+    requests.get(f"{server}/connectors", timeout=10)
+    requests.delete(f"{server}/no-such-path", timeout=10)
+    series = request_series(server)
+    assert any(method == "GET" and endpoint == "/connectors" for method, endpoint, _ in series), series
+    assert ("DELETE", "<unmatched>", "404") in series, series
