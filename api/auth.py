@@ -29,8 +29,6 @@ runs: nothing is written.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import ipaddress
 import logging
@@ -197,11 +195,12 @@ def _read_lines(path: str, setting: str) -> list[tuple[int, str]]:
     return lines
 
 
-def _credentials(path: str, setting: str) -> dict[str, str]:
-    """``name:hash`` lines: name -> hash."""
+def _credentials(path: str, setting: str, user_ids: bool = False) -> dict[str, str]:
+    """``name:hash`` lines: name -> hash. A token's hash has no colon; a password's may (Werkzeug's), and a user-id
+    has none (RFC 7617), so ``user_ids`` split at the first."""
     entries: dict[str, str] = {}
     for number, line in _read_lines(path, setting):
-        name, sep, stored = line.rpartition(":")
+        name, sep, stored = line.partition(":") if user_ids else line.rpartition(":")
         if not sep or not name.strip() or not stored.strip():
             raise ConfigError(f"{setting}: line {number} of {path}: expected <name>:<hash>")
         entries[name.strip()] = stored.strip()
@@ -277,7 +276,7 @@ def load_auth_config(settings: Settings) -> AuthConfig:
             tokens[stored] = name
     roles_file, basic_file = settings.api_auth_roles_file, settings.api_auth_basic_file
     return AuthConfig(
-        passwords=_credentials(basic_file, "api.auth.basic.file") if basic_file else {},
+        passwords=_credentials(basic_file, "api.auth.basic.file", user_ids=True) if basic_file else {},
         tokens=tokens,
         certificates=client_auth != ClientAuth.NONE,
         grants=parse_grants(_read_lines(roles_file, "api.auth.roles.file")) if roles_file else None,
@@ -350,18 +349,17 @@ def _unauthorized(config: AuthConfig, message: str) -> ConnectRestException:
 
 
 def _from_header(config: AuthConfig, header: str) -> Principal:
-    scheme, _, value = header.strip().partition(" ")
-    value = value.strip()
+    """The principal of the ``Authorization`` header, as Werkzeug parses it (``request.authorization``)."""
+    scheme, credentials = header.strip().partition(" ")[0], request.authorization
     if scheme.lower() == "basic" and config.passwords:
-        try:
-            user, sep, password = base64.b64decode(value, validate=True).decode("utf-8").partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            raise _unauthorized(config, "Malformed basic credentials") from None
-        if not sep or not config.check_password(user, password):
+        if credentials is None:  # not base64, or not UTF-8
+            raise _unauthorized(config, "Malformed basic credentials")
+        user = credentials.username or ""
+        if not config.check_password(user, credentials.password or ""):
             raise _unauthorized(config, "Invalid user name or password")
         return Principal(user, AuthMethod.BASIC, config.grants_of(user))
-    if scheme.lower() == "bearer" and config.tokens:
-        name = config.tokens.get(hash_token(value))
+    if scheme.lower() == "bearer" and config.tokens and credentials is not None:
+        name = config.tokens.get(hash_token(credentials.token or ""))
         if name is None:
             raise _unauthorized(config, "Invalid bearer token")
         return Principal(name, AuthMethod.TOKEN, config.grants_of(name))

@@ -40,7 +40,7 @@ _lock = threading.Lock()
 
 def _kafka_cluster_id() -> str | None:
     settings = get_settings()
-    configured = settings.raw.get("api.kafka.cluster.id")
+    configured = settings.api_kafka_cluster_id
     if configured:
         return configured
     with _lock:
@@ -63,8 +63,8 @@ def _kafka_cluster_id() -> str | None:
 def server_info() -> Response:
     """``RootResource.serverInfo``."""
     settings = get_settings()
-    version = settings.raw.get("api.connect.version") or rest.MIRRORED_CONNECT_VERSION
-    commit = settings.raw.get("api.connect.commit") or "unknown"
+    version = settings.api_connect_version or rest.MIRRORED_CONNECT_VERSION
+    commit = settings.api_connect_commit or "unknown"
     return jsonify(rest.server_info(version, commit, _kafka_cluster_id()))
 
 

@@ -1,7 +1,9 @@
-"""Password and token hashes for the API's credential files (issue 13), standard library only.
+"""Password and token hashes for the API's credential files (issue 13): Werkzeug's password hashing.
 
-A password hash is ``scrypt$<n>$<r>$<p>$<salt>$<key>`` (salt and key base64) or ``pbkdf2_sha256$<iterations>$<salt>$
-<key>``; a token hash is ``sha256$<hex>`` (a token is 32 random bytes, so a fast hash is enough). The files
+A password hash is Werkzeug's ``scrypt:131072:8:1$<salt>$<hex>`` (OWASP's scrypt parameters: N=2^17, r=8, p=1) or,
+with ``--scheme pbkdf2_sha256``, ``pbkdf2:sha256:600000$<salt>$<hex>`` (OWASP's PBKDF2-HMAC-SHA256 iterations). Lines
+written before (``scrypt$<n>$<r>$<p>$<salt>$<key>``, ``pbkdf2_sha256$<iterations>$<salt>$<key>``, base64) still
+verify. A token hash is ``sha256$<hex>`` (a token is 32 random bytes, so a fast hash is enough). The files
 (``api.auth.basic.file``, ``api.auth.token.file``) hold one ``<principal>:<hash>`` a line; ``#`` starts a comment.
 
     python -m connect_state.api.passwords hash alice      # asks for the password (or reads it from stdin)
@@ -20,10 +22,9 @@ import sys
 from collections.abc import Sequence
 from enum import StrEnum
 
-__all__ = ["HashScheme", "hash_password", "hash_token", "new_token", "verify_password"]
+from werkzeug.security import check_password_hash, generate_password_hash
 
-SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
-PBKDF2_ITERATIONS = 600_000
+__all__ = ["HashScheme", "hash_password", "hash_token", "new_token", "verify_password"]
 
 
 class HashScheme(StrEnum):
@@ -32,27 +33,25 @@ class HashScheme(StrEnum):
     SHA256 = "sha256"
 
 
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+#: Werkzeug's method of each password scheme.
+METHODS = {HashScheme.SCRYPT: "scrypt:131072:8:1", HashScheme.PBKDF2_SHA256: "pbkdf2:sha256:600000"}
 
 
 def hash_password(password: str, scheme: HashScheme = HashScheme.SCRYPT) -> str:
     """A salted hash of ``password`` for the basic-auth file."""
-    salt = secrets.token_bytes(16)
-    if scheme == HashScheme.SCRYPT:
-        key = hashlib.scrypt(password.encode(), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=32)
-        return f"{scheme}${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(key)}"
-    if scheme == HashScheme.PBKDF2_SHA256:
-        key = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, PBKDF2_ITERATIONS)
-        return f"{scheme}${PBKDF2_ITERATIONS}${_b64(salt)}${_b64(key)}"
-    raise ValueError(f"{scheme} is not a password scheme")
+    if scheme not in METHODS:
+        raise ValueError(f"{scheme} is not a password scheme")
+    return generate_password_hash(password, METHODS[scheme])
 
 
 def verify_password(password: str, stored: str) -> bool:
-    """Whether ``password`` matches ``stored`` (:func:`hash_password`'s form); False for a malformed hash."""
+    """Whether ``password`` matches ``stored`` (:func:`hash_password`'s form, or the form before it); False for a
+    malformed hash."""
     parts = stored.split("$")
     try:
-        if parts[0] == HashScheme.SCRYPT and len(parts) == 6:
+        if parts[0] not in (HashScheme.SCRYPT, HashScheme.PBKDF2_SHA256):
+            return check_password_hash(stored, password)
+        if parts[0] == HashScheme.SCRYPT and len(parts) == 6:  # the form before Werkzeug's
             n, r, p = int(parts[1]), int(parts[2]), int(parts[3])
             expected = base64.b64decode(parts[5])
             key = hashlib.scrypt(

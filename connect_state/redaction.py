@@ -68,8 +68,8 @@ def _cached(text: str) -> tuple[re.Pattern[str], ...]:
 
 
 def settings_patterns(settings: Settings) -> tuple[re.Pattern[str], ...]:
-    """The patterns ``settings`` configure (``api.redact.patterns``; unset or empty: :data:`DEFAULT_PATTERNS`)."""
-    return _cached(settings.raw.get("api.redact.patterns") or "")
+    """The patterns ``settings`` configure (``api.redact.patterns``; empty: :data:`DEFAULT_PATTERNS`)."""
+    return _cached(settings.api_redact_patterns)
 
 
 def is_secret(key: str, patterns: Iterable[re.Pattern[str]]) -> bool:

@@ -1,17 +1,23 @@
-"""Configuration: one documented default file (conf/connect-state.properties), overridable by environment and flags.
+"""Configuration: one documented default file (conf/connect-state.properties), overridable by a file, environment and
+flags.
 
-Precedence, highest first: ``--set key=value`` flags, ``CONNECT_STATE_<KEY>`` environment variables, the
-properties file (``--conf-file``, ``CONNECT_STATE_CONF_FILE``, or the defaults shipped inside the package: the
-repository's ``conf/connect-state.properties``, installed as ``connect_state.conf``, so an installed wheel, a zipped
-``--py-files`` wheel included, finds them without a source checkout).
-
-Only the standard library is used here: jobs, the API and the local stack all read their settings through it.
+Each layer overrides the one before: the defaults shipped inside the package (the repository's
+``conf/connect-state.properties``, installed as ``connect_state.conf``, so an installed wheel, a zipped ``--py-files``
+wheel included, finds them without a source checkout), the operator's properties file (``--conf-file`` or
+``CONNECT_STATE_CONF_FILE``: only the keys that differ), ``CONNECT_STATE_<KEY>`` environment variables, ``--set
+key=value`` flags. Files are read as ``java.util.Properties`` reads them (javaproperties); values are trimmed, as
+Kafka's ``ConfigDef`` trims them. Any value may hold ``${env:NAME}`` or ``${file:path:key}`` references, resolved when
+the settings are built, as Connect's ``EnvVarConfigProvider`` and ``FileConfigProvider`` resolve them. Kafka client
+settings come from ``kafka.client.config.file`` (a properties file, like the Kafka tools' ``--command-config``) and
+``kafka.client.properties`` (comma-separated, winning over the file). An unknown key, a missing file or a reference
+that cannot be resolved is a :class:`ConfigError` naming it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
@@ -19,6 +25,8 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, TypeVar
+
+import javaproperties
 
 from connect_state.connect.vocabulary import ConnectorType, ExactlyOnceSourceSupport
 from connect_state.errors import ConfigError
@@ -34,18 +42,40 @@ def default_conf_file() -> Traversable:
     return files("connect_state.conf").joinpath(DEFAULT_CONF_NAME)
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse the simple Java-properties subset we use: ``key=value`` lines, ``#``/``!`` comments, blank lines."""
-    props: dict[str, str] = {}
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        if "=" not in line:
-            raise ConfigError(f"line {lineno}: expected key=value, got {raw!r}")
-        key, value = line.split("=", 1)
-        props[key.strip()] = value.strip()
-    return props
+def read_properties(path: Path | Traversable, setting: str) -> dict[str, str]:
+    """A Java properties file (continuations, ``=``/``:``/whitespace separators, ``#``/``!`` comments, escapes), as
+    ``java.util.Properties.load`` reads it; ``setting`` names what pointed at it, for the error it cannot be read."""
+    try:
+        with path.open("r", encoding="utf-8") as fp:
+            return dict(javaproperties.load(fp))
+    except OSError as err:
+        raise ConfigError(f"{setting}: cannot read {path}: {err.strerror or err}") from None
+
+
+#: A config provider reference, Kafka's ``ConfigTransformer.DEFAULT_PATTERN``: ``${provider:[path:]key}``.
+_REFERENCE = re.compile(r"\$\{([^}]*?):(([^}]*?):)?([^}]*?)\}")
+
+
+def resolve_references(key: str, value: str, environ: Mapping[str, str], base: Path) -> str:
+    """``value`` with its ``${env:NAME}`` and ``${file:path:key}`` references replaced (Connect's
+    ``EnvVarConfigProvider`` and ``FileConfigProvider``: the file is a properties file, ``path`` relative to ``base``).
+    A reference that cannot be resolved is a :class:`ConfigError` naming ``key`` and the reference."""
+
+    def resolve(match: re.Match[str]) -> str:
+        provider, path, name = match.group(1), match.group(3), match.group(4)
+        where = f"{key}: cannot resolve {match.group(0)}"
+        if provider == "env" and path is None:
+            if name not in environ:
+                raise ConfigError(f"{where}: environment variable {name} is not set")
+            return environ[name]
+        if provider == "file" and path is not None:
+            values = read_properties(base / Path(path).expanduser(), where)
+            if name not in values:
+                raise ConfigError(f"{where}: {path} has no key {name!r}")
+            return values[name]
+        raise ConfigError(f"{where}: expected ${{env:NAME}} or ${{file:path:key}}")
+
+    return _REFERENCE.sub(resolve, value)
 
 
 def env_name(key: str) -> str:
@@ -98,6 +128,7 @@ class Settings:
     config_storage_topic: str
     offset_storage_topic: str
     kafka_client_properties: dict[str, str]
+    kafka_client_config_file: str
     delta_root: Location
     checkpoint_root: Location
     storage_s3_endpoint: str
@@ -121,6 +152,10 @@ class Settings:
     api_follow_consumer_offsets: bool
     api_follow_max_bytes: int
     api_health_max_age_ms: int
+    api_connect_version: str
+    api_connect_commit: str
+    api_kafka_cluster_id: str
+    api_redact_patterns: str
     api_max_body_bytes: int
     api_max_json_depth: int
     api_trusted_hosts: str
@@ -168,9 +203,18 @@ class Settings:
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def from_mapping(cls, props: Mapping[str, str], base_dir: Path | None = None) -> Settings:
-        """Build settings from string properties; relative paths are resolved against ``base_dir`` (cwd)."""
+    def keys(cls) -> list[str]:
+        """Every setting's key (``bootstrap.servers``), in field order."""
+        return [f.name.replace("_", ".") for f in fields(cls) if f.name != "raw"]
+
+    @classmethod
+    def from_mapping(
+        cls, props: Mapping[str, str], base_dir: Path | None = None, environ: Mapping[str, str] | None = None
+    ) -> Settings:
+        """Build settings from string properties: references resolved (``${env:...}`` from ``environ``, default the
+        process's), values trimmed, relative paths resolved against ``base_dir`` (cwd)."""
         base = (base_dir or Path.cwd()).resolve()
+        env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for f in fields(cls):
             if f.name == "raw":
@@ -178,7 +222,7 @@ class Settings:
             key = f.name.replace("_", ".")
             if key not in props:
                 raise ConfigError(f"missing required setting {key!r}")
-            value = props[key]
+            value = resolve_references(key, props[key], env, base).strip()
             if f.type == "bool":
                 values[f.name] = _to_bool(key, value)
             elif f.type == "int":
@@ -197,6 +241,13 @@ class Settings:
                 values[f.name] = _to_enum(key, value, ExactlyOnceSourceSupport)
             else:
                 values[f.name] = value
+        if values["kafka_client_config_file"]:
+            path = base / Path(values["kafka_client_config_file"]).expanduser()
+            from_file = {
+                k: resolve_references(f"kafka.client.config.file {k}", v, env, base).strip()
+                for k, v in read_properties(path, "kafka.client.config.file").items()
+            }
+            values["kafka_client_properties"] = {**from_file, **values["kafka_client_properties"]}
         check_endpoint(values["storage_s3_endpoint"], values["storage_allow_http"])
         _check_connector_class_types(values["connector_class_types"])
         return cls(**values, raw=dict(props))
@@ -235,29 +286,37 @@ def load_settings(
     overrides: Sequence[str] | Mapping[str, str] = (),
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
-    """Load the properties file, then apply environment variables, then ``key=value`` overrides."""
+    """The shipped defaults, then the properties file (only the keys it changes), then environment variables, then
+    ``key=value`` overrides; an unknown key in the file or the overrides is a :class:`ConfigError`."""
     env = os.environ if environ is None else environ
+    known = Settings.keys()
+    props = read_properties(default_conf_file(), "the shipped defaults")
     named = conf_file or env.get(CONF_FILE_ENV)
-    path: Path | Traversable = Path(named) if named else default_conf_file()
-    if not path.is_file():
-        raise ConfigError(f"configuration file {path} not found; pass --conf-file or set {CONF_FILE_ENV}")
-    props = parse_properties(path.read_text(encoding="utf-8"))
-    for key in list(props):
+    if named:
+        path = Path(named)
+        if not path.is_file():
+            raise ConfigError(f"configuration file {path} not found (--conf-file or {CONF_FILE_ENV})")
+        props.update(_known(read_properties(path, str(path)), known, f"in {path}"))
+    for key in known:
         if env_name(key) in env:
             props[key] = env[env_name(key)]
     items = overrides.items() if isinstance(overrides, Mapping) else (_split_override(o) for o in overrides)
-    for key, value in items:
-        if key not in props:
-            raise ConfigError(f"unknown setting {key!r} (known: {', '.join(sorted(props))})")
-        props[key] = value
-    return Settings.from_mapping(props)
+    props.update(_known(dict(items), known, "in --set"))
+    return Settings.from_mapping(props, environ=env)
+
+
+def _known(props: dict[str, str], known: Sequence[str], where: str) -> dict[str, str]:
+    unknown = sorted(set(props) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown setting {unknown[0]!r} {where} (the keys are those of {DEFAULT_CONF_NAME})")
+    return props
 
 
 def _split_override(item: str) -> tuple[str, str]:
     if "=" not in item:
         raise ConfigError(f"--set expects key=value, got {item!r}")
     key, value = item.split("=", 1)
-    return key.strip(), value.strip()
+    return key.strip(), value
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,7 +1,8 @@
 """Java-style Kafka client properties (``security.protocol``, ``sasl.jaas.config``, ...) as kafka-python arguments.
 
-The settings carry the client properties in Kafka's own key names (``kafka.client.properties``, spec §1); every
-kafka-python client of the layer (producer, admin client, consumer) is configured through :func:`kafka_python_config`.
+The settings carry the client properties in Kafka's own key names (``kafka.client.config.file`` and
+``kafka.client.properties``, spec §1); every kafka-python client of the layer (producer, admin client, consumer) is
+configured through :func:`kafka_python_config`.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _convert(java_key: str, python_key: str, value: str, default: Any) -> Any:
         if isinstance(default, int | float) or (default is None and python_key.endswith(("_ms", "_bytes"))):
             return int(value)
     except ValueError:
-        raise ConfigError(f"kafka.client.properties: {java_key}: expected a number or boolean, got {value!r}") from None
+        raise ConfigError(f"Kafka client setting {java_key}: expected a number or boolean, got {value!r}") from None
     if python_key == "compression_type" and value.strip().lower() == "none":
         return None
     return value
@@ -109,5 +110,5 @@ def kafka_python_config(
             mapped = {python_key: _convert(java_key, python_key, value, accepted[python_key])}
         config.update({k: v for k, v in mapped.items() if k in accepted})
     if unsupported and warn:
-        log.warning("kafka.client.properties not supported by kafka-python, ignored: %s", ", ".join(unsupported))
+        log.warning("Kafka client settings not supported by kafka-python, ignored: %s", ", ".join(unsupported))
     return config

@@ -26,6 +26,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import javaproperties
+
 from connect_state.faults import ENV as FAULT_ENV
 from connect_state.settings import ENV_PREFIX, Settings
 
@@ -48,8 +50,8 @@ def _die_with_parent() -> None:
 
 
 def write_conf(settings: Settings, path: Path) -> Path:
-    """The settings as a properties file (every key, as the settings hold it)."""
-    path.write_text("".join(f"{key}={value}\n" for key, value in sorted(settings.raw.items())), encoding="utf-8")
+    """The settings as a properties file (every key, as the settings hold it, references unresolved)."""
+    path.write_text(javaproperties.dumps(settings.raw, timestamp=False, sort_keys=True), encoding="utf-8")
     return path
 
 

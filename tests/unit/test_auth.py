@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from werkzeug.security import generate_password_hash
 
 import connect_state.api.resources as api_resources
 from connect_state.api import create_app
@@ -27,7 +28,7 @@ from connect_state.api.auth import (
     is_loopback,
     parse_grants,
 )
-from connect_state.api.passwords import HashScheme, hash_password, hash_token, main, verify_password
+from connect_state.api.passwords import METHODS, HashScheme, hash_password, hash_token, main, verify_password
 from connect_state.api.server import main as server_main
 from connect_state.errors import ConfigError
 from connect_state.settings import Settings
@@ -115,11 +116,14 @@ ROWS = [connector_row(CONNECTOR), connector_row(OTHER)]
 
 def fast_hash(password: str) -> str:
     """A PBKDF2 hash with few iterations (the verification is the real one; only the cost is lowered)."""
-    import hashlib
+    return generate_password_hash(password, "pbkdf2:sha256:1000")
 
-    salt = b"0123456789abcdef"
-    key = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, 1000)
-    return f"pbkdf2_sha256$1000${base64.b64encode(salt).decode()}${base64.b64encode(key).decode()}"
+
+#: Lines of the password "old-secret" as api/passwords.py wrote them before it used Werkzeug (made by that code).
+LEGACY_HASHES = {
+    "scrypt": "scrypt$16384$8$1$WUIHIVEjyqVRvILuai5Pjw==$i48xQGmpuK/Lnm7yxP0+/B5jLMLbeFkJATN1JAlx9Ic=",
+    "pbkdf2": "pbkdf2_sha256$600000$MSTvw3cKPkeP8KJ8jAKFyA==$lg3q2obq86+AKHYrkWjBkFb3XfmQYVsvTZ8WLA78fZc=",
+}
 
 
 @pytest.fixture
@@ -449,11 +453,26 @@ def test_grants_file() -> None:
 @pytest.mark.parametrize("scheme", [HashScheme.SCRYPT, HashScheme.PBKDF2_SHA256])
 def test_password_hashes(scheme: HashScheme) -> None:
     stored = hash_password("s3cret", scheme)
-    assert stored.startswith(f"{scheme}$") and "s3cret" not in stored
+    assert stored.startswith(f"{METHODS[scheme]}$") and "s3cret" not in stored
     assert verify_password("s3cret", stored)
     assert not verify_password("s3cret!", stored)
     assert hash_password("s3cret", scheme) != stored  # salted
     assert not verify_password("s3cret", "md5$abc") and not verify_password("x", "scrypt$1$2")
+    assert not verify_password("s3cret", "scrypt:3:8:1$salt$00") and not verify_password("s3cret", "sha256$00")
+
+
+def test_the_scrypt_parameters_are_owasps() -> None:
+    assert hash_password("s3cret").startswith("scrypt:131072:8:1$")  # N=2^17, r=8, p=1
+
+
+@pytest.mark.parametrize("stored", LEGACY_HASHES.values(), ids=LEGACY_HASHES.keys())
+def test_lines_written_before_werkzeug_still_verify(stored: str, make_client: MakeClient, tmp_path: Path) -> None:
+    assert verify_password("old-secret", stored) and not verify_password("old-secret!", stored)
+    users = tmp_path / "old-users"
+    users.write_text(f"old:{stored}\n")
+    client = make_client(overrides={"api.auth.basic.file": str(users), "api.kafka.cluster.id": "c"})
+    assert client.get("/", headers=basic("old", "old-secret")).status_code == 200
+    assert client.get("/", headers=basic("old", "new-secret")).status_code == 401
 
 
 def test_tokens_are_looked_up_by_their_hash() -> None:
