@@ -31,7 +31,9 @@ LIB = ROOT / "jvm" / "secrets" / "lib"
 PROGRAM = ROOT / "scripts" / "PasswordKeys.java"
 OUTPUT = ROOT / "connect_state" / "password_keys.txt"
 #: The jars whose ConfigDefs are read (their dependencies are only on the classpath).
-SCANNED = re.compile(r"^(kafka-clients|connect-(api|runtime|mirror|mirror-client|transforms|json)|debezium-.*)-\d.*\.jar$")
+SCANNED = re.compile(
+    r"^(kafka-clients|connect-(api|runtime|mirror|mirror-client|transforms|json)|debezium-.*)-\d.*\.jar$"
+)
 
 
 def versions() -> dict[str, str]:
