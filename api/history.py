@@ -14,7 +14,7 @@
   (:func:`connect_state.redaction.redact_config`, patterns from ``api.redact.patterns``).
 * ``GET /topics/<topic>/connectors``: which connectors use or used a topic, first and last seen.
 * ``GET /rejected-records?topic=<t>&limit=<n>&offset=<n>``: the quarantined records (``rejected_records``), key and
-  value base64.
+  value base64, values redacted for a reader without ``admin`` (:mod:`connect_state.api.redacted_records`).
 
 404 ``"Connector <name> not found"`` when no ``connectors`` row was ever written for the name (deleted connectors
 keep theirs); 400 with Connect's error body for a bad parameter; 503 while a table does not exist yet.
@@ -32,6 +32,7 @@ from connect_state import history
 from connect_state.api.args import time_arg
 from connect_state.api.connectors import connector_row
 from connect_state.api.errors import ConnectRestException
+from connect_state.api.redacted_records import redact_rejected_records
 from connect_state.api.resources import get_settings, get_tables
 from connect_state.connect.offset_stores import connector_consumer_group
 from connect_state.connect.rest import connector_not_found_message
@@ -238,5 +239,6 @@ def get_rejected_records() -> Response:
         }
         for r in rows[offset : offset + limit]
     ]
+    page = redact_rejected_records(page)  # issue 33
     next_offset = offset + limit if offset + limit < len(rows) else None
     return jsonify({"total": len(rows), "offset": offset, "limit": limit, "next_offset": next_offset, "records": page})

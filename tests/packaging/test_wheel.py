@@ -56,6 +56,7 @@ def test_wheel_installs_nothing_named_api_or_jobs_at_the_top(wheel: Path) -> Non
     assert "connect_state/jobs/all.py" in names
     assert "connect_state/conf/connect-state.properties" in names
     assert {"connect_state/api/static/dashboard.html", "connect_state/api/static/dashboard.js"} <= names
+    assert "connect_state/password_keys.txt" in names  # connect_state/redaction.py reads it
 
 
 def test_every_source_package_is_listed_in_pyproject() -> None:
