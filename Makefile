@@ -65,7 +65,7 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	@touch $@
 
 jars: $(SPARK_LIB)/.fetched $(KAFKA_LIB)/.fetched $(S3_LIB)/.fetched
-$(SPARK_LIB)/.fetched: jvm/spark/pom.xml conf/versions.env $(VENV)/.installed
+$(SPARK_LIB)/.fetched: jvm/spark/pom.xml conf/versions.env | $(VENV)/.installed
 	rm -rf $(SPARK_LIB)
 	$(MVN) $(MVN_FLAGS) -f jvm/spark/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
 	  -DoutputDirectory=lib -Ddelta.spark.artifact=$(DELTA_SPARK_ARTIFACT) \
