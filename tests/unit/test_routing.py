@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
-from werkzeug.routing import IntegerConverter, PathConverter, Rule
+from werkzeug.routing import IntegerConverter, Rule
 
 from connect_state.api import create_app
 from connect_state.settings import Settings
@@ -19,13 +19,11 @@ METHODS = {"GET", "PUT", "POST", "DELETE", "PATCH"}
 
 
 def sample_values(rule: Rule) -> dict[str, Any]:
-    """A value for each of the rule's variables: ``<int:task>`` 0, ``<path:topic>`` ``a/b``, any other ``x``."""
+    """A value for each of the rule's variables: ``<int:task>`` 0, any other ``x``."""
     values: dict[str, Any] = {}
     for name, converter in rule._converters.items():
         if isinstance(converter, IntegerConverter):
             values[name] = 0
-        elif isinstance(converter, PathConverter):
-            values[name] = "a/b"
         else:
             values[name] = "x"
     return values
@@ -36,22 +34,18 @@ def toggled(path: str) -> str:
     return path[:-1] if path.endswith("/") else f"{path}/"
 
 
-def trimmed(values: dict[str, Any]) -> dict[str, Any]:
-    """A trailing ``<path:...>`` variable keeps the slash (``/static/a/`` is the file ``a/``): compared without it."""
-    return {name: value.rstrip("/") if isinstance(value, str) else value for name, value in values.items()}
-
-
 def test_every_route_matches_with_and_without_a_trailing_slash(settings: Settings) -> None:
     adapter = create_app(settings).url_map.bind("localhost")
     checked = 0
     for rule in adapter.map.iter_rules():
+        if rule.endpoint == "static":
+            continue  # Flask's files: a trailing slash names a directory, as in any web server
         for method in sorted((rule.methods or set()) & METHODS):
             path = adapter.build(rule.endpoint, sample_values(rule), method=method)
             if path == "/":
                 continue  # the root has no path without the slash
             # match() raises RequestRedirect where strict slashes would redirect, NotFound where they 404
-            endpoint, values = adapter.match(toggled(path), method)
-            assert (endpoint, trimmed(values)) == adapter.match(path, method), (method, path)
+            assert adapter.match(toggled(path), method) == adapter.match(path, method), (method, path)
             checked += 1
     assert checked >= 20
 
