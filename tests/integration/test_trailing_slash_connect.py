@@ -37,8 +37,9 @@ WAIT_S = 90.0
 METHODS = ("GET", "PUT", "POST", "DELETE", "PATCH")
 MISSING = "no-such-connector"
 JERSEY_NO_METHOD = (405, {"error_code": 405, "message": "HTTP 405 Method Not Allowed"})
-# Connect's routes whose answers are ours on purpose (README, "Differences from Connect"): /health adds per-table
-# details to Connect's message, a single task's restart cannot be written to the internal topics (501).
+# Connect's routes whose answers are ours on purpose (README, "Connect's read API and restart" and "GET /health"):
+# /health decides from the tables' lag and adds their details, a single task's restart has no config-topic record
+# (501).
 DIFFERENT_BY_DESIGN = {"health.health", "restart.restart_task"}
 OFFSETS_BODY = {"offsets": [{"partition": {"filename": "/nowhere.txt"}, "offset": {"position": 0}}]}
 
