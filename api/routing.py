@@ -1,10 +1,9 @@
 """Routing as Connect's Jersey routes its paths (issue 32): the app's URL map, set once for every rule.
 
 * A trailing slash changes nothing: ``GET /connectors/<name>/``, ``GET /connectors/``, ``PUT /connectors/<name>/stop/``
-  answer as without it, for every method, with no redirect. Jersey's resource paths match an optional trailing
-  slash (``PathPattern``'s right-hand ``(/)?``); a real Kafka 4.3 worker answers both alike, status and body
-  (``tests/integration/test_trailing_slash_connect.py``). Werkzeug's ``strict_slashes=False``: a rule matches with
-  or without the slash and is answered in place, where the default would 308-redirect or 404.
+  answer as without it, for every method, with no redirect, as a Kafka 4.3 worker answers both alike, status and
+  body (``tests/integration/test_trailing_slash_connect.py``). Werkzeug's ``strict_slashes=False``: a rule matches
+  with or without the slash and is answered in place, where the default would 308-redirect or 404.
 * Slashes are never merged: a path with an empty segment (``PUT /connectors//x/stop``) is no route (404 in Connect's
   error JSON, :mod:`connect_state.api.errors`), never a redirect to the merged path.
 
