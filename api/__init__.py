@@ -11,6 +11,7 @@ from flask import Flask
 
 from connect_state.api.errors import register_error_handlers
 from connect_state.api.resources import AppResources, RecordWriter, TableSource, app_resources, init_app
+from connect_state.api.routing import ConnectStateFlask
 from connect_state.kafka.follower import TopicFollower
 from connect_state.kafka.log import TopicLog
 from connect_state.settings import Settings, load_settings
@@ -59,7 +60,7 @@ def create_app(
     from connect_state.api import topics as topics_views
 
     settings = settings if settings is not None else load_settings()
-    app = Flask(__name__)
+    app = ConnectStateFlask(__name__)  # routed as Connect's Jersey routes: a trailing slash changes nothing
     # Keep our field order (Connect's entities have a fixed one) and write non-ASCII as is, like Jackson.
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
@@ -67,7 +68,7 @@ def create_app(
     metrics.init_app(app)  # first: its after_request runs last, when the answer is final
     register_error_handlers(app)
     auth.init_app(app, settings)  # before any other check: who asks, and may they (issue 13)
-    limits.init_app(app, settings)  # before the blueprints: routing must not merge slashes
+    limits.init_app(app, settings)
     audit.init_app(app, settings)
     lag.init_app(app)
     app.register_blueprint(topics_views.bp)

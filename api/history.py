@@ -208,7 +208,7 @@ def get_config_versions(connector: str) -> Response:
     return jsonify({"connector": connector, "versions": versions})
 
 
-@bp.get("/topics/<path:topic>/connectors")
+@bp.get("/topics/<topic>/connectors")  # a Kafka topic name has no slash
 def get_topic_connectors(topic: str) -> Response:
     tables = get_tables()
     rows = tables.rows(ACTIVE_TOPICS_HISTORY, filters=[("topic", "=", topic)])

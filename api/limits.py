@@ -5,7 +5,7 @@
 * a JSON body nested deeper than ``api.max.json.depth`` -> 400, decided by a scan of the bytes that never recurses
   (:func:`json_depth`), so no parser ever overflows its stack (no 500, no traceback in the log);
 * a path with an empty segment (``PUT /connectors//x/stop``) -> Connect's 404 ``"HTTP 404 Not Found"``, never a
-  redirect to a merged path (routing does not merge slashes);
+  redirect to a merged path (routing does not merge slashes: :mod:`connect_state.api.routing`);
 * a ``Host`` header outside ``api.trusted.hosts`` (when set) -> 400 (Flask's ``TRUSTED_HOSTS``).
 
 The request timeout is gunicorn's worker ``timeout`` (:func:`connect_state.api.server.gunicorn_options`).
@@ -60,15 +60,12 @@ def too_deep_message(limit: int) -> str:
 
 
 def init_app(app: Flask, settings: Settings) -> None:
-    """Bound ``app``'s input; call before any blueprint is registered (routing must not merge slashes), after the
-    authentication's hook (:mod:`connect_state.api.auth`: a body is read only for an authorised request)."""
+    """Bound ``app``'s input; call after the authentication's hook (:mod:`connect_state.api.auth`: a body is read only
+    for an authorised request)."""
     app.config["MAX_CONTENT_LENGTH"] = settings.api_max_body_bytes
     hosts = [host.strip() for host in settings.api_trusted_hosts.split(",") if host.strip()]
     if hosts:
         app.config["TRUSTED_HOSTS"] = hosts
-    app.url_map.merge_slashes = False
-    for rule in app.url_map.iter_rules():  # the static rule, added by Flask() already
-        rule.merge_slashes = False
     app.before_request(check_body_size)
     limit = settings.api_max_json_depth
     app.before_request(lambda: check_json_depth(limit))

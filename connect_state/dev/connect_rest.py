@@ -154,6 +154,10 @@ class ConnectRestClient:
         body = self._expect(self.get(self.connector_path(name, "status")), (200, 404), f"status of {name!r}")
         return body if isinstance(body, dict) and "connector" in body else None
 
+    def resume_connector(self, name: str) -> None:
+        """``PUT /connectors/<name>/resume`` (a STOPPED or PAUSED connector starts again; asynchronous: 202)."""
+        self._expect(self.put(self.connector_path(name, "resume")), (202,), f"resume connector {name!r}")
+
     def active_topics(self, name: str) -> set[str]:
         """``GET /connectors/<name>/topics`` as a set (KIP-558)."""
         body = self._expect(self.get(self.connector_path(name, "topics")), (200,), f"active topics of {name!r}")

@@ -2,8 +2,11 @@
 
 Starts the local broker and Connect worker, creates the demo FileStream connectors (a source writing a file into a
 topic, a sink writing that topic into another file, and a quiet source whose file never grows, for heartbeats and
-cleanup), keeps appending lines to the first source's file, starts the jobs and the API as child processes, prints
-where everything is, and on Ctrl-C / SIGTERM stops it all in reverse order.
+cleanup) and brings them to RUNNING (one an earlier run left STOPPED or PAUSED, as the README's walk-through leaves
+``demo-source`` to a reader who quits before its resume step, is resumed through Connect's REST; one still not RUNNING
+after a minute is named, and the demo starts anyway), keeps appending lines to the first source's file, starts the
+jobs and the API as child processes, prints where everything is, and on Ctrl-C / SIGTERM stops it all in reverse
+order.
 
 The demo turns on both operator features (:data:`DEMO_SETTINGS`, given to every child before the user's ``--set``
 flags, which win): the quiet source's config asks for KIP-910 heartbeats every 30 s (``heartbeat.interval.ms``) and
@@ -21,11 +24,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
-from connect_state.dev.connect_rest import ConnectRestClient
+from connect_state.connect.vocabulary import State
+from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.dev.local_stack import LocalStack
 from connect_state.errors import ConnectStateError
@@ -48,6 +53,11 @@ DEMO_SETTINGS = {
 QUIET_SOURCE_EXTRAS = {"heartbeat.interval.ms": "30000", "cleanup.offsets.on.delete": "true"}
 API_MODULE = "connect_state.api.server"
 STEPS = 5
+DEMO_CONNECTORS = (DEMO_SOURCE, DEMO_SINK, DEMO_QUIET_SOURCE)
+RUNNING_TIMEOUT_S = 60.0
+# A state the worker has assigned the connector to (not UNASSIGNED, RESTARTING, nor the last run's status unread).
+SETTLED_STATES = frozenset({State.RUNNING, State.PAUSED, State.STOPPED, State.FAILED})
+RESUMABLE_STATES = frozenset({State.PAUSED, State.STOPPED})
 
 
 class _Stop(Exception):
@@ -58,7 +68,94 @@ def _raise_stop(signum: int, frame: FrameType | None) -> None:
     raise _Stop
 
 
-def create_demo_connectors(connect: ConnectRestClient, demo_dir: Path) -> None:
+@dataclass
+class DemoConnectors:
+    """What :func:`create_demo_connectors` found and did: the connectors it resumed, with the state each was left in
+    by an earlier run (the walk-through stops ``demo-source``), and those not RUNNING in the end, with what Connect
+    reports of them (:func:`describe_status`)."""
+
+    resumed: dict[str, State] = field(default_factory=dict)
+    not_running: dict[str, str] = field(default_factory=dict)
+
+    def report(self) -> list[str]:
+        """One line per connector resumed or not running, as the demo prints them."""
+        lines = [
+            f"      {name} was {state} (left so by an earlier run): resumed through Connect's PUT .../resume"
+            for name, state in self.resumed.items()
+        ]
+        lines += [
+            f"      {name} is not RUNNING ({status}): the demo starts anyway"
+            for name, status in self.not_running.items()
+        ]
+        return lines
+
+
+def describe_status(connect: ConnectRestClient, name: str) -> str:
+    """What Connect reports of the connector, in a few words: ``connector RUNNING, task 0 FAILED``."""
+    try:
+        status = connect.connector_status(name)
+    except ConnectRestError as err:
+        return str(err)
+    if status is None:
+        return "no status"
+    tasks = [f"task {task.get('id')} {task.get('state')}" for task in status.get("tasks", [])]
+    return ", ".join([f"connector {status.get('connector', {}).get('state')}", *tasks])
+
+
+def connector_state(connect: ConnectRestClient, name: str) -> State | None:
+    """The connector's state as Connect reports it (``GET /connectors/<name>/status``), None without one."""
+    status = connect.connector_status(name) or {}
+    state = status.get("connector", {}).get("state")
+    return State(state) if state in State.__members__ else None
+
+
+def _settled_state(connect: ConnectRestClient, name: str, timeout: float) -> State | None:
+    """The connector's state once the worker has assigned it (:data:`SETTLED_STATES`); None if not within timeout."""
+    try:
+        return connect.wait_for(
+            lambda: state if (state := connector_state(connect, name)) in SETTLED_STATES else None,
+            timeout,
+            description=f"connector {name!r} assigned",
+        )
+    except ConnectRestError:
+        return None
+
+
+def _resume(connect: ConnectRestClient, name: str, timeout: float) -> bool:
+    """Connect's ``PUT /connectors/<name>/resume``, asked again while Connect refuses it (a 409 while the worker
+    rebalances); False if it was not accepted within ``timeout`` (the connector is then reported as not RUNNING)."""
+
+    def resumed() -> bool:
+        connect.resume_connector(name)
+        return True
+
+    try:
+        return connect.wait_for(resumed, timeout, description=f"connector {name!r} resumed")
+    except ConnectRestError:
+        return False
+
+
+def bring_up(connect: ConnectRestClient, names: tuple[str, ...], timeout: float = RUNNING_TIMEOUT_S) -> DemoConnectors:
+    """Resume (Connect's ``PUT /connectors/<name>/resume``) each of ``names`` that Connect reports STOPPED or PAUSED,
+    then wait, at most ``timeout`` seconds in all, for every one to be RUNNING; says which are not."""
+    outcome = DemoConnectors()
+    deadline = time.monotonic() + timeout
+    for name in names:
+        state = _settled_state(connect, name, max(0.0, deadline - time.monotonic()))
+        if state in RESUMABLE_STATES and _resume(connect, name, max(0.0, deadline - time.monotonic())):
+            outcome.resumed[name] = state
+    for name in names:
+        try:
+            connect.wait_until_running(name, max(0.0, deadline - time.monotonic()))
+        except ConnectRestError:
+            outcome.not_running[name] = describe_status(connect, name)
+    return outcome
+
+
+def create_demo_connectors(
+    connect: ConnectRestClient, demo_dir: Path, timeout: float = RUNNING_TIMEOUT_S
+) -> DemoConnectors:
+    """Create (or update) the demo connectors, and bring them to RUNNING within ``timeout``: :func:`bring_up`."""
     demo_dir.mkdir(parents=True, exist_ok=True)
     source_file = demo_dir / "input.txt"
     source_file.touch()
@@ -69,8 +166,7 @@ def create_demo_connectors(connect: ConnectRestClient, demo_dir: Path) -> None:
         append_lines(quiet_file, ["a quiet file: its source gets heartbeats instead of data"])
     quiet_config = {**file_source_config(DEMO_QUIET_SOURCE, quiet_file, DEMO_QUIET_TOPIC), **QUIET_SOURCE_EXTRAS}
     connect.create_connector(DEMO_QUIET_SOURCE, quiet_config)
-    for name in (DEMO_SOURCE, DEMO_SINK, DEMO_QUIET_SOURCE):
-        connect.wait_until_running(name)
+    return bring_up(connect, DEMO_CONNECTORS, timeout)
 
 
 def feed(source_file: Path, stop: threading.Event) -> None:
@@ -170,7 +266,9 @@ def main(argv: list[str] | None = None) -> int:
         step(1, f"starting the Kafka broker and the Connect worker (logs in {settings.local_data_dir}/)...")
         stack.start()
         step(2, f"creating the demo connectors {DEMO_SOURCE}, {DEMO_SINK}, {DEMO_QUIET_SOURCE}...")
-        create_demo_connectors(ConnectRestClient(stack.connect_url), demo_dir)
+        demo_connectors = create_demo_connectors(ConnectRestClient(stack.connect_url), demo_dir)
+        for line in demo_connectors.report():
+            print(line, flush=True)
         threading.Thread(target=feed, args=(demo_dir / "input.txt", stop_feeding), daemon=True).start()
         step(3, f"starting the jobs (one Spark driver; log {logs}/all.log)...")
         for module in JOB_MODULES:

@@ -127,7 +127,6 @@ def test_recursion_error_anywhere_is_a_one_line_400(make_client: MakeClient, cap
         ("get", "/connectors//x/status"),
         ("delete", "/connectors//x"),
         ("patch", "/connectors/x//offsets"),
-        ("get", "/connectors/x/"),
         ("get", "/static//dashboard.js"),
     ],
 )
