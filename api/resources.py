@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import atexit
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from flask import Flask, current_app, g
 
 from connect_state.api.tables import TableReader
 from connect_state.formats.connector_keys import record_connector
-from connect_state.kafka import ConsumerGroupAdmin, GroupPartition, InternalTopicWriter
+from connect_state.herder import GroupAdmin, RecordWriter
+from connect_state.kafka import ConsumerGroupAdmin, InternalTopicWriter
 from connect_state.kafka.follower import TopicFollower
 from connect_state.kafka.log import ConfigTopicTail, OffsetsCache, TopicLog, TopicLogReader
 from connect_state.settings import Settings
@@ -52,43 +53,6 @@ class TableSource(Protocol):
     def loaded_at(self, spec: Any) -> float | None: ...
 
     def rows_as_of(self, spec: Any) -> float | None: ...
-
-
-class OpenTransaction(Protocol):
-    """A begun transaction (see :class:`connect_state.kafka.Transaction`): commit writes and commits; close aborts
-    what was not committed."""
-
-    def commit(
-        self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None
-    ) -> Any: ...
-
-    def close(self) -> None: ...
-
-
-class RecordWriter(Protocol):
-    """What the views need from a Kafka writer (see :class:`connect_state.kafka.InternalTopicWriter`)."""
-
-    def send(self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None) -> Any: ...
-
-    def begin_transaction(self, transactional_id: str, timeout_ms: int | None = None) -> OpenTransaction: ...
-
-    def fence_producers(self, transactional_ids: Sequence[str], timeout_ms: int | None = None) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class GroupAdmin(Protocol):
-    """What the views need from a consumer-group admin (see :class:`connect_state.kafka.ConsumerGroupAdmin`)."""
-
-    def list_group_offsets(self, group_id: str) -> dict[GroupPartition, int]: ...
-
-    def alter_group_offsets(self, group_id: str, offsets: Mapping[GroupPartition, int]) -> None: ...
-
-    def delete_group_offsets(self, group_id: str, partitions: Iterable[GroupPartition]) -> None: ...
-
-    def delete_group(self, group_id: str) -> bool: ...
-
-    def close(self) -> None: ...
 
 
 class AppResources:

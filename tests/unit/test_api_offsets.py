@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 from kafka import errors as kafka_errors
 
 import connect_state.api.resources as api_resources
-from connect_state.api.offsets import source_timeout_message
+from connect_state.herder import source_timeout_message
 from connect_state.connect.filestream import FILE_SINK_CLASS as FILE_STREAM_SINK_CLASS
 from connect_state.connect.filestream import FILE_SOURCE_CLASS as FILE_STREAM_SOURCE_CLASS
 from connect_state.connect.rest import (
