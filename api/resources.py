@@ -173,41 +173,35 @@ class AppResources:
             return self._group_follower
 
     def close(self) -> None:
-        """Close the writer if this object created it, the admin and the readers this object created (idempotent); a
-        later request creates new ones."""
+        """Close the writer if this object created it, the admin and the readers and followers this object created
+        (idempotent); a later request creates new ones."""
         with self._lock:
-            writer, owned = self._writer, self._owns_writer
-            admin, self._admin = self._admin, None
-            if owned:
-                self._writer = None
-                self._owns_writer = False
-            readers: list[TopicLog] = []
-            if self._topics is None:  # an injected reader stays the caller's
-                if self._config_tail is not None:
-                    readers.append(self._config_tail.log)
-                if self._topic_reader is not None:
-                    readers.append(self._topic_reader)
-                if self._offsets_cache is not None:
-                    readers.append(self._offsets_cache.log)
-            self._config_tail, self._topic_reader, self._offsets_cache = None, None, None
-            follower = self._follower if self._owns_follower else None
-            if follower is not None:
-                self._follower, self._owns_follower = None, False
-            group_follower = self._group_follower if self._owns_group_follower else None
-            if group_follower is not None:
-                self._group_follower, self._owns_group_follower = None, False
-        if (owned and writer is not None) or admin is not None or readers:
+            owned = self._detach()
+        if owned:
             atexit.unregister(self.close)
-        if owned and writer is not None:
-            writer.close()
-        if admin is not None:
-            admin.close()
-        for reader in readers:
-            reader.close()
-        if follower is not None:
-            follower.close()
-        if group_follower is not None:
-            group_follower.close()
+        for resource in owned:
+            resource.close()
+
+    def _detach(self) -> list[Any]:
+        """What this object created, in closing order, detached from it (call with the lock held); an injected
+        writer, reader or follower stays the caller's."""
+        tail, cache = self._config_tail, self._offsets_cache
+        readers = [tail.log if tail else None, self._topic_reader, cache.log if cache else None]
+        owned = [
+            self._writer if self._owns_writer else None,
+            self._admin,
+            *(readers if self._topics is None else []),
+            self._follower if self._owns_follower else None,
+            self._group_follower if self._owns_group_follower else None,
+        ]
+        if self._owns_writer:
+            self._writer, self._owns_writer = None, False
+        if self._owns_follower:
+            self._follower, self._owns_follower = None, False
+        if self._owns_group_follower:
+            self._group_follower, self._owns_group_follower = None, False
+        self._admin, self._config_tail, self._topic_reader, self._offsets_cache = None, None, None, None
+        return [resource for resource in owned if resource is not None]
 
 
 def create_writer(settings: Settings) -> RecordWriter:
