@@ -18,9 +18,13 @@
   ``status-topic-<topic>:connector-<name>`` key of the connector's active topics read to the status topic's end.
 * **offsets alter and reset** (KIP-875, KIP-618): :class:`~connect_state.herder.offsets.OffsetsHerder`.
 
-Every write is idempotent to the end, so a retry after a partial failure completes it; a write not acknowledged in
-time is a :class:`ConnectError` saying the outcome is unknown and how to find out; Kafka unreachable a
-:class:`KafkaUnreachableError`, nothing sent.
+Decided as Connect's leader would (issue 10): existence, target state and task count come from the config topic read
+to its end offset at the request (:meth:`HerderIO.connector`), not from the lagging ``connectors`` table, so a stop
+sent just after a deletion through Connect is refused; what cannot be established in time is a
+:class:`NotEstablishedError` (409; :class:`KafkaUnreachableError`, 503, when Kafka cannot be reached) and nothing is
+written. Every write is idempotent to the end, so a retry after a partial failure completes it; a write not
+acknowledged in time is a :class:`ConnectError` saying the outcome is unknown and how to find out; Kafka unreachable
+a :class:`KafkaUnreachableError`, nothing sent.
 """
 
 from __future__ import annotations
