@@ -11,10 +11,8 @@ from flask import g
 from connect_state.api import rows
 from connect_state.api.fresh import fresh_active_topics, fresh_connector, fresh_source_rows
 from connect_state.api.resources import get_admin, get_settings, get_tables, get_writer
-from connect_state.connect.offset_stores import ConnectorOffsetStores
 from connect_state.errors import TableNotFoundError
-from connect_state.folds.config_snapshot import ConnectorConfigView
-from connect_state.herder import GroupAdmin, Herder, RecordWriter
+from connect_state.herder import Herder
 from connect_state.tables import CONNECTORS, SINK_OFFSETS, TableSpec
 
 
@@ -28,29 +26,18 @@ def _rows(spec: TableSpec, columns: list[str], filters: list[tuple[str, str, obj
 class AppHerderIO:
     """:class:`~connect_state.herder.io.HerderIO` on the current app's resources."""
 
-    def connector(self, name: str) -> ConnectorConfigView:
-        return fresh_connector(name)
-
-    def connector_row(self, name: str) -> dict[str, Any] | None:
-        return rows.connector_row(name)
-
-    def active_topics(self, name: str) -> list[str]:
-        return fresh_active_topics(name)
-
-    def source_rows(self, name: str, stores: ConnectorOffsetStores) -> list[dict[str, Any]]:
-        return fresh_source_rows(name, stores)
+    connector = staticmethod(fresh_connector)
+    connector_row = staticmethod(rows.connector_row)
+    active_topics = staticmethod(fresh_active_topics)
+    source_rows = staticmethod(fresh_source_rows)
+    writer = staticmethod(get_writer)
+    admin = staticmethod(get_admin)
 
     def committed_topics(self, group: str) -> set[str]:
         return {str(row["topic"]) for row in _rows(SINK_OFFSETS, ["topic"], [("group_id", "=", group)])}
 
     def connector_names(self) -> set[str]:
         return {str(row["name"]) for row in _rows(CONNECTORS, ["name", "deleted"]) if not row.get("deleted")}
-
-    def writer(self) -> RecordWriter:
-        return get_writer()
-
-    def admin(self) -> GroupAdmin:
-        return get_admin()
 
 
 def get_herder() -> Herder:
