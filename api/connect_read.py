@@ -5,7 +5,8 @@
   ``commit`` ``api.connect.commit`` (default ``"unknown"``, what Connect reports without a build commit),
   ``kafka_cluster_id`` ``api.kafka.cluster.id`` when set, else asked of the cluster once (503 while Kafka cannot be
   reached).
-* ``GET /connectors?expand=status&expand=info`` (the plain list stays in :mod:`connect_state.api.connectors`).
+* ``GET /connectors?expand=status&expand=info`` (:mod:`connect_state.api.connectors`, with
+  :func:`connect_state.api.rows.expanded_connectors`).
 * ``GET /connectors/<name>`` (``ConnectorInfo``), ``/config``, ``/tasks`` (``TaskInfo`` list, task configs from the
   config topic's ``task-<name>-<n>`` records applied on commit) -> 404 ``"Connector <name> not found"`` unless the
   config snapshot has the connector (``DistributedHerder.connectorInfo`` / ``taskConfigs``).
@@ -20,17 +21,14 @@ answered byte for byte as Connect answers it.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify
 
-from connect_state.api.connectors import connector_row, is_configured, status_row
 from connect_state.api.errors import ConnectRestException
-from connect_state.api.resources import get_settings, get_tables
+from connect_state.api.resources import get_settings
+from connect_state.api.rows import configured_row, redacted, redacted_info, status_row
 from connect_state.connect import rest
 from connect_state.errors import KafkaWriteError
-from connect_state.redaction import redact_config, settings_patterns
-from connect_state.tables import CONNECTORS
 
 bp = Blueprint("connect_read", __name__)
 
@@ -68,47 +66,20 @@ def server_info() -> Response:
     return jsonify(rest.server_info(version, commit, _kafka_cluster_id()))
 
 
-def _redacted(config: Any) -> Any:
-    """A config with its secrets redacted (issue 13); anything else (a missing task config: null) as it is."""
-    return redact_config(config, settings_patterns(get_settings())) if isinstance(config, dict) else config
-
-
-def _redacted_info(info: dict[str, Any]) -> dict[str, Any]:
-    return {**info, "config": _redacted(info["config"])}
-
-
-def expanded_connectors(expand: list[str]) -> Response:
-    """``GET /connectors?expand=...`` (called by :func:`connect_state.api.connectors.list_connectors`)."""
-    rows = [row for row in get_tables().rows(CONNECTORS) if is_configured(row)]
-    body = rest.expanded_connectors(sorted(rows, key=lambda row: str(row["name"])), expand)
-    for expansions in body.values():
-        if isinstance(expansions.get("info"), dict):
-            expansions["info"] = _redacted_info(expansions["info"])  # type: ignore[arg-type]
-    return jsonify(body)
-
-
-def configured_row(connector: str) -> dict[str, Any]:
-    """The connector's row when the config snapshot has it, else Connect's 404 ``"Connector <name> not found"``."""
-    row = connector_row(connector)
-    if row is None or not is_configured(row):
-        raise ConnectRestException(404, rest.connector_not_found_message(connector))
-    return row
-
-
 @bp.get("/connectors/<connector>")
 def get_connector(connector: str) -> Response:
-    return jsonify(_redacted_info(rest.connector_info(configured_row(connector))))
+    return jsonify(redacted_info(rest.connector_info(configured_row(connector))))
 
 
 @bp.get("/connectors/<connector>/config")
 def get_connector_config(connector: str) -> Response:
-    return jsonify(_redacted(rest.connector_config(configured_row(connector))))
+    return jsonify(redacted(rest.connector_config(configured_row(connector))))
 
 
 @bp.get("/connectors/<connector>/tasks")
 def get_task_configs(connector: str) -> Response:
     tasks = rest.task_infos(configured_row(connector))
-    return jsonify([{**task, "config": _redacted(task["config"])} for task in tasks])
+    return jsonify([{**task, "config": redacted(task["config"])} for task in tasks])
 
 
 @bp.get("/connectors/<connector>/tasks/<int(signed=True):task>/status")

@@ -6,6 +6,8 @@ as ``ConnectExceptionMapper`` writes it (the body and Connect's messages are in 
 * :class:`ConnectRestException` (named after Connect's own exception class) -> its status;
 * an unknown route -> 404 ``"HTTP 404 Not Found"``, a wrong method -> 405 ``"HTTP 405 Method Not Allowed"`` (any
   other HTTP error likewise ``"HTTP <code> <reason>"``);
+* a :class:`~connect_state.herder.HerderError` -> the status of its class (:data:`HERDER_STATUS`: 404
+  ``NotFoundError``, 400 ``BadRequestError``, 403, 409, 503, 500 ``ConnectError``, 501), with its message;
 * :class:`~connect_state.guards.GuardRefusal` (a connector config naming a topic or group we refuse to act on) ->
   400 with its message;
 * :class:`~connect_state.errors.TableNotFoundError` -> 503, saying which table is missing and which job creates it;
@@ -23,6 +25,7 @@ from werkzeug.exceptions import HTTPException
 from connect_state.connect.rest import error_message, http_error_message
 from connect_state.errors import KafkaWriteError, TableNotFoundError
 from connect_state.guards import GuardRefusal
+from connect_state.herder import errors as herder
 
 
 class ConnectRestException(Exception):
@@ -53,6 +56,23 @@ def handle_connect_rest_error(err: ConnectRestException) -> Response:
     response = error_response(err.status, err.message)
     response.headers.update(err.headers)
     return response
+
+
+#: The status of each of the herder's errors (the most specific class wins).
+HERDER_STATUS: dict[type[herder.HerderError], int] = {
+    herder.NotFoundError: 404,
+    herder.BadRequestError: 400,
+    herder.ForbiddenError: 403,
+    herder.NotEstablishedError: 409,
+    herder.KafkaUnreachableError: 503,
+    herder.ConnectError: 500,
+    herder.UnsupportedError: 501,
+}
+
+
+def handle_herder_error(err: herder.HerderError) -> Response:
+    status = next((HERDER_STATUS[kind] for kind in type(err).__mro__ if kind in HERDER_STATUS), 500)
+    return error_response(status, err.message)
 
 
 def handle_http_exception(err: HTTPException) -> Response:
@@ -89,6 +109,7 @@ def register_error_handlers(app: Flask) -> None:
     """Install the handlers on ``app`` (the most specific class wins, as in Flask)."""
     app.register_error_handler(ConnectRestException, handle_connect_rest_error)
     app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(herder.HerderError, handle_herder_error)
     app.register_error_handler(GuardRefusal, handle_guard_refusal)
     app.register_error_handler(TableNotFoundError, handle_table_not_found)
     app.register_error_handler(KafkaWriteError, handle_kafka_write_error)

@@ -28,7 +28,6 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from connect_state.api.errors import ConnectRestException
 from connect_state.api.resources import app_resources, get_settings
 from connect_state.connect.offset_stores import ConnectorOffsetStores
 from connect_state.errors import (
@@ -42,20 +41,20 @@ from connect_state.folds import active_topics as topics_fold
 from connect_state.folds import sink_offsets as sinks_fold
 from connect_state.folds import source_offsets as offsets_fold
 from connect_state.folds.config_snapshot import ConnectorConfigView
-from connect_state.kafka.log import ConfigTopicView, LogRecord
+from connect_state.herder import KafkaUnreachableError, NotEstablishedError
+from connect_state.kafka.log import LogRecord
 from connect_state.tables import ACTIVE_TOPICS, SOURCE_OFFSETS, WATERMARKS, TableSpec
 
 SOURCE_ROW_COLUMNS = ["connector", "offsets_topic", "partition", "key", "offset", "value", "listed"]
 
 
-def not_established(what: str, err: BaseException) -> ConnectRestException:
-    """The answer when the fresh state cannot be established: 503 when Kafka is unreachable, else 409."""
+def not_established(what: str, err: BaseException) -> NotEstablishedError:
+    """The error when the fresh state cannot be established: 503 when Kafka is unreachable, else 409."""
     timeout_ms = get_settings().api_fresh_read_timeout_ms
-    status = 503 if isinstance(err, KafkaUnavailableError) else 409
-    return ConnectRestException(
-        status,
+    kind = KafkaUnreachableError if isinstance(err, KafkaUnavailableError) else NotEstablishedError
+    return kind(
         f"Cannot complete the request: {what} could not be established within {timeout_ms} ms "
-        f"(api.fresh.read.timeout.ms): {err}. Nothing was written; retry the request.",
+        f"(api.fresh.read.timeout.ms): {err}. Nothing was written; retry the request."
     )
 
 
@@ -70,20 +69,15 @@ class _Deadline:
 # --- the config topic -----------------------------------------------------------------------------------------------
 
 
-def read_config(connectors: Iterable[str]) -> ConfigTopicView:
-    """The config topic read to its end offset now; the views of ``connectors`` as of that offset."""
-    names = list(connectors)
+def fresh_connector(name: str) -> ConnectorConfigView:
+    """Connector ``name`` as Connect's leader knows it once it has read the config topic to its end offset now."""
     settings = get_settings()
     try:
-        return app_resources().config_tail().read_to_end(settings.api_fresh_read_timeout_ms, names)
+        view = app_resources().config_tail().read_to_end(settings.api_fresh_read_timeout_ms, [name])
     except KafkaWriteError as err:
-        what = f"the state of connector {', '.join(names)} in the config topic {settings.config_storage_topic}"
+        what = f"the state of connector {name} in the config topic {settings.config_storage_topic}"
         raise not_established(what, err) from err
-
-
-def fresh_connector(name: str) -> ConnectorConfigView:
-    """Connector ``name`` as Connect's leader knows it once it has read the config topic to its end."""
-    return read_config([name]).connector(name)
+    return view.connector(name)
 
 
 # --- tables plus the records past their watermark -------------------------------------------------------------------
@@ -192,11 +186,3 @@ def fresh_source_rows(connector: str, stores: ConnectorOffsetStores) -> list[dic
     )
     in_stores = [row for row in rows if row.get("offsets_topic") in topics]
     return offsets_fold.fold_past_rows(in_stores, offset_records(connector, records))
-
-
-def position_offset(position: object) -> int | None:
-    """The offset of a written record as the writer reports it (a ``RecordPosition``, or ``(partition, offset)``)."""
-    offset = getattr(position, "offset", None)
-    if offset is None and isinstance(position, tuple) and len(position) == 2:
-        offset = position[1]
-    return offset if isinstance(offset, int) else None

@@ -30,10 +30,10 @@ from flask import Blueprint, Response, jsonify, request
 
 from connect_state import history
 from connect_state.api.args import time_arg
-from connect_state.api.connectors import connector_row
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.redacted_records import redact_rejected_records
 from connect_state.api.resources import get_settings, get_tables
+from connect_state.api.rows import connector_row
 from connect_state.connect.offset_stores import connector_consumer_group
 from connect_state.connect.rest import connector_not_found_message
 from connect_state.folds.connector_states import EVENTS

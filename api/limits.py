@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 WRITE_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))  # the methods that write (and carry a body)
 
 
-def json_depth(data: bytes, limit: int) -> int:
+def json_depth(data: bytes, limit: int) -> int:  # noqa: C901, PLR0912 - a byte scanner, not a view
     """The nesting depth of the JSON text ``data`` (arrays and objects; strings skipped), scanning at most until it
     exceeds ``limit`` (then ``limit + 1``). Iterative: any input is scanned in constant stack."""
     depth = deepest = 0

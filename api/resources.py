@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import atexit
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from flask import Flask, current_app, g
 
 from connect_state.api.tables import TableReader
 from connect_state.formats.connector_keys import record_connector
-from connect_state.kafka import ConsumerGroupAdmin, GroupPartition, InternalTopicWriter
+from connect_state.herder import GroupAdmin, RecordWriter
+from connect_state.kafka import ConsumerGroupAdmin, InternalTopicWriter
 from connect_state.kafka.follower import TopicFollower
 from connect_state.kafka.log import ConfigTopicTail, OffsetsCache, TopicLog, TopicLogReader
 from connect_state.settings import Settings
@@ -52,43 +53,6 @@ class TableSource(Protocol):
     def loaded_at(self, spec: Any) -> float | None: ...
 
     def rows_as_of(self, spec: Any) -> float | None: ...
-
-
-class OpenTransaction(Protocol):
-    """A begun transaction (see :class:`connect_state.kafka.Transaction`): commit writes and commits; close aborts
-    what was not committed."""
-
-    def commit(
-        self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None
-    ) -> Any: ...
-
-    def close(self) -> None: ...
-
-
-class RecordWriter(Protocol):
-    """What the views need from a Kafka writer (see :class:`connect_state.kafka.InternalTopicWriter`)."""
-
-    def send(self, topic: str, records: Sequence[tuple[bytes, bytes | None]], timeout_ms: int | None = None) -> Any: ...
-
-    def begin_transaction(self, transactional_id: str, timeout_ms: int | None = None) -> OpenTransaction: ...
-
-    def fence_producers(self, transactional_ids: Sequence[str], timeout_ms: int | None = None) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class GroupAdmin(Protocol):
-    """What the views need from a consumer-group admin (see :class:`connect_state.kafka.ConsumerGroupAdmin`)."""
-
-    def list_group_offsets(self, group_id: str) -> dict[GroupPartition, int]: ...
-
-    def alter_group_offsets(self, group_id: str, offsets: Mapping[GroupPartition, int]) -> None: ...
-
-    def delete_group_offsets(self, group_id: str, partitions: Iterable[GroupPartition]) -> None: ...
-
-    def delete_group(self, group_id: str) -> bool: ...
-
-    def close(self) -> None: ...
 
 
 class AppResources:
@@ -209,41 +173,35 @@ class AppResources:
             return self._group_follower
 
     def close(self) -> None:
-        """Close the writer if this object created it, the admin and the readers this object created (idempotent); a
-        later request creates new ones."""
+        """Close the writer if this object created it, the admin and the readers and followers this object created
+        (idempotent); a later request creates new ones."""
         with self._lock:
-            writer, owned = self._writer, self._owns_writer
-            admin, self._admin = self._admin, None
-            if owned:
-                self._writer = None
-                self._owns_writer = False
-            readers: list[TopicLog] = []
-            if self._topics is None:  # an injected reader stays the caller's
-                if self._config_tail is not None:
-                    readers.append(self._config_tail.log)
-                if self._topic_reader is not None:
-                    readers.append(self._topic_reader)
-                if self._offsets_cache is not None:
-                    readers.append(self._offsets_cache.log)
-            self._config_tail, self._topic_reader, self._offsets_cache = None, None, None
-            follower = self._follower if self._owns_follower else None
-            if follower is not None:
-                self._follower, self._owns_follower = None, False
-            group_follower = self._group_follower if self._owns_group_follower else None
-            if group_follower is not None:
-                self._group_follower, self._owns_group_follower = None, False
-        if (owned and writer is not None) or admin is not None or readers:
+            owned = self._detach()
+        if owned:
             atexit.unregister(self.close)
-        if owned and writer is not None:
-            writer.close()
-        if admin is not None:
-            admin.close()
-        for reader in readers:
-            reader.close()
-        if follower is not None:
-            follower.close()
-        if group_follower is not None:
-            group_follower.close()
+        for resource in owned:
+            resource.close()
+
+    def _detach(self) -> list[Any]:
+        """What this object created, in closing order, detached from it (call with the lock held); an injected
+        writer, reader or follower stays the caller's."""
+        tail, cache = self._config_tail, self._offsets_cache
+        readers = [tail.log if tail else None, self._topic_reader, cache.log if cache else None]
+        owned = [
+            self._writer if self._owns_writer else None,
+            self._admin,
+            *(readers if self._topics is None else []),
+            self._follower if self._owns_follower else None,
+            self._group_follower if self._owns_group_follower else None,
+        ]
+        if self._owns_writer:
+            self._writer, self._owns_writer = None, False
+        if self._owns_follower:
+            self._follower, self._owns_follower = None, False
+        if self._owns_group_follower:
+            self._group_follower, self._owns_group_follower = None, False
+        self._admin, self._config_tail, self._topic_reader, self._offsets_cache = None, None, None, None
+        return [resource for resource in owned if resource is not None]
 
 
 def create_writer(settings: Settings) -> RecordWriter:

@@ -17,17 +17,16 @@
 * ``POST /connectors/<name>/tasks/<id>/restart``: the config topic has no record for one task (the restart request
   names a connector), so this answers 404 ``"Unknown connector: <name>"`` for an unknown connector, else **501** with
   Connect's error body saying what to do instead (restart the connector's failed tasks, or ask a Connect worker).
+
+Decided by the herder (:meth:`connect_state.herder.Herder.restart_connector`); the views parse and render.
 """
 
 from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
 
-from connect_state.api.connectors import connector_row, send_config_records
-from connect_state.api.errors import ConnectRestException, no_content
-from connect_state.api.fresh import fresh_connector
-from connect_state.connect import rest
-from connect_state.formats.config import RestartRequest, restart_request_key, serialize_restart_request
+from connect_state.api.errors import no_content
+from connect_state.api.herder_io import get_herder
 
 bp = Blueprint("restart", __name__, url_prefix="/connectors")
 
@@ -38,41 +37,16 @@ def jersey_boolean(name: str) -> bool:
     return value is not None and value.lower() == "true"
 
 
-def task_restart_message(connector: str, task: int) -> str:
-    """Ours: why a single task cannot be restarted through the config topic, and what to do instead."""
-    return (
-        f"connect-state cannot restart task {connector}-{task} alone: Connect's config topic carries restart requests "
-        "for a connector (KIP-745), not for one task. Use POST "
-        f"/connectors/{connector}/restart?includeTasks=true&onlyFailed=true to restart the connector's failed tasks "
-        "(and the connector if it failed), or send this request to a Connect worker's REST API."
-    )
-
-
 @bp.post("/<connector>/restart")
 def restart_connector(connector: str) -> Response:
-    include_tasks, only_failed = jersey_boolean("includeTasks"), jersey_boolean("onlyFailed")
-    if not fresh_connector(connector).exists:
-        raise ConnectRestException(404, rest.unknown_connector_colon_message(connector))
-    restart = RestartRequest(include_tasks=include_tasks, only_failed=only_failed)
-    check = (
-        f"Retrying POST /connectors/{connector}/restart is safe: the workers act on the latest request. "
-        f"GET /connectors/{connector}/status shows the restart."
-    )
-    record = (restart_request_key(connector), serialize_restart_request(restart))
-    send_config_records([record], f"the restart of connector {connector}", check)
-    if not include_tasks and not only_failed:
+    plan = get_herder().restart_connector(connector, jersey_boolean("includeTasks"), jersey_boolean("onlyFailed"))
+    if plan is None:
         return no_content(204)
-    row = connector_row(connector)
-    body = rest.restart_state_info(row, include_tasks, only_failed) if row is not None else None
-    if body is None:
-        raise ConnectRestException(404, rest.restart_status_not_found_message(connector))
-    response = jsonify(body)
+    response = jsonify(plan)
     response.status_code = 202
     return response
 
 
 @bp.post("/<connector>/tasks/<int(signed=True):task>/restart")
 def restart_task(connector: str, task: int) -> Response:
-    if not fresh_connector(connector).exists:
-        raise ConnectRestException(404, rest.unknown_connector_colon_message(connector))
-    raise ConnectRestException(501, task_restart_message(connector, task))
+    get_herder().restart_task(connector, task)

@@ -13,7 +13,8 @@
   outcome is unknown; the reset is idempotent, so retrying it is safe.
 
 Both answer 403 ``"Topic tracking is disabled."`` when ``topic.tracking.enable=false``; the reset then answers 403
-``"Topic tracking reset is disabled."`` when ``topic.tracking.allow.reset=false`` (checked in that order).
+``"Topic tracking reset is disabled."`` when ``topic.tracking.allow.reset=false`` (checked in that order). The
+reset is decided by the herder (:meth:`connect_state.herder.Herder.reset_active_topics`).
 """
 
 from __future__ import annotations
@@ -21,13 +22,10 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 
 from connect_state.api import live
-from connect_state.api.errors import ConnectRestException, no_content
-from connect_state.api.fresh import fresh_active_topics
-from connect_state.api.resources import get_settings, get_tables, get_writer
-from connect_state.connect.rest import RESET_DISABLED, TRACKING_DISABLED, active_topics_info
-from connect_state.errors import KafkaUnavailableError, KafkaWriteTimeout
-from connect_state.formats.status import topic_status_tombstone_keys
-from connect_state.settings import Settings
+from connect_state.api.errors import no_content
+from connect_state.api.herder_io import get_herder
+from connect_state.api.resources import get_tables
+from connect_state.connect.rest import active_topics_info
 from connect_state.tables import ACTIVE_TOPICS
 
 bp = Blueprint("topics", __name__, url_prefix="/connectors")
@@ -35,11 +33,6 @@ bp = Blueprint("topics", __name__, url_prefix="/connectors")
 ACTIVE_TOPIC_COLUMNS = ["topic", "task", "discover_timestamp", "kafka_partition", "kafka_offset"]
 """The ``active_topics`` columns the fold's state is made of (:func:`connect_state.folds.active_topics.
 state_from_rows`)."""
-
-
-def _require_tracking() -> None:
-    if not get_settings().topic_tracking_enable:
-        raise ConnectRestException(403, TRACKING_DISABLED)
 
 
 def active_topics(connector: str) -> list[str]:
@@ -55,35 +48,12 @@ def active_topics(connector: str) -> list[str]:
 @bp.get("/<connector>/topics")
 def get_active_topics(connector: str) -> Response:
     """Connect's ``ActiveTopicsInfo``, keyed by the connector name."""
-    _require_tracking()
+    get_herder().check_topic_tracking()
     return jsonify(active_topics_info(connector, active_topics(connector)))
 
 
 @bp.put("/<connector>/topics/reset")
 def reset_active_topics(connector: str) -> Response:
     """Tombstone the connector's topic-status records; 202 once they are acknowledged."""
-    _require_tracking()
-    settings = get_settings()
-    if not settings.topic_tracking_allow_reset:
-        raise ConnectRestException(403, RESET_DISABLED)
-    topics = fresh_active_topics(connector)
-    if topics:
-        keys = topic_status_tombstone_keys(connector, topics)
-        records = [(key.encode("utf-8"), None) for key in keys]
-        try:
-            get_writer().send(settings.status_storage_topic, records, settings.api_kafka_write_timeout_ms)
-        except KafkaUnavailableError as err:
-            raise ConnectRestException(503, f"Nothing was written for the topics reset of {connector}: {err}") from err
-        except KafkaWriteTimeout as err:
-            raise ConnectRestException(500, reset_outcome_unknown_message(connector, settings)) from err
+    get_herder().reset_active_topics(connector)
     return no_content(202)
-
-
-def reset_outcome_unknown_message(connector: str, settings: Settings) -> str:
-    """Ours: the reset's tombstones were not all acknowledged in time."""
-    return (
-        f"Kafka did not acknowledge the topics reset of connector {connector} within "
-        f"{settings.api_kafka_write_timeout_ms} ms (api.kafka.write.timeout.ms): the outcome is unknown, the "
-        f"tombstones may still be written. Retrying PUT /connectors/{connector}/topics/reset is safe; "
-        f"GET /connectors/{connector}/topics shows the topics once the active-topics job has caught up."
-    )

@@ -102,7 +102,7 @@ def check_heartbeat_topic(topic: str, internal: InternalTopics | Iterable[str]) 
 @dataclass(frozen=True)
 class GroupEvidence:
     """What the tables say about a consumer group a connector's config names (the API gathers it:
-    :mod:`connect_state.api.guards`)."""
+    :meth:`connect_state.herder.Herder` over its I/O)."""
 
     #: the topics the group has committed offsets for (``sink_offsets``)
     committed_topics: frozenset[str]

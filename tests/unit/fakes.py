@@ -1,6 +1,9 @@
 """In-memory stand-ins shared by the unit tests (no broker in unit tests; the integration tests use real ones).
 
 * :class:`RecordingWriter`: the one fake Kafka writer (the API's ``RecordWriter``, the heartbeat offset sender);
+* :class:`FakeAdmin`: the consumer-group admin (the herder's ``GroupAdmin``), recording its calls;
+* :class:`FakeHerderIO`: the herder's I/O (:class:`connect_state.herder.io.HerderIO`) over :class:`InMemoryTopics`,
+  a :class:`RecordingWriter` and a :class:`FakeAdmin`;
 * :class:`InMemoryTables`: the one in-memory table fake (the API's ``TableSource``), filtered by the real reader;
 * :class:`InMemoryTopics`: the one in-memory Kafka log (the API's ``TopicLog``: the config topic's tail, the records
   past a table's watermark, the topics' end offsets); a :class:`RecordingWriter` given ``topics`` appends what it
@@ -10,16 +13,19 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from connect_state.api.tables import TableReader, missing_table_message
+from connect_state.connect.offset_stores import ConnectorOffsetStores
 from connect_state.errors import TableNotFoundError, TopicNotFoundError
+from connect_state.folds.config_snapshot import ConfigSnapshot, ConnectorConfigView
 from connect_state.kafka.log import LogRecord, TopicOffsets
 from connect_state.kafka.partitioner import partition_for_key
+from connect_state.settings import Settings
 from connect_state.tables import TableSpec
 
 STATUS_PARTITIONS = 5  # Connect's default status.storage.partitions
@@ -47,6 +53,9 @@ class RecordingWriter:
         self.partitions = partitions
         self.topics = topics
         self.closed = False
+        self.fenced: list[list[str]] = []
+        self.fence_error: Exception | None = None
+        self.transactions: list[RecordingTransaction] = []
 
     def send(self, topic: str, records: Sequence[Record], timeout_ms: int | None = None) -> list[tuple[int, int]]:
         error = self.fail(topic) if callable(self.fail) else self.fail
@@ -56,6 +65,18 @@ class RecordingWriter:
         if self.topics is not None:
             return [self.topics.append_keyed(topic, key, value) for key, value in records]
         return [(partition_for_key(key, self.partitions), offset) for offset, (key, _) in enumerate(records)]
+
+    def fence_producers(self, transactional_ids: Sequence[str], timeout_ms: int | None = None) -> None:
+        """Records the ids fenced (``fenced``); raises ``fence_error`` when set."""
+        if self.fence_error is not None:
+            raise self.fence_error
+        self.fenced.append(list(transactional_ids))
+
+    def begin_transaction(self, transactional_id: str, timeout_ms: int | None = None) -> RecordingTransaction:
+        """A transaction whose commits go through :meth:`send` (``transactions`` keeps them)."""
+        transaction = RecordingTransaction(self, transactional_id)
+        self.transactions.append(transaction)
+        return transaction
 
     def close(self) -> None:
         self.closed = True
@@ -73,6 +94,112 @@ class RecordingWriter:
     def placements(self) -> list[tuple[bytes, int]]:
         """``(key, partition)`` of every record sent, as the Java producer would place it."""
         return [(key, partition_for_key(key, self.partitions)) for key in self.keys]
+
+
+class RecordingTransaction:
+    """A begun transaction of :class:`RecordingWriter`: ``committed`` ``(topic, records)``, ``closed``."""
+
+    def __init__(self, writer: RecordingWriter, transactional_id: str) -> None:
+        self.writer = writer
+        self.transactional_id = transactional_id
+        self.committed: list[tuple[str, list[Record]]] = []
+        self.closed = False
+
+    def commit(self, topic: str, records: Sequence[Record], timeout_ms: int | None = None) -> list[tuple[int, int]]:
+        positions = self.writer.send(topic, records, timeout_ms)
+        self.committed.append((topic, list(records)))
+        return positions
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeAdmin:
+    """A consumer-group admin that records calls; ``errors`` maps a method name to the exception it raises."""
+
+    def __init__(self, errors: Mapping[str, Exception] | None = None, groups: Iterable[str] = ()) -> None:
+        self.calls: list[tuple[str, str, object]] = []
+        self.errors = dict(errors or {})
+        self.groups = set(groups)
+
+    def _record(self, method: str, group_id: str, argument: object) -> None:
+        self.calls.append((method, group_id, argument))
+        if method in self.errors:
+            raise self.errors[method]
+
+    def list_group_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
+        self._record("list_group_offsets", group_id, None)
+        return {("t", 0): 5} if group_id in self.groups else {}
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        if offsets:
+            self._record("alter_group_offsets", group_id, dict(offsets))
+
+    def delete_group_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
+        partitions = sorted(partitions)
+        if partitions:
+            self._record("delete_group_offsets", group_id, partitions)
+
+    def delete_group(self, group_id: str) -> bool:
+        self._record("delete_group", group_id, None)
+        existed = group_id in self.groups
+        self.groups.discard(group_id)
+        return existed
+
+    def close(self) -> None:
+        pass
+
+
+class FakeHerderIO:
+    """The herder's I/O (:class:`connect_state.herder.io.HerderIO`) in memory: the config topic is ``topics``'
+    (every read folds its records, so the herder reads its own writes back), the writer appends there; ``rows``
+    (``connectors`` rows), ``active`` (active topics), ``sources`` (``source_offsets`` rows), ``committed`` (a group's
+    committed topics) are the tables and the fresh reads. ``unreadable`` makes every fresh read raise it."""
+
+    def __init__(self, settings: Settings, topics: InMemoryTopics, writer: RecordingWriter, admin: FakeAdmin) -> None:
+        self.settings = settings
+        self.topics = topics
+        self._writer = writer
+        self._admin = admin
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.active: dict[str, list[str]] = {}
+        self.sources: dict[str, list[dict[str, Any]]] = {}
+        self.committed: dict[str, set[str]] = {}
+        self.unreadable: Exception | None = None
+
+    def _fresh(self) -> None:
+        if self.unreadable is not None:
+            raise self.unreadable
+
+    def connector(self, name: str) -> ConnectorConfigView:
+        self._fresh()
+        snapshot = ConfigSnapshot()
+        for record in self.topics.logs.get((self.settings.config_storage_topic, 0), []):
+            snapshot.apply(record.key, record.value, record.partition, record.offset, record.timestamp)
+        return snapshot.connector(name)
+
+    def connector_row(self, name: str) -> dict[str, Any] | None:
+        return self.rows.get(name)
+
+    def active_topics(self, name: str) -> list[str]:
+        self._fresh()
+        return sorted(self.active.get(name, []))
+
+    def source_rows(self, name: str, stores: ConnectorOffsetStores) -> list[dict[str, Any]]:
+        self._fresh()
+        return [row for row in self.sources.get(name, []) if row["offsets_topic"] in stores.topics]
+
+    def committed_topics(self, group: str) -> set[str]:
+        return set(self.committed.get(group, set()))
+
+    def connector_names(self) -> set[str]:
+        return {name for name in self.rows if not self.rows[name].get("deleted")}
+
+    def writer(self) -> RecordingWriter:
+        return self._writer
+
+    def admin(self) -> FakeAdmin:
+        return self._admin
 
 
 class InMemoryTables(TableReader):

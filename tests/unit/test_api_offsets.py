@@ -7,7 +7,7 @@ connectors (spec §4.2-4.4, §5.3), the records written for source connectors an
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,7 +15,6 @@ from flask.testing import FlaskClient
 from kafka import errors as kafka_errors
 
 import connect_state.api.resources as api_resources
-from connect_state.api.offsets import source_timeout_message
 from connect_state.connect.filestream import FILE_SINK_CLASS as FILE_STREAM_SINK_CLASS
 from connect_state.connect.filestream import FILE_SOURCE_CLASS as FILE_STREAM_SOURCE_CLASS
 from connect_state.connect.rest import (
@@ -32,11 +31,12 @@ from connect_state.connect.rest import (
 )
 from connect_state.errors import KafkaWriteError, KafkaWriteTimeout
 from connect_state.formats.offsets import offset_key_bytes
+from connect_state.herder import source_timeout_message
 from connect_state.kafka import ConsumerGroupAdminError, ConsumerGroupAdminTimeout, GroupNotEmptyError
 from connect_state.settings import Settings
 from connect_state.tables import CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS
 from tests.unit.conftest import MakeClient
-from tests.unit.fakes import InMemoryTables, InMemoryTopics, RecordingWriter
+from tests.unit.fakes import FakeAdmin, InMemoryTables, InMemoryTopics, RecordingWriter
 from tests.unit.helpers import mirror_connectors
 
 WORKER_TOPIC = "connect-offsets"
@@ -45,45 +45,6 @@ ALTERED_SHORT = "The offsets for this connector have been altered successfully"
 RESET_SHORT = "The offsets for this connector have been reset successfully"
 ALTERED_LONG = offsets_success_message("altered", False)
 RESET_LONG = offsets_success_message("reset", False)
-
-# --- fakes ----------------------------------------------------------------------------------------------------------
-
-
-class FakeAdmin:
-    """A consumer-group admin that records calls; ``errors`` maps a method name to the exception it raises."""
-
-    def __init__(self, errors: Mapping[str, Exception] | None = None, groups: Iterable[str] = ()) -> None:
-        self.calls: list[tuple[str, str, object]] = []
-        self.errors = dict(errors or {})
-        self.groups = set(groups)
-
-    def _record(self, method: str, group_id: str, argument: object) -> None:
-        self.calls.append((method, group_id, argument))
-        if method in self.errors:
-            raise self.errors[method]
-
-    def list_group_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
-        self._record("list_group_offsets", group_id, None)
-        return {("t", 0): 5} if group_id in self.groups else {}
-
-    def alter_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
-        if offsets:
-            self._record("alter_group_offsets", group_id, dict(offsets))
-
-    def delete_group_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
-        partitions = sorted(partitions)
-        if partitions:
-            self._record("delete_group_offsets", group_id, partitions)
-
-    def delete_group(self, group_id: str) -> bool:
-        self._record("delete_group", group_id, None)
-        existed = group_id in self.groups
-        self.groups.discard(group_id)
-        return existed
-
-    def close(self) -> None:
-        pass
-
 
 # --- rows -----------------------------------------------------------------------------------------------------------
 
