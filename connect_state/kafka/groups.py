@@ -42,9 +42,9 @@ from connect_state.errors import (
     GroupNotEmptyError,
     KafkaUnavailableError,
     KafkaWriteError,
+    describe_error,
 )
 from connect_state.kafka.admin import KafkaAdmin
-from connect_state.kafka.errors import describe_error
 from connect_state.settings import Settings
 
 log = logging.getLogger(__name__)

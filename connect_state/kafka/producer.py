@@ -50,10 +50,10 @@ from typing import Any, Self
 from kafka import KafkaProducer
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaWriteError, KafkaWriteTimeout, ZombieFencingError
+from connect_state.errors import KafkaWriteError, KafkaWriteTimeout, ZombieFencingError, describe_error
 from connect_state.kafka.admin import KafkaAdmin
 from connect_state.kafka.config import kafka_python_config
-from connect_state.kafka.errors import describe_error, unreachable, write_error
+from connect_state.kafka.errors import unreachable, write_error
 from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings
 

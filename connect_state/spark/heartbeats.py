@@ -92,7 +92,7 @@ from connect_state.spark.leases import LeasedTask, LeaseKeeper, keeper_for, stop
 from connect_state.spark.merge_spec import MergeSpec, matched_delete, matched_update, not_matched_insert, source_values
 from connect_state.spark.streaming import QueryTask, Run, job_logger
 from connect_state.storage import deltalake_options
-from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY, TIMESTAMP
+from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY, TIMESTAMP, now_ms
 
 JOB_NAME = "heartbeats"
 #: The query's checkpoint directory. Not ``heartbeats``: that checkpoint's state had Spark's timeouts (another state
@@ -285,10 +285,6 @@ def load_providers(settings: Settings) -> dict[str, HeartbeatProvider]:
     ``heartbeat.providers``."""
     plugins = load_keyed_plugins(settings.heartbeat_providers, HEARTBEAT_PROVIDERS_GROUP)
     return {connector_class: as_provider(plugin) for connector_class, plugin in plugins.items()}
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _epoch_ms_to_timestamps(values: list[int]) -> pa.Array:
