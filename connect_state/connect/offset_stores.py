@@ -39,7 +39,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from connect_state.errors import RecordFormatError
-from connect_state.formats import jsonconv
+from connect_state.formats import javalang
 from connect_state.formats.offsets import map_identity, offset_key_bytes, parse_offset_key, parse_offset_value
 
 __all__ = [
@@ -235,8 +235,8 @@ def source_connector_offsets_checked(
             continue
         entries.append(
             {
-                "partition": jsonconv.java_hashmap_ordered(partition),
-                "offset": None if offset is None else jsonconv.java_hashmap_ordered(offset),
+                "partition": javalang.java_hashmap_ordered(partition),
+                "offset": None if offset is None else javalang.java_hashmap_ordered(offset),
             }
         )
     return entries, unreadable

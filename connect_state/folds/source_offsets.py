@@ -36,7 +36,7 @@ from typing import Any
 
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
-from connect_state.formats.javalang import java_equality_key
+from connect_state.formats.javalang import java_equality_key, java_hashmap_ordered
 from connect_state.formats.offsets import parse_offset_key, parse_offset_value
 
 SET = "set"
@@ -69,7 +69,7 @@ def _canonical(key: object) -> str:
 
 def connect_json(value: object) -> str:
     """A value as Connect's REST shows what it parsed (``HashMap`` order at every depth, Jackson's number text)."""
-    return jsonconv.dumps(jsonconv.java_hashmap_ordered(value)).decode("utf-8")
+    return jsonconv.dumps(java_hashmap_ordered(value)).decode("utf-8")
 
 
 @dataclass(frozen=True)

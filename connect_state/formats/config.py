@@ -44,8 +44,10 @@ from dataclasses import dataclass, field
 from connect_state.connect.vocabulary import TargetState
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
-from connect_state.formats.javalang import java_class_name as java_class_name  # re-export
 from connect_state.formats.javalang import (
+    decode_java_utf8,
+    java_class_name,
+    java_int,
     java_parse_int,
     java_split_dash,
     require_int,
@@ -86,7 +88,6 @@ __all__ = [
     "connector_config_key",
     "delete_records",
     "format_config_key",
-    "java_class_name",
     "logger_level_key",
     "parse_config_key",
     "parse_config_record",
@@ -318,7 +319,7 @@ def parse_config_key(key: str | bytes | None) -> ConfigKey:
 
 def _key_text(key: str | bytes) -> str:
     if isinstance(key, (bytes, bytearray, memoryview)):
-        return jsonconv.decode_java_utf8(bytes(key))
+        return decode_java_utf8(bytes(key))
     return key
 
 
@@ -430,7 +431,7 @@ def _int_value(value: object) -> int:
     """``KafkaConfigBackingStore.intValue``: an ``Integer`` or ``Long`` narrowed to int, else a thrown exception."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigCallbackError("Expected integer value to be either Integer or Long", "ConnectException")
-    return jsonconv.java_int(value)
+    return java_int(value)
 
 
 def _connector_config(connector: str, value: object) -> ConnectorConfig | None:

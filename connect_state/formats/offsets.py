@@ -43,11 +43,13 @@ from connect_state.formats.javalang import (
     INT64_MAX,
     INT64_MIN,
     java_class_name,
+    java_double_to_string,
     java_equality_key,
+    java_hashmap_ordered,
     java_parse_int,
+    java_parse_long,
     java_trim,
 )
-from connect_state.formats.javalang import java_parse_long as java_parse_long  # re-export
 
 __all__ = [
     "KAFKA_OFFSET_KEY",
@@ -57,7 +59,6 @@ __all__ = [
     "OffsetKey",
     "OffsetPair",
     "SinkOffset",
-    "java_parse_long",
     "map_identity",
     "normalize_source_offsets",
     "offset_key_bytes",
@@ -218,7 +219,7 @@ def offset_key_bytes(connector: str, partition: Mapping[str, object] | None) -> 
 
     ``None`` gives ``["c",null]`` (what a ``PATCH`` with a null partition writes for a source connector).
     """
-    normalized = None if partition is None else jsonconv.java_hashmap_ordered(_round_trip(dict(partition)))
+    normalized = None if partition is None else java_hashmap_ordered(_round_trip(dict(partition)))
     return jsonconv.dumps([connector, normalized])
 
 
@@ -228,7 +229,7 @@ def serialize_offset_value(offset: Mapping[str, object] | None) -> bytes | None:
     """
     if offset is None:
         return None
-    return jsonconv.dumps(jsonconv.java_hashmap_ordered(_round_trip(dict(offset))))
+    return jsonconv.dumps(java_hashmap_ordered(_round_trip(dict(offset))))
 
 
 def parse_offset_value(data: bytes | None) -> dict[str, object] | None:
@@ -362,7 +363,7 @@ def _no_creator(class_name: str, value: object) -> BadOffsetsRequest:
         shown = f"Number value ({value})"
     else:
         assert isinstance(value, float)
-        argument, shown = "double/Double", f"Number value ({jsonconv.java_double_to_string(value)})"
+        argument, shown = "double/Double", f"Number value ({java_double_to_string(value)})"
     return _jackson(
         f"Cannot construct instance of `{class_name}` (although at least one Creator exists): "
         f"no {argument}-argument constructor/factory method to deserialize from {shown}"
@@ -498,7 +499,7 @@ def normalize_source_offsets(pairs: list[OffsetPair]) -> list[OffsetPair]:
 def _normalize_map(value: dict[str, object] | None) -> dict[str, object] | None:
     if value is None:
         return None
-    result = jsonconv.java_hashmap_ordered(_round_trip(value))
+    result = java_hashmap_ordered(_round_trip(value))
     assert isinstance(result, dict)
     return result
 
@@ -519,7 +520,7 @@ def sink_partition(topic: str, partition: int) -> dict[str, object]:
     """A sink partition as ``GET /offsets`` shows it, in ``HashMap`` order: ``{"kafka_partition":0,"kafka_topic":"t"}``
     (``SinkUtils.consumerGroupOffsetsToConnectorOffsets``).
     """
-    ordered = jsonconv.java_hashmap_ordered({KAFKA_TOPIC_KEY: topic, KAFKA_PARTITION_KEY: partition})
+    ordered = java_hashmap_ordered({KAFKA_TOPIC_KEY: topic, KAFKA_PARTITION_KEY: partition})
     assert isinstance(ordered, dict)
     return ordered
 

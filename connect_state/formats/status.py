@@ -29,12 +29,14 @@ from connect_state.connect.vocabulary import State
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
 from connect_state.formats.javalang import (
+    decode_java_utf8,
     java_class_name,
+    java_int,
+    java_parse_int,
     java_split_dash,
     require_int,
     require_str,
 )
-from connect_state.formats.javalang import java_parse_int as java_parse_int  # re-export
 
 __all__ = [
     "CONNECTOR_STATUS_PREFIX",
@@ -50,7 +52,6 @@ __all__ = [
     "TopicStatusKey",
     "connector_status_key",
     "format_status_key",
-    "java_parse_int",
     "parse_status",
     "parse_status_key",
     "parse_status_record",
@@ -205,7 +206,7 @@ def parse_status_key(key: str | bytes | None) -> StatusKey:
     if key is None:
         raise RecordFormatError("null key")
     if isinstance(key, (bytes, bytearray, memoryview)):
-        key = jsonconv.decode_java_utf8(key)
+        key = decode_java_utf8(key)
     if key.startswith(CONNECTOR_STATUS_PREFIX):
         return _parse_connector_key(key)
     if key.startswith(TASK_STATUS_PREFIX):
@@ -366,7 +367,7 @@ def _status_from_bytes(data: bytes, kind: Literal["connector", "task"]) -> Statu
         ) from None
     trace = _string_field(value, "trace", failed)
     worker_id = _string_field(value, "worker_id", failed)
-    generation = jsonconv.java_int(_long_field(value, "generation", failed))  # Long.intValue()
+    generation = java_int(_long_field(value, "generation", failed))  # Long.intValue()
     version = _string_field(value, "version", failed)
     return Status(parsed, trace, worker_id, generation, version)
 
@@ -383,7 +384,7 @@ def _topic_status_from_bytes(data: bytes) -> TopicStatus:
     # Java evaluates the constructor arguments in order, then the TopicStatus constructor rejects null names.
     name = _string_field(inner, "name", failed)
     connector = _string_field(inner, "connector", failed)
-    task = jsonconv.java_int(_long_field(inner, "task", failed))  # Long.intValue()
+    task = java_int(_long_field(inner, "task", failed))  # Long.intValue()
     discover_timestamp = _long_field(inner, "discoverTimestamp", failed)
     for field, text in (("name", name), ("connector", connector)):
         if text is None:
@@ -451,5 +452,5 @@ def parse_status_record(key: str | bytes | None, value: bytes | None) -> StatusR
 def _key_text(key: str | bytes) -> str:
     """The key as Connect prints it (bytes decoded like ``StringDeserializer``)."""
     if isinstance(key, (bytes, bytearray, memoryview)):
-        return jsonconv.decode_java_utf8(key)
+        return decode_java_utf8(key)
     return key
