@@ -62,6 +62,7 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from enum import StrEnum
 from typing import Protocol, cast
 
@@ -396,7 +397,8 @@ def deletions_from_events(
             kind = ConnectorType(recorded) if recorded in set(ConnectorType) else ConnectorType.UNKNOWN
         else:
             kind = config_connector_type(config, class_types) if config is not None else ConnectorType.UNKNOWN
-        deletions[(name, offset)] = Deletion(name, offset, epoch_ms(row["kafka_timestamp"]), kind, config)
+        deleted_at = epoch_ms(cast("int | datetime", row["kafka_timestamp"]))
+        deletions[(name, offset)] = Deletion(name, offset, deleted_at, kind, config)
     names = created.keys() | deleted.keys()
     lifecycles = {
         name: Lifecycle(tuple(sorted(created.get(name, ()))), tuple(sorted(deleted.get(name, ())))) for name in names

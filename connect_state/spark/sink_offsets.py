@@ -22,7 +22,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+from pyspark.sql.streaming.state import GroupState
 
 from connect_state.errors import RecordFormatError
 from connect_state.faults import FaultPoint, fault_point
@@ -31,12 +31,12 @@ from connect_state.formats.consumer_offsets import OffsetCommitKey, parse_consum
 from connect_state.formats.consumer_offsets_arrow import match_offset_commits
 from connect_state.settings import Settings
 from connect_state.spark.foldjob import (
-    RECORD_COLUMNS_DDL,
+    RECORD_COLUMNS,
     FoldWriter,
     KindCounts,
     RecordKind,
-    arrow_schema,
     classify_records,
+    fold_groups,
     fold_reconciler,
     passed_through,
     rejected,
@@ -54,18 +54,16 @@ from connect_state.spark.merge_spec import (
 )
 from connect_state.spark.reconcile import Reconciler
 from connect_state.spark.write_time import write_time
-from connect_state.tables import SINK_OFFSETS, SINK_OFFSETS_HISTORY
+from connect_state.tables import BIGINT, INT, SINK_OFFSETS, SINK_OFFSETS_HISTORY, STRING
 
 JOB_NAME = "sink_offsets"
 DEPRECATED_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
 
-PARSED_SCHEMA = (
-    "record_kind STRING, group_id STRING, topic STRING, partition INT, offset BIGINT, leader_epoch INT, "
-    "metadata STRING, commit_timestamp BIGINT, change STRING, " + RECORD_COLUMNS_DDL
-)
+PARSED_SCHEMA = pa.schema([
+    ("record_kind", STRING), ("group_id", STRING), ("topic", STRING), ("partition", INT), ("offset", BIGINT),
+    ("leader_epoch", INT), ("metadata", STRING), ("commit_timestamp", BIGINT), ("change", STRING), *RECORD_COLUMNS,
+])  # fmt: skip
 OUTPUT_SCHEMA = PARSED_SCHEMA
-PARSED_ARROW_SCHEMA = arrow_schema(PARSED_SCHEMA)
-STATE_SCHEMA = "state_json STRING"
 
 
 def classify(key: bytes | None, value: bytes | None, kafka: dict) -> list[dict]:
@@ -121,7 +119,7 @@ def fast_parse(kafka: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
         "raw_value": pa.nulls(rows, pa.binary()),
         "reason": empty_text,
     }
-    return pa.RecordBatch.from_arrays(list(columns.values()), schema=PARSED_ARROW_SCHEMA), found.matched
+    return pa.RecordBatch.from_arrays(list(columns.values()), schema=PARSED_SCHEMA), found.matched
 
 
 def _output_frame(batch: pd.DataFrame, order: np.ndarray, changed: list[tuple[int, str]]) -> pd.DataFrame:
@@ -164,11 +162,7 @@ def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) ->
 def fold_stream(kafka_rows: DataFrame) -> DataFrame:
     """Kafka rows of ``__consumer_offsets`` → history rows, current-table rows and rejected records."""
     parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA, fast_parse)
-    return (
-        with_group_kind(parsed, "group")
-        .groupBy("group_kind", "group_id")
-        .applyInPandasWithState(fold_group, OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
-    )
+    return fold_groups(with_group_kind(parsed, "group").groupBy("group_kind", "group_id"), fold_group, OUTPUT_SCHEMA)
 
 
 #: A batch's latest commit of each (group, topic, partition) into ``sink_offsets``: a deletion deletes the row.

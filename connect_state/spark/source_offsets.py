@@ -31,10 +31,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+from pyspark.sql.streaming.state import GroupState
 
 from connect_state.connect.offset_stores import offsets_topics
 from connect_state.errors import RecordFormatError
@@ -47,12 +48,13 @@ from connect_state.settings import Settings
 from connect_state.spark.checkpoint import latest_positions
 from connect_state.spark.delta_io import table_exists
 from connect_state.spark.foldjob import (
-    RECORD_COLUMNS_DDL,
+    RECORD_COLUMNS,
     FoldWriter,
     KindCounts,
     RecordKind,
     classify_records,
     column_frame,
+    fold_groups,
     fold_reconciler,
     nullable_values,
     passed_through,
@@ -73,7 +75,7 @@ from connect_state.spark.reconcile import Reconciler
 from connect_state.spark.streaming import QueryTask, job_logger, stop_between_batches
 from connect_state.spark.write_time import write_time
 from connect_state.storage import Location
-from connect_state.tables import CONNECTORS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY
+from connect_state.tables import BOOLEAN, CONNECTORS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY, STRING
 
 JOB_NAME = "source_offsets"
 TOPIC_CHECK_SECONDS = 60.0
@@ -117,12 +119,11 @@ def source_topics(spark: SparkSession, settings: Settings) -> list[str]:
 # Parse, fold, write
 # ---------------------------------------------------------------------------------------------------------------------
 
-PARSED_SCHEMA = "record_kind STRING, offsets_topic STRING, connector STRING, " + RECORD_COLUMNS_DDL
-OUTPUT_SCHEMA = (
-    "record_kind STRING, offsets_topic STRING, connector STRING, partition STRING, offset STRING, listed BOOLEAN, "
-    "change STRING, " + RECORD_COLUMNS_DDL
-)
-STATE_SCHEMA = "state_json STRING"
+PARSED_SCHEMA = pa.schema([("record_kind", STRING), ("offsets_topic", STRING), ("connector", STRING), *RECORD_COLUMNS])
+OUTPUT_SCHEMA = pa.schema([
+    ("record_kind", STRING), ("offsets_topic", STRING), ("connector", STRING), ("partition", STRING),
+    ("offset", STRING), ("listed", BOOLEAN), ("change", STRING), *RECORD_COLUMNS,
+])  # fmt: skip
 
 
 def classify(key: bytes | None, value: bytes | None, kafka: dict) -> list[dict]:
@@ -209,11 +210,8 @@ def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) ->
 def fold_stream(kafka_rows: DataFrame) -> DataFrame:
     """Kafka rows of the offsets topics → history rows, current-table rows and rejected records."""
     parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA)
-    return (
-        with_group_kind(parsed, "connector")
-        .groupBy("group_kind", "offsets_topic", "connector")
-        .applyInPandasWithState(fold_group, OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
-    )
+    grouped = with_group_kind(parsed, "connector").groupBy("group_kind", "offsets_topic", "connector")
+    return fold_groups(grouped, fold_group, OUTPUT_SCHEMA)
 
 
 #: A batch's latest record of each (offsets topic, key) into ``source_offsets``: a tombstone deletes the row; a key
