@@ -45,7 +45,8 @@ $(CONSTRAINTS): conf/versions.env
 	  "ruff==$(RUFF_VERSION)" "mypy==$(MYPY_VERSION)" "pandas-stubs==$(PANDAS_STUBS_VERSION)" \
 	  "types-requests==$(TYPES_REQUESTS_VERSION)" "pyyaml==$(PYYAML_VERSION)" \
 	  "databricks-bundles==$(DATABRICKS_BUNDLES_VERSION)" \
-	  "prometheus-client==$(PROMETHEUS_CLIENT_VERSION)" "selenium==$(SELENIUM_VERSION)" \
+	  "prometheus-client==$(PROMETHEUS_CLIENT_VERSION)" "tenacity==$(TENACITY_VERSION)" \
+	  "selenium==$(SELENIUM_VERSION)" \
 	  "schemathesis==$(SCHEMATHESIS_VERSION)" > $@
 
 venv: $(VENV)/.installed
