@@ -3,7 +3,8 @@
 Pure Python, no Spark: spark/source_offsets.py calls :func:`fold_connector_offsets` once per (offsets topic,
 connector) and micro-batch from ``applyInPandasWithState``; tests call it directly.
 
-Connect keeps two structures per offsets topic (``KafkaOffsetBackingStore``, spec §4.2):
+Connect keeps two structures per offsets topic (``KafkaOffsetBackingStore``:
+``connect/runtime/src/main/java/org/apache/kafka/connect/storage/KafkaOffsetBackingStore.java``):
 
 * ``data``: raw key bytes -> raw value bytes; a record with a value puts, a tombstone removes. Every key counts,
   whatever its shape; lookups are by exact bytes.

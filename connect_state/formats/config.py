@@ -1,4 +1,5 @@
-"""Records of Connect's config topic, read and written byte for byte like ``KafkaConfigBackingStore`` (spec §3).
+"""Records of Connect's config topic, read and written byte for byte like ``KafkaConfigBackingStore``
+(``connect/runtime/src/main/java/org/apache/kafka/connect/storage/KafkaConfigBackingStore.java``).
 
 Eight kinds of record share the topic, told apart by the key (``KafkaConfigBackingStore.ConsumeCallback``, which
 tries the prefixes in this order):
@@ -21,14 +22,15 @@ key                         value                                               
 ``"; "``; an exception Connect logs is described after ``": "``). A record on which Connect's consume callback
 *throws* (a null key, a commit or task-count record whose count is not an integer, an invalid session key) raises
 :class:`ConfigCallbackError`, a ``RecordFormatError`` too: a worker reading it skips the rest of that poll batch
-(spec §1, §9.3). Messages Connect logs for a record it still applies (WARN on a restart request field, ERROR on a
-non-string ``state.v2``) are kept in :attr:`ConfigRecord.warnings`.
+(``connect/runtime/src/main/java/org/apache/kafka/connect/util/KafkaBasedLog.java``). Messages Connect logs for a
+record it still applies (WARN on a restart request field, ERROR on a non-string ``state.v2``) are kept in
+:attr:`ConfigRecord.warnings`.
 
 The ``serialize_*`` functions write the values the store's ``put*`` methods write (the ``Struct`` schemas
 ``CONNECTOR_CONFIGURATION_V0``, ``CONNECTOR_TASKS_COMMIT_V0``, ``TARGET_STATE_V1``, ``TASK_COUNT_RECORD_V0``,
 ``SESSION_KEY_V0``, ``RESTART_REQUEST_V0``, ``LOGGER_LEVEL_V0``, in their field order) and
 :func:`stop_records`, :func:`pause_records`, :func:`resume_records` and :func:`delete_records` the records the herder
-writes for those operations (spec §3.4).
+writes for those operations (``DistributedHerder``).
 
 Checked against Kafka 4.3.1's ``KafkaConfigBackingStore`` by feeding records to its own ``ConsumeCallback``.
 
@@ -124,7 +126,7 @@ class ConfigCallbackError(RecordFormatError):
     """A record on which Connect's ``ConsumeCallback`` throws instead of logging and skipping it.
 
     The ``KafkaBasedLog`` work thread catches the exception, logs ``"Unexpected exception in ..."`` and drops the rest
-    of that poll batch (spec §1, §9.3). ``reason`` is the exception's message and ``exception`` its Java class name
+    of that poll batch. ``reason`` is the exception's message and ``exception`` its Java class name
     (``"NullPointerException"``, ``"ConnectException"``, ``"IllegalArgumentException"``).
     """
 
@@ -343,7 +345,7 @@ class ConnectorConfig:
 class TaskConfig:
     """A task's configuration (``TASK_CONFIGURATION_V0``, same shape as :class:`ConnectorConfig`).
 
-    Connect buffers it until the connector's next :class:`TaskCommit` (spec §3.3).
+    Connect buffers it until the connector's next :class:`TaskCommit` (``processTasksCommitRecord``).
     """
 
     properties: dict[str, object] = field(hash=False)
@@ -485,7 +487,7 @@ def _task_commit(connector: str, value: object) -> TaskCommit:
 
 
 def _target_state(connector: str, value: object) -> tuple[TargetStateValue | None, tuple[str, ...]]:
-    """``processTargetStateRecord`` (spec §3.2): ``state.v2`` first, falling back to ``state``."""
+    """``processTargetStateRecord``: ``state.v2`` first, falling back to ``state``."""
     if value is None:
         return None, ()
     fields = _require_map(
@@ -707,7 +709,7 @@ def serialize_task_commit(tasks: int) -> bytes:
 
 
 def serialize_target_state(state: TargetState | str) -> bytes:
-    """``serializeTargetState``: ``TARGET_STATE_V1``, ``state`` falling back to PAUSED for STOPPED (spec §3.2)::
+    """``serializeTargetState``: ``TARGET_STATE_V1``, ``state`` falling back to PAUSED for STOPPED::
 
     {"state":"PAUSED","state.v2":"STOPPED"}
     """
@@ -750,7 +752,7 @@ def serialize_logger_level(level: str) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# What the herder writes (spec §3.4)
+# What the herder writes (DistributedHerder's stop, pause, resume and delete)
 # ---------------------------------------------------------------------------------------------------------------------
 
 ConfigWrite = tuple[str, bytes | None]

@@ -299,7 +299,7 @@ def java_hash_code(value: object, *, ints_as_integer: bool = False) -> int:
 
 
 def java_hashmap_order(keys: Iterable[str]) -> list[str]:
-    """The iteration order of ``new HashMap<>()`` after ``put`` of each key in turn (spec §4.3).
+    """The iteration order of ``new HashMap<>()`` after ``put`` of each key in turn.
 
     Buckets are ``spread(hashCode) & (capacity - 1)``; capacity starts at 16 and doubles when the size exceeds 0.75 x
     capacity, and also when a bucket reaches 9 entries while the capacity is below 64 (``treeifyBin`` resizes instead
@@ -360,7 +360,7 @@ def java_hashmap_ordered(value: object) -> object:
     """A copy of a parsed value whose dicts (at every depth) iterate in Java ``HashMap`` order.
 
     ``JsonConverter`` turns every JSON object into a ``HashMap``, so this is the order Connect uses when it
-    re-serialises what it has read (e.g. source partitions in the offsets topic, spec §4.3).
+    re-serialises what it has read (e.g. source partitions in the offsets topic).
     """
     root = _shallow_copy(value)
     pending = [root]

@@ -1,9 +1,10 @@
 """JSON exactly as Kafka Connect's internal converter reads and writes it.
 
 Connect reads and writes its internal topics with ``org.apache.kafka.connect.json.JsonConverter`` configured with
-``schemas.enable=false`` (spec §1). The bytes come from a plain Jackson ``ObjectMapper`` (``JsonSerializer``) and are
-read back by another (``JsonDeserializer``, with ``ALLOW_LEADING_ZEROS_FOR_NUMBERS`` and
-``USE_BIG_DECIMAL_FOR_FLOATS``). This module mirrors both directions, checked against Kafka 4.3.1 (Jackson 2.21):
+``schemas.enable=false`` (``connect/json/src/main/java/org/apache/kafka/connect/json/JsonConverter.java``, created by
+``Worker``). The bytes come from a plain Jackson ``ObjectMapper`` (``JsonSerializer``) and are read back by another
+(``JsonDeserializer``, with ``ALLOW_LEADING_ZEROS_FOR_NUMBERS`` and ``USE_BIG_DECIMAL_FOR_FLOATS``). This module
+mirrors both directions, checked against Kafka 4.3.1 (Jackson 2.21):
 
 * :func:`dumps` writes what ``JsonConverter.fromConnectData`` writes for a schemaless value.
 * :func:`loads` returns what ``JsonConverter.toConnectData`` returns: ``dict``/``list``/``str``/``int``/``float``/

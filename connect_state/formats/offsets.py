@@ -1,4 +1,7 @@
-"""Records of Connect's offsets topic and the offsets REST bodies, byte for byte like Connect (spec §4, §5.4).
+"""Records of Connect's offsets topic and the offsets REST bodies, byte for byte like Connect
+(``connect/runtime/src/main/java/org/apache/kafka/connect/storage/KafkaOffsetBackingStore.java``,
+``connect/runtime/src/main/java/org/apache/kafka/connect/storage/OffsetUtils.java``,
+``connect/runtime/src/main/java/org/apache/kafka/connect/util/SinkUtils.java``).
 
 **The topic** (``KafkaOffsetBackingStore``, ``OffsetUtils``, ``OffsetStorageWriter``). A key is the JSON array
 ``[connector, partition]`` written by the internal key converter, e.g. ``["file-source",{"filename":"/tmp/in"}]``;
@@ -6,7 +9,8 @@ a value is the offset map as JSON, or null (a tombstone: no offset). The store k
 bytes, whatever the key looks like, and separately tracks each connector's partitions with
 ``OffsetUtils.processPartitionKey``, which ignores malformed keys with a WARN: :func:`parse_offset_key` raises
 :class:`~connect_state.errors.RecordFormatError` with that WARN text. Connect looks offsets up by exact key bytes
-after re-serialising the partition maps it parsed, i.e. in Java ``HashMap`` order (spec §4.3):
+after re-serialising the partition maps it parsed, i.e. in Java ``HashMap`` order
+(:func:`~connect_state.formats.javalang.java_hashmap_ordered`):
 :func:`offset_key_bytes` writes those bytes.
 
 **Source connectors over REST** (``ConnectorsResource``, ``ConnectorOffsets.toMap``,
@@ -212,7 +216,7 @@ def offset_key_bytes(connector: str, partition: Mapping[str, object] | None) -> 
 
     The partition goes through a ``JsonConverter`` round trip and comes out in Java ``HashMap`` order, as in
     ``Worker.normalizeSourceConnectorOffsets`` followed by ``OffsetStorageWriter`` (PATCH), in ``DELETE /offsets``
-    and in the lookups of ``GET /offsets`` (spec §4.3)::
+    and in the lookups of ``GET /offsets``::
 
         offset_key_bytes("c", {"kafka_topic": "t", "kafka_partition": 0})
         == b'["c",{"kafka_partition":0,"kafka_topic":"t"}]'
@@ -552,7 +556,7 @@ def _rest_to_string(value: object) -> str:
 
 
 def _sink_entry(partition: dict[str, object] | None, offset: dict[str, object] | None) -> SinkOffset:
-    """One entry of ``SinkUtils.parseSinkConnectorOffsets``, checks in Connect's order (spec §5.4)."""
+    """One entry of ``SinkUtils.parseSinkConnectorOffsets``, checks in Connect's order."""
     if partition is None:
         raise BadOffsetsRequest("The partition for a sink connector offset cannot be null or missing")
     if KAFKA_TOPIC_KEY not in partition or KAFKA_PARTITION_KEY not in partition:

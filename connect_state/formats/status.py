@@ -1,4 +1,5 @@
-"""Records of Connect's status topic, read and written byte for byte like ``KafkaStatusBackingStore`` (spec §2).
+"""Records of Connect's status topic, read and written byte for byte like ``KafkaStatusBackingStore``
+(``connect/runtime/src/main/java/org/apache/kafka/connect/storage/KafkaStatusBackingStore.java``).
 
 Three kinds of record share the topic, told apart by the key:
 
@@ -13,7 +14,7 @@ record, in the order Connect logs them, joined by ``"; "``, and, where Connect l
 description of it after ``": "``. Reasons are stored in ``rejected_records``, so their wording is kept stable.
 
 Checked against Kafka 4.3.1's ``KafkaStatusBackingStore``. Its connector and task status carries a fifth field,
-``version`` (the plugin version, an optional string), absent from the October 2024 trunk the spec was read from:
+``version`` (the plugin version, an optional string), absent from Kafka's October 2024 trunk:
 see :class:`Status`.
 
 Pure standard library.
@@ -201,7 +202,7 @@ def parse_status_key(key: str | bytes | None) -> StatusKey:
     The prefixes are tried in Connect's order: connector, task, topic. Raises ``RecordFormatError`` for every key
     Connect discards, with Connect's WARN text, e.g. ``"Discarding record with invalid connector status key
     status-connector-"``. A null key raises ``RecordFormatError("null key")``: Connect's reader fails on it with a
-    ``NullPointerException`` (and skips the rest of that poll batch, spec §1).
+    ``NullPointerException`` (and skips the rest of that poll batch).
     """
     if key is None:
         raise RecordFormatError("null key")
@@ -262,7 +263,7 @@ def serialize_status(status: Status, *, with_version: bool = True) -> bytes | No
 
         {"state":"RUNNING","trace":null,"worker_id":"127.0.0.1:8083","generation":3,"version":null}
 
-    ``with_version=False`` gives the four-field form of older workers (spec §2.2). Raises ``ValueError`` where
+    ``with_version=False`` gives the four-field form of older workers. Raises ``ValueError`` where
     Connect's ``Struct`` validation would fail (unknown state, missing worker id, generation outside int32).
     """
     try:
@@ -394,7 +395,7 @@ def _topic_status_from_bytes(data: bytes) -> TopicStatus:
 
 
 def parse_status(data: bytes, kind: Literal["connector", "task"] = "connector") -> Status:
-    """Parse a connector (or task) status value with Connect's rules (spec §2.3).
+    """Parse a connector (or task) status value with Connect's rules (``KafkaStatusBackingStore.read``).
 
     The value must be a JSON object; ``state`` a valid state name; ``generation`` a JSON integer (``1.0`` is a
     ``Double`` for Connect and fails the ``(Long)`` cast), truncated to int32 like ``Long.intValue()``; ``trace``,

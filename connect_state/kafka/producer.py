@@ -6,7 +6,7 @@ share between threads, closed by :meth:`InternalTopicWriter.close`) and the laye
 (``PUT .../topics/reset``, offsets), by the cleanup job and by the heartbeat emitter; nothing here knows about Flask
 or Spark.
 
-What it guarantees (spec §1):
+What it guarantees:
 
 * ``acks=all``, idempotence on by default (kafka-python 3.x's idempotent producer: a retried batch is never written
   twice; ``enable.idempotence=false`` in ``kafka.client.properties`` turns it off, e.g. for a cluster whose ACLs do

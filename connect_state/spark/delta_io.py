@@ -2,7 +2,8 @@
 
 Every write carries a Delta ``SetTransaction`` (``txnAppId`` = query + table, ``txnVersion`` = batch id): when a
 restarted query replays a batch whose write already committed, Delta skips it, so a crash between two table writes
-of one batch neither loses nor doubles rows (../shared/spec/spark-delta-stack.md §4.1).
+of one batch neither loses nor doubles rows (Delta's idempotent writes in ``foreachBatch``:
+https://docs.delta.io/latest/delta-streaming.html#idempotent-table-writes-in-foreachbatch).
 """
 
 from __future__ import annotations
