@@ -19,7 +19,6 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState
 
 from connect_state.errors import RecordFormatError
-from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds.active_topics import (
     REMOVED,
     state_from_json,
@@ -43,6 +42,7 @@ from connect_state.spark.foldjob import (
     passed_through,
     rejected,
     start_fold_query,
+    table_columns,
 )
 from connect_state.spark.kafka_source import read_internal_topic
 from connect_state.spark.merge_spec import (
@@ -53,7 +53,6 @@ from connect_state.spark.merge_spec import (
     source_values,
 )
 from connect_state.spark.reconcile import Reconciler
-from connect_state.spark.write_time import write_time
 from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, BIGINT, BOOLEAN, INT, STRING
 
 JOB_NAME = "active_topics"
@@ -183,39 +182,11 @@ class ActiveTopicsWriter(FoldWriter):
     job_name = JOB_NAME
 
     def write(self, changes: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        n_changes = counts.rows(RecordKind.CHANGE)
+        n_changes = self.write_history(changes, RecordKind.CHANGE, ACTIVE_TOPICS_HISTORY, batch_id, counts)
         if n_changes:
-            self._write_history(changes, batch_id, counts)
-            fault_point(FaultPoint.AFTER_HISTORY_WRITE)
-            self._merge_current(changes, batch_id, n_changes)
+            latest = changes.filter(F.col("latest")).select(*table_columns(ACTIVE_TOPICS), "change")
+            self.merge_current(latest, ACTIVE_TOPICS, CURRENT_MERGE, batch_id, n_changes)
         return f"{n_changes} active-topic changes"
-
-    def _write_history(self, changes: DataFrame, batch_id: int, counts: KindCounts) -> None:
-        rows = changes.select(
-            "connector",
-            "topic",
-            "change",
-            "task",
-            "discover_timestamp",
-            write_time("changed_at"),
-            "kafka_partition",
-            "kafka_offset",
-            F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-        )
-        self.insert_history(rows, ACTIVE_TOPICS_HISTORY, batch_id, counts, RecordKind.CHANGE)
-
-    def _merge_current(self, changes: DataFrame, batch_id: int, n_changes: int) -> None:
-        latest = changes.filter(F.col("latest")).select(
-            "connector",
-            "topic",
-            "change",
-            "task",
-            "discover_timestamp",
-            write_time("updated_at"),
-            "kafka_partition",
-            "kafka_offset",
-        )
-        self.merge_current(latest, ACTIVE_TOPICS, CURRENT_MERGE, batch_id, n_changes)
 
 
 def start(

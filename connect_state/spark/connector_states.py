@@ -22,7 +22,6 @@ from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.types import ArrayType
 
 from connect_state.errors import RecordFormatError
-from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds.connector_states import (
     ConnectorEvent,
     ConnectorRecord,
@@ -52,12 +51,12 @@ from connect_state.spark.foldjob import (
     passed_through,
     rejected,
     start_fold_query,
+    table_columns,
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
 from connect_state.spark.merge_spec import MergeSpec, matched_update, not_matched_insert, source_values
 from connect_state.spark.reconcile import Reconciler
-from connect_state.spark.write_time import write_time
 from connect_state.tables import BIGINT, BOOLEAN, CONNECTOR_EVENTS, CONNECTORS, INT, STRING
 
 JOB_NAME = "connector_states"
@@ -211,34 +210,14 @@ class ConnectorStatesWriter(FoldWriter):
     job_name = JOB_NAME
 
     def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        events = batch.filter(F.col("record_kind") == RecordKind.EVENT)
-        rows = batch.filter(F.col("record_kind") == RecordKind.ROW)
-        n_events, n_rows = counts.rows(RecordKind.EVENT), counts.rows(RecordKind.ROW)
-        if n_events:
-            history = events.select(
-                "connector",
-                "event",
-                "details",
-                "source",
-                "kafka_partition",
-                "kafka_offset",
-                F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-                write_time("recorded_at"),
-            )
-            self.insert_history(history, CONNECTOR_EVENTS, batch_id, counts, RecordKind.EVENT)
-            fault_point(FaultPoint.AFTER_HISTORY_WRITE)
+        n_events = self.write_history(batch, RecordKind.EVENT, CONNECTOR_EVENTS, batch_id, counts)
+        n_rows = counts.rows(RecordKind.ROW)
         if n_rows:
-            self._merge_connectors(rows, batch_id, n_rows)
+            source = batch.filter(F.col("record_kind") == RecordKind.ROW).select(
+                *table_columns(CONNECTORS, name=F.col("connector"), tasks=F.from_json("tasks_json", TASKS_TYPE))
+            )
+            self.merge_current(source, CONNECTORS, CURRENT_MERGE, batch_id, n_rows)
         return f"{n_rows} connectors updated, {n_events} events"
-
-    def _merge_connectors(self, rows: DataFrame, batch_id: int, n_rows: int) -> None:
-        source = rows.select(
-            F.col("connector").alias("name"),
-            *[c for c in CONNECTORS.column_names if c not in ("name", "tasks", "updated_at")],
-            F.from_json("tasks_json", TASKS_TYPE).alias("tasks"),
-            write_time("updated_at"),
-        )
-        self.merge_current(source, CONNECTORS, CURRENT_MERGE, batch_id, n_rows)
 
 
 def start(

@@ -55,7 +55,17 @@ from connect_state.spark.streaming import QueryTask, Run, checkpoint_query_id, j
 from connect_state.spark.watermarks import WatermarkStore, watermark_store
 from connect_state.spark.write_time import collect_stamped, stamped, write_time
 from connect_state.storage import Location, deltalake_options
-from connect_state.tables import BIGINT, BINARY, DATA_LOSS, INT, REJECTED_RECORDS, STRING, WATERMARKS, TableSpec
+from connect_state.tables import (
+    BIGINT,
+    BINARY,
+    DATA_LOSS,
+    INT,
+    REJECTED_RECORDS,
+    STRING,
+    TIMESTAMP,
+    WATERMARKS,
+    TableSpec,
+)
 
 # Concurrent queries write these shared tables every batch: more attempts than a job's own table needs.
 SHARED_TABLE_ATTEMPTS = 10
@@ -218,6 +228,23 @@ def with_group_kind(parsed: DataFrame, kind: str) -> DataFrame:
     groups keep the quarantine apart."""
     is_rejected = F.col("record_kind") == RecordKind.REJECTED
     return parsed.withColumn("group_kind", F.when(is_rejected, F.lit(str(RecordKind.REJECTED))).otherwise(F.lit(kind)))
+
+
+def table_columns(spec: TableSpec, **given: Column) -> list[Column]:
+    """``spec``'s columns, in its order, from a fold's output rows: those ``given`` as given, ``kafka_timestamp`` (epoch
+    ms there) as a timestamp, the table's other timestamps the time of the write (:func:`write_time`), the rest by
+    name."""
+    columns = []
+    for field in spec.schema:
+        if field.name in given:
+            columns.append(given[field.name].alias(field.name))
+        elif field.name == "kafka_timestamp":
+            columns.append(F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"))
+        elif field.type == TIMESTAMP:
+            columns.append(write_time(field.name))
+        else:
+            columns.append(F.col(field.name))
+    return columns
 
 
 def passed_through(batch: pd.DataFrame, schema: pa.Schema) -> pd.DataFrame:
@@ -526,6 +553,17 @@ class FoldWriter:
         lowest_offset = counts.lowest_offset(kind)
         target = f"t.kafka_offset >= {lowest_offset}" if lowest_offset is not None else None
         insert_new_once(stamped(rows), self.path(spec), spec.key, self.app_id(spec), batch_id, target)
+
+    def write_history(self, batch: DataFrame, kind: RecordKind, spec: TableSpec, batch_id: int, counts: KindCounts,
+                      **given: Column) -> int:  # fmt: skip
+        """:meth:`insert_history` of the batch's rows of ``kind`` as rows of ``spec`` (:func:`table_columns`); how many
+        there were."""
+        n_rows = counts.rows(kind)
+        if n_rows:
+            rows = batch.filter(F.col("record_kind") == kind).select(*table_columns(spec, **given))
+            self.insert_history(rows, spec, batch_id, counts, kind)
+            fault_point(FaultPoint.AFTER_HISTORY_WRITE)
+        return n_rows
 
     def small_write(self, n_rows: int) -> bool:
         """Whether a write of ``n_rows`` goes through ``deltalake``: they are few

@@ -25,7 +25,6 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState
 
 from connect_state.errors import RecordFormatError
-from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds import sink_offsets as sink_fold
 from connect_state.formats.consumer_offsets import OffsetCommitKey, parse_consumer_offsets_record
 from connect_state.formats.consumer_offsets_arrow import match_offset_commits
@@ -42,6 +41,7 @@ from connect_state.spark.foldjob import (
     rejected,
     rows_frame,
     start_fold_query,
+    table_columns,
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
@@ -53,7 +53,6 @@ from connect_state.spark.merge_spec import (
     source_values,
 )
 from connect_state.spark.reconcile import Reconciler
-from connect_state.spark.write_time import write_time
 from connect_state.tables import BIGINT, INT, SINK_OFFSETS, SINK_OFFSETS_HISTORY, STRING
 
 JOB_NAME = "sink_offsets"
@@ -182,44 +181,13 @@ class SinkOffsetsWriter(FoldWriter):
     job_name = JOB_NAME
 
     def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        history = batch.filter(F.col("record_kind") == RecordKind.HISTORY)
-        current = batch.filter(F.col("record_kind") == RecordKind.CURRENT)
-        n_history, n_current = counts.rows(RecordKind.HISTORY), counts.rows(RecordKind.CURRENT)
-        if n_history:
-            rows = history.select(
-                "group_id",
-                "topic",
-                "partition",
-                "offset",
-                "change",
-                "commit_timestamp",
-                "kafka_partition",
-                "kafka_offset",
-                F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-                write_time("recorded_at"),
-            )
-            self.insert_history(rows, SINK_OFFSETS_HISTORY, batch_id, counts, RecordKind.HISTORY)
-            fault_point(FaultPoint.AFTER_HISTORY_WRITE)
+        n_history = self.write_history(batch, RecordKind.HISTORY, SINK_OFFSETS_HISTORY, batch_id, counts)
+        n_current = counts.rows(RecordKind.CURRENT)
         if n_current:
-            self._merge_current(current, batch_id, n_current)
+            current = batch.filter(F.col("record_kind") == RecordKind.CURRENT)
+            source = current.select(*table_columns(SINK_OFFSETS), F.col("change").alias("op"))
+            self.merge_current(source, SINK_OFFSETS, CURRENT_MERGE, batch_id, n_current)
         return f"{n_history} offset commits, {n_current} committed offsets changed"
-
-    def _merge_current(self, current: DataFrame, batch_id: int, n_rows: int) -> None:
-        source = current.select(
-            "group_id",
-            "topic",
-            "partition",
-            "offset",
-            "leader_epoch",
-            "metadata",
-            "commit_timestamp",
-            "kafka_partition",
-            "kafka_offset",
-            F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-            write_time("updated_at"),
-            F.col("change").alias("op"),
-        )
-        self.merge_current(source, SINK_OFFSETS, CURRENT_MERGE, batch_id, n_rows)
 
 
 def reconciler(settings: Settings) -> Reconciler:

@@ -39,7 +39,6 @@ from pyspark.sql.streaming.state import GroupState
 
 from connect_state.connect.offset_stores import offsets_topics
 from connect_state.errors import RecordFormatError
-from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds import source_offsets as source_fold
 from connect_state.formats.offsets import parse_offset_key
 from connect_state.guards import permitted_offsets_topics
@@ -60,6 +59,7 @@ from connect_state.spark.foldjob import (
     passed_through,
     rejected,
     start_fold_query,
+    table_columns,
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
@@ -73,7 +73,6 @@ from connect_state.spark.merge_spec import (
 from connect_state.spark.offsets_guard import offsets_records_topics
 from connect_state.spark.reconcile import Reconciler
 from connect_state.spark.streaming import QueryTask, job_logger, stop_between_batches
-from connect_state.spark.write_time import write_time
 from connect_state.storage import Location
 from connect_state.tables import BOOLEAN, CONNECTORS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY, STRING
 
@@ -250,43 +249,16 @@ class SourceOffsetsWriter(FoldWriter):
             self.new_topics = new
 
     def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        history = batch.filter(F.col("record_kind") == RecordKind.HISTORY)
-        current = batch.filter(F.col("record_kind") == RecordKind.CURRENT)
-        n_history, n_current = counts.rows(RecordKind.HISTORY), counts.rows(RecordKind.CURRENT)
-        if n_history:
-            rows = history.select(
-                "connector",
-                "offsets_topic",
-                "partition",
-                F.col("raw_key").alias("key"),
-                "offset",
-                "change",
-                "kafka_partition",
-                "kafka_offset",
-                F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-                write_time("recorded_at"),
-            )
-            self.insert_history(rows, SOURCE_OFFSETS_HISTORY, batch_id, counts, RecordKind.HISTORY)
-            fault_point(FaultPoint.AFTER_HISTORY_WRITE)
+        key = F.col("raw_key")
+        n_history = self.write_history(batch, RecordKind.HISTORY, SOURCE_OFFSETS_HISTORY, batch_id, counts, key=key)
+        n_current = counts.rows(RecordKind.CURRENT)
         if n_current:
-            self._merge_current(current, batch_id, n_current)
+            self._merge_current(batch.filter(F.col("record_kind") == RecordKind.CURRENT), batch_id, n_current)
         return f"{n_history} offset records, {n_current} current rows changed"
 
     def _merge_current(self, current: DataFrame, batch_id: int, n_rows: int) -> None:
-        source = current.select(
-            "connector",
-            "offsets_topic",
-            "partition",
-            F.col("raw_key").alias("key"),
-            "offset",
-            F.col("raw_value").alias("value"),
-            "listed",
-            "kafka_partition",
-            "kafka_offset",
-            F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-            write_time("updated_at"),
-            F.col("change").alias("op"),
-        )
+        columns = table_columns(SOURCE_OFFSETS, key=F.col("raw_key"), value=F.col("raw_value"))
+        source = current.select(*columns, F.col("change").alias("op"))
         inserts = source.filter(F.col("op") == source_fold.UPSERT).select(*SOURCE_OFFSETS.column_names)
         if self.append_if_new(SOURCE_OFFSETS, inserts, batch_id):
             return
