@@ -49,7 +49,7 @@ $(CONSTRAINTS): conf/versions.env
 	  "types-requests==$(TYPES_REQUESTS_VERSION)" "pyyaml==$(PYYAML_VERSION)" \
 	  "databricks-bundles==$(DATABRICKS_BUNDLES_VERSION)" \
 	  "prometheus-client==$(PROMETHEUS_CLIENT_VERSION)" "javaproperties==$(JAVAPROPERTIES_VERSION)" \
-	  "selenium==$(SELENIUM_VERSION)" \
+	  "tenacity==$(TENACITY_VERSION)" "selenium==$(SELENIUM_VERSION)" \
 	  "schemathesis==$(SCHEMATHESIS_VERSION)" "venv-pack==$(VENV_PACK_VERSION)" "numpy==$(NUMPY_VERSION)" \
 	  "hypothesis==$(HYPOTHESIS_VERSION)" > $@
 

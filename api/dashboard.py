@@ -13,7 +13,6 @@ resume, restart when the app has it, topics reset, offsets reset), each behind a
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -24,19 +23,12 @@ from connect_state.api.args import limit_arg
 from connect_state.api.resources import get_settings, get_tables
 from connect_state.errors import TableNotFoundError
 from connect_state.redaction import redact_json, settings_patterns
-from connect_state.tables import CONNECTOR_EVENTS, SOURCE_OFFSETS_HISTORY, TableSpec
+from connect_state.tables import CONNECTOR_EVENTS, SOURCE_OFFSETS_HISTORY, TableSpec, epoch_ms
 
 bp = Blueprint("dashboard", __name__)
 
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 5000
-
-
-def _ms(value: object) -> int | None:
-    if isinstance(value, dt.datetime):
-        when = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-        return int(when.timestamp() * 1000)
-    return None
 
 
 def _json(text: object) -> Any:
@@ -74,7 +66,7 @@ def timeline(connector: str) -> Response:
     limit = limit_arg(DEFAULT_LIMIT, MAX_LIMIT)
     events = [
         {
-            "at": _ms(row["kafka_timestamp"]) or _ms(row["recorded_at"]),
+            "at": epoch_ms(row["kafka_timestamp"]) or epoch_ms(row["recorded_at"]),
             "event": row["event"],
             "details": redact_json(_json(row["details"]), settings_patterns(get_settings())),  # configs: issue 13
         }
@@ -83,7 +75,7 @@ def timeline(connector: str) -> Response:
     events.sort(key=lambda e: e["at"] or 0)
     offsets = [
         {
-            "at": _ms(row["kafka_timestamp"]) or _ms(row["recorded_at"]),
+            "at": epoch_ms(row["kafka_timestamp"]) or epoch_ms(row["recorded_at"]),
             "partition": row["partition"],
             "offset": _json(row["offset"]),
             "kafka_offset": row["kafka_offset"],

@@ -26,7 +26,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 
 from connect_state.api.resources import get_settings, get_tables
-from connect_state.cleanup import FAILED, PENDING, SHARED_STEPS
+from connect_state.cleanup import FAILED, PENDING, step_order
 from connect_state.redaction import redact_config, settings_patterns
 from connect_state.tables import CONNECTOR_DELETIONS
 
@@ -41,10 +41,6 @@ def _iso(value: datetime | None) -> str | None:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _step_order(step: str) -> tuple[int, str]:
-    return (SHARED_STEPS.index(step), "") if step in SHARED_STEPS else (len(SHARED_STEPS), step)
 
 
 def deletion_status(statuses: Iterable[str]) -> str:
@@ -73,7 +69,7 @@ def deletions_body(name: str, rows: Iterable[Mapping[str, Any]]) -> dict[str, An
         grouped.setdefault(int(row["deletion_offset"]), []).append(row)
     deletions = []
     for offset in sorted(grouped, reverse=True):
-        steps = sorted(grouped[offset], key=lambda row: _step_order(str(row["step"])))
+        steps = sorted(grouped[offset], key=lambda row: step_order(str(row["step"])))
         first = steps[0]
         deletions.append(
             {

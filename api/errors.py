@@ -1,4 +1,5 @@
-"""Kafka Connect's REST error model (spec §5.1), so clients of Connect can read our errors unchanged: the Flask side.
+"""Kafka Connect's REST error model, so clients of Connect can read our errors unchanged: the Flask side
+(``connect/runtime/src/main/java/org/apache/kafka/connect/runtime/rest/errors/ConnectExceptionMapper.java``).
 
 Every error is JSON ``{"error_code": <int>, "message": <str or null>}`` with ``Content-Type: application/json``,
 as ``ConnectExceptionMapper`` writes it (the body and Connect's messages are in :mod:`connect_state.connect.rest`):

@@ -1,4 +1,4 @@
-"""What Connect's leader would know before it acts, established for every write (issue 10, spec §3.4).
+"""What Connect's leader would know before it acts, established for every write (issue 10, ``DistributedHerder``).
 
 The tables lag the topics by at least one micro-batch. A write decided from them can act on a connector that was
 deleted, resumed or given new topics and partitions meanwhile, so every mutating request first establishes, within

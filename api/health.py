@@ -18,7 +18,6 @@ per table, ``records_behind`` and ``age_ms`` (``null``: unknown) — a Connect c
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -29,7 +28,7 @@ from connect_state.api.resources import app_resources, get_settings
 from connect_state.errors import KafkaWriteError, TopicNotFoundError
 from connect_state.freshness import Partition, TableLag, Watermark, query_topics, table_lag
 from connect_state.kafka.log import TopicLog
-from connect_state.tables import TABLE_QUERIES
+from connect_state.tables import TABLE_QUERIES, now_ms
 
 bp = Blueprint("health", __name__)
 
@@ -110,7 +109,7 @@ def current_lags(marks: list[Watermark]) -> list[TableLag]:
     settings = get_settings()
     topics = {query: query_topics(query, settings, marks) for query in sorted(set(TABLE_QUERIES.values()))}
     every_topic = sorted({topic for names in topics.values() for topic in names})
-    now_ms = int(time.time() * 1000)
+    now = now_ms()
     try:
         starts, ends = _offsets(app_resources().offsets_cache().log, every_topic, settings.api_lag_timeout_ms)
     except KafkaWriteError:
@@ -120,7 +119,7 @@ def current_lags(marks: list[Watermark]) -> list[TableLag]:
         mine = set(topics[TABLE_QUERIES[table]])
         own_starts = {tp: offset for tp, offset in starts.items() if tp[0] in mine}
         own_ends = {tp: offset for tp, offset in ends.items() if tp[0] in mine}
-        lags.append(table_lag(table, marks, own_starts, own_ends, now_ms))
+        lags.append(table_lag(table, marks, own_starts, own_ends, now))
     return lags
 
 

@@ -24,9 +24,7 @@ unknown connectors; ``limit`` that is not an integer in 1..1000 gives 400.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import time
 from typing import Any
 
 from flask import Blueprint, Response, jsonify
@@ -34,16 +32,12 @@ from flask import Blueprint, Response, jsonify
 from connect_state.api.args import limit_arg
 from connect_state.api.resources import get_tables
 from connect_state.folds.heartbeats import due_at, idle_ms
-from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY
+from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY, epoch_ms, now_ms
 
 bp = Blueprint("heartbeats", __name__, url_prefix="/connectors")
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 1000
-
-
-def _ms(value: dt.datetime | None) -> int | None:
-    return None if value is None else int(value.timestamp() * 1000)
 
 
 def _json(text: str | None) -> Any:
@@ -56,8 +50,8 @@ def _text(data: bytes | None) -> str | None:
 
 def partition_view(row: dict[str, Any], now: int) -> dict[str, Any]:
     """One ``partitions`` entry from a ``source_partition_activity`` row."""
-    last_moved = _ms(row["last_moved_at"])
-    last_heartbeat = _ms(row["last_heartbeat_at"])
+    last_moved = epoch_ms(row["last_moved_at"])
+    last_heartbeat = epoch_ms(row["last_heartbeat_at"])
     interval = row["heartbeat_interval_ms"] or 0
     next_at = due_at(last_moved, last_heartbeat, interval) if row["eligible"] and last_moved is not None else None
     return {
@@ -87,7 +81,7 @@ def heartbeat_view(row: dict[str, Any]) -> dict[str, Any]:
         "committed_offset": _json(row["committed_offset"]),
         "error": row["error"],
         "idle_ms": row["idle_ms"],
-        "emitted_at": _ms(row["emitted_at"]),
+        "emitted_at": epoch_ms(row["emitted_at"]),
     }
 
 
@@ -95,7 +89,7 @@ def heartbeat_view(row: dict[str, Any]) -> dict[str, Any]:
 def get_heartbeats(connector: str) -> Response:
     """Idle age per source partition and the latest heartbeats of ``connector``."""
     limit = limit_arg(DEFAULT_LIMIT, MAX_LIMIT)
-    now = int(time.time() * 1000)
+    now = now_ms()
     tables = get_tables()
     activity = tables.rows(SOURCE_PARTITION_ACTIVITY, filters=[("connector", "=", connector)])
     heartbeats = tables.rows(HEARTBEATS, filters=[("connector", "=", connector)])

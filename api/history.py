@@ -45,6 +45,7 @@ from connect_state.tables import (
     REJECTED_RECORDS,
     SINK_OFFSETS_HISTORY,
     SOURCE_OFFSETS_HISTORY,
+    epoch_ms,
 )
 
 bp = Blueprint("history", __name__)
@@ -96,7 +97,7 @@ def get_events(connector: str) -> Response:
     limit, offset = _page()
     rows = []
     for row in _events(connector):
-        ts = history.epoch_ms(row["kafka_timestamp"]) or 0
+        ts = epoch_ms(row["kafka_timestamp"]) or 0
         if (kinds and row["event"] not in kinds) or (since is not None and ts < since):
             continue
         if until is not None and ts > until:
@@ -235,7 +236,7 @@ def get_rejected_records() -> Response:
             "key": _b64(r["key"]),
             "value": _b64(r["value"]),
             "reason": r["reason"],
-            "seen_at": history.epoch_ms(r["seen_at"]),
+            "seen_at": epoch_ms(r["seen_at"]),
         }
         for r in rows[offset : offset + limit]
     ]

@@ -11,8 +11,6 @@ records the API follows past its watermark (:mod:`connect_state.api.live`) count
 
 from __future__ import annotations
 
-import datetime as dt
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -22,14 +20,7 @@ from connect_state.api.live import followed_positions
 from connect_state.api.resources import app_resources, get_settings, tables_served
 from connect_state.errors import TableNotFoundError
 from connect_state.freshness import HEADER, TableLag, Watermark, format_lag_header, query_topics, table_lag
-from connect_state.tables import TABLE_QUERIES, WATERMARKS
-
-
-def _epoch_ms(value: object) -> int | None:
-    if isinstance(value, dt.datetime):
-        when = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-        return int(when.timestamp() * 1000)
-    return None
+from connect_state.tables import TABLE_QUERIES, WATERMARKS, epoch_ms, now_ms
 
 
 def watermarks() -> list[Watermark]:
@@ -44,7 +35,7 @@ def watermarks() -> list[Watermark]:
 def _watermarks_of(rows: list[dict[str, Any]]) -> list[Watermark]:
     return [
         Watermark(
-            row["query"], row["topic"], int(row["partition"]), int(row["next_offset"]), _epoch_ms(row["committed_at"])
+            row["query"], row["topic"], int(row["partition"]), int(row["next_offset"]), epoch_ms(row["committed_at"])
         )
         for row in rows
         if row.get("query")
@@ -88,17 +79,17 @@ def table_lags(tables: list[str]) -> list[TableLag]:
     cache = app_resources().offsets_cache()
     by_query = watermarks_by_query()
     followed = followed_positions()
-    now_ms = int(time.time() * 1000)
+    now = now_ms()
     lags = []
     for table in tables:
         query = TABLE_QUERIES.get(table)
         if query is None:
-            lags.append(table_lag(table, [], None, None, now_ms))
+            lags.append(table_lag(table, [], None, None, now))
             continue
         marks = with_followed(by_query.get(query, []), followed)
         offsets, _reason = cache.get(query_topics(query, settings, marks))
         starts, ends = (offsets.starts, offsets.ends) if offsets is not None else (None, None)
-        lags.append(table_lag(table, marks, starts, ends, now_ms))
+        lags.append(table_lag(table, marks, starts, ends, now))
     return lags
 
 

@@ -15,8 +15,6 @@ taken yet (or no ``leases`` table yet): an empty list. ``GET /leases/<name>`` an
 
 from __future__ import annotations
 
-import datetime as dt
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,16 +24,9 @@ from connect_state.api.errors import ConnectRestException
 from connect_state.api.resources import app_resources
 from connect_state.errors import TableNotFoundError
 from connect_state.leases import Lease, current_lease
-from connect_state.tables import LEASES
+from connect_state.tables import LEASES, epoch_ms, now_ms
 
 bp = Blueprint("leases", __name__)
-
-
-def _ms(value: object) -> int:
-    if isinstance(value, dt.datetime):
-        when = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-        return int(when.timestamp() * 1000)
-    return int(value)  # type: ignore[call-overload]
 
 
 def lease_of(row: Mapping[str, Any]) -> Lease:
@@ -43,9 +34,9 @@ def lease_of(row: Mapping[str, Any]) -> Lease:
         str(row["name"]),
         str(row["holder"]),
         int(row["epoch"]),
-        _ms(row["acquired_at"]),
-        _ms(row["renewed_at"]),
-        _ms(row["expires_at"]),
+        epoch_ms(row["acquired_at"]),
+        epoch_ms(row["renewed_at"]),
+        epoch_ms(row["expires_at"]),
     )
 
 
@@ -85,7 +76,7 @@ def current_leases() -> dict[str, Lease]:
 @bp.get("/leases")
 def get_leases() -> Response:
     """Every lease: holder, epoch and expiry."""
-    now = int(time.time() * 1000)
+    now = now_ms()
     leases = current_leases()
     return jsonify({"leases": [lease_view(leases[name], now) for name in sorted(leases)]})
 
@@ -96,4 +87,4 @@ def get_lease(name: str) -> Response:
     lease = current_leases().get(name)
     if lease is None:
         raise ConnectRestException(404, f"Lease {name} not found")
-    return jsonify(lease_view(lease, int(time.time() * 1000)))
+    return jsonify(lease_view(lease, now_ms()))

@@ -1,4 +1,5 @@
-"""KIP-558 active topics, with Connect's exact semantics (spec §5.2, §5.3, §2.4).
+"""KIP-558 active topics, with Connect's exact semantics (``ConnectorsResource.getConnectorActiveTopics`` and
+``resetConnectorActiveTopics``; the records are ``KafkaStatusBackingStore``'s).
 
 * ``GET /connectors/<name>/topics`` -> 200 ``{"<name>": {"topics": [...]}}`` from the ``active_topics`` table. There
   is no existence check: an unknown connector gives an empty list. (Connect's order is unspecified; ours is sorted.)

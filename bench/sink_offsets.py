@@ -45,7 +45,7 @@ from connect_state.formats.consumer_offsets import (
     serialize_offset_commit_key,
     serialize_offset_commit_value,
 )
-from connect_state.formats.jsonconv import java_string_hashcode
+from connect_state.formats.javalang import java_string_hashcode
 from connect_state.settings import Settings, add_config_arguments
 from connect_state.spark import sink_offsets as job
 from connect_state.tables import REJECTED_RECORDS, SINK_OFFSETS, SINK_OFFSETS_HISTORY

@@ -74,7 +74,7 @@ from connect_state.connect.offset_stores import (
     source_connector_offsets,
 )
 from connect_state.connect.vocabulary import ConnectorType, State
-from connect_state.errors import ConfigError, RecordFormatError
+from connect_state.errors import ConfigError, RecordFormatError, describe_error
 from connect_state.folds.connector_states import CREATED, DELETED, ConnectorRecord, ConnectorState, fold_connector
 from connect_state.formats.config import CONNECTOR_PREFIX, parse_config_record
 from connect_state.formats.offsets import parse_offset_key
@@ -94,6 +94,7 @@ from connect_state.plugins import (
     load_object,
     split_paths,
 )
+from connect_state.tables import epoch_ms
 
 #: A partition or an offset map, as Connect's REST shows them.
 JsonMap = Mapping[str, object]
@@ -367,12 +368,6 @@ class Lifecycle:
         return replace(self, created=tuple(sorted(set(self.created) | set(offsets))))
 
 
-def _epoch_ms(value: object) -> int:
-    if isinstance(value, datetime):
-        return int(value.timestamp() * 1000)
-    return int(value)  # type: ignore[call-overload]
-
-
 def deletions_from_events(
     events: Iterable[Mapping[str, object]], class_types: Mapping[str, str] | None = None
 ) -> tuple[list[Deletion], dict[str, Lifecycle]]:
@@ -402,7 +397,8 @@ def deletions_from_events(
             kind = ConnectorType(recorded) if recorded in set(ConnectorType) else ConnectorType.UNKNOWN
         else:
             kind = config_connector_type(config, class_types) if config is not None else ConnectorType.UNKNOWN
-        deletions[(name, offset)] = Deletion(name, offset, _epoch_ms(row["kafka_timestamp"]), kind, config)
+        deleted_at = epoch_ms(cast("int | datetime", row["kafka_timestamp"]))
+        deletions[(name, offset)] = Deletion(name, offset, deleted_at, kind, config)
     names = created.keys() | deleted.keys()
     lifecycles = {
         name: Lifecycle(tuple(sorted(created.get(name, ()))), tuple(sorted(deleted.get(name, ())))) for name in names
@@ -610,13 +606,6 @@ def next_outcome(previous: StepOutcome, result: StepResult, now_ms: int, base_ms
         )
     attempts = previous.attempts + (1 if result.status == SUCCEEDED else 0)
     return StepOutcome(previous.step, result.status, attempts, result.detail, None, None, now_ms)
-
-
-def describe_error(err: BaseException) -> str:
-    """An exception as ``Type: message``, for the ``error`` column."""
-    text = str(err)
-    name = type(err).__name__
-    return f"{name}: {text}" if text else name
 
 
 def run_step(action: Callable[[], StepResult]) -> StepResult:

@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 
+def describe_error(err: BaseException) -> str:
+    """An exception as ``Type: message``, for logs and ``error`` columns (kafka-python's messages alone are often just
+    the class name; one that already starts with it is kept as is)."""
+    text = str(err)
+    name = type(err).__name__
+    return text if text.startswith(name) else f"{name}: {text}" if text else name
+
+
 class ConnectStateError(Exception):
     """Base class of every connect-state error."""
 

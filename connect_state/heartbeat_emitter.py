@@ -40,7 +40,7 @@ from typing import Any, Protocol
 from kafka import errors as kafka_errors
 
 from connect_state.connect.offset_stores import connector_offset_stores
-from connect_state.errors import KafkaWriteError, RecordFormatError
+from connect_state.errors import KafkaWriteError, RecordFormatError, describe_error
 from connect_state.folds.heartbeats import DuePartition
 from connect_state.formats.offsets import (
     offset_key_bytes,
@@ -60,7 +60,7 @@ from connect_state.heartbeats import (
     record_headers,
     serialize_payload,
 )
-from connect_state.kafka import RecordPosition, describe_error
+from connect_state.kafka import RecordPosition
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """History queries over the tables' history rows (issue 14): pure functions, no Flask, no Delta.
 
 The API (:mod:`connect_state.api.history`) reads the rows and answers with these. Times are epoch milliseconds (the
-tables' ``kafka_timestamp``: when Kafka stored the record), as :func:`epoch_ms` turns them; "as of ``t``" means every
-record with a Kafka timestamp at or before ``t`` is applied.
+tables' ``kafka_timestamp``: when Kafka stored the record), as :func:`connect_state.tables.epoch_ms` turns them;
+"as of ``t``" means every record with a Kafka timestamp at or before ``t`` is applied.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from connect_state.redaction import redact_config
+from connect_state.tables import epoch_ms
 
 __all__ = [
     "config_versions",
-    "epoch_ms",
     "offset_history",
     "parse_time",
     "sink_offsets_as_of",
@@ -27,16 +27,6 @@ __all__ = [
 ]
 
 Row = Mapping[str, Any]
-
-
-def epoch_ms(value: object) -> int | None:
-    """A table timestamp (datetime, or epoch ms already) as epoch milliseconds."""
-    if value is None:
-        return None
-    if isinstance(value, dt.datetime):
-        aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-        return int(aware.timestamp() * 1000)
-    return int(value)  # type: ignore[call-overload]
 
 
 _DIGITS = re.compile(r"-?\d+")

@@ -6,12 +6,16 @@ it as is; the jobs derive Spark's ``StructType`` from it with pyspark's own Arro
 
 Every column and every nested field is nullable, as Spark writes them. Timestamps are UTC microseconds, which is how
 Delta stores Spark's TIMESTAMP (Arrow ``timestamp[us, tz=UTC]`` is Spark's ``TimestampType``); ``*_timestamp``
-columns that mirror Connect fields keep Connect's epoch-millisecond longs.
+columns that mirror Connect fields keep Connect's epoch-millisecond longs; :func:`now_ms`, :func:`epoch_ms` and
+:func:`timestamp` convert between the two.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import overload
 
 import pyarrow as pa
 
@@ -22,6 +26,35 @@ BIGINT = pa.int64()
 BOOLEAN = pa.bool_()
 BINARY = pa.binary()
 TIMESTAMP = pa.timestamp("us", tz="UTC")
+
+
+def now_ms() -> int:
+    """The wall clock in epoch milliseconds: the tables' times."""
+    return int(time.time() * 1000)
+
+
+@overload
+def epoch_ms(value: datetime | int) -> int: ...
+@overload
+def epoch_ms(value: object) -> int | None: ...
+def epoch_ms(value: object) -> int | None:
+    """A table timestamp (a datetime, naive ones taken as UTC; or epoch ms already) as epoch milliseconds; None as
+    None."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        return int(aware.timestamp() * 1000)
+    return int(value)  # type: ignore[call-overload]
+
+
+@overload
+def timestamp(ms: int) -> datetime: ...
+@overload
+def timestamp(ms: int | None) -> datetime | None: ...
+def timestamp(ms: int | None) -> datetime | None:
+    """Epoch milliseconds as a :data:`TIMESTAMP` column's value (UTC); None as None."""
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ from connect_state.errors import (
     AlterOffsetsUnsupported,
     ConnectorOffsetsError,
 )
-from connect_state.formats.jsonconv import java_hash_code, java_hashmap_order_by_hash
+from connect_state.formats.javalang import java_hash_code, java_hashmap_order_by_hash
 from connect_state.formats.offsets import OffsetPair
 
 __all__ = [

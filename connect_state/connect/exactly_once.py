@@ -2,7 +2,9 @@
 
 With ``exactly.once.source.support=enabled`` on the workers, Connect (Kafka 4.x) alters or resets a source
 connector's offsets like this (``DistributedHerder.modifyConnectorOffsets``, ``doFenceZombieSourceTasks``,
-``Worker.fenceZombies``, ``Worker.modifySourceConnectorOffsets``; spec §4.4, §5.4):
+``Worker.fenceZombies``, ``Worker.modifySourceConnectorOffsets``:
+``connect/runtime/src/main/java/org/apache/kafka/connect/runtime/distributed/DistributedHerder.java``,
+``connect/runtime/src/main/java/org/apache/kafka/connect/runtime/Worker.java``):
 
 1. the usual checks (the connector exists, is STOPPED, has no committed tasks);
 2. a round of zombie fencing (:func:`zombie_fencing_ids`): when task configs were committed after the connector's last

@@ -1,9 +1,11 @@
 """Where a connector's offsets live: its offset stores, after Connect's ``ConnectorOffsetBackingStore``.
 
 **Source connectors** (Kafka 4.3.1 ``Worker.offsetStoreForRegularSourceConnector`` / ``...ExactlyOnceSourceConnector``
-and the task variants, ``ConnectorOffsetBackingStore``; spec §4.2, §4.4; ``docs/connect-4.3-notes.md``). A distributed
-worker permits connector-specific offsets topics, so a connector's stores depend on its ``offsets.storage.topic``
-(``SourceConnectorConfig.OFFSETS_TOPIC_CONFIG``; trimmed, as ``ConfigDef`` trims a STRING; a blank value is none):
+and the task variants, ``ConnectorOffsetBackingStore``:
+``connect/runtime/src/main/java/org/apache/kafka/connect/storage/ConnectorOffsetBackingStore.java``;
+``docs/connect-4.3-notes.md``). A distributed worker permits connector-specific offsets topics, so a connector's
+stores depend on its ``offsets.storage.topic`` (``SourceConnectorConfig.OFFSETS_TOPIC_CONFIG``; trimmed, as
+``ConfigDef`` trims a STRING; a blank value is none):
 
 * **no own topic**: ``withOnlyWorkerStore``, the worker's offsets topic (``offset.storage.topic``) alone;
 * **an own topic equal to the worker's**: ``withOnlyConnectorStore`` on that topic (``sameOffsetTopicAsWorker``):
@@ -39,7 +41,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from connect_state.errors import RecordFormatError
-from connect_state.formats import jsonconv
+from connect_state.formats import javalang
 from connect_state.formats.offsets import map_identity, offset_key_bytes, parse_offset_key, parse_offset_value
 
 __all__ = [
@@ -235,8 +237,8 @@ def source_connector_offsets_checked(
             continue
         entries.append(
             {
-                "partition": jsonconv.java_hashmap_ordered(partition),
-                "offset": None if offset is None else jsonconv.java_hashmap_ordered(offset),
+                "partition": javalang.java_hashmap_ordered(partition),
+                "offset": None if offset is None else javalang.java_hashmap_ordered(offset),
             }
         )
     return entries, unreadable

@@ -1,4 +1,6 @@
-"""Connect's REST messages and response bodies (spec §5), as Connect's resources and entities write them.
+"""Connect's REST messages and response bodies, as Connect's resources and entities write them
+(``connect/runtime/src/main/java/org/apache/kafka/connect/runtime/rest/resources/ConnectorsResource.java``,
+``connect/runtime/src/main/java/org/apache/kafka/connect/runtime/rest/entities/``).
 
 The Flask views (:mod:`connect_state.api`) answer with these; Connect's clients can read them unchanged. Error bodies
 are Connect's ``ErrorMessage`` entity, ``{"error_code": <status>, "message": <text or null>}``
@@ -115,7 +117,7 @@ def connector_state_info(row: Mapping[str, object], *, with_version: bool = True
         {"name":"c","connector":{"state":"RUNNING","worker_id":"w:8083","version":"4.3.1"},
          "tasks":[{"id":0,"state":"FAILED","worker_id":"w:8083","version":"4.3.1","trace":"..."}],"type":"sink"}
 
-    ``with_version=False`` gives the body of workers before Kafka 4.3 (no ``version``, spec §5.3).
+    ``with_version=False`` gives the body of workers before Kafka 4.3 (no ``version``).
     """
     if row["connector_state"] is None:
         return None

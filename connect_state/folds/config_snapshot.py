@@ -2,10 +2,11 @@
 
 Pure Python. :class:`ConfigSnapshot` applies raw config-topic records, in offset order, with the connector-state fold
 (:func:`connect_state.folds.connector_states.apply_record`, config records only: the same rules as the
-``connectors`` table, spec §3) and answers, per connector, what ``DistributedHerder`` checks before it acts: whether
+``connectors`` table) and answers, per connector, what ``DistributedHerder`` checks before it acts: whether
 the connector exists (``configState.contains``), its target state (``configState.targetState``) and its committed task
 count (``configState.taskCount``). The API reads the config topic to its end into one snapshot per process
-(:class:`connect_state.kafka.ConfigTopicTail`) before every write (spec §3.4).
+(:class:`connect_state.kafka.ConfigTopicTail`) before every write, as the leader does
+(``connect/runtime/src/main/java/org/apache/kafka/connect/runtime/distributed/DistributedHerder.java``).
 
 Records are parsed with :func:`connect_state.formats.config.parse_config_record`; a record Connect ignores is ignored,
 except a ``commit-<name>`` record Connect cannot read, which still clears a config-less connector's buffered task

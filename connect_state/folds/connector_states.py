@@ -4,24 +4,27 @@ Pure Python, no Spark: the connector-state job calls :func:`fold_connector` once
 ``applyInPandasWithState``; tests call it directly. The records are the parsed ones of
 :mod:`connect_state.formats.config` and :mod:`connect_state.formats.status`, wrapped in :class:`ConnectorRecord`.
 
-Config topic, as Kafka 4.3.1's ``KafkaConfigBackingStore`` applies it (spec §3; checked against the 4.3.1 bytecode):
+Config topic, as Kafka 4.3.1's ``KafkaConfigBackingStore`` applies it
+(``connect/runtime/src/main/java/org/apache/kafka/connect/storage/KafkaConfigBackingStore.java``; checked against the
+4.3.1 bytecode):
 
 * ``connector-<name>`` (``processConnectorConfigRecord``): a value replaces the config and, when the connector has no
   target state yet, sets STARTED; a tombstone runs ``processConnectorRemoval`` (config, task count, task configs and
   deferred task configs go; the target state and the inconsistent flag stay).
 * ``target-state-<name>`` (``processTargetStateRecord``): a value sets the target state, even before the config exists
-  (``initial_state``, spec §3.2); ``state.v2`` is preferred over ``state`` by the parser. A tombstone removes the target
+  (``initial_state``); ``state.v2`` is preferred over ``state`` by the parser. A tombstone removes the target
   state, and STARTED is put back when the config still exists.
 * ``task-<name>-<n>`` (``processTaskConfigRecord``): buffered (``deferredTaskUpdates``) until a commit, with or
   without a config.
-* ``commit-<name>`` (``processTasksCommitRecord``, spec §3.3): for a connector without config it runs
+* ``commit-<name>`` (``processTasksCommitRecord``): for a connector without config it runs
   ``processConnectorRemoval`` and is otherwise ignored, whatever its value. Otherwise the commit is consistent when the
   buffer holds every task id 0..n-1 (``completeTaskIdSet``), else the connector is marked inconsistent and the task
   configs are not applied; either way the buffer is cleared and the task count becomes n (4.3.1 stores the count of
   an inconsistent commit too; ``ClusterConfigState.tasks`` then lists no tasks).
 * ``restart-connector-<name>`` and ``tasks-fencing-<name>`` change nothing here.
 
-Status topic, as ``KafkaStatusBackingStore.read`` applies it (spec §2.3):
+Status topic, as ``KafkaStatusBackingStore.read`` applies it
+(``connect/runtime/src/main/java/org/apache/kafka/connect/storage/KafkaStatusBackingStore.java``):
 
 * a connector-status tombstone (``remove(connector)``) removes the connector's status and every task status;
 * a task-status tombstone removes that task's status;
@@ -29,7 +32,7 @@ Status topic, as ``KafkaStatusBackingStore.read`` applies it (spec §2.3):
   (``readTaskStatus``); every other status replaces the cached one.
 
 Config and status records never interact, so the fold applies each topic in its own order: config records by offset
-(the config topic has one partition, spec §3); status records by offset within a partition (one status key always
+(the config topic has one partition); status records by offset within a partition (one status key always
 lives in one partition), partitions merged by Kafka timestamp, because a connector-status tombstone reaches task keys
 in other partitions. A record at or below the offset already applied for its topic and partition is a replay and is
 skipped, which makes the fold idempotent.
@@ -247,7 +250,7 @@ class ConnectorState:
 
     @property
     def effective_target_state(self) -> TargetState | None:
-        """``ClusterConfigState.targetState``; STARTED when a config exists without one (spec §3.2)."""
+        """``ClusterConfigState.targetState``; STARTED when a config exists without one."""
         if self.target_state is None and self.config is not None:
             return TargetState.STARTED
         return self.target_state
@@ -371,7 +374,7 @@ def _apply_connector_config(state: ConnectorState, record: ConnectorRecord) -> l
 
 
 def _apply_target_state(state: ConnectorState, record: ConnectorRecord) -> list[Change]:
-    """``processTargetStateRecord`` (spec §3.2); the value was read ``state.v2`` first by the parser."""
+    """``processTargetStateRecord``; the value was read ``state.v2`` first by the parser."""
     before = state.effective_target_state
     if record.value is None:
         state.target_state = TargetState.STARTED if state.config is not None else None
@@ -397,12 +400,12 @@ def _complete_task_id_set(ids: frozenset[int], expected: int) -> bool:
 
 
 def _apply_task_commit(state: ConnectorState, record: ConnectorRecord) -> list[Change]:
-    """``processTasksCommitRecord`` (spec §3.3)."""
+    """``processTasksCommitRecord``."""
     if state.config is None:
         _remove_connector(state)  # "it appears that the connector was deleted previously", whatever the value
         return []
     if record.value is None:
-        return []  # Connect logs the bad value (or throws, skipping the rest of its batch: spec §9.3)
+        return []  # Connect logs the bad value (or throws, skipping the rest of its batch)
     assert isinstance(record.value, TaskCommit)
     previous = state.committed_task_count
     consistent = _complete_task_id_set(state.deferred_task_ids, record.value.tasks)

@@ -3,7 +3,8 @@
 Pure Python, no Spark: spark/source_offsets.py calls :func:`fold_connector_offsets` once per (offsets topic,
 connector) and micro-batch from ``applyInPandasWithState``; tests call it directly.
 
-Connect keeps two structures per offsets topic (``KafkaOffsetBackingStore``, spec §4.2):
+Connect keeps two structures per offsets topic (``KafkaOffsetBackingStore``:
+``connect/runtime/src/main/java/org/apache/kafka/connect/storage/KafkaOffsetBackingStore.java``):
 
 * ``data``: raw key bytes -> raw value bytes; a record with a value puts, a tombstone removes. Every key counts,
   whatever its shape; lookups are by exact bytes.
@@ -36,7 +37,7 @@ from typing import Any
 
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
-from connect_state.formats.javalang import java_equality_key
+from connect_state.formats.javalang import java_equality_key, java_hashmap_ordered
 from connect_state.formats.offsets import parse_offset_key, parse_offset_value
 
 SET = "set"
@@ -69,7 +70,7 @@ def _canonical(key: object) -> str:
 
 def connect_json(value: object) -> str:
     """A value as Connect's REST shows what it parsed (``HashMap`` order at every depth, Jackson's number text)."""
-    return jsonconv.dumps(jsonconv.java_hashmap_ordered(value)).decode("utf-8")
+    return jsonconv.dumps(java_hashmap_ordered(value)).decode("utf-8")
 
 
 @dataclass(frozen=True)

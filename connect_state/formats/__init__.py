@@ -1,22 +1,24 @@
-"""Byte-exact formats of Kafka Connect's internal topics and offsets REST bodies (spec ``connect-internals.md``).
-Pure standard library.
+"""Byte-exact formats of Kafka Connect's internal topics and offsets REST bodies, as Kafka's sources write them (the
+paths below are relative to ``connect/runtime/src/main/java/org/apache/kafka/connect`` in apache/kafka). Pure
+standard library.
 
-* :mod:`connect_state.formats.jsonconv`: the JSON rules every topic shares (spec §1): Connect's internal
-  ``JsonConverter`` (schemas disabled) reading and writing, ``new String(bytes, UTF_8)`` for string keys,
-  ``Double.toString``, ``String.hashCode`` and ``java.util.HashMap`` iteration order.
+* :mod:`connect_state.formats.jsonconv`: the JSON rules every topic shares: Connect's internal ``JsonConverter``
+  (``connect/json/src/main/java/org/apache/kafka/connect/json/JsonConverter.java``, schemas disabled) reading and
+  writing.
 * :mod:`connect_state.formats.javalang`: the Java language semantics the topic modules share: int/long ranges and
-  narrowing casts, ``Integer.parseInt`` / ``Long.parseLong``, and the class names of the values ``JsonConverter``
-  reads.
-* :mod:`connect_state.formats.status`: the status topic (spec §2, ``KafkaStatusBackingStore``): connector, task and
+  narrowing casts, ``Integer.parseInt`` / ``Long.parseLong``, ``Double.toString``, ``new String(bytes, UTF_8)`` for
+  string keys, ``String.hashCode``, ``java.util.HashMap`` iteration order, and the class names of the values
+  ``JsonConverter`` reads.
+* :mod:`connect_state.formats.status`: the status topic (``storage/KafkaStatusBackingStore.java``): connector, task and
   topic (KIP-558) status keys and values.
-* :mod:`connect_state.formats.config`: the config topic (spec §3, ``KafkaConfigBackingStore``): connector and task
+* :mod:`connect_state.formats.config`: the config topic (``storage/KafkaConfigBackingStore.java``): connector and task
   configs, task commits, target states (STOPPED written as ``{"state":"PAUSED","state.v2":"STOPPED"}``), task-count
   records, the session key, restart requests and cluster logger levels; plus the records the herder writes to stop,
   pause, resume and delete a connector.
-* :mod:`connect_state.formats.offsets`: the offsets topic (spec §4, ``KafkaOffsetBackingStore``, ``OffsetUtils``):
+* :mod:`connect_state.formats.offsets`: the offsets topic (``storage/KafkaOffsetBackingStore.java``, ``OffsetUtils``):
   JSON keys ``[connector, partition]`` whose partition maps Connect re-serialises in HashMap order; and the
-  ``PATCH /offsets`` bodies (spec §5.4): Jackson binding, ``toMap()``, source normalisation, sink parsing, and the
-  success messages.
+  ``PATCH /offsets`` bodies (``util/SinkUtils.java``): Jackson binding, ``toMap()``, source normalisation, sink
+  parsing, and the success messages.
 
 Each topic module parses keys and values with Connect's own rules and raises
 :class:`connect_state.errors.RecordFormatError` with Connect's log text for records a worker would discard

@@ -1,4 +1,5 @@
-"""Records of Connect's config topic, read and written byte for byte like ``KafkaConfigBackingStore`` (spec §3).
+"""Records of Connect's config topic, read and written byte for byte like ``KafkaConfigBackingStore``
+(``connect/runtime/src/main/java/org/apache/kafka/connect/storage/KafkaConfigBackingStore.java``).
 
 Eight kinds of record share the topic, told apart by the key (``KafkaConfigBackingStore.ConsumeCallback``, which
 tries the prefixes in this order):
@@ -21,14 +22,15 @@ key                         value                                               
 ``"; "``; an exception Connect logs is described after ``": "``). A record on which Connect's consume callback
 *throws* (a null key, a commit or task-count record whose count is not an integer, an invalid session key) raises
 :class:`ConfigCallbackError`, a ``RecordFormatError`` too: a worker reading it skips the rest of that poll batch
-(spec §1, §9.3). Messages Connect logs for a record it still applies (WARN on a restart request field, ERROR on a
-non-string ``state.v2``) are kept in :attr:`ConfigRecord.warnings`.
+(``connect/runtime/src/main/java/org/apache/kafka/connect/util/KafkaBasedLog.java``). Messages Connect logs for a
+record it still applies (WARN on a restart request field, ERROR on a non-string ``state.v2``) are kept in
+:attr:`ConfigRecord.warnings`.
 
 The ``serialize_*`` functions write the values the store's ``put*`` methods write (the ``Struct`` schemas
 ``CONNECTOR_CONFIGURATION_V0``, ``CONNECTOR_TASKS_COMMIT_V0``, ``TARGET_STATE_V1``, ``TASK_COUNT_RECORD_V0``,
 ``SESSION_KEY_V0``, ``RESTART_REQUEST_V0``, ``LOGGER_LEVEL_V0``, in their field order) and
 :func:`stop_records`, :func:`pause_records`, :func:`resume_records` and :func:`delete_records` the records the herder
-writes for those operations (spec §3.4).
+writes for those operations (``DistributedHerder``).
 
 Checked against Kafka 4.3.1's ``KafkaConfigBackingStore`` by feeding records to its own ``ConsumeCallback``.
 
@@ -44,8 +46,10 @@ from dataclasses import dataclass, field
 from connect_state.connect.vocabulary import TargetState
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
-from connect_state.formats.javalang import java_class_name as java_class_name  # re-export
 from connect_state.formats.javalang import (
+    decode_java_utf8,
+    java_class_name,
+    java_int,
     java_parse_int,
     java_split_dash,
     require_int,
@@ -86,7 +90,6 @@ __all__ = [
     "connector_config_key",
     "delete_records",
     "format_config_key",
-    "java_class_name",
     "logger_level_key",
     "parse_config_key",
     "parse_config_record",
@@ -123,7 +126,7 @@ class ConfigCallbackError(RecordFormatError):
     """A record on which Connect's ``ConsumeCallback`` throws instead of logging and skipping it.
 
     The ``KafkaBasedLog`` work thread catches the exception, logs ``"Unexpected exception in ..."`` and drops the rest
-    of that poll batch (spec §1, §9.3). ``reason`` is the exception's message and ``exception`` its Java class name
+    of that poll batch. ``reason`` is the exception's message and ``exception`` its Java class name
     (``"NullPointerException"``, ``"ConnectException"``, ``"IllegalArgumentException"``).
     """
 
@@ -318,7 +321,7 @@ def parse_config_key(key: str | bytes | None) -> ConfigKey:
 
 def _key_text(key: str | bytes) -> str:
     if isinstance(key, (bytes, bytearray, memoryview)):
-        return jsonconv.decode_java_utf8(bytes(key))
+        return decode_java_utf8(bytes(key))
     return key
 
 
@@ -342,7 +345,7 @@ class ConnectorConfig:
 class TaskConfig:
     """A task's configuration (``TASK_CONFIGURATION_V0``, same shape as :class:`ConnectorConfig`).
 
-    Connect buffers it until the connector's next :class:`TaskCommit` (spec §3.3).
+    Connect buffers it until the connector's next :class:`TaskCommit` (``processTasksCommitRecord``).
     """
 
     properties: dict[str, object] = field(hash=False)
@@ -430,7 +433,7 @@ def _int_value(value: object) -> int:
     """``KafkaConfigBackingStore.intValue``: an ``Integer`` or ``Long`` narrowed to int, else a thrown exception."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigCallbackError("Expected integer value to be either Integer or Long", "ConnectException")
-    return jsonconv.java_int(value)
+    return java_int(value)
 
 
 def _connector_config(connector: str, value: object) -> ConnectorConfig | None:
@@ -484,7 +487,7 @@ def _task_commit(connector: str, value: object) -> TaskCommit:
 
 
 def _target_state(connector: str, value: object) -> tuple[TargetStateValue | None, tuple[str, ...]]:
-    """``processTargetStateRecord`` (spec §3.2): ``state.v2`` first, falling back to ``state``."""
+    """``processTargetStateRecord``: ``state.v2`` first, falling back to ``state``."""
     if value is None:
         return None, ()
     fields = _require_map(
@@ -706,7 +709,7 @@ def serialize_task_commit(tasks: int) -> bytes:
 
 
 def serialize_target_state(state: TargetState | str) -> bytes:
-    """``serializeTargetState``: ``TARGET_STATE_V1``, ``state`` falling back to PAUSED for STOPPED (spec §3.2)::
+    """``serializeTargetState``: ``TARGET_STATE_V1``, ``state`` falling back to PAUSED for STOPPED::
 
     {"state":"PAUSED","state.v2":"STOPPED"}
     """
@@ -749,7 +752,7 @@ def serialize_logger_level(level: str) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# What the herder writes (spec §3.4)
+# What the herder writes (DistributedHerder's stop, pause, resume and delete)
 # ---------------------------------------------------------------------------------------------------------------------
 
 ConfigWrite = tuple[str, bytes | None]

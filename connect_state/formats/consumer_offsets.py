@@ -34,7 +34,7 @@ import struct
 from dataclasses import dataclass
 
 from connect_state.errors import RecordFormatError
-from connect_state.formats.jsonconv import decode_java_utf8
+from connect_state.formats.javalang import decode_java_utf8
 
 __all__ = [
     "GROUP_METADATA",

@@ -1,4 +1,7 @@
-"""Records of Connect's offsets topic and the offsets REST bodies, byte for byte like Connect (spec §4, §5.4).
+"""Records of Connect's offsets topic and the offsets REST bodies, byte for byte like Connect
+(``connect/runtime/src/main/java/org/apache/kafka/connect/storage/KafkaOffsetBackingStore.java``,
+``connect/runtime/src/main/java/org/apache/kafka/connect/storage/OffsetUtils.java``,
+``connect/runtime/src/main/java/org/apache/kafka/connect/util/SinkUtils.java``).
 
 **The topic** (``KafkaOffsetBackingStore``, ``OffsetUtils``, ``OffsetStorageWriter``). A key is the JSON array
 ``[connector, partition]`` written by the internal key converter, e.g. ``["file-source",{"filename":"/tmp/in"}]``;
@@ -6,7 +9,8 @@ a value is the offset map as JSON, or null (a tombstone: no offset). The store k
 bytes, whatever the key looks like, and separately tracks each connector's partitions with
 ``OffsetUtils.processPartitionKey``, which ignores malformed keys with a WARN: :func:`parse_offset_key` raises
 :class:`~connect_state.errors.RecordFormatError` with that WARN text. Connect looks offsets up by exact key bytes
-after re-serialising the partition maps it parsed, i.e. in Java ``HashMap`` order (spec §4.3):
+after re-serialising the partition maps it parsed, i.e. in Java ``HashMap`` order
+(:func:`~connect_state.formats.javalang.java_hashmap_ordered`):
 :func:`offset_key_bytes` writes those bytes.
 
 **Source connectors over REST** (``ConnectorsResource``, ``ConnectorOffsets.toMap``,
@@ -43,11 +47,13 @@ from connect_state.formats.javalang import (
     INT64_MAX,
     INT64_MIN,
     java_class_name,
+    java_double_to_string,
     java_equality_key,
+    java_hashmap_ordered,
     java_parse_int,
+    java_parse_long,
     java_trim,
 )
-from connect_state.formats.javalang import java_parse_long as java_parse_long  # re-export
 
 __all__ = [
     "KAFKA_OFFSET_KEY",
@@ -57,7 +63,6 @@ __all__ = [
     "OffsetKey",
     "OffsetPair",
     "SinkOffset",
-    "java_parse_long",
     "map_identity",
     "normalize_source_offsets",
     "offset_key_bytes",
@@ -211,14 +216,14 @@ def offset_key_bytes(connector: str, partition: Mapping[str, object] | None) -> 
 
     The partition goes through a ``JsonConverter`` round trip and comes out in Java ``HashMap`` order, as in
     ``Worker.normalizeSourceConnectorOffsets`` followed by ``OffsetStorageWriter`` (PATCH), in ``DELETE /offsets``
-    and in the lookups of ``GET /offsets`` (spec §4.3)::
+    and in the lookups of ``GET /offsets``::
 
         offset_key_bytes("c", {"kafka_topic": "t", "kafka_partition": 0})
         == b'["c",{"kafka_partition":0,"kafka_topic":"t"}]'
 
     ``None`` gives ``["c",null]`` (what a ``PATCH`` with a null partition writes for a source connector).
     """
-    normalized = None if partition is None else jsonconv.java_hashmap_ordered(_round_trip(dict(partition)))
+    normalized = None if partition is None else java_hashmap_ordered(_round_trip(dict(partition)))
     return jsonconv.dumps([connector, normalized])
 
 
@@ -228,7 +233,7 @@ def serialize_offset_value(offset: Mapping[str, object] | None) -> bytes | None:
     """
     if offset is None:
         return None
-    return jsonconv.dumps(jsonconv.java_hashmap_ordered(_round_trip(dict(offset))))
+    return jsonconv.dumps(java_hashmap_ordered(_round_trip(dict(offset))))
 
 
 def parse_offset_value(data: bytes | None) -> dict[str, object] | None:
@@ -362,7 +367,7 @@ def _no_creator(class_name: str, value: object) -> BadOffsetsRequest:
         shown = f"Number value ({value})"
     else:
         assert isinstance(value, float)
-        argument, shown = "double/Double", f"Number value ({jsonconv.java_double_to_string(value)})"
+        argument, shown = "double/Double", f"Number value ({java_double_to_string(value)})"
     return _jackson(
         f"Cannot construct instance of `{class_name}` (although at least one Creator exists): "
         f"no {argument}-argument constructor/factory method to deserialize from {shown}"
@@ -498,7 +503,7 @@ def normalize_source_offsets(pairs: list[OffsetPair]) -> list[OffsetPair]:
 def _normalize_map(value: dict[str, object] | None) -> dict[str, object] | None:
     if value is None:
         return None
-    result = jsonconv.java_hashmap_ordered(_round_trip(value))
+    result = java_hashmap_ordered(_round_trip(value))
     assert isinstance(result, dict)
     return result
 
@@ -519,7 +524,7 @@ def sink_partition(topic: str, partition: int) -> dict[str, object]:
     """A sink partition as ``GET /offsets`` shows it, in ``HashMap`` order: ``{"kafka_partition":0,"kafka_topic":"t"}``
     (``SinkUtils.consumerGroupOffsetsToConnectorOffsets``).
     """
-    ordered = jsonconv.java_hashmap_ordered({KAFKA_TOPIC_KEY: topic, KAFKA_PARTITION_KEY: partition})
+    ordered = java_hashmap_ordered({KAFKA_TOPIC_KEY: topic, KAFKA_PARTITION_KEY: partition})
     assert isinstance(ordered, dict)
     return ordered
 
@@ -551,7 +556,7 @@ def _rest_to_string(value: object) -> str:
 
 
 def _sink_entry(partition: dict[str, object] | None, offset: dict[str, object] | None) -> SinkOffset:
-    """One entry of ``SinkUtils.parseSinkConnectorOffsets``, checks in Connect's order (spec §5.4)."""
+    """One entry of ``SinkUtils.parseSinkConnectorOffsets``, checks in Connect's order."""
     if partition is None:
         raise BadOffsetsRequest("The partition for a sink connector offset cannot be null or missing")
     if KAFKA_TOPIC_KEY not in partition or KAFKA_PARTITION_KEY not in partition:

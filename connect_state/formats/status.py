@@ -1,4 +1,5 @@
-"""Records of Connect's status topic, read and written byte for byte like ``KafkaStatusBackingStore`` (spec §2).
+"""Records of Connect's status topic, read and written byte for byte like ``KafkaStatusBackingStore``
+(``connect/runtime/src/main/java/org/apache/kafka/connect/storage/KafkaStatusBackingStore.java``).
 
 Three kinds of record share the topic, told apart by the key:
 
@@ -13,7 +14,7 @@ record, in the order Connect logs them, joined by ``"; "``, and, where Connect l
 description of it after ``": "``. Reasons are stored in ``rejected_records``, so their wording is kept stable.
 
 Checked against Kafka 4.3.1's ``KafkaStatusBackingStore``. Its connector and task status carries a fifth field,
-``version`` (the plugin version, an optional string), absent from the October 2024 trunk the spec was read from:
+``version`` (the plugin version, an optional string), absent from Kafka's October 2024 trunk:
 see :class:`Status`.
 
 Pure standard library.
@@ -29,12 +30,14 @@ from connect_state.connect.vocabulary import State
 from connect_state.errors import RecordFormatError
 from connect_state.formats import jsonconv
 from connect_state.formats.javalang import (
+    decode_java_utf8,
     java_class_name,
+    java_int,
+    java_parse_int,
     java_split_dash,
     require_int,
     require_str,
 )
-from connect_state.formats.javalang import java_parse_int as java_parse_int  # re-export
 
 __all__ = [
     "CONNECTOR_STATUS_PREFIX",
@@ -50,7 +53,6 @@ __all__ = [
     "TopicStatusKey",
     "connector_status_key",
     "format_status_key",
-    "java_parse_int",
     "parse_status",
     "parse_status_key",
     "parse_status_record",
@@ -200,12 +202,12 @@ def parse_status_key(key: str | bytes | None) -> StatusKey:
     The prefixes are tried in Connect's order: connector, task, topic. Raises ``RecordFormatError`` for every key
     Connect discards, with Connect's WARN text, e.g. ``"Discarding record with invalid connector status key
     status-connector-"``. A null key raises ``RecordFormatError("null key")``: Connect's reader fails on it with a
-    ``NullPointerException`` (and skips the rest of that poll batch, spec §1).
+    ``NullPointerException`` (and skips the rest of that poll batch).
     """
     if key is None:
         raise RecordFormatError("null key")
     if isinstance(key, (bytes, bytearray, memoryview)):
-        key = jsonconv.decode_java_utf8(key)
+        key = decode_java_utf8(key)
     if key.startswith(CONNECTOR_STATUS_PREFIX):
         return _parse_connector_key(key)
     if key.startswith(TASK_STATUS_PREFIX):
@@ -261,7 +263,7 @@ def serialize_status(status: Status, *, with_version: bool = True) -> bytes | No
 
         {"state":"RUNNING","trace":null,"worker_id":"127.0.0.1:8083","generation":3,"version":null}
 
-    ``with_version=False`` gives the four-field form of older workers (spec §2.2). Raises ``ValueError`` where
+    ``with_version=False`` gives the four-field form of older workers. Raises ``ValueError`` where
     Connect's ``Struct`` validation would fail (unknown state, missing worker id, generation outside int32).
     """
     try:
@@ -366,7 +368,7 @@ def _status_from_bytes(data: bytes, kind: Literal["connector", "task"]) -> Statu
         ) from None
     trace = _string_field(value, "trace", failed)
     worker_id = _string_field(value, "worker_id", failed)
-    generation = jsonconv.java_int(_long_field(value, "generation", failed))  # Long.intValue()
+    generation = java_int(_long_field(value, "generation", failed))  # Long.intValue()
     version = _string_field(value, "version", failed)
     return Status(parsed, trace, worker_id, generation, version)
 
@@ -383,7 +385,7 @@ def _topic_status_from_bytes(data: bytes) -> TopicStatus:
     # Java evaluates the constructor arguments in order, then the TopicStatus constructor rejects null names.
     name = _string_field(inner, "name", failed)
     connector = _string_field(inner, "connector", failed)
-    task = jsonconv.java_int(_long_field(inner, "task", failed))  # Long.intValue()
+    task = java_int(_long_field(inner, "task", failed))  # Long.intValue()
     discover_timestamp = _long_field(inner, "discoverTimestamp", failed)
     for field, text in (("name", name), ("connector", connector)):
         if text is None:
@@ -393,7 +395,7 @@ def _topic_status_from_bytes(data: bytes) -> TopicStatus:
 
 
 def parse_status(data: bytes, kind: Literal["connector", "task"] = "connector") -> Status:
-    """Parse a connector (or task) status value with Connect's rules (spec §2.3).
+    """Parse a connector (or task) status value with Connect's rules (``KafkaStatusBackingStore.read``).
 
     The value must be a JSON object; ``state`` a valid state name; ``generation`` a JSON integer (``1.0`` is a
     ``Double`` for Connect and fails the ``(Long)`` cast), truncated to int32 like ``Long.intValue()``; ``trace``,
@@ -451,5 +453,5 @@ def parse_status_record(key: str | bytes | None, value: bytes | None) -> StatusR
 def _key_text(key: str | bytes) -> str:
     """The key as Connect prints it (bytes decoded like ``StringDeserializer``)."""
     if isinstance(key, (bytes, bytearray, memoryview)):
-        return jsonconv.decode_java_utf8(key)
+        return decode_java_utf8(key)
     return key

@@ -30,7 +30,6 @@ from connect_state.errors import (
 )
 from connect_state.kafka.admin import ClusterDescription, KafkaAdmin
 from connect_state.kafka.config import kafka_python_config
-from connect_state.kafka.errors import describe_error
 from connect_state.kafka.groups import ConsumerGroupAdmin, GroupPartition
 from connect_state.kafka.log import ConfigTopicTail, LogRecord, OffsetsCache, TopicLogReader, TopicOffsets
 from connect_state.kafka.partitioner import murmur2, partition_for_key, to_positive
@@ -60,7 +59,6 @@ __all__ = [
     "TopicNotFoundError",
     "TopicOffsets",
     "Transaction",
-    "describe_error",
     "kafka_python_config",
     "murmur2",
     "partition_for_key",

@@ -34,9 +34,9 @@ from typing import Any, Self, TypeVar
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaWriteError, KafkaWriteTimeout, TopicNotFoundError
+from connect_state.errors import KafkaWriteError, KafkaWriteTimeout, TopicNotFoundError, describe_error
 from connect_state.kafka.config import kafka_python_config
-from connect_state.kafka.errors import describe_error, unreachable, write_error
+from connect_state.kafka.errors import unreachable, write_error
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """Java-style Kafka client properties (``security.protocol``, ``sasl.jaas.config``, ...) as kafka-python arguments.
 
 The settings carry the client properties in Kafka's own key names (``kafka.client.config.file`` and
-``kafka.client.properties``, spec §1); every kafka-python client of the layer (producer, admin client, consumer) is
-configured through :func:`kafka_python_config`.
+``kafka.client.properties``); every kafka-python client of the layer (producer, admin client, consumer) is configured
+through :func:`kafka_python_config`.
 """
 
 from __future__ import annotations

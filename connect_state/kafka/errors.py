@@ -13,7 +13,7 @@ import socket
 
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
+from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout, describe_error
 
 # kafka-python's "no answer in time": the client's own timeouts, and a broker's REQUEST_TIMED_OUT.
 _TIMEOUTS: tuple[type[BaseException], ...] = (kafka_errors.KafkaTimeoutError, kafka_errors.RequestTimedOutError)
@@ -27,13 +27,6 @@ def client_error(err: BaseException) -> BaseException:
     """One of :data:`CLIENT_CALL_ERRORS` as kafka-python's own error: kafka-python 3.0.x's KeyError (the broker
     went away mid-call) means no answer in time."""
     return err if isinstance(err, kafka_errors.KafkaError) else kafka_errors.KafkaTimeoutError(describe_error(err))
-
-
-def describe_error(err: BaseException) -> str:
-    """An exception as ``Type: message`` (kafka-python messages alone are often just the class name)."""
-    text = str(err)
-    name = type(err).__name__
-    return text if text.startswith(name) else f"{name}: {text}" if text else name
 
 
 def timed_out(err: BaseException) -> bool:

@@ -1,8 +1,9 @@
 """Consumer-group administration for sink connectors, as Connect's ``Worker`` does it with the Java ``Admin`` client.
 
 A sink connector's offsets are the committed offsets of its consumer group (``connect-<name>`` or
-``consumer.override.group.id``; spec §4.1). Connect changes them with four admin calls (``Worker``
-``modifySinkConnectorOffsets``, ``alterSinkConnectorOffsets``, ``resetSinkConnectorOffsets``; spec §5.4):
+``consumer.override.group.id``). Connect changes them with four admin calls (``Worker``
+``modifySinkConnectorOffsets``, ``alterSinkConnectorOffsets``, ``resetSinkConnectorOffsets``:
+``connect/runtime/src/main/java/org/apache/kafka/connect/runtime/Worker.java``):
 
 * ``listConsumerGroupOffsets`` -> :meth:`ConsumerGroupAdmin.list_group_offsets`;
 * ``alterConsumerGroupOffsets`` -> :meth:`ConsumerGroupAdmin.alter_group_offsets`;
@@ -42,9 +43,9 @@ from connect_state.errors import (
     GroupNotEmptyError,
     KafkaUnavailableError,
     KafkaWriteError,
+    describe_error,
 )
 from connect_state.kafka.admin import KafkaAdmin
-from connect_state.kafka.errors import describe_error
 from connect_state.settings import Settings
 
 log = logging.getLogger(__name__)

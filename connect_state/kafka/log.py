@@ -27,7 +27,7 @@ from typing import Any, Protocol, Self
 from kafka import KafkaConsumer, TopicPartition
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
+from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout, describe_error
 from connect_state.folds.config_snapshot import ConfigSnapshot, ConnectorConfigView
 from connect_state.kafka.admin import KafkaAdmin, SafeConsumer
 from connect_state.kafka.config import kafka_python_config
@@ -35,7 +35,6 @@ from connect_state.kafka.errors import (
     CLIENT_CALL_ERRORS,
     any_listening,
     client_error,
-    describe_error,
     read_error,
     unreachable,
 )

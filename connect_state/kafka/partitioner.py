@@ -1,7 +1,8 @@
 """The Java producer's partition choice for keyed records, so Python writers land where Connect's writes land.
 
 Connect writes its internal topics with the Java producer and a key, so the partition is
-``Utils.toPositive(Utils.murmur2(keyBytes)) % numPartitions`` (``BuiltInPartitioner.partitionForKey``; spec §1).
+``Utils.toPositive(Utils.murmur2(keyBytes)) % numPartitions`` (``BuiltInPartitioner.partitionForKey``:
+``clients/src/main/java/org/apache/kafka/clients/producer/internals/BuiltInPartitioner.java``).
 A writer using another client must pick the same partition, or compaction and last-writer-wins ordering break.
 
 The hash is kafka-python's own port of ``Utils.murmur2`` (``kafka.partitioner.default.murmur2``), which returns the

@@ -6,7 +6,7 @@ share between threads, closed by :meth:`InternalTopicWriter.close`) and the laye
 (``PUT .../topics/reset``, offsets), by the cleanup job and by the heartbeat emitter; nothing here knows about Flask
 or Spark.
 
-What it guarantees (spec §1):
+What it guarantees:
 
 * ``acks=all``, idempotence on by default (kafka-python 3.x's idempotent producer: a retried batch is never written
   twice; ``enable.idempotence=false`` in ``kafka.client.properties`` turns it off, e.g. for a cluster whose ACLs do
@@ -50,10 +50,10 @@ from typing import Any, Self
 from kafka import KafkaProducer
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaWriteError, KafkaWriteTimeout, ZombieFencingError
+from connect_state.errors import KafkaWriteError, KafkaWriteTimeout, ZombieFencingError, describe_error
 from connect_state.kafka.admin import KafkaAdmin
 from connect_state.kafka.config import kafka_python_config
-from connect_state.kafka.errors import describe_error, unreachable, write_error
+from connect_state.kafka.errors import unreachable, write_error
 from connect_state.kafka.partitioner import partition_for_key
 from connect_state.settings import Settings
 

@@ -12,10 +12,10 @@ import time
 from kafka import KafkaConsumer, TopicPartition
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaWriteTimeout, RecordFormatError
+from connect_state.errors import KafkaWriteTimeout, RecordFormatError, describe_error
 from connect_state.formats.offsets import offset_key_bytes, parse_offset_key
 from connect_state.kafka.admin import SafeConsumer
-from connect_state.kafka.errors import CLIENT_CALL_ERRORS, client_error, describe_error, unreachable, write_error
+from connect_state.kafka.errors import CLIENT_CALL_ERRORS, client_error, unreachable, write_error
 from connect_state.kafka.log import reader_consumer_config
 from connect_state.settings import Settings
 

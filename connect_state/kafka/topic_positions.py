@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from kafka import IsolationLevel, OffsetSpec, TopicPartition
 from kafka import errors as kafka_errors
 
+from connect_state.errors import describe_error
 from connect_state.kafka.admin import KafkaAdmin
-from connect_state.kafka.errors import describe_error, write_error
+from connect_state.kafka.errors import write_error
 from connect_state.settings import Settings
 
 CLIENT_ID = "connect-state-jobs-positions"

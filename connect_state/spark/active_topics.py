@@ -16,10 +16,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+from pyspark.sql.streaming.state import GroupState
 
 from connect_state.errors import RecordFormatError
-from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds.active_topics import (
     REMOVED,
     state_from_json,
@@ -30,19 +29,20 @@ from connect_state.formats.status import TopicStatus, TopicStatusKey, parse_stat
 from connect_state.formats.status_arrow import match_topic_statuses
 from connect_state.settings import Settings
 from connect_state.spark.foldjob import (
-    RECORD_COLUMNS_DDL,
+    RECORD_COLUMNS,
     FoldJob,
     FoldWriter,
     KindCounts,
     RecordKind,
-    arrow_schema,
     classify_records,
     column_frame,
+    fold_groups,
     fold_reconciler,
     nullable_values,
     passed_through,
     rejected,
     start_fold_query,
+    table_columns,
 )
 from connect_state.spark.kafka_source import read_internal_topic
 from connect_state.spark.merge_spec import (
@@ -53,23 +53,22 @@ from connect_state.spark.merge_spec import (
     source_values,
 )
 from connect_state.spark.reconcile import Reconciler
-from connect_state.spark.write_time import write_time
-from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY
+from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, BIGINT, BOOLEAN, INT, STRING
 
 JOB_NAME = "active_topics"
 
 # One row per status-topic record that matters here: a topic status (or its tombstone), or a rejected record.
-PARSED_SCHEMA = (
-    "record_kind STRING, connector STRING, topic STRING, task INT, discover_timestamp BIGINT, " + RECORD_COLUMNS_DDL
-)
+PARSED_SCHEMA = pa.schema([
+    ("record_kind", STRING), ("connector", STRING), ("topic", STRING), ("task", INT), ("discover_timestamp", BIGINT),
+    *RECORD_COLUMNS,
+])  # fmt: skip
 # The fold's output: changes of active-topic sets, and rejected records passed through. ``latest``: the change is the
 # batch's last of its (connector, topic), the one the current table takes.
-OUTPUT_SCHEMA = (
-    "record_kind STRING, connector STRING, topic STRING, change STRING, latest BOOLEAN, task INT, "
-    "discover_timestamp BIGINT, " + RECORD_COLUMNS_DDL
-)
-STATE_SCHEMA = "topics_json STRING"
-PARSED_ARROW_SCHEMA = arrow_schema(PARSED_SCHEMA)
+OUTPUT_SCHEMA = pa.schema([
+    ("record_kind", STRING), ("connector", STRING), ("topic", STRING), ("change", STRING), ("latest", BOOLEAN),
+    ("task", INT), ("discover_timestamp", BIGINT), *RECORD_COLUMNS,
+])  # fmt: skip
+STATE_SCHEMA = pa.schema([("topics_json", STRING)])
 
 
 def classify(key: bytes | None, value: bytes | None, kafka: dict) -> list[dict]:
@@ -115,7 +114,7 @@ def fast_parse(kafka: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
         "raw_value": empty_bytes,
         "reason": empty_text,
     }
-    return pa.RecordBatch.from_arrays(list(columns.values()), schema=PARSED_ARROW_SCHEMA), found.matched
+    return pa.RecordBatch.from_arrays(list(columns.values()), schema=PARSED_SCHEMA), found.matched
 
 
 def _change_frame(changes: ChangeColumns, connector: str) -> pd.DataFrame:
@@ -163,9 +162,7 @@ def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) ->
 def fold_stream(kafka_rows: DataFrame) -> DataFrame:
     """Kafka source rows → the fold's output rows (changes and rejected records)."""
     parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA, fast_parse)
-    return parsed.groupBy("record_kind", "connector").applyInPandasWithState(
-        fold_group, OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout
-    )
+    return fold_groups(parsed.groupBy("record_kind", "connector"), fold_group, OUTPUT_SCHEMA, STATE_SCHEMA)
 
 
 #: A batch's latest change of each (connector, topic) into ``active_topics``: a removal deletes the row.
@@ -185,39 +182,11 @@ class ActiveTopicsWriter(FoldWriter):
     job_name = JOB_NAME
 
     def write(self, changes: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        n_changes = counts.rows(RecordKind.CHANGE)
+        n_changes = self.write_history(changes, RecordKind.CHANGE, ACTIVE_TOPICS_HISTORY, batch_id, counts)
         if n_changes:
-            self._write_history(changes, batch_id, counts)
-            fault_point(FaultPoint.AFTER_HISTORY_WRITE)
-            self._merge_current(changes, batch_id, n_changes)
+            latest = changes.filter(F.col("latest")).select(*table_columns(ACTIVE_TOPICS), "change")
+            self.merge_current(latest, ACTIVE_TOPICS, CURRENT_MERGE, batch_id, n_changes)
         return f"{n_changes} active-topic changes"
-
-    def _write_history(self, changes: DataFrame, batch_id: int, counts: KindCounts) -> None:
-        rows = changes.select(
-            "connector",
-            "topic",
-            "change",
-            "task",
-            "discover_timestamp",
-            write_time("changed_at"),
-            "kafka_partition",
-            "kafka_offset",
-            F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-        )
-        self.insert_history(rows, ACTIVE_TOPICS_HISTORY, batch_id, counts, RecordKind.CHANGE)
-
-    def _merge_current(self, changes: DataFrame, batch_id: int, n_changes: int) -> None:
-        latest = changes.filter(F.col("latest")).select(
-            "connector",
-            "topic",
-            "change",
-            "task",
-            "discover_timestamp",
-            write_time("updated_at"),
-            "kafka_partition",
-            "kafka_offset",
-        )
-        self.merge_current(latest, ACTIVE_TOPICS, CURRENT_MERGE, batch_id, n_changes)
 
 
 def start(

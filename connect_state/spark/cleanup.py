@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -60,6 +58,8 @@ from connect_state.tables import (
     SINK_OFFSETS,
     SOURCE_OFFSETS,
     TableSpec,
+    now_ms,
+    timestamp,
 )
 
 JOB_NAME = "cleanup"
@@ -78,18 +78,6 @@ def default_group_admin(settings: Settings) -> Any:
     from connect_state.kafka import ConsumerGroupAdmin
 
     return ConsumerGroupAdmin(settings)
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _timestamp(ms: int | None) -> datetime | None:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC) if ms is not None else None
-
-
-def _ms(value: datetime | None) -> int | None:
-    return int(value.timestamp() * 1000) if value is not None else None
 
 
 class SparkCleanupIO:
@@ -240,15 +228,18 @@ class SparkCleanupIO:
         known: dict[tuple[str, int], dict[str, StepOutcome]] = {}
         if table is None:
             return known
-        for row in table.collect():
+        times = [F.unix_millis(name).alias(name) for name in ("next_attempt_at", "updated_at")]
+        for row in table.select(
+            "connector", "deletion_offset", "step", "status", "attempts", "detail", "error", *times
+        ).collect():
             outcome = StepOutcome(
                 row.step,
                 StepStatus(row.status),
                 row.attempts or 0,
                 row.detail,
                 row.error,
-                _ms(row.next_attempt_at),
-                _ms(row.updated_at),
+                row.next_attempt_at,
+                row.updated_at,
             )
             known.setdefault((row.connector, row.deletion_offset), {})[row.step] = outcome
         return known
@@ -259,7 +250,7 @@ class SparkCleanupIO:
             (
                 d.connector,
                 d.deletion_offset,
-                _timestamp(d.deleted_at),
+                timestamp(d.deleted_at),
                 d.connector_type,
                 json.dumps(d.config, sort_keys=True, separators=(",", ":")) if d.config is not None else None,
                 o.step,
@@ -267,8 +258,8 @@ class SparkCleanupIO:
                 o.attempts,
                 o.detail,
                 o.error,
-                _timestamp(o.next_attempt_at),
-                _timestamp(o.updated_at if o.updated_at is not None else self.clock()),
+                timestamp(o.next_attempt_at),
+                timestamp(o.updated_at if o.updated_at is not None else self.clock()),
             )
             for d, o in rows
         ]

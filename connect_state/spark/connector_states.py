@@ -10,18 +10,18 @@ script is ``connect-state-connector-states`` (jobs/connector_states.py).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, cast
 
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.types import ArrayType
 
 from connect_state.errors import RecordFormatError
-from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds.connector_states import (
     ConnectorEvent,
     ConnectorRecord,
@@ -37,40 +37,41 @@ from connect_state.formats.status import TopicStatusKey, parse_status_record
 from connect_state.settings import Settings
 from connect_state.spark.delta_io import spark_type
 from connect_state.spark.foldjob import (
-    RECORD_COLUMNS_DDL,
+    RECORD_COLUMNS,
+    FoldFunction,
     FoldJob,
     FoldWriter,
     KindCounts,
     RecordKind,
     classify_records,
     column_frame,
+    fold_groups,
     fold_reconciler,
     nullable_values,
     passed_through,
     rejected,
     start_fold_query,
+    table_columns,
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
 from connect_state.spark.merge_spec import MergeSpec, matched_update, not_matched_insert, source_values
 from connect_state.spark.reconcile import Reconciler
-from connect_state.spark.write_time import write_time
-from connect_state.tables import CONNECTOR_EVENTS, CONNECTORS
+from connect_state.tables import BIGINT, BOOLEAN, CONNECTOR_EVENTS, CONNECTORS, INT, STRING
 
 JOB_NAME = "connector_states"
 
 # Every record that belongs to a connector keeps its raw bytes: the fold parses them again (cheap, and no parsed
 # structure has to cross the Arrow boundary). Rejected records carry their reason.
-PARSED_SCHEMA = "record_kind STRING, connector STRING, " + RECORD_COLUMNS_DDL
-OUTPUT_SCHEMA = (
-    "record_kind STRING, connector STRING, type STRING, connector_class STRING, config STRING, "
-    "target_state STRING, task_count INT, task_configs STRING, inconsistent BOOLEAN, connector_state STRING, "
-    "connector_worker_id STRING, connector_trace STRING, connector_generation INT, connector_version STRING, "
-    "tasks_json STRING, deleted BOOLEAN, deleted_at BIGINT, config_offset BIGINT, event STRING, details STRING, "
-    "source STRING, " + RECORD_COLUMNS_DDL
-)
-STATE_SCHEMA = "state_json STRING"
-FoldFunction = Callable[[tuple, Iterator[pd.DataFrame], GroupState], Iterator[pd.DataFrame]]
+PARSED_SCHEMA = pa.schema([("record_kind", STRING), ("connector", STRING), *RECORD_COLUMNS])
+OUTPUT_SCHEMA = pa.schema([
+    ("record_kind", STRING), ("connector", STRING), ("type", STRING), ("connector_class", STRING),
+    ("config", STRING), ("target_state", STRING), ("task_count", INT), ("task_configs", STRING),
+    ("inconsistent", BOOLEAN), ("connector_state", STRING), ("connector_worker_id", STRING),
+    ("connector_trace", STRING), ("connector_generation", INT), ("connector_version", STRING),
+    ("tasks_json", STRING), ("deleted", BOOLEAN), ("deleted_at", BIGINT), ("config_offset", BIGINT),
+    ("event", STRING), ("details", STRING), ("source", STRING), *RECORD_COLUMNS,
+])  # fmt: skip
 
 
 def classify(key: bytes | None, value: bytes | None, kafka: dict, config_topic: str) -> list[dict]:
@@ -185,13 +186,8 @@ def fold_stream(kafka_rows: DataFrame, config_topic: str, class_types: Mapping[s
     parsed = classify_records(
         kafka_rows, lambda key, value, kafka: classify(key, value, kafka, config_topic), PARSED_SCHEMA
     )
-    return (
-        with_group_kind(parsed, "connector")
-        .groupBy("group_kind", "connector")
-        .applyInPandasWithState(
-            fold_function(class_types), OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout
-        )
-    )
+    grouped = with_group_kind(parsed, "connector").groupBy("group_kind", "connector")
+    return fold_groups(grouped, fold_function(class_types), OUTPUT_SCHEMA)
 
 
 # The ``tasks`` column, parsed from the fold's JSON.
@@ -214,34 +210,14 @@ class ConnectorStatesWriter(FoldWriter):
     job_name = JOB_NAME
 
     def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        events = batch.filter(F.col("record_kind") == RecordKind.EVENT)
-        rows = batch.filter(F.col("record_kind") == RecordKind.ROW)
-        n_events, n_rows = counts.rows(RecordKind.EVENT), counts.rows(RecordKind.ROW)
-        if n_events:
-            history = events.select(
-                "connector",
-                "event",
-                "details",
-                "source",
-                "kafka_partition",
-                "kafka_offset",
-                F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-                write_time("recorded_at"),
-            )
-            self.insert_history(history, CONNECTOR_EVENTS, batch_id, counts, RecordKind.EVENT)
-            fault_point(FaultPoint.AFTER_HISTORY_WRITE)
+        n_events = self.write_history(batch, RecordKind.EVENT, CONNECTOR_EVENTS, batch_id, counts)
+        n_rows = counts.rows(RecordKind.ROW)
         if n_rows:
-            self._merge_connectors(rows, batch_id, n_rows)
+            source = batch.filter(F.col("record_kind") == RecordKind.ROW).select(
+                *table_columns(CONNECTORS, name=F.col("connector"), tasks=F.from_json("tasks_json", TASKS_TYPE))
+            )
+            self.merge_current(source, CONNECTORS, CURRENT_MERGE, batch_id, n_rows)
         return f"{n_rows} connectors updated, {n_events} events"
-
-    def _merge_connectors(self, rows: DataFrame, batch_id: int, n_rows: int) -> None:
-        source = rows.select(
-            F.col("connector").alias("name"),
-            *[c for c in CONNECTORS.column_names if c not in ("name", "tasks", "updated_at")],
-            F.from_json("tasks_json", TASKS_TYPE).alias("tasks"),
-            write_time("updated_at"),
-        )
-        self.merge_current(source, CONNECTORS, CURRENT_MERGE, batch_id, n_rows)
 
 
 def start(

@@ -2,23 +2,25 @@
 
 Every write carries a Delta ``SetTransaction`` (``txnAppId`` = query + table, ``txnVersion`` = batch id): when a
 restarted query replays a batch whose write already committed, Delta skips it, so a crash between two table writes
-of one batch neither loses nor doubles rows (../shared/spec/spark-delta-stack.md §4.1).
+of one batch neither loses nor doubles rows (Delta's idempotent writes in ``foreachBatch``:
+https://docs.delta.io/latest/delta-streaming.html#idempotent-table-writes-in-foreachbatch).
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import reduce
 
 import pyarrow as pa
+from delta import exceptions as delta_errors
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from pyspark.sql.types import DataType, StructType
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_incrementing
 
 from connect_state.spark import storage
 from connect_state.spark.merge_spec import ClauseKind, MergeSpec
@@ -205,18 +207,32 @@ def merge_rows(source: DataFrame, path: str, merge: MergeSpec) -> None:
     builder.execute()
 
 
+#: Delta's commit conflicts, as delta-spark converts them from the JVM (siblings: none is caught by another's class).
+CONFLICTS: tuple[type[Exception], ...] = (
+    delta_errors.DeltaConcurrentModificationException,
+    delta_errors.ConcurrentWriteException,
+    delta_errors.MetadataChangedException,
+    delta_errors.ProtocolChangedException,
+    delta_errors.ConcurrentAppendException,
+    delta_errors.ConcurrentDeleteReadException,
+    delta_errors.ConcurrentDeleteDeleteException,
+    delta_errors.ConcurrentTransactionException,
+)
+
+
 def retry_on_conflict(action: Callable[[], None], what: str, attempts: int = 5) -> None:
     """Run an idempotent Delta write again when a concurrent writer of the same table won (Delta's optimistic
-    concurrency: e.g. two jobs quarantining records into ``rejected_records`` at once). The writes of this module
-    carry a transaction id, so a retry never doubles rows.
-    """
-    for attempt in range(1, attempts + 1):
-        try:
-            action()
-            return
-        except Exception as err:  # Delta's conflicts arrive as Py4J-converted exceptions of several classes
-            conflict = "Concurrent" in type(err).__name__ or "Concurrent" in str(err)[:200]
-            if not conflict or attempt == attempts:
-                raise
-            log.info("%s: concurrent Delta write, retrying (%d/%d)", what, attempt, attempts)
-            time.sleep(0.2 * attempt)
+    concurrency, one of :data:`CONFLICTS`: e.g. two jobs quarantining records into ``rejected_records`` at once), after
+    a pause that grows by 0.2 s each time. The writes of this module carry a transaction id, so a retry never doubles
+    rows."""
+
+    def retrying(state: RetryCallState) -> None:
+        log.info("%s: concurrent Delta write, retrying (%d/%d)", what, state.attempt_number, attempts)
+
+    Retrying(
+        retry=retry_if_exception_type(CONFLICTS),
+        stop=stop_after_attempt(attempts),
+        wait=wait_incrementing(start=0.2, increment=0.2),
+        before_sleep=retrying,
+        reraise=True,
+    )(action)

@@ -16,16 +16,14 @@ recorded at least once (:class:`connect_state.spark.heartbeats.HeartbeatSink`).
 **Commits.** Within one process the writers of a table take turns (:func:`commit_lock`, held for the read, the write
 and the commit), as Spark's single-driver log store serialises a driver's commits on S3: they never conflict, on any
 store. Across drivers a commit that loses to another's is read again and retried after a jittered pause that doubles
-(:func:`backoff_s`); there Delta's put-if-absent of the next log file needs the store's conditional writes (delta-rs
+(:func:`with_retries`); there Delta's put-if-absent of the next log file needs the store's conditional writes (delta-rs
 1.x: a local disk, S3 since 2024, S3-compatible stores that honour ``If-None-Match``).
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import threading
-import time
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
@@ -33,6 +31,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError
 from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
+from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from connect_state.errors import DeltaWriteError
 from connect_state.spark.merge_spec import ClauseKind, MergeSpec
@@ -47,9 +46,9 @@ T = TypeVar("T")
 SMALL_WRITE_ROWS = 10_000
 #: How often a commit that lost to another driver's is read and tried again.
 ATTEMPTS = 20
-#: The pauses between attempts double from :data:`FIRST_BACKOFF_S` up to :data:`MAX_BACKOFF_S`, jittered (the
-#: queries' batches often end together): at most about 15 s in all.
-FIRST_BACKOFF_S = 0.02
+#: The pauses between attempts: random, up to a bound that doubles from :data:`FIRST_BACKOFF_S` to
+#: :data:`MAX_BACKOFF_S` (the queries' batches often end together): at most about 15 s in all.
+FIRST_BACKOFF_S = 0.04
 MAX_BACKOFF_S = 1.0
 #: Every this many versions a deltalake commit writes a checkpoint, as Spark does by default (delta-rs's own default is
 #: 100, and Spark checkpoints only at its own commits, which are rare on a table of small batches).
@@ -65,15 +64,6 @@ def commit_lock(path: str) -> threading.Lock:
     """The lock this process's ``deltalake`` writers of the table at ``path`` take turns with."""
     with _LOCKS_GUARD:
         return _LOCKS.setdefault(path, threading.Lock())
-
-
-def backoff_s(attempt: int) -> float:
-    """A jittered pause after the ``attempt``-th attempt (from 1) lost to a concurrent commit."""
-    return random.uniform(0, min(MAX_BACKOFF_S, FIRST_BACKOFF_S * 2**attempt))
-
-
-def gave_up(path: str, attempts: int) -> DeltaWriteError:
-    return DeltaWriteError(f"{path}: {attempts} attempts lost to concurrent commits")
 
 
 def plain_type(arrow_type: pa.DataType) -> pa.DataType:
@@ -120,7 +110,7 @@ def open_or_create(
                 configuration=dict(configuration),
                 storage_options=options,
             )
-        except Exception as err:  # another writer created it meanwhile: open it
+        except CommitFailedError as err:  # another writer created it meanwhile: open it
             log.info("creating the %s table: %s", spec.name, err)
         return DeltaTable(path, storage_options=options)
 
@@ -156,15 +146,21 @@ def deltalake_writes(root: Location, storage_options: Mapping[str, str] | None =
 def with_retries(path: str, action: Callable[[], T]) -> T:
     """``action`` (a read, a write and its commit) under this process's lock of the table at ``path``, run again
     after a jittered pause when its commit lost to another driver's (:data:`ATTEMPTS` times in all)."""
-    for attempt in range(1, ATTEMPTS + 1):
-        try:
-            with commit_lock(path):
-                return action()
-        except CommitFailedError as err:
-            if attempt == ATTEMPTS:
-                raise gave_up(path, attempt) from err
-            time.sleep(backoff_s(attempt))
-    raise gave_up(path, ATTEMPTS)  # not reached
+    retrying = Retrying(
+        retry=retry_if_exception_type(CommitFailedError),
+        stop=stop_after_attempt(ATTEMPTS),
+        wait=wait_random_exponential(multiplier=FIRST_BACKOFF_S, max=MAX_BACKOFF_S),
+    )
+    try:
+        return retrying(_locked, path, action)
+    except RetryError as err:
+        conflict = err.last_attempt.exception()
+        raise DeltaWriteError(f"{path}: {ATTEMPTS} attempts lost to concurrent commits") from conflict
+
+
+def _locked(path: str, action: Callable[[], T]) -> T:
+    with commit_lock(path):
+        return action()
 
 
 def write_once(

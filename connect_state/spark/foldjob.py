@@ -19,9 +19,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, GroupedData, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from connect_state.errors import KafkaWriteError
 from connect_state.faults import FaultPoint, fault_point
@@ -54,7 +55,17 @@ from connect_state.spark.streaming import QueryTask, Run, checkpoint_query_id, j
 from connect_state.spark.watermarks import WatermarkStore, watermark_store
 from connect_state.spark.write_time import collect_stamped, stamped, write_time
 from connect_state.storage import Location, deltalake_options
-from connect_state.tables import DATA_LOSS, REJECTED_RECORDS, WATERMARKS, TableSpec
+from connect_state.tables import (
+    BIGINT,
+    BINARY,
+    DATA_LOSS,
+    INT,
+    REJECTED_RECORDS,
+    STRING,
+    TIMESTAMP,
+    WATERMARKS,
+    TableSpec,
+)
 
 # Concurrent queries write these shared tables every batch: more attempts than a job's own table needs.
 SHARED_TABLE_ATTEMPTS = 10
@@ -87,35 +98,29 @@ class RecordKind(StrEnum):
     STATE = "state"
 
 
-# The columns a parse step fills for a rejected record (see RECORD_COLUMNS_DDL).
-RECORD_COLUMNS_DDL = (
-    "kafka_topic STRING, kafka_partition INT, kafka_offset BIGINT, kafka_timestamp BIGINT, "
-    "raw_key BINARY, raw_value BINARY, reason STRING"
-)
+#: The columns of a parse step's rows that say which record a row comes from, and why it was rejected (if it was).
+#: A step's schemas (flat Arrow schemas, every column nullable; Spark's come from them, :func:`spark_schema`) end
+#: with these.
+RECORD_COLUMNS = [
+    ("kafka_topic", STRING), ("kafka_partition", INT), ("kafka_offset", BIGINT), ("kafka_timestamp", BIGINT),
+    ("raw_key", BINARY), ("raw_value", BINARY), ("reason", STRING),
+]  # fmt: skip
+#: A fold's state: one JSON text.
+STATE_SCHEMA = pa.schema([("state_json", STRING)])
+
+_NULLABLE_INTEGERS: dict[pa.DataType, Any] = {INT: "Int32", BIGINT: "Int64"}
 
 
-_NULLABLE_INTEGERS: dict[str, Any] = {"INT": "Int32", "BIGINT": "Int64"}
-
-
-def ddl_columns(ddl: str) -> list[tuple[str, str]]:
-    """``"a INT, b STRING"`` -> ``[("a", "INT"), ("b", "STRING")]``, for the flat schemas of the fold steps.
-
-    (``StructType.fromDDL`` needs a JVM, which the Python workers running the pandas functions do not have.)
-    """
-    return [tuple(part.split()) for part in ddl.split(",")]  # type: ignore[misc]
-
-
-def pandas_frame(rows: Iterable[dict], ddl: str) -> pd.DataFrame:
-    """Rows as a pandas frame for Arrow, with the columns of ``ddl`` and None kept as null.
+def pandas_frame(rows: Iterable[dict], schema: pa.Schema) -> pd.DataFrame:
+    """Rows as a pandas frame for Arrow, with the columns of ``schema`` and None kept as null.
 
     Object columns, because an all-None column would otherwise become float NaN, which Arrow cannot turn into strings
-    or bytes; pandas' nullable ``Int32``/``Int64`` for INT/BIGINT columns, for the same reason.
+    or bytes; pandas' nullable ``Int32``/``Int64`` for int32/int64 columns, for the same reason.
     """
-    columns = ddl_columns(ddl)
-    frame = pd.DataFrame(list(rows), columns=[name for name, _ in columns], dtype=object)
-    for name, sql_type in columns:
-        if sql_type.upper() in _NULLABLE_INTEGERS:
-            frame[name] = frame[name].astype(_NULLABLE_INTEGERS[sql_type.upper()])
+    frame = pd.DataFrame(list(rows), columns=schema.names, dtype=object)
+    for field in schema:
+        if field.type in _NULLABLE_INTEGERS:
+            frame[field.name] = frame[field.name].astype(_NULLABLE_INTEGERS[field.type])
     return frame
 
 
@@ -145,17 +150,17 @@ def kind_counts(batch: DataFrame) -> KindCounts:
     )
 
 
-def column_frame(columns: Mapping[str, Sequence[Any]], rows: int, ddl: str) -> pd.DataFrame:
-    """Columns (lists of ``rows`` values) as a pandas frame for Arrow with the columns of ``ddl``, as
-    :func:`pandas_frame` makes it from rows (columns of ``ddl`` not given are all null), without pandas' per-column
-    inference: object arrays, and pandas' nullable integer arrays for INT/BIGINT columns."""
-    data = {name: _column_array(columns.get(name), rows, sql_type) for name, sql_type in ddl_columns(ddl)}
+def column_frame(columns: Mapping[str, Sequence[Any]], rows: int, schema: pa.Schema) -> pd.DataFrame:
+    """Columns (lists of ``rows`` values) as a pandas frame for Arrow with the columns of ``schema``, as
+    :func:`pandas_frame` makes it from rows (columns of ``schema`` not given are all null), without pandas' per-column
+    inference: object arrays, and pandas' nullable integer arrays for int32/int64 columns."""
+    data = {field.name: _column_array(columns.get(field.name), rows, field.type) for field in schema}
     return pd.DataFrame(data, index=pd.RangeIndex(rows), copy=False)
 
 
-def _column_array(values: Sequence[Any] | None, rows: int, sql_type: str) -> Any:
+def _column_array(values: Sequence[Any] | None, rows: int, arrow_type: pa.DataType) -> Any:
     """One column of :func:`column_frame` (``None``: all null)."""
-    integer = _NULLABLE_INTEGERS.get(sql_type.upper())
+    integer = _NULLABLE_INTEGERS.get(arrow_type)
     if integer is not None:
         if values is None:
             return pd.array([None] * rows, dtype=integer)
@@ -169,22 +174,22 @@ def _column_array(values: Sequence[Any] | None, rows: int, sql_type: str) -> Any
 
 
 def rows_frame(
-    batch: pd.DataFrame, positions: np.ndarray, ddl: str, given: Mapping[str, Sequence[Any]]
+    batch: pd.DataFrame, positions: np.ndarray, schema: pa.Schema, given: Mapping[str, Sequence[Any]]
 ) -> pd.DataFrame:
-    """The rows of ``batch`` at ``positions`` (repeats allowed) as a frame for Arrow with the columns of ``ddl``, as
+    """The rows of ``batch`` at ``positions`` (repeats allowed) as a frame for Arrow with the columns of ``schema``, as
     :func:`column_frame` makes it, with the columns in ``given`` (lists of ``len(positions)`` values) instead of
     ``batch``'s: a fold whose output rows are its input rows takes them by column, without Python values.
 
-    An INT or BIGINT column of ``batch`` may hold floats with NaN for null (what Arrow's pandas conversion makes of an
+    An int32 or int64 column of ``batch`` may hold floats with NaN for null (what Arrow's pandas conversion makes of an
     integer column with nulls) or pandas' nullable integers."""
     rows = len(positions)
     data: dict[str, Any] = {}
-    for name, sql_type in ddl_columns(ddl):
+    for name, arrow_type in zip(schema.names, schema.types, strict=True):
         if name in given:
-            data[name] = _column_array(given[name], rows, sql_type)
+            data[name] = _column_array(given[name], rows, arrow_type)
             continue
         column = batch[name]
-        integer = _NULLABLE_INTEGERS.get(sql_type.upper())
+        integer = _NULLABLE_INTEGERS.get(arrow_type)
         if integer is None:
             data[name] = column.to_numpy(dtype=object)[positions]
             continue
@@ -192,8 +197,8 @@ def rows_frame(
         if column.dtype.kind == "f":  # a cast would wrap what does not fit; int() refuses it
             floats = column.to_numpy()[positions]
             bound = 2.0**63 if integer == "Int64" else 2.0**31
-            if np.any(~mask & (np.abs(floats) >= bound)):
-                raise OverflowError(f"column {name}: a value outside {sql_type}'s range")
+            if np.any(~mask & ((floats < -bound) | (floats >= bound))):
+                raise OverflowError(f"column {name}: a value outside {arrow_type}'s range")
             filled = np.where(mask, 0.0, floats).astype(np.int64)
         else:
             filled = column.to_numpy(dtype=np.int64, na_value=0)[positions]
@@ -214,7 +219,7 @@ Classifier = Callable[[bytes | None, bytes | None, dict], Iterable[dict]]
 
 
 def rejected(key: bytes | None, value: bytes | None, reason: str, kafka: dict) -> dict:
-    """The parse step's row for a record a worker would discard (see :data:`RECORD_COLUMNS_DDL`)."""
+    """The parse step's row for a record a worker would discard (see :data:`RECORD_COLUMNS`)."""
     return {"record_kind": RecordKind.REJECTED, "raw_key": key, "raw_value": value, "reason": reason, **kafka}
 
 
@@ -225,9 +230,26 @@ def with_group_kind(parsed: DataFrame, kind: str) -> DataFrame:
     return parsed.withColumn("group_kind", F.when(is_rejected, F.lit(str(RecordKind.REJECTED))).otherwise(F.lit(kind)))
 
 
-def passed_through(batch: pd.DataFrame, ddl: str) -> pd.DataFrame:
-    """The rows of a group of rejected records, unchanged, as the fold's output (``ddl``)."""
-    return pandas_frame(batch.to_dict("records"), ddl)
+def table_columns(spec: TableSpec, **given: Column) -> list[Column]:
+    """``spec``'s columns, in its order, from a fold's output rows: those ``given`` as given, ``kafka_timestamp`` (epoch
+    ms there) as a timestamp, the table's other timestamps the time of the write (:func:`write_time`), the rest by
+    name."""
+    columns = []
+    for field in spec.schema:
+        if field.name in given:
+            columns.append(given[field.name].alias(field.name))
+        elif field.name == "kafka_timestamp":
+            columns.append(F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"))
+        elif field.type == TIMESTAMP:
+            columns.append(write_time(field.name))
+        else:
+            columns.append(F.col(field.name))
+    return columns
+
+
+def passed_through(batch: pd.DataFrame, schema: pa.Schema) -> pd.DataFrame:
+    """The rows of a group of rejected records, unchanged, as the fold's output (``schema``)."""
+    return pandas_frame(batch.to_dict("records"), schema)
 
 
 # The Kafka source columns a parse step reads, in the order it reads them.
@@ -249,28 +271,14 @@ def _classify_rows(classify: Classifier, records: Iterable[tuple[Any, ...]]) -> 
     return rows
 
 
-def _classify_records_pandas(kafka_rows: DataFrame, classify: Classifier, ddl: str) -> DataFrame:
+def _classify_records_pandas(kafka_rows: DataFrame, classify: Classifier, schema: pa.Schema) -> DataFrame:
     """:func:`classify_records` without a bulk path."""
 
     def parse(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for frame in frames:
-            yield pandas_frame(_classify_rows(classify, frame.itertuples(index=False, name=None)), ddl)
+            yield pandas_frame(_classify_rows(classify, frame.itertuples(index=False, name=None)), schema)
 
-    return kafka_rows.selectExpr(*_KAFKA_COLUMNS).mapInPandas(parse, ddl)
-
-
-_ARROW_TYPES: dict[str, pa.DataType] = {
-    "STRING": pa.string(),
-    "INT": pa.int32(),
-    "BIGINT": pa.int64(),
-    "BINARY": pa.binary(),
-    "BOOLEAN": pa.bool_(),
-}
-
-
-def arrow_schema(ddl: str) -> pa.Schema:
-    """The Arrow schema of a flat fold-step DDL (see :func:`ddl_columns`), every column nullable."""
-    return pa.schema([pa.field(name, _ARROW_TYPES[sql_type.upper()]) for name, sql_type in ddl_columns(ddl)])
+    return kafka_rows.selectExpr(*_KAFKA_COLUMNS).mapInPandas(parse, spark_schema(schema))
 
 
 FastParse = Callable[[pa.RecordBatch], tuple[pa.RecordBatch | None, pa.BooleanArray]]
@@ -291,16 +299,17 @@ def _classified_batch(kafka: pa.RecordBatch, classify: Classifier, schema: pa.Sc
     return pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
-def classify_records(kafka_rows: DataFrame, classify: Classifier, ddl: str, fast: FastParse | None = None) -> DataFrame:
-    """Run ``classify`` over every Kafka record (``mapInPandas``); the rows it returns must fit ``ddl``.
+def classify_records(
+    kafka_rows: DataFrame, classify: Classifier, schema: pa.Schema, fast: FastParse | None = None
+) -> DataFrame:
+    """Run ``classify`` over every Kafka record (``mapInPandas``); the rows it returns must fit ``schema``.
 
     Each row gets the record's coordinates: ``kafka_topic``, ``kafka_partition``, ``kafka_offset`` and
     ``kafka_timestamp`` (epoch ms). With ``fast`` (``mapInArrow``), the records it recognises are parsed in bulk and
     only the others go through ``classify``.
     """
     if fast is None:
-        return _classify_records_pandas(kafka_rows, classify, ddl)
-    schema = arrow_schema(ddl)
+        return _classify_records_pandas(kafka_rows, classify, schema)
 
     def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -313,7 +322,21 @@ def classify_records(kafka_rows: DataFrame, classify: Classifier, ddl: str, fast
                 if exact is not None:
                     yield exact
 
-    return kafka_rows.selectExpr(*_KAFKA_COLUMNS).mapInArrow(parse, ddl)
+    return kafka_rows.selectExpr(*_KAFKA_COLUMNS).mapInArrow(parse, spark_schema(schema))
+
+
+FoldFunction = Callable[[tuple, Iterator[pd.DataFrame], GroupState], Iterator[pd.DataFrame]]
+"""A fold step: ``(group key, the group's frames, its state) -> output frames``."""
+
+
+def fold_groups(
+    grouped: GroupedData, fold: FoldFunction, output: pa.Schema, state: pa.Schema = STATE_SCHEMA
+) -> DataFrame:
+    """``fold`` over each group of ``grouped`` (``applyInPandasWithState``, update mode, no timeouts): rows of
+    ``output``, the group's state kept as one row of ``state``."""
+    return grouped.applyInPandasWithState(
+        fold, spark_schema(output), spark_schema(state), "update", GroupStateTimeout.NoTimeout
+    )
 
 
 def fold_reconciler(
@@ -321,18 +344,18 @@ def fold_reconciler(
     table: TableSpec,
     topics: Callable[[SparkSession], Sequence[str]],
     classify: Classifier,
-    ddl: str,
+    schema: pa.Schema,
     kinds: Sequence[str],
     columns: Sequence[str | Column],
     conf: Mapping[str, str] | None = None,
     fast: FastParse | None = None,
 ) -> Reconciler:
     """The :class:`Reconciler` of a pipeline's current ``table``: the key ``columns`` of the rows of ``kinds`` that the
-    pipeline's parse step (``classify``, ``ddl``, its bulk path ``fast``) makes of every record of ``topics`` (a batch
-    read)."""
+    pipeline's parse step (``classify``, ``schema``, its bulk path ``fast``) makes of every record of ``topics`` (a
+    batch read)."""
 
     def live_keys(spark: SparkSession, names: Sequence[str]) -> DataFrame:
-        parsed = classify_records(read_topic_batch(spark, settings, names), classify, ddl, fast)
+        parsed = classify_records(read_topic_batch(spark, settings, names), classify, schema, fast)
         return parsed.filter(F.col("record_kind").isin(*[str(kind) for kind in kinds])).select(*columns)
 
     return Reconciler(
@@ -530,6 +553,17 @@ class FoldWriter:
         lowest_offset = counts.lowest_offset(kind)
         target = f"t.kafka_offset >= {lowest_offset}" if lowest_offset is not None else None
         insert_new_once(stamped(rows), self.path(spec), spec.key, self.app_id(spec), batch_id, target)
+
+    def write_history(self, batch: DataFrame, kind: RecordKind, spec: TableSpec, batch_id: int, counts: KindCounts,
+                      **given: Column) -> int:  # fmt: skip
+        """:meth:`insert_history` of the batch's rows of ``kind`` as rows of ``spec`` (:func:`table_columns`); how many
+        there were."""
+        n_rows = counts.rows(kind)
+        if n_rows:
+            rows = batch.filter(F.col("record_kind") == kind).select(*table_columns(spec, **given))
+            self.insert_history(rows, spec, batch_id, counts, kind)
+            fault_point(FaultPoint.AFTER_HISTORY_WRITE)
+        return n_rows
 
     def small_write(self, n_rows: int) -> bool:
         """Whether a write of ``n_rows`` goes through ``deltalake``: they are few

@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+from pyspark.sql.streaming.state import GroupState
 
 from connect_state.errors import ConfigError, RecordFormatError
 from connect_state.folds.connector_states import ConnectorRecord
@@ -76,14 +76,14 @@ from connect_state.spark import connector_states, deltalake_io, storage
 from connect_state.spark.delta_io import merge_rows, table_exists
 from connect_state.spark.deltalake_io import deltalake_writes
 from connect_state.spark.foldjob import (
+    RECORD_COLUMNS,
     FastParse,
     FoldWriter,
     KindCounts,
     RecordKind,
-    arrow_schema,
     classify_records,
     column_frame,
-    ddl_columns,
+    fold_groups,
     nullable_values,
     start_fold_query,
 )
@@ -92,7 +92,17 @@ from connect_state.spark.leases import LeasedTask, LeaseKeeper, keeper_for, stop
 from connect_state.spark.merge_spec import MergeSpec, matched_delete, matched_update, not_matched_insert, source_values
 from connect_state.spark.streaming import QueryTask, Run, job_logger
 from connect_state.storage import deltalake_options
-from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY, TIMESTAMP
+from connect_state.tables import (
+    BIGINT,
+    BINARY,
+    BOOLEAN,
+    HEARTBEATS,
+    INT,
+    SOURCE_PARTITION_ACTIVITY,
+    STRING,
+    TIMESTAMP,
+    now_ms,
+)
 
 JOB_NAME = "heartbeats"
 #: The query's checkpoint directory. Not ``heartbeats``: that checkpoint's state had Spark's timeouts (another state
@@ -105,17 +115,17 @@ SPARK_INITIALIZING = "Initializing sources"
 #: After a tick that failed to send (Kafka or the tables unreachable), the wait before the next try (seconds).
 RETRY_S = 10.0
 
-PARSED_SCHEMA = (
-    "record_kind STRING, connector STRING, kafka_topic STRING, kafka_partition INT, kafka_offset BIGINT, "
-    "kafka_timestamp BIGINT, raw_key BINARY, raw_value BINARY"
+# Rejected records are left to the connector-states job: no ``reason``.
+PARSED_SCHEMA = pa.schema(
+    [("record_kind", STRING), ("connector", STRING), *(c for c in RECORD_COLUMNS if c[0] != "reason")]
 )
-OUTPUT_SCHEMA = (
-    "record_kind STRING, connector STRING, partition STRING, key BINARY, offset STRING, connector_class STRING, "
-    "config STRING, last_moved_at BIGINT, last_heartbeat_at BIGINT, idle_ms BIGINT, heartbeat_interval_ms BIGINT, "
-    "heartbeat_topic STRING, eligible BOOLEAN, reason STRING, kafka_partition INT, kafka_offset BIGINT, "
-    "state STRING, evaluated_at BIGINT"
-)
-STATE_SCHEMA = "state_json STRING"
+OUTPUT_SCHEMA = pa.schema([
+    ("record_kind", STRING), ("connector", STRING), ("partition", STRING), ("key", BINARY), ("offset", STRING),
+    ("connector_class", STRING), ("config", STRING), ("last_moved_at", BIGINT), ("last_heartbeat_at", BIGINT),
+    ("idle_ms", BIGINT), ("heartbeat_interval_ms", BIGINT), ("heartbeat_topic", STRING), ("eligible", BOOLEAN),
+    ("reason", STRING), ("kafka_partition", INT), ("kafka_offset", BIGINT), ("state", STRING),
+    ("evaluated_at", BIGINT),
+])  # fmt: skip
 #: ``source_partition_activity``'s key, as the MERGEs into it match it.
 _ACTIVITY_KEY = "t.connector = s.connector AND t.key = s.key"
 #: The activity columns a batch sets (``last_heartbeat_at`` is the sink's: an update keeps it, an insert leaves
@@ -173,9 +183,6 @@ def classify(key: bytes | None, value: bytes | None, kafka: dict, config_topic: 
     ]
 
 
-PARSED_ARROW_SCHEMA = arrow_schema(PARSED_SCHEMA)
-
-
 def fast_parser(offsets_topic: str) -> FastParse:
     """:func:`classify`'s bulk path (:data:`~connect_state.spark.foldjob.FastParse`): the offsets topic's records whose
     key names its connector in Connect's plain form (:func:`connect_state.formats.offsets_arrow.match_key_connectors`);
@@ -195,7 +202,7 @@ def fast_parser(offsets_topic: str) -> FastParse:
             chosen.column(0),
             chosen.column(1),
         ]
-        return pa.RecordBatch.from_arrays(columns, schema=PARSED_ARROW_SCHEMA), found.matched
+        return pa.RecordBatch.from_arrays(columns, schema=PARSED_SCHEMA), found.matched
 
     return fast_parse
 
@@ -224,7 +231,7 @@ def _records(connector: str, batch: pd.DataFrame) -> tuple[list[ConnectorRecord]
     return connector_records, offset_records
 
 
-_ACTIVITY_COLUMNS = tuple(name for name, _ in ddl_columns(OUTPUT_SCHEMA) if name not in ("record_kind", "evaluated_at"))
+_ACTIVITY_COLUMNS = tuple(name for name in OUTPUT_SCHEMA.names if name not in ("record_kind", "evaluated_at"))
 
 
 def _output_frame(
@@ -270,9 +277,7 @@ def fold_stream(kafka_rows: DataFrame, settings: Settings, defaults: HeartbeatDe
         PARSED_SCHEMA,
         fast_parser(offsets_topic),
     )
-    return parsed.groupBy("connector").applyInPandasWithState(
-        fold_function(defaults), OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout
-    )
+    return fold_groups(parsed.groupBy("connector"), fold_function(defaults), OUTPUT_SCHEMA)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -285,10 +290,6 @@ def load_providers(settings: Settings) -> dict[str, HeartbeatProvider]:
     ``heartbeat.providers``."""
     plugins = load_keyed_plugins(settings.heartbeat_providers, HEARTBEAT_PROVIDERS_GROUP)
     return {connector_class: as_provider(plugin) for connector_class, plugin in plugins.items()}
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _epoch_ms_to_timestamps(values: list[int]) -> pa.Array:

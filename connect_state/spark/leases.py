@@ -34,7 +34,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, QueryBuilder
@@ -58,7 +57,7 @@ from connect_state.settings import Settings
 from connect_state.spark.deltalake_io import open_or_create
 from connect_state.spark.streaming import Task
 from connect_state.storage import deltalake_options
-from connect_state.tables import LEASES
+from connect_state.tables import LEASES, epoch_ms, now_ms, timestamp
 
 log = logging.getLogger("connect_state.leases")
 
@@ -80,19 +79,6 @@ _EXPECTED = pa.schema(
         ("expected_expires_at", LEASES.schema.field("expires_at").type),
     ]
 )
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _timestamp(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
-
-
-def _ms(value: datetime) -> int:
-    when = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-    return int(when.timestamp() * 1000)
 
 
 def lease_timing(settings: Settings) -> LeaseTiming:
@@ -127,9 +113,9 @@ class DeltaLeaseStore:
                 row["name"],
                 row["holder"],
                 int(row["epoch"]),
-                _ms(row["acquired_at"]),
-                _ms(row["renewed_at"]),
-                _ms(row["expires_at"]),
+                epoch_ms(row["acquired_at"]),
+                epoch_ms(row["renewed_at"]),
+                epoch_ms(row["expires_at"]),
             )
             for row in rows.to_pylist()
             if row["name"] == name
@@ -144,12 +130,12 @@ class DeltaLeaseStore:
             "name": proposed.name,
             "holder": proposed.holder,
             "epoch": proposed.epoch,
-            "acquired_at": _timestamp(proposed.acquired_at),
-            "renewed_at": _timestamp(proposed.renewed_at),
-            "expires_at": _timestamp(proposed.expires_at),
+            "acquired_at": timestamp(proposed.acquired_at),
+            "renewed_at": timestamp(proposed.renewed_at),
+            "expires_at": timestamp(proposed.expires_at),
             "expected_holder": expected.holder if expected else None,
             "expected_epoch": expected.epoch if expected else None,
-            "expected_expires_at": _timestamp(expected.expires_at) if expected else None,
+            "expected_expires_at": timestamp(expected.expires_at) if expected else None,
         }
         schema = pa.schema([*LEASES.schema, *_EXPECTED])
         source = pa.Table.from_pylist([row], schema=schema)
@@ -269,7 +255,7 @@ class LeaseKeeper:
                     self.name,
                     current.holder,
                     current.epoch,
-                    _timestamp(current.expires_at).isoformat(timespec="seconds"),
+                    timestamp(current.expires_at).isoformat(timespec="seconds"),
                 )
             return False
 

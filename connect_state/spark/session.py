@@ -2,7 +2,7 @@
 
 Started by a console script (``connect-state-jobs`` ...), the session gets the jars of ``spark.jars.dir`` (default: the
 source checkout's ``jvm/spark/lib``, fetched by ``make jars``) with ``spark.jars`` (never Ivy ``spark.jars.packages``,
-never ``extraClassPath``: see ../shared/spec/spark-delta-stack.md §2), the master of ``spark.master`` and a small
+never ``extraClassPath``, which would put them ahead of Spark's own jars), the master of ``spark.master`` and a small
 number of shuffle and Delta snapshot partitions. Under ``spark-submit`` (or on Databricks) the JVM was launched before
 us: the jars come from ``--jars`` (``connect-state-jars`` prints the list), and the master and the partitions are the
 submitter's to choose (``--master``, ``--conf spark.sql.shuffle.partitions=N``); this module leaves them alone.

@@ -22,26 +22,26 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+from pyspark.sql.streaming.state import GroupState
 
 from connect_state.errors import RecordFormatError
-from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds import sink_offsets as sink_fold
 from connect_state.formats.consumer_offsets import OffsetCommitKey, parse_consumer_offsets_record
 from connect_state.formats.consumer_offsets_arrow import match_offset_commits
 from connect_state.settings import Settings
 from connect_state.spark.foldjob import (
-    RECORD_COLUMNS_DDL,
+    RECORD_COLUMNS,
     FoldWriter,
     KindCounts,
     RecordKind,
-    arrow_schema,
     classify_records,
+    fold_groups,
     fold_reconciler,
     passed_through,
     rejected,
     rows_frame,
     start_fold_query,
+    table_columns,
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
@@ -53,19 +53,16 @@ from connect_state.spark.merge_spec import (
     source_values,
 )
 from connect_state.spark.reconcile import Reconciler
-from connect_state.spark.write_time import write_time
-from connect_state.tables import SINK_OFFSETS, SINK_OFFSETS_HISTORY
+from connect_state.tables import BIGINT, INT, SINK_OFFSETS, SINK_OFFSETS_HISTORY, STRING
 
 JOB_NAME = "sink_offsets"
 DEPRECATED_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
 
-PARSED_SCHEMA = (
-    "record_kind STRING, group_id STRING, topic STRING, partition INT, offset BIGINT, leader_epoch INT, "
-    "metadata STRING, commit_timestamp BIGINT, change STRING, " + RECORD_COLUMNS_DDL
-)
+PARSED_SCHEMA = pa.schema([
+    ("record_kind", STRING), ("group_id", STRING), ("topic", STRING), ("partition", INT), ("offset", BIGINT),
+    ("leader_epoch", INT), ("metadata", STRING), ("commit_timestamp", BIGINT), ("change", STRING), *RECORD_COLUMNS,
+])  # fmt: skip
 OUTPUT_SCHEMA = PARSED_SCHEMA
-PARSED_ARROW_SCHEMA = arrow_schema(PARSED_SCHEMA)
-STATE_SCHEMA = "state_json STRING"
 
 
 def classify(key: bytes | None, value: bytes | None, kafka: dict) -> list[dict]:
@@ -121,7 +118,7 @@ def fast_parse(kafka: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
         "raw_value": pa.nulls(rows, pa.binary()),
         "reason": empty_text,
     }
-    return pa.RecordBatch.from_arrays(list(columns.values()), schema=PARSED_ARROW_SCHEMA), found.matched
+    return pa.RecordBatch.from_arrays(list(columns.values()), schema=PARSED_SCHEMA), found.matched
 
 
 def _output_frame(batch: pd.DataFrame, order: np.ndarray, changed: list[tuple[int, str]]) -> pd.DataFrame:
@@ -164,11 +161,7 @@ def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) ->
 def fold_stream(kafka_rows: DataFrame) -> DataFrame:
     """Kafka rows of ``__consumer_offsets`` → history rows, current-table rows and rejected records."""
     parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA, fast_parse)
-    return (
-        with_group_kind(parsed, "group")
-        .groupBy("group_kind", "group_id")
-        .applyInPandasWithState(fold_group, OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
-    )
+    return fold_groups(with_group_kind(parsed, "group").groupBy("group_kind", "group_id"), fold_group, OUTPUT_SCHEMA)
 
 
 #: A batch's latest commit of each (group, topic, partition) into ``sink_offsets``: a deletion deletes the row.
@@ -188,44 +181,13 @@ class SinkOffsetsWriter(FoldWriter):
     job_name = JOB_NAME
 
     def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        history = batch.filter(F.col("record_kind") == RecordKind.HISTORY)
-        current = batch.filter(F.col("record_kind") == RecordKind.CURRENT)
-        n_history, n_current = counts.rows(RecordKind.HISTORY), counts.rows(RecordKind.CURRENT)
-        if n_history:
-            rows = history.select(
-                "group_id",
-                "topic",
-                "partition",
-                "offset",
-                "change",
-                "commit_timestamp",
-                "kafka_partition",
-                "kafka_offset",
-                F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-                write_time("recorded_at"),
-            )
-            self.insert_history(rows, SINK_OFFSETS_HISTORY, batch_id, counts, RecordKind.HISTORY)
-            fault_point(FaultPoint.AFTER_HISTORY_WRITE)
+        n_history = self.write_history(batch, RecordKind.HISTORY, SINK_OFFSETS_HISTORY, batch_id, counts)
+        n_current = counts.rows(RecordKind.CURRENT)
         if n_current:
-            self._merge_current(current, batch_id, n_current)
+            current = batch.filter(F.col("record_kind") == RecordKind.CURRENT)
+            source = current.select(*table_columns(SINK_OFFSETS), F.col("change").alias("op"))
+            self.merge_current(source, SINK_OFFSETS, CURRENT_MERGE, batch_id, n_current)
         return f"{n_history} offset commits, {n_current} committed offsets changed"
-
-    def _merge_current(self, current: DataFrame, batch_id: int, n_rows: int) -> None:
-        source = current.select(
-            "group_id",
-            "topic",
-            "partition",
-            "offset",
-            "leader_epoch",
-            "metadata",
-            "commit_timestamp",
-            "kafka_partition",
-            "kafka_offset",
-            F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-            write_time("updated_at"),
-            F.col("change").alias("op"),
-        )
-        self.merge_current(source, SINK_OFFSETS, CURRENT_MERGE, batch_id, n_rows)
 
 
 def reconciler(settings: Settings) -> Reconciler:

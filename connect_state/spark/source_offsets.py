@@ -31,14 +31,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+from pyspark.sql.streaming.state import GroupState
 
 from connect_state.connect.offset_stores import offsets_topics
 from connect_state.errors import RecordFormatError
-from connect_state.faults import FaultPoint, fault_point
 from connect_state.folds import source_offsets as source_fold
 from connect_state.formats.offsets import parse_offset_key
 from connect_state.guards import permitted_offsets_topics
@@ -47,17 +47,19 @@ from connect_state.settings import Settings
 from connect_state.spark.checkpoint import latest_positions
 from connect_state.spark.delta_io import table_exists
 from connect_state.spark.foldjob import (
-    RECORD_COLUMNS_DDL,
+    RECORD_COLUMNS,
     FoldWriter,
     KindCounts,
     RecordKind,
     classify_records,
     column_frame,
+    fold_groups,
     fold_reconciler,
     nullable_values,
     passed_through,
     rejected,
     start_fold_query,
+    table_columns,
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
@@ -71,9 +73,8 @@ from connect_state.spark.merge_spec import (
 from connect_state.spark.offsets_guard import offsets_records_topics
 from connect_state.spark.reconcile import Reconciler
 from connect_state.spark.streaming import QueryTask, job_logger, stop_between_batches
-from connect_state.spark.write_time import write_time
 from connect_state.storage import Location
-from connect_state.tables import CONNECTORS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY
+from connect_state.tables import BOOLEAN, CONNECTORS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY, STRING
 
 JOB_NAME = "source_offsets"
 TOPIC_CHECK_SECONDS = 60.0
@@ -117,12 +118,11 @@ def source_topics(spark: SparkSession, settings: Settings) -> list[str]:
 # Parse, fold, write
 # ---------------------------------------------------------------------------------------------------------------------
 
-PARSED_SCHEMA = "record_kind STRING, offsets_topic STRING, connector STRING, " + RECORD_COLUMNS_DDL
-OUTPUT_SCHEMA = (
-    "record_kind STRING, offsets_topic STRING, connector STRING, partition STRING, offset STRING, listed BOOLEAN, "
-    "change STRING, " + RECORD_COLUMNS_DDL
-)
-STATE_SCHEMA = "state_json STRING"
+PARSED_SCHEMA = pa.schema([("record_kind", STRING), ("offsets_topic", STRING), ("connector", STRING), *RECORD_COLUMNS])
+OUTPUT_SCHEMA = pa.schema([
+    ("record_kind", STRING), ("offsets_topic", STRING), ("connector", STRING), ("partition", STRING),
+    ("offset", STRING), ("listed", BOOLEAN), ("change", STRING), *RECORD_COLUMNS,
+])  # fmt: skip
 
 
 def classify(key: bytes | None, value: bytes | None, kafka: dict) -> list[dict]:
@@ -209,11 +209,8 @@ def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) ->
 def fold_stream(kafka_rows: DataFrame) -> DataFrame:
     """Kafka rows of the offsets topics → history rows, current-table rows and rejected records."""
     parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA)
-    return (
-        with_group_kind(parsed, "connector")
-        .groupBy("group_kind", "offsets_topic", "connector")
-        .applyInPandasWithState(fold_group, OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
-    )
+    grouped = with_group_kind(parsed, "connector").groupBy("group_kind", "offsets_topic", "connector")
+    return fold_groups(grouped, fold_group, OUTPUT_SCHEMA)
 
 
 #: A batch's latest record of each (offsets topic, key) into ``source_offsets``: a tombstone deletes the row; a key
@@ -252,43 +249,16 @@ class SourceOffsetsWriter(FoldWriter):
             self.new_topics = new
 
     def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        history = batch.filter(F.col("record_kind") == RecordKind.HISTORY)
-        current = batch.filter(F.col("record_kind") == RecordKind.CURRENT)
-        n_history, n_current = counts.rows(RecordKind.HISTORY), counts.rows(RecordKind.CURRENT)
-        if n_history:
-            rows = history.select(
-                "connector",
-                "offsets_topic",
-                "partition",
-                F.col("raw_key").alias("key"),
-                "offset",
-                "change",
-                "kafka_partition",
-                "kafka_offset",
-                F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-                write_time("recorded_at"),
-            )
-            self.insert_history(rows, SOURCE_OFFSETS_HISTORY, batch_id, counts, RecordKind.HISTORY)
-            fault_point(FaultPoint.AFTER_HISTORY_WRITE)
+        key = F.col("raw_key")
+        n_history = self.write_history(batch, RecordKind.HISTORY, SOURCE_OFFSETS_HISTORY, batch_id, counts, key=key)
+        n_current = counts.rows(RecordKind.CURRENT)
         if n_current:
-            self._merge_current(current, batch_id, n_current)
+            self._merge_current(batch.filter(F.col("record_kind") == RecordKind.CURRENT), batch_id, n_current)
         return f"{n_history} offset records, {n_current} current rows changed"
 
     def _merge_current(self, current: DataFrame, batch_id: int, n_rows: int) -> None:
-        source = current.select(
-            "connector",
-            "offsets_topic",
-            "partition",
-            F.col("raw_key").alias("key"),
-            "offset",
-            F.col("raw_value").alias("value"),
-            "listed",
-            "kafka_partition",
-            "kafka_offset",
-            F.timestamp_millis("kafka_timestamp").alias("kafka_timestamp"),
-            write_time("updated_at"),
-            F.col("change").alias("op"),
-        )
+        columns = table_columns(SOURCE_OFFSETS, key=F.col("raw_key"), value=F.col("raw_value"))
+        source = current.select(*columns, F.col("change").alias("op"))
         inserts = source.filter(F.col("op") == source_fold.UPSERT).select(*SOURCE_OFFSETS.column_names)
         if self.append_if_new(SOURCE_OFFSETS, inserts, batch_id):
             return

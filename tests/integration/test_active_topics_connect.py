@@ -1,4 +1,5 @@
-"""KIP-558 against a real Connect worker: Connect's ConnectorTopicsIntegrationTest scenarios (spec §7.1).
+"""KIP-558 against a real Connect worker: Connect's ConnectorTopicsIntegrationTest scenarios
+(``connect/runtime/src/test/java/org/apache/kafka/connect/integration/ConnectorTopicsIntegrationTest.java``).
 
 At every step the job runs a catch-up (``AvailableNow``) over the real status topic, and our
 ``GET /connectors/<name>/topics`` must equal Connect's own answer, compared as sets.

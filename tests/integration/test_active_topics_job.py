@@ -21,7 +21,7 @@ from connect_state.formats.status import (
     topic_status_key,
 )
 from connect_state.spark import active_topics as job
-from connect_state.spark.delta_io import ensure_table
+from connect_state.spark.delta_io import ensure_table, spark_schema
 from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import (
@@ -210,7 +210,7 @@ def test_writer_replay_of_a_committed_batch_changes_nothing(spark, tmp_path, sta
             ("change", "c", "t1", "removed", True, 0, 10, "s", 1, 7, 100, None, None, None),
             ("rejected", None, None, None, None, None, None, "s", 3, 8, 100, b"k", b"v", "bad"),
         ],
-        job.OUTPUT_SCHEMA,
+        spark_schema(job.OUTPUT_SCHEMA),
     )
     writer(batch, 0)
     snapshot = {

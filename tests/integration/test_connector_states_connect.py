@@ -1,5 +1,5 @@
 """KIP-875 connector states against the real Connect worker: our GET /status equals Connect's at every step, and
-PUT stop / pause / resume through our API are honoured by Connect (spec §7.3, testPauseStopResume)."""
+PUT stop / pause / resume through our API are honoured by Connect (ConnectWorkerIntegrationTest.testPauseStopResume)."""
 
 from __future__ import annotations
 

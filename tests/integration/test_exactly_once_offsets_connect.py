@@ -1,13 +1,14 @@
 """KIP-875 source offsets on a Connect cluster with exactly-once source support (KIP-618), through our API.
 
 A worker of its own Connect cluster runs with ``exactly.once.source.support=enabled`` (Connect's
-``testAlterSourceConnectorOffsetsExactlyOnceSupportEnabled`` and ``testResetSourceConnectorOffsetsExactlyOnceSupport
-Enabled``, spec §7.2). Its leader writes a ``tasks-fencing-<name>`` record when the source first starts, so once the
-source is stopped a round of zombie fencing is due before its offsets may change. A zombie, a transactional producer
-with the transactional id of a task the last fencing record counts and an open transaction, is fenced by our PATCH:
-its transaction is aborted and its commit refused; our offsets are written in a transaction (a commit marker follows
-them). Our offsets are then honoured by the worker (its own ``GET /offsets``, and the position the source
-resumes from). When the broker refuses the fencing, our answer is Connect's 500 and nothing is written.
+``testAlterSourceConnectorOffsetsExactlyOnceSupportEnabled`` and
+``testResetSourceConnectorOffsetsExactlyOnceSupportEnabled`` in OffsetsApiIntegrationTest). Its leader writes a
+``tasks-fencing-<name>`` record when the source first starts, so once the source is stopped a round of zombie fencing is
+due before its offsets may change. A zombie, a transactional producer with the transactional id of a task the last
+fencing record counts and an open transaction, is fenced by our PATCH: its transaction is aborted and its commit
+refused; our offsets are written in a transaction (a commit marker follows them). Our offsets are then honoured by the
+worker (its own ``GET /offsets``, and the position the source resumes from). When the broker refuses the fencing, our
+answer is Connect's 500 and nothing is written.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The embedded local stack against itself: a real KRaft broker and real Connect workers (spec §4.5, §7.1, §7.4, §8)."""
+"""The embedded local stack against itself: a real KRaft broker and real Connect workers (as Connect's
+ConnectorTopicsIntegrationTest and InternalTopicsIntegrationTest set theirs up)."""
 
 from __future__ import annotations
 

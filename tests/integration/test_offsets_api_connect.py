@@ -1,4 +1,5 @@
-"""KIP-875 offsets through our API against the real Connect worker (spec §5.4, §7.2, §7.3).
+"""KIP-875 offsets through our API against the real Connect worker (Connect's
+``connect/runtime/src/test/java/org/apache/kafka/connect/integration/OffsetsApiIntegrationTest.java``).
 
 Our ``PATCH``/``DELETE /connectors/<name>/offsets`` are refused exactly as Connect refuses them while a connector runs
 or is paused; once the connector is stopped through our ``PUT /stop``, the offsets we write (offsets-topic records for

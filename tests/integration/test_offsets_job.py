@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from connect_state.connect.offset_stores import sink_consumer_group
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.formats.consumer_offsets import parse_consumer_offsets_record
-from connect_state.formats.jsonconv import java_string_hashcode
+from connect_state.formats.javalang import java_string_hashcode
 from connect_state.settings import Settings
 from connect_state.spark import sink_offsets, source_offsets
 from connect_state.spark.delta_io import ensure_table

@@ -1,7 +1,8 @@
 """KIP-875 offsets endpoints (api/offsets.py) with Flask's test client, fake tables, a recording writer, a fake admin.
 
-Connect's checks in Connect's order (spec §5.4), its messages (spec §7.2 tables), the GET shapes for source and sink
-connectors (spec §4.2-4.4, §5.3), the records written for source connectors and the admin calls made for sinks.
+Connect's checks in Connect's order (``Worker.modifySourceConnectorOffsets``, ``SinkUtils``), its messages
+(OffsetsApiIntegrationTest), the GET shapes for source and sink connectors (``ConnectorOffsets``), the records
+written for source connectors and the admin calls made for sinks.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ CONNECTORS_ROWS = [
 ]
 SOURCE_ROWS = [
     source_row("src", '{"filename":"/tmp/in.txt"}', b'{"position":42}'),
-    # Written with its keys in document order, not HashMap order: Connect's lookup misses it (spec §4.3).
+    # Written with its keys in document order, not HashMap order: Connect's lookup misses it.
     source_row("src", '{"b":"2","a":"1"}', b'{"position":7}'),
     source_row("src", '{"a":"3","b":"4"}', b'{"position":8}'),  # HashMap order of {"a","b"} is a, b
     source_row("src", '{"filename":"/gone"}', b'{"position":1}', listed=False),
@@ -171,7 +172,7 @@ def error(status: int, message: str) -> dict[str, Any]:
     return {"error_code": status, "message": message}
 
 
-# --- body problems (spec §7.2 tables): Connect's message, our 400 where Connect answers 500 -------------------------
+# --- body problems (OffsetsApiIntegrationTest): Connect's message, our 400 where Connect answers 500 ----------------
 
 SOURCE_INVALID_BODIES = [
     # (body, Connect's status, fragment of Connect's message)
@@ -546,7 +547,7 @@ def test_delete_source_tombstones_every_listed_partition(client, writer):
         (
             WORKER_TOPIC,
             [
-                # the HashMap-ordered key, as Connect writes it: the {"b","a"} record itself survives (spec §4.3)
+                # the HashMap-ordered key, as Connect writes it: the {"b","a"} record itself survives
                 (offset_key_bytes("src", {"a": "1", "b": "2"}), None),
                 (b'["src",{"a":"3","b":"4"}]', None),
                 (b'["src",{"filename":"/bad"}]', None),

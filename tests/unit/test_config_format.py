@@ -1,4 +1,4 @@
-"""connect_state.formats.config: the config topic (spec §3).
+"""connect_state.formats.config: the config topic (``KafkaConfigBackingStore``).
 
 Every expected value below was produced by Kafka 4.3.1's own classes: records fed to
 ``KafkaConfigBackingStore.ConsumeCallback`` (log messages, thrown exceptions, resulting store state) and values

@@ -344,7 +344,7 @@ def test_reconfiguration_reports_changed_keys_and_an_identical_rewrite_nothing()
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Config topic: task commits (spec §3.3)
+# Config topic: task commits (processTasksCommitRecord)
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -501,7 +501,7 @@ def test_tombstone_for_a_connector_never_seen_marks_it_deleted_without_event():
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Status topic (spec §2.3)
+# Status topic (KafkaStatusBackingStore.read)
 # ---------------------------------------------------------------------------------------------------------------------
 
 

@@ -165,7 +165,7 @@ def test_the_sink_pipelines_bulk_path_gives_the_exact_steps_rows(records):
     )
     fast, matched = sink_offsets.fast_parse(kafka)
     taken = kafka.filter(matched)
-    expected = _classified_batch(taken, sink_offsets.classify, sink_offsets.PARSED_ARROW_SCHEMA)
+    expected = _classified_batch(taken, sink_offsets.classify, sink_offsets.PARSED_SCHEMA)
     assert fast.num_rows == taken.num_rows
     if expected is None:
         assert fast.num_rows == 0

@@ -3,7 +3,10 @@ sharing a table are retried, other errors are not."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
+from delta.exceptions import ConcurrentAppendException, ConcurrentDeleteReadException
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, StructType
 
@@ -107,10 +110,6 @@ def test_simple_string_of_a_ddl() -> None:
 # --- retry_on_conflict ----------------------------------------------------------------------------------------------
 
 
-class ConcurrentAppendException(Exception):
-    """Named like the Delta exception PySpark converts from the JVM."""
-
-
 class Flaky:
     def __init__(self, failures: list[Exception]) -> None:
         self.failures = failures
@@ -122,24 +121,32 @@ class Flaky:
             raise self.failures.pop(0)
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def no_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(delta_io.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(time, "sleep", lambda _s: None)
 
 
+@pytest.mark.usefixtures("no_sleep")
 def test_conflicts_are_retried_until_the_write_succeeds() -> None:
-    action = Flaky([ConcurrentAppendException("Files were added"), RuntimeError("ConcurrentDeleteReadException: x")])
+    action = Flaky([ConcurrentAppendException("Files were added"), ConcurrentDeleteReadException("a file was removed")])
     delta_io.retry_on_conflict(action, "rejected_records")
     assert action.calls == 3
 
 
-def test_other_errors_are_not_retried() -> None:
-    action = Flaky([ValueError("schema mismatch")])
-    with pytest.raises(ValueError, match="schema mismatch"):
+@pytest.mark.parametrize(
+    "error",
+    [ValueError("schema mismatch"), RuntimeError("ConcurrentAppendException: told by its text alone")],
+    ids=["other", "named-in-text"],
+)
+@pytest.mark.usefixtures("no_sleep")
+def test_other_errors_are_not_retried(error: Exception) -> None:
+    action = Flaky([error])
+    with pytest.raises(type(error)):
         delta_io.retry_on_conflict(action, "rejected_records")
     assert action.calls == 1
 
 
+@pytest.mark.usefixtures("no_sleep")
 def test_a_conflict_that_persists_is_raised_after_the_last_attempt() -> None:
     action = Flaky([ConcurrentAppendException(str(n)) for n in range(5)])
     with pytest.raises(ConcurrentAppendException):

@@ -7,12 +7,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError
 
+from connect_state.errors import DeltaWriteError
 from connect_state.heartbeat_emitter import EmittedHeartbeat, HeartbeatOutcome
 from connect_state.settings import Settings
 from connect_state.spark import deltalake_io
@@ -108,6 +111,29 @@ def test_drivers_recording_at_once_retry_what_lost_to_the_others_commits(root: L
     assert [driver.wait(120) for driver in drivers] == [0, 0, 0]
     assert rows(root) == [(f"driver{i}", "s", 0, 7, 7) for i in range(3)]
     assert DeltaTable(str(root / WATERMARKS.name)).version() == 3 * 8  # version 0 the creation, then a commit a batch
+
+
+def test_a_commit_that_keeps_losing_gives_up_and_other_errors_are_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(deltalake_io, "ATTEMPTS", 3)
+    monkeypatch.setattr(time, "sleep", lambda _s: None)
+    calls: list[str] = []
+
+    def losing() -> None:
+        calls.append("lost")
+        raise CommitFailedError("Transaction failed: version already exists: 4")
+
+    with pytest.raises(DeltaWriteError, match="3 attempts lost to concurrent commits") as raised:
+        deltalake_io.with_retries("t", losing)
+    assert len(calls) == 3 and isinstance(raised.value.__cause__, CommitFailedError)
+
+    def failing() -> None:
+        calls.append("failed")
+        raise DeltaError("Generic error: the store is away")
+
+    with pytest.raises(DeltaError):
+        deltalake_io.with_retries("t", failing)
+    assert calls.count("failed") == 1
+    assert deltalake_io.with_retries("t", lambda: 7) == 7
 
 
 def test_forget_removes_only_that_querys_rows(root: Location) -> None:

@@ -48,7 +48,7 @@ from connect_state.spark import connector_states as states_job
 from connect_state.spark import heartbeats as hb_job
 from connect_state.spark import sink_offsets as sink_job
 from connect_state.spark import source_offsets as offsets_job
-from connect_state.spark.foldjob import arrow_schema, column_frame, nullable_values, pandas_frame, rows_frame
+from connect_state.spark.foldjob import column_frame, nullable_values, pandas_frame, rows_frame
 
 NAMES = st.one_of(
     st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=0, max_size=8),
@@ -122,7 +122,17 @@ def test_parsed_key_equals_the_exact_parse(key: bytes) -> None:
     assert record.identity == parsed.identity and record.partition_json == parsed.partition_json
 
 
-DDL = "kind STRING, n INT, big BIGINT, data BINARY, flag BOOLEAN, missing STRING, missing_n BIGINT"
+SCHEMA = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("n", pa.int32()),
+        ("big", pa.int64()),
+        ("data", pa.binary()),
+        ("flag", pa.bool_()),
+        ("missing", pa.string()),
+        ("missing_n", pa.int64()),
+    ]
+)
 ROWS = st.lists(
     st.fixed_dictionaries(
         {
@@ -140,10 +150,10 @@ ROWS = st.lists(
 @settings(max_examples=200, deadline=None)
 @given(ROWS)
 def test_column_frame_is_the_frame_pandas_frame_builds_from_rows(rows: list[dict]) -> None:
-    schema = arrow_schema(DDL)
+    schema = SCHEMA
     columns = {name: [row[name] for row in rows] for name in ("kind", "n", "big", "data", "flag")}
-    by_columns = pa.Table.from_pandas(column_frame(columns, len(rows), DDL), schema=schema, preserve_index=False)
-    by_rows = pa.Table.from_pandas(pandas_frame(rows, DDL), schema=schema, preserve_index=False)
+    by_columns = pa.Table.from_pandas(column_frame(columns, len(rows), SCHEMA), schema=schema, preserve_index=False)
+    by_rows = pa.Table.from_pandas(pandas_frame(rows, SCHEMA), schema=schema, preserve_index=False)
     assert by_columns.equals(by_rows)
     assert by_columns.to_pylist() == [{**row, "missing": None, "missing_n": None} for row in rows]
 
@@ -151,17 +161,17 @@ def test_column_frame_is_the_frame_pandas_frame_builds_from_rows(rows: list[dict
 @settings(max_examples=200, deadline=None)
 @given(ROWS, st.lists(st.integers(0, 5), max_size=8), st.booleans())
 def test_rows_frame_takes_the_rows_column_frame_builds(rows: list[dict], picks: list[int], arrow: bool) -> None:
-    schema = arrow_schema(DDL)
+    schema = SCHEMA
     rows = [{**row, "big": None if row["big"] is None else row["big"] % 2**53} for row in rows]  # exact as a float
     positions = np.array([p for p in picks if p < len(rows)], dtype=np.int64)
-    source = pandas_frame(rows, DDL)
+    source = pandas_frame(rows, SCHEMA)
     if arrow:  # as Arrow's pandas conversion hands a group to the fold: nullable integers as floats with NaN
         source = pa.Table.from_pylist(rows, schema=schema).to_pandas()
     flags = [bool(p % 2) for p in positions]
-    taken = rows_frame(source, positions, DDL, {"flag": flags})
+    taken = rows_frame(source, positions, SCHEMA, {"flag": flags})
     expected = [{**rows[p], "flag": flag} for p, flag in zip(positions, flags, strict=True)]
     columns = {name: [row.get(name) for row in expected] for name in ("kind", "n", "big", "data", "flag")}
-    built = column_frame(columns, len(expected), DDL)
+    built = column_frame(columns, len(expected), SCHEMA)
     got = pa.Table.from_pandas(taken, schema=schema, preserve_index=False)
     assert got.equals(pa.Table.from_pandas(built, schema=schema, preserve_index=False))
     assert got.to_pylist() == [{**row, "missing": None, "missing_n": None} for row in expected]
@@ -220,7 +230,7 @@ def test_active_topics_fold_group_is_the_pure_fold(records: list[tuple], split: 
         out = pd.concat(list(topics_job.fold_group(("topic", "c"), iter([frame]), state)), ignore_index=True)
         pure_records = [topics_fold.TopicRecord(**{k: r[k] for k in _TOPIC_FIELDS}) for r in part]
         pure_state, changes = topics_fold.fold_connector_topics(pure_state, pure_records)
-        got = pa.Table.from_pandas(out, schema=arrow_schema(topics_job.OUTPUT_SCHEMA), preserve_index=False)
+        got = pa.Table.from_pandas(out, schema=topics_job.OUTPUT_SCHEMA, preserve_index=False)
         expected = [
             {
                 "record_kind": "change",
@@ -271,7 +281,7 @@ def test_sink_offsets_fold_group_is_the_pure_fold(records: list[tuple], split: i
         frame = pandas_frame(shuffled, sink_job.PARSED_SCHEMA)
         out = pd.concat(list(sink_job.fold_group(("group", "g"), iter([frame]), state)), ignore_index=True)
         pure_state, history, current = sink_fold.fold_group_offsets(pure_state, pure)
-        got = pa.Table.from_pandas(out, schema=arrow_schema(sink_job.OUTPUT_SCHEMA), preserve_index=False)
+        got = pa.Table.from_pandas(out, schema=sink_job.OUTPUT_SCHEMA, preserve_index=False)
         expected = [_sink_row("history", c) for c in history] + [_sink_row("current", c) for c in current]
         assert got.to_pylist() == expected
         assert sink_fold.state_from_json(state.get[0]) == pure_state
@@ -354,7 +364,7 @@ def test_source_offsets_fold_group_is_the_pure_fold(records: list[tuple], split:
             for r in part
         ]
         pure_state, changes, current = offsets_fold.fold_connector_offsets(pure_state, pure)
-        got = pa.Table.from_pandas(out, schema=arrow_schema(offsets_job.OUTPUT_SCHEMA), preserve_index=False)
+        got = pa.Table.from_pandas(out, schema=offsets_job.OUTPUT_SCHEMA, preserve_index=False)
         history = [
             {
                 "record_kind": "history",
@@ -503,7 +513,7 @@ def test_connector_states_fold_group_is_the_pure_fold(records: list[tuple], spli
             }
             for e in events
         ] + [{"record_kind": "row", "connector": row.pop("name"), **row, "tasks_json": json.dumps(tasks)}]
-        schema = arrow_schema(states_job.OUTPUT_SCHEMA)
+        schema = states_job.OUTPUT_SCHEMA
         got = pa.Table.from_pandas(out, schema=schema, preserve_index=False)
         expected = pa.Table.from_pandas(
             pandas_frame(expected_rows, states_job.OUTPUT_SCHEMA), schema=schema, preserve_index=False
@@ -641,7 +651,7 @@ def test_heartbeats_fold_group_is_the_pure_fold() -> None:
         {"record_kind": "removed", "connector": name, "key": key, "evaluated_at": 5000} for key in result.removed
     ]
     expected.append({"record_kind": "state", "connector": name, "state": state_json, "evaluated_at": 5000})
-    schema = arrow_schema(hb_job.OUTPUT_SCHEMA)
+    schema = hb_job.OUTPUT_SCHEMA
     got = pa.Table.from_pandas(out, schema=schema, preserve_index=False)
     want = pa.Table.from_pandas(pandas_frame(expected, hb_job.OUTPUT_SCHEMA), schema=schema, preserve_index=False)
     assert got.to_pylist() == want.to_pylist()
@@ -649,9 +659,19 @@ def test_heartbeats_fold_group_is_the_pure_fold() -> None:
     assert len(offset_records) == 13 and state.get[0] == state_json
 
 
-@pytest.mark.parametrize(("ddl", "value"), [("x BIGINT", float(2**63)), ("x BIGINT", -(2.0**64)), ("x INT", 2.0**31)])
-def test_rows_frame_refuses_what_a_cast_would_wrap(ddl: str, value: float) -> None:
+@pytest.mark.parametrize(
+    ("x", "value"),
+    [(pa.int64(), float(2**63)), (pa.int64(), -(2.0**64)), (pa.int32(), 2.0**31), (pa.int32(), -(2.0**31) - 1)],
+)
+def test_rows_frame_refuses_what_a_cast_would_wrap(x: pa.DataType, value: float) -> None:
+    schema = pa.schema([("x", x)])
     batch = pd.DataFrame({"x": [value, float("nan"), 5.0]})  # as Arrow hands an integer column with nulls
     with pytest.raises(OverflowError, match="column x"):
-        rows_frame(batch, np.array([0, 1, 2]), ddl, {})
-    assert rows_frame(batch, np.array([2, 1]), ddl, {})["x"].tolist() == [5, pd.NA]  # the rows taken only
+        rows_frame(batch, np.array([0, 1, 2]), schema, {})
+    assert rows_frame(batch, np.array([2, 1]), schema, {})["x"].tolist() == [5, pd.NA]  # the rows taken only
+
+
+@pytest.mark.parametrize(("x", "value"), [(pa.int32(), -(2.0**31)), (pa.int64(), -(2.0**63))])
+def test_rows_frame_takes_each_types_lowest_value(x: pa.DataType, value: float) -> None:
+    batch = pd.DataFrame({"x": [value, float("nan")]})
+    assert rows_frame(batch, np.array([0, 1]), pa.schema([("x", x)]), {})["x"].tolist() == [int(value), pd.NA]

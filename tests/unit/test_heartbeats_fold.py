@@ -175,7 +175,7 @@ def test_replayed_offset_records_are_skipped():
 
 def test_partitions_are_keyed_by_connects_lookup_bytes():
     """A multi-key partition written in another key order is the same partition (Connect re-serialises in HashMap
-    order, spec §4.3)."""
+    order)."""
     partition = {"kafka_topic": "t", "kafka_partition": 0}
     reordered = b'["src",{"kafka_topic":"t","kafka_partition":0}]'
     record = parse_offset_record(reordered, b'{"offset":1}', 0, next(_offsets), 1000)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from connect_state.formats import config, jsonconv, offsets, status
 from connect_state.formats.javalang import (
     INT32_MAX,
     INT32_MIN,
@@ -99,11 +98,3 @@ def test_java_class_name(value: object, name: str) -> None:
 def test_java_class_name_rejects_values_json_converter_never_reads() -> None:
     with pytest.raises(TypeError):
         java_class_name((1, 2))
-
-
-def test_re_exports() -> None:
-    assert status.java_parse_int is java_parse_int
-    assert offsets.java_parse_long is java_parse_long
-    assert config.java_class_name is java_class_name
-    assert jsonconv.java_int is java_int
-    assert jsonconv.java_long is java_long

@@ -15,19 +15,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connect_state.formats import jsonconv
-from connect_state.formats.jsonconv import (
-    JsonFormatError,
+from connect_state.formats.javalang import (
     decode_java_utf8,
-    dumps,
     java_double_to_string,
     java_hashmap_order,
     java_hashmap_ordered,
     java_int,
     java_long,
     java_string_hashcode,
-    java_to_string,
-    loads,
 )
+from connect_state.formats.jsonconv import JsonFormatError, dumps, java_to_string, loads
 
 # --------------------------------------------------------------------------------------------------------------------
 # dumps

@@ -1,4 +1,5 @@
-"""connect_state.formats.offsets: the offsets topic and the offsets REST bodies (spec §4, §5.4, §7.2, §7.5).
+"""connect_state.formats.offsets: the offsets topic and the offsets REST bodies (Connect's OffsetUtilsTest,
+SinkUtilsTest, OffsetsApiIntegrationTest).
 
 Every expected value below was produced by Kafka 4.3.1's own classes: ``OffsetUtils.processPartitionKey`` and
 ``validateFormat``, ``JsonConverter`` keys written through ``OffsetStorageWriter``, ``PATCH`` bodies read by
@@ -110,7 +111,7 @@ def test_valid_keys(data: bytes, expected: OffsetKey) -> None:
 @pytest.mark.parametrize(
     ("connector", "partition", "expected"),
     [
-        # spec §4.3: kafka_topic lands in bucket 10, kafka_partition in bucket 4
+        # HashMap order: kafka_topic lands in bucket 10, kafka_partition in bucket 4
         (
             "sink-conn",
             {"kafka_topic": "t", "kafka_partition": 0},
@@ -252,7 +253,7 @@ def test_sink_shapes_like_get_offsets() -> None:
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# PATCH bodies (OffsetsApiIntegrationTest.test*InvalidRequestBody, spec §7.2)
+# PATCH bodies (OffsetsApiIntegrationTest.test*InvalidRequestBody)
 # --------------------------------------------------------------------------------------------------------------------
 
 _EMPTY = "Partitions / offsets need to be provided for an alter offsets request"

@@ -1,4 +1,4 @@
-"""connect_state.folds.source_offsets: KafkaOffsetBackingStore's ``data`` and ``connectorPartitions`` (spec §4.2, §4.3).
+"""connect_state.folds.source_offsets: KafkaOffsetBackingStore's ``data`` and ``connectorPartitions``.
 
 The expected outcomes follow ``KafkaOffsetBackingStore``'s consume callback and ``OffsetUtils.processPartitionKey``
 (``KafkaOffsetBackingStoreTest``, ``OffsetUtilsTest``): values kept under exact key bytes, partition maps added and

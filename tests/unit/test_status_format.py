@@ -1,4 +1,4 @@
-"""connect_state.formats.status: the status topic, mirroring KafkaStatusBackingStoreFormatTest (spec §7.5).
+"""connect_state.formats.status: the status topic, mirroring KafkaStatusBackingStoreFormatTest.
 
 Accept/reject decisions and parsed values were checked against Kafka 4.3.1's KafkaStatusBackingStore.read.
 """
