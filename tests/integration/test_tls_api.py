@@ -6,13 +6,10 @@ No broker is needed: the answers checked are the API's own (401, 403, 503 for a 
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import ssl
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +17,7 @@ import pytest
 import requests
 
 from connect_state.api.passwords import hash_token
-from connect_state.dev.local_stack import free_port
+from tests.fixtures.api_server import no_kafka_settings, serving_api
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "integration-token"
@@ -54,47 +51,17 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def serve(pki: Path, tmp_path: Path, client_auth: str) -> Iterator[str]:
-    port = free_port()
     settings = {
-        "delta.root": str(tmp_path / "delta"),
-        "bootstrap.servers": "127.0.0.1:1",  # no Kafka: a write that gets through answers 409/503 quickly
-        "api.fresh.read.timeout.ms": "1000",
-        "api.kafka.write.timeout.ms": "1000",
-        "api.host": "127.0.0.1",
-        "api.port": str(port),
+        **no_kafka_settings(tmp_path),
         "api.tls.cert.file": str(pki / "server.pem"),
         "api.tls.key.file": str(pki / "server.key"),
         "api.tls.ca.file": str(pki / "ca.pem"),
         "api.tls.client.auth": client_auth,
         "api.auth.token.file": str(pki / "tokens"),
         "api.auth.roles.file": str(pki / "roles"),
-        "api.audit.file": str(tmp_path / "audit.jsonl"),
     }
-    command = [sys.executable, "-m", "connect_state.api.server", "--threads", "2"]
-    for key, value in settings.items():
-        command += ["--set", f"{key}={value}"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONNECT_STATE_")}
-    proc = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"server exited: {proc.communicate()[0].decode(errors='replace')}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        yield f"https://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+    with serving_api(settings, scheme="https") as url:
+        yield url
 
 
 @pytest.fixture
