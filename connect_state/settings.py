@@ -175,6 +175,7 @@ class Settings:
     api_allowed_groups: str
     api_allowed_offsets_topics: str
     jobs_metrics_port: int
+    jobs_metrics_host: str
     consumer_offsets_topic: str
     cleanup_offsets_on_delete: bool
     cleanup_hooks: str

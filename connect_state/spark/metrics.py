@@ -114,8 +114,8 @@ class JobMetrics:
         """Report ``supervisor``'s tasks while it lives."""
         self.tasks.supervisors.add(supervisor)
 
-    def serve(self, port: int, host: str = "0.0.0.0") -> None:  # scraped from other hosts
-        """Serve ``/metrics`` on ``port`` from a daemon thread (once per process)."""
+    def serve(self, port: int, host: str) -> None:
+        """Serve ``/metrics`` on ``host:port`` from a daemon thread (once per process)."""
         with self._lock:
             if self._server is None:
                 self._server = start_http_server(port, addr=host, registry=self.registry)

@@ -532,7 +532,7 @@ def main_of(
         logger.error("%s", err)
         return 2
     if settings.jobs_metrics_port:
-        METRICS.serve(settings.jobs_metrics_port)
+        METRICS.serve(settings.jobs_metrics_port, settings.jobs_metrics_host)
     spark = job_session(f"connect-state-{app_name}", settings)
     return run(spark, settings)
 

@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from connect_state.dev.local_stack import free_port
 from connect_state.progress import ReadProgress, batch_duration_s, records_behind
+from connect_state.settings import load_settings
 from connect_state.spark.metrics import JobMetrics
 
 
@@ -137,3 +138,13 @@ def test_a_query_task_logs_its_progress_and_feeds_the_metrics(caplog: Any) -> No
     after = METRICS.registry.get_sample_value("connect_state_job_batches_total", {"query": "fake_offsets"})
     assert after == before + 3
     assert METRICS.registry.get_sample_value("connect_state_job_records_behind", {"query": "fake_offsets"}) == 0
+
+
+def test_job_metrics_listen_on_loopback_by_default() -> None:
+    """The endpoint has no authentication: with the shipped defaults it is not reachable from other hosts."""
+    settings = load_settings(overrides={"jobs.metrics.port": str(free_port())}, environ={})
+    metrics = JobMetrics()
+    metrics.serve(settings.jobs_metrics_port, settings.jobs_metrics_host)
+    server, _thread = metrics._server  # type: ignore[misc]
+    assert server.server_address[0] == "127.0.0.1"
+    server.shutdown()
