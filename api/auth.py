@@ -23,8 +23,10 @@ grants roles, one principal a line::
     *: read                        # every authenticated principal
 
 A grant ``role@glob`` holds only for connectors whose name matches the glob (routes without a connector need a grant
-without one). Without a roles file every authenticated principal is ``admin``. A refusal answers 403 before the view
-runs: nothing is written.
+without one). Without a roles file every authenticated principal is ``admin``, and ``anonymous`` (where
+``api.auth.anonymous=true`` lets a request without credentials in) is ``read`` only: no one unauthenticated gets a
+role nobody granted (issue 33). The start-up warning says who has what. A refusal answers 403 before the view runs:
+nothing is written.
 """
 
 from __future__ import annotations
@@ -168,6 +170,8 @@ class Grant:
 
 
 ALL_ROLES: tuple[Grant, ...] = (Grant(Role.ADMIN),)
+#: What ``anonymous`` may do when credentials are configured and no roles file says otherwise.
+ANONYMOUS_DEFAULT: tuple[Grant, ...] = (Grant(Role.READ),)
 
 
 @dataclass(frozen=True)
@@ -245,8 +249,23 @@ class AuthConfig:
 
     def grants_of(self, name: str) -> tuple[Grant, ...]:
         if self.grants is None:
-            return ALL_ROLES
+            return ANONYMOUS_DEFAULT if name == ANONYMOUS else ALL_ROLES
         return self.grants.get(name, ()) + (self.grants.get("*", ()) if name != ANONYMOUS else ())
+
+    def describe(self) -> str:
+        """Who has what, in a line: what the start-up warning says."""
+        if not self.enabled:
+            return "no credentials are configured: every request is anonymous with the role admin"
+        if self.grants is None:
+            who = "api.auth.roles.file is not set: every authenticated principal has the role admin"
+        else:
+            who = "roles as api.auth.roles.file grants them"
+        if not self.anonymous:
+            return f"{who}; a request without credentials answers 401"
+        granted = ", ".join(
+            sorted(str(g.role) + (f"@{g.pattern}" if g.pattern else "") for g in self.grants_of(ANONYMOUS))
+        )
+        return f"{who}; a request without credentials is anonymous with {granted or 'no role'} (api.auth.anonymous)"
 
     def check_password(self, user: str, password: str) -> bool:
         """Whether ``password`` is ``user``'s; a verified pair is remembered (as a digest) so that a client sending
@@ -424,8 +443,8 @@ def init_app(app: Flask, settings: Settings) -> AuthConfig:
     """Load the credentials, refuse an unprotected exposure, and check every request before its view."""
     config = load_auth_config(settings)
     check_exposure(settings, config)
-    if config.enabled and config.grants is None:
-        log.warning("api.auth.roles.file is not set: every authenticated principal has the role admin")
+    if config.enabled and (config.grants is None or config.anonymous):
+        log.warning("Who has what: %s", config.describe())
     if (config.passwords or config.tokens) and not settings.api_tls_cert_file and not is_loopback(settings.api_host):
         log.warning("Passwords and tokens cross the network in clear: serve TLS (api.tls.cert.file, api.tls.key.file)")
     app.extensions[EXTENSION] = config

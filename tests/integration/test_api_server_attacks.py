@@ -13,6 +13,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from connect_state.api.passwords import hash_password
 from tests.fixtures.api_server import no_kafka_settings, serving_api
 
 REQUESTS_METRIC = "connect_state_api_requests"
@@ -57,3 +58,19 @@ def test_known_methods_keep_their_label(server: str, tmp_path: Path) -> None:
     series = request_series(server)
     assert any(method == "GET" and endpoint == "/connectors" for method, endpoint, _ in series), series
     assert ("DELETE", "<unmatched>", "404") in series, series
+
+
+def test_anonymous_reads_but_may_not_write_where_credentials_are_configured(tmp_path: Path) -> None:
+    """Users configured, anonymous access allowed, no roles file: the users are admins, anonymous reads only."""
+    users = tmp_path / "users"
+    users.write_text(f"alice:{hash_password('wonderland')}\n")
+    settings = {**no_kafka_settings(tmp_path), "api.auth.basic.file": str(users), "api.auth.anonymous": "true"}
+    with serving_api(settings) as url:
+        read = requests.get(f"{url}/connectors", timeout=10)
+        assert read.status_code == 503, read.text  # authorised; no table yet
+        for method, path in (("PUT", "/connectors/x/stop"), ("DELETE", "/connectors/x"), ("GET", "/audit")):
+            answer = requests.request(method, f"{url}{path}", timeout=10)
+            assert answer.status_code == 403, (method, path, answer.status_code, answer.text)
+            assert answer.json()["message"].startswith("anonymous may not"), answer.text
+        stop = requests.put(f"{url}/connectors/x/stop", auth=("alice", "wonderland"), timeout=30)
+        assert stop.status_code not in (401, 403), stop.text  # alice is admin: the write is tried (no Kafka)

@@ -17,6 +17,7 @@ from werkzeug.security import generate_password_hash
 import connect_state.api.resources as api_resources
 from connect_state.api import create_app
 from connect_state.api.auth import (
+    ANONYMOUS,
     PUBLIC_ENDPOINTS,
     ROUTE_ROLES,
     AuthMethod,
@@ -26,12 +27,13 @@ from connect_state.api.auth import (
     UnprotectedApiError,
     check_routes,
     is_loopback,
+    load_auth_config,
     parse_grants,
 )
 from connect_state.api.passwords import METHODS, HashScheme, hash_password, hash_token, main, verify_password
 from connect_state.api.server import main as server_main
 from connect_state.errors import ConfigError
-from connect_state.settings import Settings
+from connect_state.settings import Settings, load_settings
 from connect_state.tables import CONNECTORS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTables, InMemoryTopics, RecordingWriter
@@ -505,3 +507,24 @@ def test_certificates_only(make_client: MakeClient, auth_files: dict[str, str]) 
     environ = {"gunicorn.socket": FakeTlsSocket(cert_of(CERT_USER))}
     assert client.put("/connectors/x/stop", headers=basic("x"), environ_overrides=environ).status_code == 404
     assert client.put("/connectors/x/stop", headers=basic("x")).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("anonymous", "roles", "expected"),
+    [
+        ("true", False, "every authenticated principal has the role admin; a request without credentials is "
+                        "anonymous with read (api.auth.anonymous)"),
+        ("false", False, "every authenticated principal has the role admin; a request without credentials answers 401"),
+        ("true", True, "roles as api.auth.roles.file grants them; a request without credentials is anonymous with "
+                       "read"),
+    ],
+)  # fmt: skip
+def test_the_start_up_warning_says_who_has_what(
+    auth_files: dict[str, str], anonymous: str, roles: bool, expected: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    files = auth_files if roles else {k: v for k, v in auth_files.items() if k != "api.auth.roles.file"}
+    settings = load_settings(overrides={**files, "api.auth.anonymous": anonymous}, environ={})
+    config = load_auth_config(settings)
+    assert expected in config.describe()
+    if not roles:
+        assert config.grants_of(ANONYMOUS) == (Grant(Role.READ),)
