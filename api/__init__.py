@@ -56,6 +56,7 @@ def create_app(
         offsets,
         openapi,
         restart,
+        same_origin,
     )
     from connect_state.api import topics as topics_views
 
@@ -67,25 +68,14 @@ def create_app(
     init_app(app, settings, table_reader, writer, topics, follower, group_follower)
     metrics.init_app(app)  # first: its after_request runs last, when the answer is final
     register_error_handlers(app)
+    same_origin.init_app(app, settings)  # first: a web page of another origin may not write, whoever it is
     auth.init_app(app, settings)  # before any other check: who asks, and may they (issue 13)
     limits.init_app(app, settings)
     audit.init_app(app, settings)
     lag.init_app(app)
-    app.register_blueprint(topics_views.bp)
-    app.register_blueprint(connectors.bp)
-    app.register_blueprint(heartbeats.bp)
-    app.register_blueprint(deletions.bp)
-    app.register_blueprint(offsets.bp)
-    app.register_blueprint(data_loss.bp)
-    app.register_blueprint(connect_read.bp)
-    app.register_blueprint(restart.bp)
-    app.register_blueprint(history.bp)
-    app.register_blueprint(openapi.bp)
-    app.register_blueprint(health.bp)
-    app.register_blueprint(metrics.bp)
-    app.register_blueprint(dashboard.bp)
-    app.register_blueprint(leases.bp)
-    app.register_blueprint(audit.bp)
+    for views in (topics_views, connectors, heartbeats, deletions, offsets, data_loss, connect_read, restart, history,
+                  openapi, health, metrics, dashboard, leases, audit):  # fmt: skip
+        app.register_blueprint(views.bp)
     auth.check_routes(app)  # every route says which role it needs
     return app
 

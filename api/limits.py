@@ -6,7 +6,8 @@
   (:func:`json_depth`), so no parser ever overflows its stack (no 500, no traceback in the log);
 * a path with an empty segment (``PUT /connectors//x/stop``) -> Connect's 404 ``"HTTP 404 Not Found"``, never a
   redirect to a merged path (routing does not merge slashes: :mod:`connect_state.api.routing`);
-* a ``Host`` header outside ``api.trusted.hosts`` (when set) -> 400 (Flask's ``TRUSTED_HOSTS``).
+
+The ``Host`` names the API answers are :mod:`connect_state.api.same_origin`'s.
 
 The request timeout is gunicorn's worker ``timeout`` (:func:`connect_state.api.server.gunicorn_options`).
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 import logging
 
 from flask import Flask, Response, request
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
 from connect_state.api.errors import ConnectRestException, error_response
 from connect_state.settings import Settings
@@ -63,13 +64,18 @@ def init_app(app: Flask, settings: Settings) -> None:
     """Bound ``app``'s input; call after the authentication's hook (:mod:`connect_state.api.auth`: a body is read only
     for an authorised request)."""
     app.config["MAX_CONTENT_LENGTH"] = settings.api_max_body_bytes
-    hosts = [host.strip() for host in settings.api_trusted_hosts.split(",") if host.strip()]
-    if hosts:
-        app.config["TRUSTED_HOSTS"] = hosts
+    app.before_request(check_empty_segments)
     app.before_request(check_body_size)
     limit = settings.api_max_json_depth
     app.before_request(lambda: check_json_depth(limit))
     app.register_error_handler(RecursionError, handle_recursion_error)
+
+
+def check_empty_segments() -> None:
+    """404 for a path with an empty segment: Werkzeug's matcher drops leading slashes, so ``//connectors/x/stop``
+    would otherwise reach the view of ``/connectors/x/stop`` (an empty segment inside a path matches no rule)."""
+    if "//" in request.environ.get("PATH_INFO", ""):
+        raise NotFound()
 
 
 def check_body_size() -> None:

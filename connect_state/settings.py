@@ -159,6 +159,7 @@ class Settings:
     api_max_body_bytes: int
     api_max_json_depth: int
     api_trusted_hosts: str
+    api_allowed_origins: str
     api_auth_anonymous: bool
     api_auth_basic_file: str
     api_auth_token_file: str

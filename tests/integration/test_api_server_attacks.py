@@ -74,3 +74,44 @@ def test_anonymous_reads_but_may_not_write_where_credentials_are_configured(tmp_
             assert answer.json()["message"].startswith("anonymous may not"), answer.text
         stop = requests.put(f"{url}/connectors/x/stop", auth=("alice", "wonderland"), timeout=30)
         assert stop.status_code not in (401, 403), stop.text  # alice is admin: the write is tried (no Kafka)
+
+
+def test_a_page_of_another_origin_may_not_write(server: str) -> None:
+    """A page on another port of the same host is same-site, not same-origin: its writes are refused before anything
+    runs; the same write without browser headers (curl, a Connect client) or from the API's own page goes on."""
+    port = int(server.rsplit(":", 1)[1])
+    foreign = (
+        {"Origin": f"http://127.0.0.1:{port + 1}"},
+        {"Origin": "http://evil.example"},
+        {"Origin": "null"},
+        {"Sec-Fetch-Site": "same-site"},
+        {"Sec-Fetch-Site": "cross-site"},
+    )
+    for headers in foreign:
+        for method, path in (
+            ("PUT", "/connectors/x/stop"),
+            ("POST", "/connectors/x/restart"),
+            ("DELETE", "/connectors/x"),
+        ):
+            answer = requests.request(method, f"{server}{path}", headers=headers, timeout=30)
+            assert answer.status_code == 403, (headers, method, answer.status_code, answer.text)
+            assert "refused" in answer.json()["message"], answer.text
+    own = ({}, {"Origin": server, "Sec-Fetch-Site": "same-origin"}, {"Sec-Fetch-Site": "none"})
+    for headers in own:
+        answer = requests.put(f"{server}/connectors/x/stop", headers=headers, timeout=30)
+        assert answer.status_code != 403, (headers, answer.status_code, answer.text)  # tried: no Kafka, 409/503
+    # reads are no concern of the origin check
+    assert (
+        requests.get(f"{server}/connectors", headers={"Origin": "http://evil.example"}, timeout=10).status_code == 503
+    )
+
+
+def test_a_rebound_name_gets_400_and_no_answer_can_be_framed(server: str) -> None:
+    """DNS rebinding: a page whose own name resolves to 127.0.0.1 sends its own name as Host."""
+    rebound = requests.get(f"{server}/connectors", headers={"Host": "attacker.example:80"}, timeout=10)
+    assert rebound.status_code == 400, rebound.text
+    page = requests.get(f"{server}/ui", timeout=10)
+    assert page.status_code == 200
+    assert page.headers["X-Frame-Options"] == "DENY"
+    assert "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
+    assert "default-src 'self'" in page.headers["Content-Security-Policy"]
