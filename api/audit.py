@@ -1,5 +1,5 @@
 """Audit trail (issue 13): every write, and every refusal, becomes one row: who, when, from where, what, the outcome,
-the connector's state before the write; kept in the Delta table ``audit`` (:data:`connect_state.tables.AUDIT`).
+the connector's state before the write; kept in the Delta table ``audit`` (:data:`connect_state.tables.schemas.AUDIT`).
 
 A row is written after the answer is decided, for every request whose method writes (``POST``, ``PUT``, ``PATCH``,
 ``DELETE``: allowed, refused or failed) and for every 401 or 403 of any method::
@@ -15,14 +15,14 @@ A row is written after the answer is decided, for every request whose method wri
 error's message), and ``written``: each Kafka record the request wrote (topic, partition, offset, key, tombstone;
 plus ``transactional_id`` for a record written in a transaction), each consumer-group change (group, call,
 partitions) and each round of zombie fencing (``fenced``: the transactional ids). The body is the request's JSON
-with secrets redacted (:func:`connect_state.redaction.redact_json`). ``target_state_before`` /
+with secrets redacted (:func:`connect_state.security.redaction.redact_json`). ``target_state_before`` /
 ``connector_state_before``: the connector's row of the ``connectors`` table when the request arrived (authorized
 requests: before anything is written; null when the connector or the table is unknown). ``id`` is unique per row.
 
 Where rows go: the log (logger ``connect_state.api.audit``, always); ``api.audit.file``, appended and fsynced before
 the answer leaves; the Kafka topic ``api.audit.topic`` (keyed by connector), when set; and, with a file and
 ``api.audit.table=true`` (the default), the Delta table ``audit`` under ``delta.root`` (local or object store, opened
-with the API's storage options: :class:`connect_state.api.tables.TableReader`). The file is the table's write-ahead
+with the API's storage options: :class:`connect_state.tables.reader.TableReader`). The file is the table's write-ahead
 spool: :class:`AuditTable` appends the lines past its mark (``<file>.flushed``: byte offset and inode) to the
 table, skipping ids the table already has, then moves the mark; a background thread does it every
 ``api.audit.flush.interval.ms`` (``0``: after each audited request), starting in each serving process (replaying
@@ -62,13 +62,13 @@ from connect_state.api.auth import current_principal, required_role
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.limits import WRITE_METHODS, json_depth
 from connect_state.api.resources import app_resources, get_settings
-from connect_state.api.tables import TableReader
-from connect_state.errors import ConnectStateError, TableNotFoundError
-from connect_state.history import parse_time
-from connect_state.redaction import redact_json, settings_patterns
-from connect_state.settings import Settings
-from connect_state.storage import deltalake_options
-from connect_state.tables import AUDIT, CONNECTORS
+from connect_state.core.errors import ConnectStateError, TableNotFoundError
+from connect_state.core.settings import Settings
+from connect_state.core.storage import deltalake_options
+from connect_state.security.redaction import redact_json, settings_patterns
+from connect_state.tables.history import parse_time
+from connect_state.tables.reader import TableReader
+from connect_state.tables.schemas import AUDIT, CONNECTORS
 
 __all__ = ["AuditTable", "AuditTrail", "Outcome", "bp", "init_app", "outcome_of"]
 

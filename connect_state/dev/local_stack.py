@@ -36,10 +36,10 @@ from types import FrameType, TracebackType
 from typing import IO, ClassVar, Self
 from xml.sax.saxutils import quoteattr
 
+from connect_state.core.errors import ConnectStateError, LocalStackError
+from connect_state.core.settings import Settings, add_config_arguments, settings_from_args
 from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
-from connect_state.errors import ConnectStateError, LocalStackError
 from connect_state.kafka.admin import ClusterDescription, KafkaAdmin
-from connect_state.settings import Settings, add_config_arguments, settings_from_args
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_KAFKA_LIB = REPO_ROOT / "jvm" / "kafka" / "lib"
@@ -188,7 +188,7 @@ def _check_listening(bootstrap_servers: str, timeout: float) -> None:
 def describe_cluster(bootstrap_servers: str, timeout: float = 5.0) -> ClusterDescription:
     """The cluster as the broker at ``bootstrap_servers`` describes it (kafka-python's ``describe_cluster``).
 
-    Raises OSError when nothing listens there, :class:`~connect_state.errors.KafkaWriteError` (a subclass of
+    Raises OSError when nothing listens there, :class:`~connect_state.core.errors.KafkaWriteError` (a subclass of
     ``ConnectStateError``) when no broker answers within ``timeout`` seconds.
     """
     _check_listening(bootstrap_servers, timeout)

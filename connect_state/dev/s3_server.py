@@ -23,10 +23,10 @@ from pathlib import Path
 from urllib.parse import quote
 from xml.etree import ElementTree
 
+from connect_state.core.errors import LocalStackError
+from connect_state.core.settings import Settings
+from connect_state.core.storage import storage_settings
 from connect_state.dev.local_stack import LOOPBACK, _JavaService, write_properties
-from connect_state.errors import LocalStackError
-from connect_state.settings import Settings
-from connect_state.storage import storage_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_S3_LIB = REPO_ROOT / "jvm" / "s3" / "lib"

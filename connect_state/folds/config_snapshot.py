@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connect_state.connect.vocabulary import TargetState
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
 from connect_state.folds.connector_states import (
     ConnectorRecord,
     ConnectorState,

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from connect_state.core.errors import LocalStackError
+from connect_state.core.settings import Settings
 from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
 from connect_state.dev.local_stack import ConnectWorker, KafkaBroker, LocalStack, free_ports, ready_topics
-from connect_state.errors import LocalStackError
-from connect_state.settings import Settings
 
 pytestmark = pytest.mark.integration
 

@@ -14,8 +14,8 @@ from deltalake import DeltaTable
 
 from connect_state.api import audit
 from connect_state.api.audit import audit_trail
-from connect_state.settings import Settings
-from connect_state.tables import AUDIT, CONNECTORS
+from connect_state.core.settings import Settings
+from connect_state.tables.schemas import AUDIT, CONNECTORS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTables, InMemoryTopics
 from tests.unit.helpers import mirror_connectors

@@ -18,7 +18,7 @@ from kafka import errors as kafka_errors
 
 import connect_state.kafka.admin as kafka_admin
 import connect_state.kafka.producer as kafka_producer
-from connect_state.errors import (
+from connect_state.core.errors import (
     ConfigError,
     ConsumerGroupAdminError,
     ConsumerGroupAdminTimeout,
@@ -27,6 +27,7 @@ from connect_state.errors import (
     KafkaWriteTimeout,
     TopicNotFoundError,
 )
+from connect_state.core.settings import Settings, load_settings
 from connect_state.formats.status import topic_status_key
 from connect_state.kafka import (
     ConsumerGroupAdmin,
@@ -37,7 +38,6 @@ from connect_state.kafka import (
     kafka_python_config,
 )
 from connect_state.kafka.partitioner import partition_for_key
-from connect_state.settings import Settings, load_settings
 
 # --- without Kafka: fakes for kafka-python's clients -----------------------------------------------------------------
 

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from connect_state.errors import ConfigError
+from connect_state.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from connect_state.settings import Settings
+    from connect_state.core.settings import Settings
 
 #: URI schemes of the object stores the project is documented for (others are passed through as they are).
 OBJECT_STORE_SCHEMES = ("s3a", "s3", "abfss", "abfs", "gs", "dbfs")
