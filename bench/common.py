@@ -34,7 +34,8 @@ from pyspark.sql.utils import StreamingQueryException
 
 from connect_state.core.errors import ConnectStateError
 from connect_state.core.settings import Settings, load_settings, settings_from_args
-from connect_state.dev.local_stack import KafkaBroker, free_ports, prepare_data_dir
+from connect_state.dev.jvm_service import free_ports
+from connect_state.dev.local_stack import KafkaBroker, prepare_data_dir
 from connect_state.kafka.config import kafka_python_config
 from connect_state.kafka.partitioner import partition_for_key
 from connect_state.spark.kafka_source import read_topic_batch

@@ -33,8 +33,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from connect_state.connect.vocabulary import TargetState
 from connect_state.core.settings import Settings, add_config_arguments
+from connect_state.core.vocabulary import TargetState
 from connect_state.formats.config import (
     connector_config_key,
     serialize_connector_config,

@@ -72,8 +72,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from connect_state.connect.filestream import FILE_SOURCE_CLASS, FILENAME_FIELD, POSITION_FIELD
-from connect_state.connect.vocabulary import State, TargetState
 from connect_state.core.settings import Settings, add_config_arguments
+from connect_state.core.vocabulary import State, TargetState
 from connect_state.dev.filestream import file_source_config
 from connect_state.formats.config import (
     connector_config_key,

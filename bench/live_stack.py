@@ -27,7 +27,8 @@ from connect_state.dev.demo import (
     wait_for_api,
 )
 from connect_state.dev.filestream import append_lines
-from connect_state.dev.local_stack import LocalStack, free_ports
+from connect_state.dev.jvm_service import free_ports
+from connect_state.dev.local_stack import LocalStack
 
 
 def add_live_arguments(parser: argparse.ArgumentParser) -> None:

@@ -64,7 +64,8 @@ from pyspark.sql import SparkSession
 from connect_state.core.settings import Settings, add_config_arguments
 from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
 from connect_state.dev.filestream import file_source_config
-from connect_state.dev.local_stack import ConnectWorker, free_port, tail, terminate_process_group
+from connect_state.dev.jvm_service import free_port, tail, terminate_process_group
+from connect_state.dev.local_stack import ConnectWorker
 from connect_state.formats.offsets import offset_key_bytes, serialize_offset_value
 from connect_state.spark import active_topics as topics_job
 from connect_state.spark import connector_states as states_job

@@ -24,7 +24,7 @@ An object with an ``alter_offsets`` method, or a class with a no-argument constr
 rule too (:func:`as_rule`). Kafka's own connectors have built-in rules (:data:`BUILT_IN_RULES`: FileStream source
 and sink, the three MirrorMaker 2 connectors); rules configured with ``offsets.alter.rules=<class>=<module:attr>``
 or registered as entry points of group ``connect_state.alter_offsets`` (name = connector class) win over them
-(:mod:`connect_state.core.plugins`). A class without a rule gets the default, false. A class is matched by its full
+(:mod:`connect_state.connect.plugins`). A class without a rule gets the default, false. A class is matched by its full
 name or
 a ``PluginUtils`` alias on either side. Pure: no Spark, Kafka, Delta or Flask.
 """
@@ -51,13 +51,13 @@ from connect_state.connect.mirror_maker import (
     mirror_source_alter_offsets,
 )
 from connect_state.connect.rest import modify_offsets_failed_message, modify_offsets_unsupported_message
-from connect_state.connect.vocabulary import ConnectorType
 from connect_state.core.errors import (
     AlterOffsetsBadRequest,
     AlterOffsetsRejected,
     AlterOffsetsUnsupported,
     ConnectorOffsetsError,
 )
+from connect_state.core.vocabulary import ConnectorType
 from connect_state.formats.javalang import java_hash_code, java_hashmap_order_by_hash
 from connect_state.formats.offsets import OffsetPair
 

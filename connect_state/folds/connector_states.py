@@ -50,7 +50,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final, Literal
 
 from connect_state.connect.connector_types import config_connector_type, connector_class
-from connect_state.connect.vocabulary import ConnectorType, State, TargetState
+from connect_state.core.vocabulary import ConnectorType, State, TargetState
 from connect_state.formats.config import (
     ConfigKey,
     ConfigRecord,

@@ -43,8 +43,8 @@ import base64
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from connect_state.connect.vocabulary import TargetState
 from connect_state.core.errors import RecordFormatError
+from connect_state.core.vocabulary import TargetState
 from connect_state.formats import jsonconv
 from connect_state.formats.javalang import (
     decode_java_utf8,

@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from connect_state.connect.vocabulary import State
 from connect_state.core.errors import RecordFormatError
+from connect_state.core.vocabulary import State
 from connect_state.formats import jsonconv
 from connect_state.formats.javalang import (
     decode_java_utf8,

@@ -36,6 +36,7 @@ from connect_state.connect.alter_offsets import AlterOffsetsRules, ModifyOffsets
 from connect_state.connect.connector_types import TypeBasis, connector_type_basis
 from connect_state.connect.exactly_once import offsets_transactional_id, zombie_fencing_ids
 from connect_state.connect.offset_stores import connector_consumer_group, connector_offset_stores, listed_partitions
+from connect_state.connect.plugins import load_alter_offsets_rules
 from connect_state.connect.rest import (
     ZOMBIE_FENCING_FAILED,
     connector_not_found_message,
@@ -50,7 +51,6 @@ from connect_state.connect.rest import (
     source_modify_timeout_message,
     zombie_fencing_failed_message,
 )
-from connect_state.connect.vocabulary import ConnectorType, TargetState
 from connect_state.core.errors import (
     ConsumerGroupAdminError,
     GroupNotEmptyError,
@@ -58,7 +58,7 @@ from connect_state.core.errors import (
     KafkaWriteError,
     KafkaWriteTimeout,
 )
-from connect_state.core.plugins import load_alter_offsets_rules
+from connect_state.core.vocabulary import ConnectorType, TargetState
 from connect_state.folds.config_snapshot import ConnectorConfigView
 from connect_state.formats.offsets import (
     BadOffsetsRequest,

@@ -46,8 +46,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState
 
+from connect_state.connect.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
 from connect_state.core.errors import ConfigError, RecordFormatError
-from connect_state.core.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
 from connect_state.core.settings import Settings, interval_seconds
 from connect_state.core.storage import deltalake_options
 from connect_state.folds.connector_states import ConnectorRecord

@@ -30,7 +30,7 @@ from connect_state.api.resources import get_settings, get_tables, get_writer
 from connect_state.api.server import AccessLogger, bind_address, gunicorn_options
 from connect_state.core.errors import KafkaWriteError, TableNotFoundError
 from connect_state.core.settings import Settings
-from connect_state.dev.local_stack import free_port
+from connect_state.dev.jvm_service import free_port
 from connect_state.kafka.partitioner import partition_for_key
 from connect_state.progress.freshness import HEADER, parse_lag_header
 from connect_state.tables.reader import TableReader

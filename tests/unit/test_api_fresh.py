@@ -17,9 +17,9 @@ import pytest
 from flask.testing import FlaskClient
 
 from connect_state.connect.rest import not_stopped_message
-from connect_state.connect.vocabulary import TargetState
 from connect_state.core.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
 from connect_state.core.settings import Settings
+from connect_state.core.vocabulary import TargetState
 from connect_state.folds.config_snapshot import ConfigSnapshot
 from connect_state.formats.config import delete_records, resume_records, stop_records
 from connect_state.formats.offsets import offset_key_bytes

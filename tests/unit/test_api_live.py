@@ -19,8 +19,8 @@ from kafka import TopicPartition
 
 from connect_state.api import close_app, create_app
 from connect_state.connect.filestream import FILE_SINK_CLASS as FILE_STREAM_SINK_CLASS
-from connect_state.connect.vocabulary import State
 from connect_state.core.settings import Settings
+from connect_state.core.vocabulary import State
 from connect_state.folds import source_offsets as offsets_fold
 from connect_state.formats.connector_keys import record_connector
 from connect_state.formats.consumer_offsets import (

@@ -46,12 +46,12 @@ from connect_state.cleanup.reconciler import (
     sink_group_id,
     source_offsets_topics,
 )
+from connect_state.connect import plugins
 from connect_state.connect.filestream import FILE_SINK_CLASS, FILE_SOURCE_CLASS
-from connect_state.connect.vocabulary import ConnectorType
-from connect_state.core import plugins
+from connect_state.connect.plugins import PluginError
 from connect_state.core.errors import ConfigError
-from connect_state.core.plugins import PluginError
 from connect_state.core.settings import interval_seconds, load_settings
+from connect_state.core.vocabulary import ConnectorType
 from connect_state.folds.connector_states import DELETED, ConnectorRecord, ConnectorState, fold_connector
 from connect_state.formats.config import (
     ConnectorConfig,

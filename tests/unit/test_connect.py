@@ -33,7 +33,7 @@ from connect_state.connect.rest import (
     http_error_message,
     offsets_success_message,
 )
-from connect_state.connect.vocabulary import ConnectorType, State, TargetState
+from connect_state.core.vocabulary import ConnectorType, State, TargetState
 from connect_state.folds.connector_states import ConnectorState
 from connect_state.formats.offsets import offset_key_bytes
 from connect_state.formats.status import Status

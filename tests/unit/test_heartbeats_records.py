@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 import pytest
 
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
+from connect_state.connect.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
 from connect_state.core.errors import KafkaWriteError
-from connect_state.core.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
 from connect_state.dev.demo_heartbeats import FileStreamHeartbeatProvider
 from connect_state.dev.demo_heartbeats import provider as demo_provider
 from connect_state.formats.offsets import offset_key_bytes

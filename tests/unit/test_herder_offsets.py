@@ -14,7 +14,6 @@ import pytest
 
 from connect_state.connect import rest
 from connect_state.connect.connector_types import TypeBasis
-from connect_state.connect.vocabulary import ConnectorType
 from connect_state.core.errors import (
     AlterOffsetsBadRequest,
     ConsumerGroupAdminError,
@@ -25,6 +24,7 @@ from connect_state.core.errors import (
     ZombieFencingError,
 )
 from connect_state.core.settings import Settings
+from connect_state.core.vocabulary import ConnectorType
 from connect_state.formats.config import (
     connector_config_key,
     pause_records,

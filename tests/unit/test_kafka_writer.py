@@ -323,7 +323,7 @@ def test_closed_writer_refuses_to_send(settings: Settings, fake_kafka: None) -> 
 
 
 def test_unreachable_cluster_is_a_clear_error_without_leaking_threads(settings: Settings) -> None:
-    from connect_state.dev.local_stack import free_port
+    from connect_state.dev.jvm_service import free_port
 
     address = f"127.0.0.1:{free_port()}"
     unreachable = settings.with_overrides(**{"bootstrap.servers": address, "api.kafka.write.timeout.ms": "1000"})
@@ -429,7 +429,7 @@ def test_closed_admin_refuses_calls(fake_kafka: None) -> None:
 
 @pytest.fixture
 def unreachable(settings: Settings) -> Settings:
-    from connect_state.dev.local_stack import free_port
+    from connect_state.dev.jvm_service import free_port
 
     return settings.with_overrides(
         **{"bootstrap.servers": f"127.0.0.1:{free_port()}", "api.kafka.write.timeout.ms": "1000"}
