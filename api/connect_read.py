@@ -15,8 +15,7 @@
 
 Like ``GET /connectors/<name>/status``, these read the tables, which lag the topics by a micro-batch. Unlike Connect,
 configs come with their secrets redacted (:mod:`connect_state.security.redaction`, issue 13): a config without secret
-keys is
-answered byte for byte as Connect answers it.
+keys is answered byte for byte as Connect answers it.
 """
 
 from __future__ import annotations

@@ -10,12 +10,10 @@ as ``ConnectExceptionMapper`` writes it (the body and Connect's messages are in 
 * a :class:`~connect_state.herder.HerderError` -> the status of its class (:data:`HERDER_STATUS`: 404
   ``NotFoundError``, 400 ``BadRequestError``, 403, 409, 503, 500 ``ConnectError``, 501), with its message;
 * :class:`~connect_state.security.guards.GuardRefusal` (a connector config naming a topic or group we refuse to act on)
-  ->
-  400 with its message;
+  -> 400 with its message;
 * :class:`~connect_state.core.errors.TableNotFoundError` -> 503, saying which table is missing and which job creates it;
 * :class:`~connect_state.core.errors.KafkaWriteError` and anything else -> 500 with the exception's message (null when
-  it
-  has none), logged with its traceback.
+  it has none), logged with its traceback.
 """
 
 from __future__ import annotations

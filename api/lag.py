@@ -3,11 +3,11 @@
 After a GET, for every table the view read (:func:`~connect_state.api.resources.tables_served`), the header says how
 many records of the table's topics are not folded into it yet and how old its view is
 (:mod:`connect_state.progress.freshness` has the format). The inputs are the ``watermarks`` table (read like any table,
-from
-its in-memory snapshot) and the topics' start and end offsets from :meth:`~connect_state.api.resources.AppResources.
-offsets_cache`: asked at most once per ``api.lag.cache.ms`` and within ``api.lag.timeout.ms``, so a GET stays cheap
-and answers from the tables even while Kafka is away (the header then says ``unknown``). A table answered with the
-records the API follows past its watermark (:mod:`connect_state.api.live`) counts from the follower's positions.
+from its in-memory snapshot) and the topics' start and end offsets from
+:meth:`~connect_state.api.resources.AppResources.offsets_cache`: asked at most once per ``api.lag.cache.ms`` and within
+``api.lag.timeout.ms``, so a GET stays cheap and answers from the tables even while Kafka is away (the header then says
+``unknown``). A table answered with the records the API follows past its watermark (:mod:`connect_state.api.live`)
+counts from the follower's positions.
 """
 
 from __future__ import annotations

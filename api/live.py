@@ -70,9 +70,8 @@ def _rows_and_followed(
 ) -> tuple[T, list[LogRecord] | None]:
     """``read_rows()`` and the followed records of ``connector`` in ``topic`` past the watermark of the query that
     folds ``spec`` (:data:`~connect_state.tables.schemas.TABLE_QUERIES`; ``follower``: the app's follower of the status
-    and
-    offsets topics unless given), or None
-    for the records when they cannot be folded over those rows (see the module docstring):
+    and offsets topics unless given), or None for the records when they cannot be folded over those rows (see the module
+    docstring):
 
     * the follower does not hold every record past the watermark (a partition it does not follow, or that has no
       watermark: nothing folded from it yet, while the follower started at its end; a watermark older than what it

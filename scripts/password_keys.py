@@ -1,8 +1,7 @@
 """Write connect_state/password_keys.txt: the config keys Kafka and Debezium declare as secrets (type PASSWORD).
 
 Connect shows a ``PASSWORD`` value as ``[hidden]`` and never logs it; connect_state/security/redaction.py hides the
-same keys in
-every config the API shows (issue 33). This script takes them from the ConfigDefs themselves:
+same keys in every config the API shows (issue 33). This script takes them from the ConfigDefs themselves:
 
 1. Maven fetches jvm/secrets/pom.xml's jars (Kafka's clients, Connect's runtime and MirrorMaker 2 at ``KAFKA_VERSION``,
    Debezium's connectors at ``DEBEZIUM_VERSION``, both from conf/versions.env) into jvm/secrets/lib;

@@ -199,8 +199,7 @@ def load_deletion_hooks(cleanup_hooks: str) -> dict[str, DeletionHook]:
 
     A class is instantiated without arguments (as Connect instantiates plugin classes). Raises
     :class:`~connect_state.connect.plugins.PluginError` when a path cannot be imported or names something that is not
-    callable:
-    the job refuses to start rather than plan deletions without a hook the operator asked for.
+    callable: the job refuses to start rather than plan deletions without a hook the operator asked for.
     """
     return {
         name: _instantiate_hook(name, plugin)

@@ -21,12 +21,11 @@ is the connector's config and ``offsets`` is
 * for a sink connector, ``{(topic, partition): offset or None}`` (``Map<TopicPartition, Long>``).
 
 An object with an ``alter_offsets`` method, or a class with a no-argument constructor whose instances have one, is a
-rule too (:func:`as_rule`). Kafka's own connectors have built-in rules (:data:`BUILT_IN_RULES`: FileStream source
-and sink, the three MirrorMaker 2 connectors); rules configured with ``offsets.alter.rules=<class>=<module:attr>``
-or registered as entry points of group ``connect_state.alter_offsets`` (name = connector class) win over them
+rule too (:func:`as_rule`). Kafka's own connectors have built-in rules (:data:`BUILT_IN_RULES`: FileStream source and
+sink, the three MirrorMaker 2 connectors); rules configured with ``offsets.alter.rules=<class>=<module:attr>`` or
+registered as entry points of group ``connect_state.alter_offsets`` (name = connector class) win over them
 (:mod:`connect_state.connect.plugins`). A class without a rule gets the default, false. A class is matched by its full
-name or
-a ``PluginUtils`` alias on either side. Pure: no Spark, Kafka, Delta or Flask.
+name or a ``PluginUtils`` alias on either side. Pure: no Spark, Kafka, Delta or Flask.
 """
 
 from __future__ import annotations

@@ -212,8 +212,7 @@ class OffsetsHerder(HerderBase):
     def _checked_group(self, name: str, row: Row) -> str:
         """The connector's consumer group when its offsets may be altered or deleted there
         (:func:`~connect_state.security.guards.check_consumer_group`): the tables are asked only for a group that is
-        neither
-        the default one nor allow-listed."""
+        neither the default one nor allow-listed."""
         group = connector_consumer_group(name, row_config(row))
         allowed = self.settings.api_allowed_groups
         try:

@@ -7,9 +7,8 @@ threads. The writer uses it for partition counts and topic creation, the consume
 broker and the worker's topics are ready.
 
 Errors are typed (:mod:`connect_state.core.errors`): no broker reached in time -> :class:`KafkaUnavailableError`, a
-topic
-that does not exist -> :class:`TopicNotFoundError`, retriable errors until the deadline -> :class:`KafkaWriteTimeout`,
-anything else -> :class:`KafkaWriteError`.
+topic that does not exist -> :class:`TopicNotFoundError`, retriable errors until the deadline ->
+:class:`KafkaWriteTimeout`, anything else -> :class:`KafkaWriteError`.
 
 kafka-python quirks handled here (3.0.x):
 

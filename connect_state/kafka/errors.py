@@ -1,8 +1,7 @@
 """kafka-python's exceptions as the Kafka layer's typed errors (:mod:`connect_state.core.errors`).
 
 The layer raises :class:`~connect_state.core.errors.KafkaWriteError` and its subclasses, never kafka-python's
-exceptions:
-:class:`~connect_state.core.errors.KafkaWriteTimeout` (not acknowledged in time),
+exceptions: :class:`~connect_state.core.errors.KafkaWriteTimeout` (not acknowledged in time),
 :class:`~connect_state.core.errors.KafkaUnavailableError` (no broker reached in time) and
 :class:`~connect_state.core.errors.TopicNotFoundError` (the topic does not exist). The consumer-group admin raises
 :class:`~connect_state.core.errors.ConsumerGroupAdminError` and its subclasses.

@@ -8,8 +8,7 @@ the holder took it (``acquired_at``), last renewed it (``renewed_at``) and until
   current one; it **renews** the lease it holds (same epoch, later expiry) every ``lease.renew.interval.ms``; it
   **waits** while another holder's lease has not expired. Every write is conditional on the row it decided on
   (compare-and-set, :mod:`connect_state.tables.lease_store`), so of two instances deciding at once one wins and the
-  other
-  finds the winner at its next read.
+  other finds the winner at its next read.
 * **Fencing.** Before each side-effecting step (a hook call, a tombstone, a heartbeat) the holder checks that the row
   still names it with its epoch and has not expired (:func:`holds`); a holder that lost its lease stops acting.
 * **Expiry on both sides.** Another instance may take a lease once ``expires_at`` has passed by its clock. The holder

@@ -1,9 +1,8 @@
 """How far behind the internal topics' end a table is: the ``X-Connect-State-Lag`` header of every GET (issue 10).
 
 Pure: the API reads the ``watermarks`` table (:data:`connect_state.tables.schemas.WATERMARKS`: per streaming query,
-topic and
-partition, the next offset not yet folded into the query's tables, and when its batch was committed) and asks Kafka
-for the topics' start and end offsets; :func:`table_lag` turns them into a :class:`TableLag` per table served, and
+topic and partition, the next offset not yet folded into the query's tables, and when its batch was committed) and asks
+Kafka for the topics' start and end offsets; :func:`table_lag` turns them into a :class:`TableLag` per table served, and
 :func:`format_lag_header` into the header. The format, one entry per table the answer was read from::
 
     X-Connect-State-Lag: connectors;records=0;age_ms=0, source_offsets;records=12;age_ms=4100

@@ -2,8 +2,7 @@
 
 A checkpoint's ``offsets/<batch id>`` files are small JSON-lines files Spark writes before it runs each micro-batch
 (:mod:`connect_state.progress.positions` reads them). Every read of the checkpoint goes through :func:`read_offset_log`
-and
-:func:`offset_log_batches`, through Hadoop's filesystem in the Spark JVM (:mod:`connect_state.spark.storage`), so a
+and :func:`offset_log_batches`, through Hadoop's filesystem in the Spark JVM (:mod:`connect_state.spark.storage`), so a
 checkpoint in object storage (``s3a://``, ``abfss://``, ...) reads like a local one.
 """
 

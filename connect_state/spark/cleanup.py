@@ -11,8 +11,7 @@ for the ``cleanup`` lease (:mod:`connect_state.tables.lease_store`), and every s
 
 The job (:class:`CleanupJob`) runs a pass every ``trigger.interval`` when one is needed (the deletion events or the
 recorded outcomes changed, or a step is due: :meth:`~connect_state.cleanup.reconciler.CleanupReconciler.pass_needed`),
-or a single
-one for a catch-up run. The console script is ``connect-state-cleanup`` (jobs/cleanup.py).
+or a single one for a catch-up run. The console script is ``connect-state-cleanup`` (jobs/cleanup.py).
 """
 
 from __future__ import annotations
@@ -378,8 +377,7 @@ def cleanup_reconciler(
     """The reconciler of the cleanup job: :class:`SparkCleanupIO` and the settings' topics, default and backoff.
 
     ``fence`` (the cleanup lease's :meth:`~connect_state.tables.lease_store.LeaseKeeper.fence`) runs before every hook
-    call,
-    tombstone write, group deletion and outcome record: once the lease is lost, the pass stops there."""
+    call, tombstone write, group deletion and outcome record: once the lease is lost, the pass stops there."""
     io = SparkCleanupIO(
         spark, settings, writer=writer, group_admin_factory=group_admin_factory, clock=clock, fence=fence
     )

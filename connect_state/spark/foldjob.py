@@ -608,9 +608,8 @@ class FoldWriter:
         or a rebuild stopped half-way): those ran before this writer's query started, so their records lie below the
         topics' end offsets when the writer first writes history (the frontier, asked from Kafka once). A batch that
         starts past the frontier in every partition it reads (:func:`~connect_state.progress.positions.starts_past`)
-        holds
-        none of them, nor does any batch after it. Until then (and without a positions client, or when Kafka does not
-        answer for every partition), the MERGE decides row by row.
+        holds none of them, nor does any batch after it. Until then (and without a positions client, or when Kafka does
+        not answer for every partition), the MERGE decides row by row.
 
         A topic deleted and created again reuses its offsets: its new records are appended beside the rows of the
         old topic's records at the same coordinates (``data_loss`` records the recreation), where the MERGE would

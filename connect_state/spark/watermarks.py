@@ -5,8 +5,7 @@ batch's table writes (:meth:`connect_state.spark.foldjob.FoldWriter.record_water
 tables. As a Spark MERGE, that was a third Delta commit per batch and 2.4–3.0 s of driver work for a few rows, on two
 cores shared by every query (``bench/RESULTS.md``, issue 11 §3). The same MERGE through delta-rs (no JVM) takes tens of
 milliseconds. As for the ``leases`` table (:mod:`connect_state.tables.lease_store`), Spark does not write this table
-where
-``deltalake`` can, so its writers are all of one kind. The API and the tests read it like any other table.
+where ``deltalake`` can, so its writers are all of one kind. The API and the tests read it like any other table.
 
 **Where ``deltalake`` cannot commit** (a Databricks Unity Catalog volume or DBFS, FUSE mounts with neither rename nor
 link: :attr:`connect_state.core.storage.Location.deltalake_commits`), :class:`SparkWatermarkStore` writes the same rows

@@ -13,12 +13,12 @@ the driver's micro-batches are doing. A Spark MERGE on a busy driver took longer
 API reads it; Spark never touches it.
 
 **The write is a compare-and-set.** :class:`DeltaLeaseStore` commits the row
-:func:`connect_state.leases.decisions.decide`
-proposes with a MERGE on the table version the decision was read from, matching only the row decided on (same holder,
-epoch and expiry), with no commit retries: if any other commit landed since the read (another instance's takeover or
-renewal), the commit fails and the keeper reads and decides again. Delta commits are put-if-absent of the next log
-file: atomic on a local disk (delta-rs links the file into place) and on object stores with a locking provider (S3
-needs one, as for Spark's multi-driver writes; see the README). Every successful write is read back as well.
+:func:`connect_state.leases.decisions.decide` proposes with a MERGE on the table version the decision was read from,
+matching only the row decided on (same holder, epoch and expiry), with no commit retries: if any other commit landed
+since the read (another instance's takeover or renewal), the commit fails and the keeper reads and decides again. Delta
+commits are put-if-absent of the next log file: atomic on a local disk (delta-rs links the file into place) and on
+object stores with a locking provider (S3 needs one, as for Spark's multi-driver writes; see the README). Every
+successful write is read back as well.
 
 The table gets a commit per renewal: its log is kept a day (``delta.logRetentionDuration``, with checkpoints) and the
 holder vacuums it about once an hour (files older than an hour).
@@ -84,8 +84,7 @@ def lease_timing(settings: Settings) -> LeaseTiming:
 class DeltaLeaseStore:
     """The ``leases`` table under ``delta.root``, read and written with ``deltalake``
     (:class:`~connect_state.leases.decisions.LeaseStore`): :meth:`write` commits on the version :meth:`read` last saw,
-    or not at
-    all. One store per keeper (it remembers that version)."""
+    or not at all. One store per keeper (it remembers that version)."""
 
     def __init__(self, settings: Settings) -> None:
         self.path = str(settings.delta_root / LEASES.name)

@@ -2,8 +2,7 @@
 
 The ``connectors`` table is created with ``deltalake`` under ``tmp_path`` in the schema of
 :data:`connect_state.tables.schemas.CONNECTORS` (the Spark job writes the same); Kafka is replaced by an in-memory
-writer that
-records every send, so the exact records, their order and the topic can be checked.
+writer that records every send, so the exact records, their order and the topic can be checked.
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 ``GET /connectors/<name>/deletions`` (api/deletions.py).
 
 Tables are written with ``deltalake`` in the schemas of :mod:`connect_state.tables.schemas`; Kafka is an in-memory
-writer that
-records every send.
+writer that records every send.
 """
 
 from __future__ import annotations

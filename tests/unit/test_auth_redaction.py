@@ -1,7 +1,6 @@
 """Secrets redacted at the API's edge (connect_state/security/redaction.py, issue 13): every GET route is called with
-tables
-whose configs hold a secret, and no answer may contain it; ConfigProvider references are shown as they are; a config
-without secrets is answered as Connect answers it."""
+tables whose configs hold a secret, and no answer may contain it; ConfigProvider references are shown as they are; a
+config without secrets is answered as Connect answers it."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """KIP-883 cleanup planning (connect_state/cleanup/reconciler.py): steps, the recreated-connector rule, backoff,
-outcomes, hooks,
-and the ``deleted`` event of the connector-state fold that feeds it."""
+outcomes, hooks, and the ``deleted`` event of the connector-state fold that feeds it."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The fault-injection hook (connect_state/core/faults.py): ``CONNECT_STATE_FAULT_INJECT=<point>[:<n>]`` kills the
-process
-the n-th time it reaches the point; unset, nothing happens."""
+process the n-th time it reaches the point; unset, nothing happens."""
 
 from __future__ import annotations
 

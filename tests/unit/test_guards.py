@@ -1,6 +1,5 @@
 """No confused deputy (connect_state/security/guards.py, issue 13): names from a connector's config are checked before
-we act
-on them, purely, and at each call site: PATCH/DELETE offsets (groups, offsets topics), the heartbeat emitter, the
+we act on them, purely, and at each call site: PATCH/DELETE offsets (groups, offsets topics), the heartbeat emitter, the
 offsets job's topics."""
 
 from __future__ import annotations

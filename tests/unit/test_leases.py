@@ -1,6 +1,6 @@
 """Leases (connect_state/leases/decisions.py, connect_state/tables/lease_store.py, api/leases.py) without Spark: the
-decisions, the
-keeper on an in-memory compare-and-set store (races, takeover, fencing, release), the leased task, ``GET /leases``."""
+decisions, the keeper on an in-memory compare-and-set store (races, takeover, fencing, release), the leased task,
+``GET /leases``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Kafka positions of a streaming query (connect_state/progress/positions.py): an offsets-log entry's positions, the
-watermark
-rows, and the data losses told from two offsets-log entries and the partitions' log starts."""
+watermark rows, and the data losses told from two offsets-log entries and the partitions' log starts."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """connect_state/tables/reader.py: a table version's rows are read file by file, and a new version reads only the files
-it added
-(issue 11 §4); what the reader answers after any sequence of commits is what a full read of the table gives."""
+it added (issue 11 §4); what the reader answers after any sequence of commits is what a full read of the table gives."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """connect_state/tables/reader.py: a local table's snapshot is kept while its log has no new commit (two stats), and
-reloaded as soon
-as it has one, or when the table was removed and written again (same version numbers, other files)."""
+reloaded as soon as it has one, or when the table was removed and written again (same version numbers, other files)."""
 
 from __future__ import annotations
 
