@@ -22,7 +22,7 @@ export SPARK_LOCAL_IP        ?= 127.0.0.1
 help:
 	@echo "make run     set everything up and start broker, Connect worker, demo connectors, jobs and API"
 	@echo "make test    set everything up and run the test suite"
-	@echo "make lint    ruff check + format check + mypy;  make bench  run the benchmarks;  make clean  remove var/"
+	@echo "make lint    ruff check + format check + mypy + import layers;  make bench  run the benchmarks;  make clean  remove var/"
 	@echo "make cluster-env  the jobs' packed Python environment and jars for spark-submit on a cluster (README)"
 
 # `make run` needs the package with its spark extra and the jars; `make test` also the test, lint and packing tools and
@@ -46,7 +46,7 @@ $(CONSTRAINTS): conf/versions.env
 	  "pytest==$(PYTEST_VERSION)" "pytest-timeout==$(PYTEST_TIMEOUT_VERSION)" "pytest-xdist==$(PYTEST_XDIST_VERSION)" \
 	  "requests==$(REQUESTS_VERSION)" \
 	  "ruff==$(RUFF_VERSION)" "mypy==$(MYPY_VERSION)" "pandas-stubs==$(PANDAS_STUBS_VERSION)" \
-	  "types-requests==$(TYPES_REQUESTS_VERSION)" "pyyaml==$(PYYAML_VERSION)" \
+	  "types-requests==$(TYPES_REQUESTS_VERSION)" "import-linter==$(IMPORT_LINTER_VERSION)" "pyyaml==$(PYYAML_VERSION)" \
 	  "databricks-bundles==$(DATABRICKS_BUNDLES_VERSION)" \
 	  "prometheus-client==$(PROMETHEUS_CLIENT_VERSION)" "javaproperties==$(JAVAPROPERTIES_VERSION)" \
 	  "tenacity==$(TENACITY_VERSION)" "selenium==$(SELENIUM_VERSION)" \
@@ -119,6 +119,7 @@ lint: dev-venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	scripts/typecheck.sh
+	scripts/lint_imports.sh
 
 format: dev-venv
 	$(VENV)/bin/ruff check --fix .

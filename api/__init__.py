@@ -1,6 +1,6 @@
 """connect-state's REST API: Connect's endpoints answered from our Delta tables, writes sent to Kafka.
 
-The request path never starts a JVM: tables are read with ``deltalake`` (:mod:`connect_state.api.tables`), records
+The request path never starts a JVM: tables are read with ``deltalake`` (:mod:`connect_state.tables.reader`), records
 are written with kafka-python (:mod:`connect_state.kafka`). Serve it with ``connect-state-api``
 (:mod:`connect_state.api.server`).
 """
@@ -12,9 +12,9 @@ from flask import Flask
 from connect_state.api.errors import register_error_handlers
 from connect_state.api.resources import AppResources, RecordWriter, TableSource, app_resources, init_app
 from connect_state.api.routing import ConnectStateFlask
+from connect_state.core.settings import Settings, load_settings
 from connect_state.kafka.follower import TopicFollower
 from connect_state.kafka.log import TopicLog
-from connect_state.settings import Settings, load_settings
 
 
 def create_app(
@@ -28,8 +28,8 @@ def create_app(
 ) -> Flask:
     """The Flask app (application factory).
 
-    ``settings`` default to :func:`connect_state.settings.load_settings`; ``table_reader`` to a
-    :class:`connect_state.api.tables.TableReader` on ``delta.root``. Without ``writer`` the app creates one
+    ``settings`` default to :func:`connect_state.core.settings.load_settings`; ``table_reader`` to a
+    :class:`connect_state.tables.reader.TableReader` on ``delta.root``. Without ``writer`` the app creates one
     :class:`~connect_state.kafka.InternalTopicWriter` on the first write and closes it in
     :func:`close_app` (or at exit); a ``writer`` passed in stays the caller's to close. Likewise the Kafka readers of
     the fresh view and the lag header (:mod:`connect_state.kafka.log`), unless ``topics`` is given (it then serves

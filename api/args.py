@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import request
 
 from connect_state.api.errors import ConnectRestException
-from connect_state.history import parse_time
+from connect_state.tables.history import parse_time
 
 
 def time_arg(name: str) -> int | None:

@@ -1,5 +1,5 @@
 """Audit trail (issue 13): every write, and every refusal, becomes one row: who, when, from where, what, the outcome,
-the connector's state before the write; kept in the Delta table ``audit`` (:data:`connect_state.tables.AUDIT`).
+the connector's state before the write; kept in the Delta table ``audit`` (:data:`connect_state.tables.schemas.AUDIT`).
 
 A row is written after the answer is decided, for every request whose method writes (``POST``, ``PUT``, ``PATCH``,
 ``DELETE``: allowed, refused or failed) and for every 401 or 403 of any method::
@@ -15,17 +15,17 @@ A row is written after the answer is decided, for every request whose method wri
 error's message), and ``written``: each Kafka record the request wrote (topic, partition, offset, key, tombstone;
 plus ``transactional_id`` for a record written in a transaction), each consumer-group change (group, call,
 partitions) and each round of zombie fencing (``fenced``: the transactional ids). The body is the request's JSON
-with secrets redacted (:func:`connect_state.redaction.redact_json`). ``target_state_before`` /
+with secrets redacted (:func:`connect_state.security.redaction.redact_json`). ``target_state_before`` /
 ``connector_state_before``: the connector's row of the ``connectors`` table when the request arrived (authorized
 requests: before anything is written; null when the connector or the table is unknown). ``id`` is unique per row.
 
 Where rows go: the log (logger ``connect_state.api.audit``, always); ``api.audit.file``, appended and fsynced before
 the answer leaves; the Kafka topic ``api.audit.topic`` (keyed by connector), when set; and, with a file and
 ``api.audit.table=true`` (the default), the Delta table ``audit`` under ``delta.root`` (local or object store, opened
-with the API's storage options: :class:`connect_state.api.tables.TableReader`). The file is the table's write-ahead
-spool: :class:`AuditTable` appends the lines past its mark (``<file>.flushed``: byte offset and inode) to the
-table, skipping ids the table already has, then moves the mark; a background thread does it every
-``api.audit.flush.interval.ms`` (``0``: after each audited request), starting in each serving process (replaying
+with the API's storage options: :class:`connect_state.tables.reader.TableReader`). The file is the table's write-ahead
+spool: :class:`~connect_state.tables.audit_table.AuditTable` appends the lines past its mark (``<file>.flushed``: byte
+offset and inode) to the table, skipping ids the table already has, then moves the mark; a background thread does it
+every ``api.audit.flush.interval.ms`` (``0``: after each audited request), starting in each serving process (replaying
 what an earlier process left unflushed). A crash between the append and the mark replays rows the id check then
 skips; Kafka or the object store being away only delays the flush. Processes sharing a spool serialise their
 flushes with ``flock`` on ``<file>.lock``. A failing sink is logged and never changes the answer.
@@ -38,8 +38,6 @@ ISO-8601), at most ``limit`` newest (default 100, at most 10000): ``{"total": <r
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -52,8 +50,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-from deltalake import write_deltalake
 from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
@@ -62,15 +58,14 @@ from connect_state.api.auth import current_principal, required_role
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.limits import WRITE_METHODS, json_depth
 from connect_state.api.resources import app_resources, get_settings
-from connect_state.api.tables import TableReader
-from connect_state.errors import ConnectStateError, TableNotFoundError
-from connect_state.history import parse_time
-from connect_state.redaction import redact_json, settings_patterns
-from connect_state.settings import Settings
-from connect_state.storage import deltalake_options
-from connect_state.tables import AUDIT, CONNECTORS
+from connect_state.core.errors import ConnectStateError
+from connect_state.core.settings import Settings
+from connect_state.security.redaction import redact_json, settings_patterns
+from connect_state.tables.audit_table import AuditTable, iso_time
+from connect_state.tables.history import parse_time
+from connect_state.tables.schemas import CONNECTORS
 
-__all__ = ["AuditTable", "AuditTrail", "Outcome", "bp", "init_app", "outcome_of"]
+__all__ = ["AuditTrail", "Outcome", "bp", "init_app", "outcome_of"]
 
 log = logging.getLogger("connect_state.api.audit")
 
@@ -183,158 +178,6 @@ class AuditTrail:
                 )
             except ConnectStateError as err:
                 log.error("Cannot send the audit row to topic %s: %s", self.topic, err)
-
-
-def row_id(row: Mapping[str, Any], line: str) -> str:
-    """A row's id; a line written before rows had ids gets one derived from its bytes (stable across replays)."""
-    value = row.get("id")
-    return value if isinstance(value, str) and value else hashlib.sha256(line.encode("utf-8")).hexdigest()[:32]
-
-
-def _time_us(text: str) -> int:
-    parsed = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    delta = parsed - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def _iso(at: datetime) -> str:
-    return at.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def _json_or_none(value: object) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def to_table_rows(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
-    """Audit rows (the JSON form) as the table's Arrow rows."""
-    columns: dict[str, list[Any]] = {name: [] for name in AUDIT.column_names}
-    for row in rows:
-        for name in AUDIT.column_names:
-            value = row.get(name)
-            if name == "time":
-                value = _time_us(str(value))
-            elif name in ("body", "written"):
-                value = _json_or_none(value)
-            elif name == "status":  # a hand-edited line must not block the spool
-                value = value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1000 else None
-            elif value is not None:
-                value = str(value)
-            columns[name].append(value)
-    return pa.Table.from_pydict(columns, schema=AUDIT.schema)
-
-
-def from_table_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A table row in the JSON form of a spool line."""
-    out = dict(row)
-    at = out.get("time")
-    out["time"] = _iso(at) if isinstance(at, datetime) else at
-    for name in ("body", "written"):
-        text = out.get(name)
-        out[name] = json.loads(text) if isinstance(text, str) else text
-    if out["written"] is None:
-        out["written"] = []
-    return out
-
-
-class AuditTable:
-    """The Delta table ``audit`` fed from the spool file ``spool`` (see the module's docstring)."""
-
-    def __init__(self, settings: Settings, spool: Path) -> None:
-        self.reader = TableReader(settings.delta_root, deltalake_options(settings))
-        self.location = str(self.reader.path(AUDIT))
-        self.spool = spool
-        self.mark = spool.with_name(spool.name + ".flushed")
-        self.lock_file = spool.with_name(spool.name + ".lock")
-        self._lock = threading.Lock()
-
-    def forked(self) -> None:
-        self._lock = threading.Lock()
-        self.reader = TableReader(self.reader.delta_root, self.reader.storage_options)
-
-    def flushed_offset(self) -> int:
-        """The spool's byte offset up to which every line is in the table: the mark ``"<offset> <inode>"``, 0 when
-        the spool is another file than the one marked (rotated) or shorter than the mark."""
-        try:
-            offset_text, _, inode_text = self.mark.read_text().strip().partition(" ")
-            offset, inode = int(offset_text or 0), int(inode_text or -1)
-            stat = self.spool.stat()
-        except (OSError, ValueError):
-            return 0
-        return offset if inode == stat.st_ino and 0 <= offset <= stat.st_size else 0
-
-    def spooled(self, start: int) -> tuple[list[dict[str, Any]], int]:
-        """The spool's complete lines from byte ``start`` as rows (with ids), and the offset after the last one."""
-        try:
-            with self.spool.open("rb") as file:
-                file.seek(start)
-                data = file.read()
-        except FileNotFoundError:
-            return [], start
-        end = data.rfind(b"\n") + 1
-        rows = []
-        for raw in data[:end].splitlines():
-            line = raw.decode("utf-8", errors="replace")
-            try:
-                row = json.loads(line)
-                _time_us(row["time"])
-            except (ValueError, KeyError, TypeError, AttributeError):
-                continue  # a torn line after a crash (ended by the next start)
-            if isinstance(row, dict):
-                row["id"] = row_id(row, line)
-                rows.append(row)
-        return rows, start + end
-
-    def ids_in_table(self, ids: Sequence[str]) -> set[str]:
-        if not ids:
-            return set()
-        try:
-            table = self.reader.table(AUDIT)
-        except TableNotFoundError:
-            return set()
-        found = table.to_pyarrow_table(columns=["id"], filters=[("id", "in", list(ids))])
-        return {value for value in found.column("id").to_pylist() if value is not None}
-
-    def flush(self) -> int:
-        """Append the spool's unflushed rows the table does not have yet, then move the mark; the rows appended."""
-        if not self.spool.exists():
-            return 0
-        with self._lock, self.lock_file.open("a") as lock:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-            start = self.flushed_offset()
-            rows, end = self.spooled(start)
-            present = self.ids_in_table([row["id"] for row in rows])
-            new: dict[str, dict[str, Any]] = {}
-            for row in rows:
-                if row["id"] not in present:
-                    new.setdefault(row["id"], row)
-            if new:
-                write_deltalake(
-                    self.location,
-                    to_table_rows(list(new.values())),
-                    mode="append",
-                    storage_options=self.reader.storage_options or None,
-                )
-            if end != start:
-                temporary = self.mark.with_name(self.mark.name + ".tmp")
-                with temporary.open("w") as out:
-                    out.write(f"{end} {self.spool.stat().st_ino}")
-                    out.flush()
-                    os.fsync(out.fileno())
-                os.replace(temporary, self.mark)
-            return len(new)
-
-    def rows(self) -> list[dict[str, Any]]:
-        """Every row: the table's, then the spool's unflushed ones the table does not have, oldest first."""
-        start = self.flushed_offset()  # before the table: a flush in between leaves rows in both, deduplicated
-        try:
-            stored = [from_table_row(row) for row in self.reader.rows(AUDIT)]
-        except TableNotFoundError:
-            stored = []
-        ids = {row["id"] for row in stored}
-        pending = [row for row in self.spooled(start)[0] if row["id"] not in ids]
-        return sorted([*stored, *pending], key=lambda row: _time_us(row["time"]))
 
 
 class RecordingProxy:
@@ -470,7 +313,7 @@ def audit_row(settings: Settings, response: Response) -> dict[str, Any]:
     target_state, connector_state = g.get("audit_state_before") or connector_state_before()
     return {
         "id": uuid.uuid4().hex,
-        "time": _iso(datetime.now(UTC)),
+        "time": iso_time(datetime.now(UTC)),
         "principal": principal.name if principal else None,
         "auth": principal.method.value if principal else None,
         "remote_addr": request.remote_addr,

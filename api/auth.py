@@ -46,8 +46,8 @@ from flask import Flask, g, request
 
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.passwords import hash_token, verify_password
-from connect_state.errors import ConfigError
-from connect_state.settings import Settings
+from connect_state.core.errors import ConfigError
+from connect_state.core.settings import Settings
 
 __all__ = [
     "ANONYMOUS",

@@ -14,8 +14,8 @@
   (``AbstractHerder.taskStatus``: the status store only, no config check).
 
 Like ``GET /connectors/<name>/status``, these read the tables, which lag the topics by a micro-batch. Unlike Connect,
-configs come with their secrets redacted (:mod:`connect_state.redaction`, issue 13): a config without secret keys is
-answered byte for byte as Connect answers it.
+configs come with their secrets redacted (:mod:`connect_state.security.redaction`, issue 13): a config without secret
+keys is answered byte for byte as Connect answers it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from connect_state.api.errors import ConnectRestException
 from connect_state.api.resources import get_settings
 from connect_state.api.rows import configured_row, redacted, redacted_info, status_row
 from connect_state.connect import rest
-from connect_state.errors import KafkaWriteError
+from connect_state.core.errors import KafkaWriteError
 
 bp = Blueprint("connect_read", __name__)
 

@@ -35,7 +35,7 @@ from connect_state.api.herder_io import get_herder
 from connect_state.api.resources import get_tables
 from connect_state.api.rows import expanded_connectors, is_configured, status_row
 from connect_state.connect.rest import connector_state_info, status_not_found_message
-from connect_state.tables import CONNECTORS
+from connect_state.tables.schemas import CONNECTORS
 
 bp = Blueprint("connectors", __name__, url_prefix="/connectors")
 

@@ -21,9 +21,9 @@ from flask import Blueprint, Response, current_app, jsonify
 
 from connect_state.api.args import limit_arg
 from connect_state.api.resources import get_settings, get_tables
-from connect_state.errors import TableNotFoundError
-from connect_state.redaction import redact_json, settings_patterns
-from connect_state.tables import CONNECTOR_EVENTS, SOURCE_OFFSETS_HISTORY, TableSpec, epoch_ms
+from connect_state.core.errors import TableNotFoundError
+from connect_state.security.redaction import redact_json, settings_patterns
+from connect_state.tables.schemas import CONNECTOR_EVENTS, SOURCE_OFFSETS_HISTORY, TableSpec, epoch_ms
 
 bp = Blueprint("dashboard", __name__)
 

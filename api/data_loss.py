@@ -2,7 +2,7 @@
 
 Connect has no such endpoint. A streaming query that finds records gone before it read them (retention or
 ``deleteRecords`` past its checkpoint, a deleted or recreated topic) goes on from the earliest offset still there and
-records what it lost (:mod:`connect_state.positions`). The answer is 200 with every loss, newest first::
+records what it lost (:mod:`connect_state.progress.positions`). The answer is 200 with every loss, newest first::
 
     {"data_loss": [{"query": "source_offsets", "topic": "own-offsets", "partition": 0, "expected_offset": 12,
                     "earliest_offset": null, "cause": "partition_gone", "batch_id": 7,
@@ -21,7 +21,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from connect_state.api.resources import get_tables
-from connect_state.tables import DATA_LOSS
+from connect_state.tables.schemas import DATA_LOSS
 
 bp = Blueprint("data_loss", __name__)
 

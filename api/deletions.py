@@ -26,9 +26,9 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 
 from connect_state.api.resources import get_settings, get_tables
-from connect_state.cleanup import FAILED, PENDING, step_order
-from connect_state.redaction import redact_config, settings_patterns
-from connect_state.tables import CONNECTOR_DELETIONS
+from connect_state.cleanup.reconciler import FAILED, PENDING, step_order
+from connect_state.security.redaction import redact_config, settings_patterns
+from connect_state.tables.schemas import CONNECTOR_DELETIONS
 
 bp = Blueprint("deletions", __name__, url_prefix="/connectors")
 

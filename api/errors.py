@@ -9,11 +9,11 @@ as ``ConnectExceptionMapper`` writes it (the body and Connect's messages are in 
   other HTTP error likewise ``"HTTP <code> <reason>"``);
 * a :class:`~connect_state.herder.HerderError` -> the status of its class (:data:`HERDER_STATUS`: 404
   ``NotFoundError``, 400 ``BadRequestError``, 403, 409, 503, 500 ``ConnectError``, 501), with its message;
-* :class:`~connect_state.guards.GuardRefusal` (a connector config naming a topic or group we refuse to act on) ->
-  400 with its message;
-* :class:`~connect_state.errors.TableNotFoundError` -> 503, saying which table is missing and which job creates it;
-* :class:`~connect_state.errors.KafkaWriteError` and anything else -> 500 with the exception's message (null when it
-  has none), logged with its traceback.
+* :class:`~connect_state.security.guards.GuardRefusal` (a connector config naming a topic or group we refuse to act on)
+  -> 400 with its message;
+* :class:`~connect_state.core.errors.TableNotFoundError` -> 503, saying which table is missing and which job creates it;
+* :class:`~connect_state.core.errors.KafkaWriteError` and anything else -> 500 with the exception's message (null when
+  it has none), logged with its traceback.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from flask import Flask, Response, current_app, jsonify
 from werkzeug.exceptions import HTTPException
 
 from connect_state.connect.rest import error_message, http_error_message
-from connect_state.errors import KafkaWriteError, TableNotFoundError
-from connect_state.guards import GuardRefusal
+from connect_state.core.errors import KafkaWriteError, TableNotFoundError
 from connect_state.herder import errors as herder
+from connect_state.security.guards import GuardRefusal
 
 
 class ConnectRestException(Exception):

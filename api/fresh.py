@@ -30,7 +30,7 @@ from typing import Any
 
 from connect_state.api.resources import app_resources, get_settings
 from connect_state.connect.offset_stores import ConnectorOffsetStores
-from connect_state.errors import (
+from connect_state.core.errors import (
     KafkaUnavailableError,
     KafkaWriteError,
     RecordFormatError,
@@ -43,7 +43,7 @@ from connect_state.folds import source_offsets as offsets_fold
 from connect_state.folds.config_snapshot import ConnectorConfigView
 from connect_state.herder import KafkaUnreachableError, NotEstablishedError
 from connect_state.kafka.log import LogRecord
-from connect_state.tables import ACTIVE_TOPICS, SOURCE_OFFSETS, WATERMARKS, TableSpec
+from connect_state.tables.schemas import ACTIVE_TOPICS, SOURCE_OFFSETS, WATERMARKS, TableSpec
 
 SOURCE_ROW_COLUMNS = ["connector", "offsets_topic", "partition", "key", "offset", "value", "listed"]
 

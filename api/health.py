@@ -3,7 +3,7 @@
 Connect answers ``{"status": ..., "message": ...}`` with 200 ``healthy`` once the worker has started, 503 ``starting``
 while it still reads its internal topics to their end, 500 ``unhealthy`` when it could not answer in time. Ours has the
 same three answers and messages (Connect's ``WorkerStatus``), decided from how far behind its topics each table is
-(:func:`current_lags`: the numbers of the ``X-Connect-State-Lag`` header, :mod:`connect_state.freshness`):
+(:func:`current_lags`: the numbers of the ``X-Connect-State-Lag`` header, :mod:`connect_state.progress.freshness`):
 
 * 503 ``starting``: a table some query folds has no watermark yet (its job has not committed its first batch) while
   its topics hold records;
@@ -25,10 +25,10 @@ from flask import Blueprint, Response, jsonify
 
 from connect_state.api.lag import watermarks
 from connect_state.api.resources import app_resources, get_settings
-from connect_state.errors import KafkaWriteError, TopicNotFoundError
-from connect_state.freshness import Partition, TableLag, Watermark, query_topics, table_lag
+from connect_state.core.errors import KafkaWriteError, TopicNotFoundError
 from connect_state.kafka.log import TopicLog
-from connect_state.tables import TABLE_QUERIES, now_ms
+from connect_state.progress.freshness import Partition, TableLag, Watermark, query_topics, table_lag
+from connect_state.tables.schemas import TABLE_QUERIES, now_ms
 
 bp = Blueprint("health", __name__)
 

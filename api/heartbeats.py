@@ -31,8 +31,8 @@ from flask import Blueprint, Response, jsonify
 
 from connect_state.api.args import limit_arg
 from connect_state.api.resources import get_tables
-from connect_state.folds.heartbeats import due_at, idle_ms
-from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY, epoch_ms, now_ms
+from connect_state.heartbeats.fold import due_at, idle_ms
+from connect_state.tables.schemas import HEARTBEATS, SOURCE_PARTITION_ACTIVITY, epoch_ms, now_ms
 
 bp = Blueprint("heartbeats", __name__, url_prefix="/connectors")
 

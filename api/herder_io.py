@@ -11,9 +11,9 @@ from flask import g
 from connect_state.api import rows
 from connect_state.api.fresh import fresh_active_topics, fresh_connector, fresh_source_rows
 from connect_state.api.resources import get_admin, get_settings, get_tables, get_writer
-from connect_state.errors import TableNotFoundError
+from connect_state.core.errors import TableNotFoundError
 from connect_state.herder import Herder
-from connect_state.tables import CONNECTORS, SINK_OFFSETS, TableSpec
+from connect_state.tables.schemas import CONNECTORS, SINK_OFFSETS, TableSpec
 
 
 def _rows(spec: TableSpec, columns: list[str], filters: list[tuple[str, str, object]] | None = None) -> list[Any]:

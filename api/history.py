@@ -1,4 +1,4 @@
-"""History that Connect cannot answer (issue 14), from the tables' history rows (:mod:`connect_state.history`).
+"""History that Connect cannot answer (issue 14), from the tables' history rows (:mod:`connect_state.tables.history`).
 
 * ``GET /connectors/<name>/events?kind=<event>&since=<t>&until=<t>&limit=<n>&offset=<n>``: the connector's timeline
   from ``connector_events`` (state changes, config changes, task commits, deletions), oldest first, paged
@@ -11,7 +11,7 @@
 * ``GET /connectors/<name>/history/offsets/partition?partition=<json>``: every offset record of one partition (a
   source partition map, or ``{"kafka_topic":...,"kafka_partition":...}`` for a sink).
 * ``GET /connectors/<name>/history/configs``: the config versions with what changed between them, secrets redacted
-  (:func:`connect_state.redaction.redact_config`, patterns from ``api.redact.patterns``).
+  (:func:`connect_state.security.redaction.redact_config`, patterns from ``api.redact.patterns``).
 * ``GET /topics/<topic>/connectors``: which connectors use or used a topic, first and last seen.
 * ``GET /rejected-records?topic=<t>&limit=<n>&offset=<n>``: the quarantined records (``rejected_records``), key and
   value base64, values redacted for a reader without ``admin`` (:mod:`connect_state.api.redacted_records`).
@@ -28,7 +28,6 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from connect_state import history
 from connect_state.api.args import time_arg
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.redacted_records import redact_rejected_records
@@ -37,8 +36,9 @@ from connect_state.api.rows import connector_row
 from connect_state.connect.offset_stores import connector_consumer_group
 from connect_state.connect.rest import connector_not_found_message
 from connect_state.folds.connector_states import EVENTS
-from connect_state.redaction import redact_config, settings_patterns
-from connect_state.tables import (
+from connect_state.security.redaction import redact_config, settings_patterns
+from connect_state.tables import history
+from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
     CONNECTOR_EVENTS,

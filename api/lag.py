@@ -2,11 +2,12 @@
 
 After a GET, for every table the view read (:func:`~connect_state.api.resources.tables_served`), the header says how
 many records of the table's topics are not folded into it yet and how old its view is
-(:mod:`connect_state.freshness` has the format). The inputs are the ``watermarks`` table (read like any table, from
-its in-memory snapshot) and the topics' start and end offsets from :meth:`~connect_state.api.resources.AppResources.
-offsets_cache`: asked at most once per ``api.lag.cache.ms`` and within ``api.lag.timeout.ms``, so a GET stays cheap
-and answers from the tables even while Kafka is away (the header then says ``unknown``). A table answered with the
-records the API follows past its watermark (:mod:`connect_state.api.live`) counts from the follower's positions.
+(:mod:`connect_state.progress.freshness` has the format). The inputs are the ``watermarks`` table (read like any table,
+from its in-memory snapshot) and the topics' start and end offsets from
+:meth:`~connect_state.api.resources.AppResources.offsets_cache`: asked at most once per ``api.lag.cache.ms`` and within
+``api.lag.timeout.ms``, so a GET stays cheap and answers from the tables even while Kafka is away (the header then says
+``unknown``). A table answered with the records the API follows past its watermark (:mod:`connect_state.api.live`)
+counts from the follower's positions.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from flask import Flask, Response, current_app, request
 
 from connect_state.api.live import followed_positions
 from connect_state.api.resources import app_resources, get_settings, tables_served
-from connect_state.errors import TableNotFoundError
-from connect_state.freshness import HEADER, TableLag, Watermark, format_lag_header, query_topics, table_lag
-from connect_state.tables import TABLE_QUERIES, WATERMARKS, epoch_ms, now_ms
+from connect_state.core.errors import TableNotFoundError
+from connect_state.progress.freshness import HEADER, TableLag, Watermark, format_lag_header, query_topics, table_lag
+from connect_state.tables.schemas import TABLE_QUERIES, WATERMARKS, epoch_ms, now_ms
 
 
 def watermarks() -> list[Watermark]:

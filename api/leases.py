@@ -1,7 +1,7 @@
 """Who runs the jobs that must not run twice: ``GET /leases`` and ``GET /leases/<name>`` from the ``leases`` table.
 
 Connect has no such endpoint. The cleanup and heartbeats jobs act only while they hold their lease
-(:mod:`connect_state.leases`); a second instance waits. The answer is 200::
+(:mod:`connect_state.leases.decisions`); a second instance waits. The answer is 200::
 
     {"leases": [{"name": "cleanup", "holder": "cleanup@host-1:4242:9f2c1a7e", "epoch": 3,
                  "acquired_at": 1767225600000, "renewed_at": 1767225660000, "expires_at": 1767225690000,
@@ -22,9 +22,9 @@ from flask import Blueprint, Response, jsonify
 
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.resources import app_resources
-from connect_state.errors import TableNotFoundError
-from connect_state.leases import Lease, current_lease
-from connect_state.tables import LEASES, epoch_ms, now_ms
+from connect_state.core.errors import TableNotFoundError
+from connect_state.leases.decisions import Lease, current_lease
+from connect_state.tables.schemas import LEASES, epoch_ms, now_ms
 
 bp = Blueprint("leases", __name__)
 

@@ -20,7 +20,7 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
 from connect_state.api.errors import ConnectRestException, error_response
-from connect_state.settings import Settings
+from connect_state.core.settings import Settings
 
 __all__ = ["init_app", "json_depth", "too_deep_message"]
 

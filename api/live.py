@@ -25,7 +25,7 @@ follows the worker's status and offsets topics in the background, and from a sec
 * from above: the rows may be newer than the watermark (a batch committed between the two reads, or its tables
   committed before its watermark), so the follower must hold every record the rows reflect: it must have caught up
   with the topics' end after the rows' last commit (:meth:`~connect_state.kafka.follower.TopicFollower.
-  caught_up_as_of` against :meth:`~connect_state.api.tables.TableReader.rows_as_of`: that commit's timestamp plus a
+  caught_up_as_of` against :meth:`~connect_state.tables.reader.TableReader.rows_as_of`: that commit's timestamp plus a
   margin for the job's clock, or the rows' load when that is earlier).
 
 The records between the watermark and the rows' version are then folded again, which these last-writer-wins folds
@@ -44,7 +44,7 @@ from flask import g
 
 from connect_state.api.fresh import offset_records, query_watermarks, sink_records, topic_records
 from connect_state.api.resources import app_resources, get_settings, get_tables
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
 from connect_state.folds import active_topics as topics_fold
 from connect_state.folds import sink_offsets as sinks_fold
 from connect_state.folds import source_offsets as offsets_fold
@@ -52,7 +52,14 @@ from connect_state.folds.connector_states import ConnectorRecord, fold_status_pa
 from connect_state.formats.status import TopicStatusKey, parse_status_record
 from connect_state.kafka.follower import TopicFollower
 from connect_state.kafka.log import LogRecord, Partition
-from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS, TABLE_QUERIES, TableSpec
+from connect_state.tables.schemas import (
+    ACTIVE_TOPICS,
+    CONNECTORS,
+    SINK_OFFSETS,
+    SOURCE_OFFSETS,
+    TABLE_QUERIES,
+    TableSpec,
+)
 
 Rows = list[dict[str, Any]]
 T = TypeVar("T")
@@ -62,9 +69,9 @@ def _rows_and_followed(
     spec: TableSpec, topic: str, connector: str, read_rows: Callable[[], T], follower: TopicFollower | None = None
 ) -> tuple[T, list[LogRecord] | None]:
     """``read_rows()`` and the followed records of ``connector`` in ``topic`` past the watermark of the query that
-    folds ``spec`` (:data:`~connect_state.tables.TABLE_QUERIES`; ``follower``: the app's follower of the status and
-    offsets topics unless given), or None
-    for the records when they cannot be folded over those rows (see the module docstring):
+    folds ``spec`` (:data:`~connect_state.tables.schemas.TABLE_QUERIES`; ``follower``: the app's follower of the status
+    and offsets topics unless given), or None for the records when they cannot be folded over those rows (see the module
+    docstring):
 
     * the follower does not hold every record past the watermark (a partition it does not follow, or that has no
       watermark: nothing folded from it yet, while the follower started at its end; a watermark older than what it

@@ -28,7 +28,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from connect_state.api.health import current_lags
 from connect_state.api.lag import watermarks
 from connect_state.api.limits import WRITE_METHODS
-from connect_state.tables import TABLE_QUERIES
+from connect_state.tables.schemas import TABLE_QUERIES
 
 bp = Blueprint("metrics", __name__)
 

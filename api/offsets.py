@@ -59,11 +59,11 @@ from connect_state.connect.offset_stores import (
     source_connector_offsets_checked,
 )
 from connect_state.connect.rest import connector_offsets
-from connect_state.connect.vocabulary import ConnectorType
+from connect_state.core.vocabulary import ConnectorType
 from connect_state.formats import jsonconv
 from connect_state.formats.offsets import BadOffsetsRequest, parse_offsets_request, sink_offset, sink_partition
 from connect_state.herder import OffsetsChange, row_config
-from connect_state.tables import SINK_OFFSETS, SOURCE_OFFSETS
+from connect_state.tables.schemas import SINK_OFFSETS, SOURCE_OFFSETS
 
 bp = Blueprint("offsets", __name__, url_prefix="/connectors")
 

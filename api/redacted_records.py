@@ -1,12 +1,12 @@
 """Quarantined records as a reader may see them (issue 33): secrets redacted for anyone without the role ``admin``.
 
 ``GET /rejected-records`` shows the bytes of the records the jobs quarantined. Those of Connect's config topic are
-connector and task configs, or the workers' session key: every secret of a connector may be in them. A principal
-without ``admin`` (:func:`sees_secrets`) gets each value redacted as the API redacts configs
-(:func:`connect_state.redaction.redact_record_value`): a JSON value with its secret keys hidden and the credentials of
-URIs masked, the session key's ``key`` hidden, a config-topic value that is not JSON withheld (``"value": null``). JSON
-values of the other internal topics are redacted the same way; their other values are shown. Each record says whether
-its value was changed (``"redacted"``); an ``admin`` gets the bytes as quarantined.
+connector and task configs, or the workers' session key: every secret of a connector may be in them. A principal without
+``admin`` (:func:`sees_secrets`) gets each value redacted as the API redacts configs
+(:func:`connect_state.security.redaction.redact_record_value`): a JSON value with its secret keys hidden and the
+credentials of URIs masked, the session key's ``key`` hidden, a config-topic value that is not JSON withheld (``"value":
+null``). JSON values of the other internal topics are redacted the same way; their other values are shown. Each record
+says whether its value was changed (``"redacted"``); an ``admin`` gets the bytes as quarantined.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from connect_state.api.auth import Role, current_principal
 from connect_state.api.resources import get_settings
 from connect_state.formats.config import SESSION_KEY_KEY
-from connect_state.redaction import redact_record_value, settings_patterns
+from connect_state.security.redaction import redact_record_value, settings_patterns
 
 __all__ = ["redact_rejected_records", "sees_secrets"]
 

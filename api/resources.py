@@ -24,14 +24,14 @@ from typing import Any, Protocol, TypeVar
 
 from flask import Flask, current_app, g
 
-from connect_state.api.tables import TableReader
+from connect_state.core.settings import Settings
+from connect_state.core.storage import deltalake_options
 from connect_state.formats.connector_keys import record_connector
 from connect_state.herder import GroupAdmin, RecordWriter
 from connect_state.kafka import ConsumerGroupAdmin, InternalTopicWriter
 from connect_state.kafka.follower import TopicFollower
 from connect_state.kafka.log import ConfigTopicTail, OffsetsCache, TopicLog, TopicLogReader
-from connect_state.settings import Settings
-from connect_state.storage import deltalake_options
+from connect_state.tables.reader import TableReader
 
 T = TypeVar("T")
 
@@ -42,7 +42,7 @@ EXTENSION = "connect_state"
 
 
 class TableSource(Protocol):
-    """What the views need from a table reader (see :class:`connect_state.api.tables.TableReader`)."""
+    """What the views need from a table reader (see :class:`connect_state.tables.reader.TableReader`)."""
 
     def rows(
         self, spec: Any, filters: Sequence[tuple[str, str, Any]] | None = None, columns: Sequence[str] | None = None

@@ -4,7 +4,7 @@
   jobs have not folded yet (:mod:`connect_state.api.live`); :func:`is_configured` / :func:`configured_row`: whether
   the config snapshot has it (Connect's 404 ``"Connector <name> not found"`` otherwise);
 * :func:`expanded_connectors`: ``GET /connectors?expand=...``; :func:`redacted` / :func:`redacted_info`: configs with
-  their secrets redacted (:mod:`connect_state.redaction`, issue 13).
+  their secrets redacted (:mod:`connect_state.security.redaction`, issue 13).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from connect_state.api import live
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.resources import get_settings, get_tables
 from connect_state.connect import rest
-from connect_state.redaction import redact_config, settings_patterns
-from connect_state.tables import CONNECTORS
+from connect_state.security.redaction import redact_config, settings_patterns
+from connect_state.tables.schemas import CONNECTORS
 
 
 def connector_row(name: str) -> dict[str, Any] | None:

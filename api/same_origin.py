@@ -24,7 +24,7 @@ from flask import Flask, Response, request
 from connect_state.api.auth import is_loopback
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.limits import WRITE_METHODS
-from connect_state.settings import Settings
+from connect_state.core.settings import Settings
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1")
 #: ``Sec-Fetch-Site`` values of a request this origin (or the user, typing or bookmarking) made.

@@ -28,8 +28,8 @@ from gunicorn.app.base import BaseApplication
 from connect_state.api import close_app, create_app
 from connect_state.api.audit import audit_trail
 from connect_state.api.auth import ClientAuth, tls_client_auth
-from connect_state.errors import ConnectStateError
-from connect_state.settings import Settings, add_config_arguments, settings_from_args
+from connect_state.core.errors import ConnectStateError
+from connect_state.core.settings import Settings, add_config_arguments, settings_from_args
 
 log = logging.getLogger("connect_state.api")
 

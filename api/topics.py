@@ -27,7 +27,7 @@ from connect_state.api.errors import no_content
 from connect_state.api.herder_io import get_herder
 from connect_state.api.resources import get_tables
 from connect_state.connect.rest import active_topics_info
-from connect_state.tables import ACTIVE_TOPICS
+from connect_state.tables.schemas import ACTIVE_TOPICS
 
 bp = Blueprint("topics", __name__, url_prefix="/connectors")
 

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from connect_state.core.settings import Settings, add_config_arguments
 from connect_state.formats.status import (
     Status,
     TopicStatus,
@@ -42,11 +43,10 @@ from connect_state.formats.status import (
     task_status_key,
     topic_status_key,
 )
-from connect_state.settings import Settings, add_config_arguments
 from connect_state.spark import active_topics as job
 from connect_state.spark.foldjob import classify_records
 from connect_state.spark.kafka_source import read_topic_batch
-from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS
+from connect_state.tables.schemas import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS
 
 if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

@@ -1,15 +1,15 @@
 """Benchmark: what the API's first read after a commit that changes one connector costs as the table grows (issue 11
 §4, the API's side: "the API reloads only what changed, not the whole table per commit").
 
-For ``--small`` and then ``--large`` connectors, in one run, a ``connectors`` table shaped as the connector-states
-job leaves it after a catch-up (one row a connector with its config and four task statuses, in ``--files`` data files:
-the job's Spark write gives one file per shuffle partition, two by default) is read by the API's
-:class:`api.tables.TableReader`; then ``--commits`` times, one connector's row is changed by a ``deltalake`` MERGE
-(the jobs' small writes, :mod:`connect_state.spark.deltalake_io`) and the first ``GET``-shaped read of that connector
-(``rows(connectors, name = ...)``) is timed: that read loads the new version. The baseline of the same run is a full
-read of the same version (``DeltaTable.to_pyarrow_table``: what every reload cost before). Each answer is checked
-against the change made. Printed last: ours at the large size over ours at the small (issue 11 §4 asks ≤ 2.0 from 1,000
-to 100,000 connectors), and ours over the full read at the large size. Nothing here is a pass/fail threshold.
+For ``--small`` and then ``--large`` connectors, in one run, a ``connectors`` table shaped as the connector-states job
+leaves it after a catch-up (one row a connector with its config and four task statuses, in ``--files`` data files: the
+job's Spark write gives one file per shuffle partition, two by default) is read by the API's
+:class:`connect_state.tables.reader.TableReader`; then ``--commits`` times, one connector's row is changed by a
+``deltalake`` MERGE (the jobs' small writes, :mod:`connect_state.tables.small_writes`) and the first ``GET``-shaped read
+of that connector (``rows(connectors, name = ...)``) is timed: that read loads the new version. The baseline of the same
+run is a full read of the same version (``DeltaTable.to_pyarrow_table``: what every reload cost before). Each answer is
+checked against the change made. Printed last: ours at the large size over ours at the small (issue 11 §4 asks ≤ 2.0
+from 1,000 to 100,000 connectors), and ours over the full read at the large size. Nothing here is a pass/fail threshold.
 
     .venv/bin/python bench/api_reload.py --small 1000 --large 100000
 """
@@ -30,9 +30,9 @@ if __package__ in (None, ""):  # run as a script (bench/ is not installed): make
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from api.tables import TableReader
 from bench.common import BenchError, check_arguments, in_work_dir, load_average, machine_lines
-from connect_state.tables import CONNECTORS
+from connect_state.tables.reader import TableReader
+from connect_state.tables.schemas import CONNECTORS
 
 WORKER = "127.0.0.1:8083"
 

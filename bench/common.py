@@ -32,11 +32,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.utils import StreamingQueryException
 
-from connect_state.dev.local_stack import KafkaBroker, free_ports, prepare_data_dir
-from connect_state.errors import ConnectStateError
+from connect_state.core.errors import ConnectStateError
+from connect_state.core.settings import Settings, load_settings, settings_from_args
+from connect_state.dev.jvm_service import free_ports
+from connect_state.dev.local_stack import KafkaBroker, prepare_data_dir
 from connect_state.kafka.config import kafka_python_config
 from connect_state.kafka.partitioner import partition_for_key
-from connect_state.settings import Settings, load_settings, settings_from_args
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.session import build_session, driver_java_conf
 from connect_state.spark.storage import configure_checkpoint_manager

@@ -33,7 +33,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from connect_state.connect.vocabulary import TargetState
+from connect_state.core.settings import Settings, add_config_arguments
+from connect_state.core.vocabulary import TargetState
 from connect_state.formats.config import (
     connector_config_key,
     serialize_connector_config,
@@ -45,9 +46,8 @@ from connect_state.formats.config import (
     task_config_key,
 )
 from connect_state.formats.status import Status, connector_status_key, serialize_status, task_status_key
-from connect_state.settings import Settings, add_config_arguments
 from connect_state.spark import connector_states as job
-from connect_state.tables import CONNECTOR_EVENTS, CONNECTORS, REJECTED_RECORDS
+from connect_state.tables.schemas import CONNECTOR_EVENTS, CONNECTORS, REJECTED_RECORDS
 
 if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

@@ -24,7 +24,7 @@ if __package__ in (None, ""):  # run as a script (bench/ is not installed): make
 
 from bench import small_batch
 from bench.common import add_cluster_arguments, bench_main, check_arguments
-from connect_state.settings import Settings, add_config_arguments
+from connect_state.core.settings import Settings, add_config_arguments
 
 
 def measure(args: argparse.Namespace, cluster: Settings, work_dir: Path, topics: list[str]) -> None:

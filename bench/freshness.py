@@ -44,9 +44,9 @@ from bench.common import BenchError, check_arguments, client_config, in_work_dir
 from bench.http_load import percentile
 from bench.live_stack import LiveRun, Trickle, add_live_arguments, live_run
 from connect_state.connect.offset_stores import connector_consumer_group
+from connect_state.core.errors import RecordFormatError
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.demo import DEMO_SINK, DEMO_SOURCE
-from connect_state.errors import RecordFormatError
 from connect_state.formats.consumer_offsets import OffsetCommitKey, parse_consumer_offsets_record
 from connect_state.formats.offsets import parse_offset_key, parse_offset_value
 from connect_state.formats.status import ConnectorStatusKey, Status, TaskStatusKey, parse_status_record

@@ -72,7 +72,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from connect_state.connect.filestream import FILE_SOURCE_CLASS, FILENAME_FIELD, POSITION_FIELD
-from connect_state.connect.vocabulary import State, TargetState
+from connect_state.core.settings import Settings, add_config_arguments
+from connect_state.core.vocabulary import State, TargetState
 from connect_state.dev.filestream import file_source_config
 from connect_state.formats.config import (
     connector_config_key,
@@ -87,10 +88,9 @@ from connect_state.formats.config import (
 from connect_state.formats.offsets import offset_key_bytes, serialize_offset_value
 from connect_state.formats.status import Status, connector_status_key, serialize_status, task_status_key
 from connect_state.kafka.partitioner import partition_for_key
-from connect_state.settings import Settings, add_config_arguments
 from connect_state.spark import heartbeats as hb
 from connect_state.spark.streaming import supervise
-from connect_state.tables import HEARTBEATS, REJECTED_RECORDS, SOURCE_PARTITION_ACTIVITY
+from connect_state.tables.schemas import HEARTBEATS, REJECTED_RECORDS, SOURCE_PARTITION_ACTIVITY
 
 if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

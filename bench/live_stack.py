@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.common import BenchError
+from connect_state.core.settings import Settings, add_config_arguments, settings_from_args
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.demo import (
     API_MODULE,
@@ -26,8 +27,8 @@ from connect_state.dev.demo import (
     wait_for_api,
 )
 from connect_state.dev.filestream import append_lines
-from connect_state.dev.local_stack import LocalStack, free_ports
-from connect_state.settings import Settings, add_config_arguments, settings_from_args
+from connect_state.dev.jvm_service import free_ports
+from connect_state.dev.local_stack import LocalStack
 
 
 def add_live_arguments(parser: argparse.ArgumentParser) -> None:

@@ -61,15 +61,16 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from connect_state.core.settings import Settings, add_config_arguments
 from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
 from connect_state.dev.filestream import file_source_config
-from connect_state.dev.local_stack import ConnectWorker, free_port, tail, terminate_process_group
+from connect_state.dev.jvm_service import free_port, tail, terminate_process_group
+from connect_state.dev.local_stack import ConnectWorker
 from connect_state.formats.offsets import offset_key_bytes, serialize_offset_value
-from connect_state.settings import Settings, add_config_arguments
 from connect_state.spark import active_topics as topics_job
 from connect_state.spark import connector_states as states_job
 from connect_state.spark import source_offsets as offsets_job
-from connect_state.tables import CONNECTORS, REJECTED_RECORDS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY
+from connect_state.tables.schemas import CONNECTORS, REJECTED_RECORDS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY
 
 if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

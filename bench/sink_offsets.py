@@ -39,6 +39,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from connect_state.core.settings import Settings, add_config_arguments
 from connect_state.formats.consumer_offsets import (
     OffsetCommitValue,
     parse_record_key,
@@ -46,9 +47,8 @@ from connect_state.formats.consumer_offsets import (
     serialize_offset_commit_value,
 )
 from connect_state.formats.javalang import java_string_hashcode
-from connect_state.settings import Settings, add_config_arguments
 from connect_state.spark import sink_offsets as job
-from connect_state.tables import REJECTED_RECORDS, SINK_OFFSETS, SINK_OFFSETS_HISTORY
+from connect_state.tables.schemas import REJECTED_RECORDS, SINK_OFFSETS, SINK_OFFSETS_HISTORY
 
 if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

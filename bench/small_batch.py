@@ -53,9 +53,9 @@ from bench.common import (
     new_topic,
     process_tree,
 )
+from connect_state.core.settings import Settings, add_config_arguments
 from connect_state.formats.offsets import offset_key_bytes, serialize_offset_value
 from connect_state.formats.status import TopicStatus, serialize_topic_status, topic_status_key
-from connect_state.settings import Settings, add_config_arguments
 from connect_state.spark import foldjob
 
 # Every fold job's steps beside its own table writes, timed too so that a batch's time is accounted for.

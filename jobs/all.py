@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from connect_state.errors import ConfigError
+from connect_state.core.errors import ConfigError
 from connect_state.spark.all_jobs import every_job, select_jobs
 from connect_state.spark.streaming import job_arguments, main_of, run_catch_up, run_continuous
 

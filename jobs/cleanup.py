@@ -2,10 +2,10 @@
 
 Path of the feature: ``connect-configs`` → the connector-state job's ``deleted`` events (``connector_events``, with the
 connector's last config) → this job: each pass plans the steps of every deletion it has not seen yet, runs the steps
-that are due (:mod:`connect_state.cleanup` decides what and when; :mod:`connect_state.spark.cleanup` reads and
-writes), and merges each outcome into the Delta table ``connector_deletions`` right after the step ran (this job is
-the table's only writer: a second instance waits for the ``cleanup`` lease) → the API's
-``GET /connectors/<name>/deletions``.
+that are due (:mod:`connect_state.cleanup.reconciler` decides what and when; :mod:`connect_state.spark.cleanup` reads
+and writes), and merges each outcome into the Delta table ``connector_deletions`` right after the step ran (this job is
+the table's only writer: a second instance waits for the ``cleanup`` lease) → the API's ``GET
+/connectors/<name>/deletions``.
 
 The steps act on the topics, like a worker would: tombstones for the connector's ``status-topic-*`` keys (status
 topic), tombstones with the exact key bytes of its source offsets (offsets topics), deletion of a sink's consumer
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 
-from connect_state.settings import add_config_arguments
+from connect_state.core.settings import add_config_arguments
 from connect_state.spark.cleanup import CleanupJob
 from connect_state.spark.streaming import job_main
 

@@ -2,11 +2,12 @@
 
 Path of the feature: ``connect-configs`` + ``connect-status`` + ``connect-offsets`` → parsed
 (:mod:`connect_state.formats`) → one ``applyInPandasWithState`` group per connector, without timeouts
-(:mod:`connect_state.folds.heartbeats`) → the connectors' new states → the ``foreachBatch`` writer, on the driver:
+(:mod:`connect_state.heartbeats.fold`) → the connectors' new states → the ``foreachBatch`` writer, on the driver:
 ``source_partition_activity`` (idle age per partition) and the job's schedule → the job's timer, on the driver: the
-provider of the connector class (:mod:`connect_state.heartbeats`), records to the heartbeat topic and offsets to the
-offsets topic (:mod:`connect_state.heartbeat_emitter`) → Delta table ``heartbeats`` (every heartbeat) → the API's
-``GET /connectors/<name>/heartbeats``. The pipeline, its trigger and the timer: :mod:`connect_state.spark.heartbeats`.
+provider of the connector class (:mod:`connect_state.heartbeats.provider`), records to the heartbeat topic and offsets
+to the offsets topic (:mod:`connect_state.heartbeats.emitter`) → Delta table ``heartbeats`` (every heartbeat) → the
+API's ``GET /connectors/<name>/heartbeats``. The pipeline, its trigger and the timer:
+:mod:`connect_state.spark.heartbeats`.
 
 * **continuous** (default): an idle partition gets its heartbeat within a second of its due time, once the query
   has folded its last record;

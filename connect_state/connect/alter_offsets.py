@@ -5,10 +5,10 @@ Before it writes, Connect calls the connector's ``alterOffsets(config, offsets)`
 
 * returns **true** → the short success message (the connector manages or has checked the offsets);
 * returns **false** (``SourceConnector`` / ``SinkConnector``'s default) → the long "framework-managed" message;
-* raises ``UnsupportedOperationException`` (:class:`~connect_state.errors.AlterOffsetsUnsupported`) → 500
+* raises ``UnsupportedOperationException`` (:class:`~connect_state.core.errors.AlterOffsetsUnsupported`) → 500
   :func:`connect_state.connect.rest.modify_offsets_unsupported_message`;
-* raises a ``ConnectException`` (:class:`~connect_state.errors.AlterOffsetsRejected`) → 500 with its message; a
-  ``BadRequestException`` (:class:`~connect_state.errors.AlterOffsetsBadRequest`) → 400 with its message;
+* raises a ``ConnectException`` (:class:`~connect_state.core.errors.AlterOffsetsRejected`) → 500 with its message; a
+  ``BadRequestException`` (:class:`~connect_state.core.errors.AlterOffsetsBadRequest`) → 400 with its message;
 * raises anything else → 500 ``"Failed to modify offsets for source connector <name>"`` (``sink`` for a sink
   connector): ``ConnectUtils.maybeWrap``.
 
@@ -21,11 +21,11 @@ is the connector's config and ``offsets`` is
 * for a sink connector, ``{(topic, partition): offset or None}`` (``Map<TopicPartition, Long>``).
 
 An object with an ``alter_offsets`` method, or a class with a no-argument constructor whose instances have one, is a
-rule too (:func:`as_rule`). Kafka's own connectors have built-in rules (:data:`BUILT_IN_RULES`: FileStream source
-and sink, the three MirrorMaker 2 connectors); rules configured with ``offsets.alter.rules=<class>=<module:attr>``
-or registered as entry points of group ``connect_state.alter_offsets`` (name = connector class) win over them
-(:mod:`connect_state.plugins`). A class without a rule gets the default, false. A class is matched by its full name or
-a ``PluginUtils`` alias on either side. Pure: no Spark, Kafka, Delta or Flask.
+rule too (:func:`as_rule`). Kafka's own connectors have built-in rules (:data:`BUILT_IN_RULES`: FileStream source and
+sink, the three MirrorMaker 2 connectors); rules configured with ``offsets.alter.rules=<class>=<module:attr>`` or
+registered as entry points of group ``connect_state.alter_offsets`` (name = connector class) win over them
+(:mod:`connect_state.connect.plugins`). A class without a rule gets the default, false. A class is matched by its full
+name or a ``PluginUtils`` alias on either side. Pure: no Spark, Kafka, Delta or Flask.
 """
 
 from __future__ import annotations
@@ -50,13 +50,13 @@ from connect_state.connect.mirror_maker import (
     mirror_source_alter_offsets,
 )
 from connect_state.connect.rest import modify_offsets_failed_message, modify_offsets_unsupported_message
-from connect_state.connect.vocabulary import ConnectorType
-from connect_state.errors import (
+from connect_state.core.errors import (
     AlterOffsetsBadRequest,
     AlterOffsetsRejected,
     AlterOffsetsUnsupported,
     ConnectorOffsetsError,
 )
+from connect_state.core.vocabulary import ConnectorType
 from connect_state.formats.javalang import java_hash_code, java_hashmap_order_by_hash
 from connect_state.formats.offsets import OffsetPair
 

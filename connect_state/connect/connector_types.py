@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping
 from enum import StrEnum
 from typing import TypeVar
 
-from connect_state.connect.vocabulary import ConnectorType
+from connect_state.core.vocabulary import ConnectorType
 
 __all__ = [
     "CONNECTOR_CLASS_CONFIG",
@@ -147,6 +147,6 @@ def connector_type_basis(
 def config_connector_type(
     config: Mapping[str, object] | None, class_type_map: Mapping[str, str] | None = None
 ) -> ConnectorType:
-    """``source``, ``sink`` or ``unknown`` (:class:`~connect_state.connect.vocabulary.ConnectorType`): the type of
+    """``source``, ``sink`` or ``unknown`` (:class:`~connect_state.core.vocabulary.ConnectorType`): the type of
     :func:`connector_type_basis`."""
     return connector_type_basis(config, class_type_map)[0]

@@ -29,13 +29,32 @@ Pure: no Kafka here; :class:`~connect_state.kafka.InternalTopicWriter` fences an
 
 from __future__ import annotations
 
-from connect_state.folds.config_snapshot import ConnectorConfigView
+from typing import Protocol
 
 __all__ = [
+    "FencingState",
     "offsets_transactional_id",
     "task_transactional_id",
     "zombie_fencing_ids",
 ]
+
+
+class FencingState(Protocol):
+    """What fencing needs of a connector's config-topic state (``ClusterConfigState``'s ``taskCount``,
+    ``taskCountRecord`` and ``pendingFencing``); the config topic's fold
+    (:class:`~connect_state.folds.config_snapshot.ConnectorConfigView`) has it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def task_count(self) -> int: ...
+
+    @property
+    def task_count_record(self) -> int | None: ...
+
+    @property
+    def pending_fencing(self) -> bool: ...
 
 
 def task_transactional_id(group_id: str, connector: str, task: int) -> str:
@@ -49,7 +68,7 @@ def offsets_transactional_id(group_id: str, connector: str) -> str:
     return task_transactional_id(group_id, connector, 0)
 
 
-def zombie_fencing_ids(group_id: str, view: ConnectorConfigView) -> list[str]:
+def zombie_fencing_ids(group_id: str, view: FencingState) -> list[str]:
     """The transactional ids ``doFenceZombieSourceTasks`` fences for a stopped connector (none when no fencing is
     pending or no task-count record exists; Connect also skips a 1-task to 1-task generation change, which cannot
     happen to a stopped connector, whose task count is 0)."""

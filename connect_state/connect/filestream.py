@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from connect_state.errors import AlterOffsetsRejected
+from connect_state.core.errors import AlterOffsetsRejected
 from connect_state.formats.javalang import java_trim
 from connect_state.formats.offsets import OffsetPair
 
@@ -46,7 +46,7 @@ POSITION_FIELD = "position"
 
 def file_stream_source_alter_offsets(config: Mapping[str, object], pairs: list[OffsetPair]) -> bool:
     """``FileStreamSourceConnector.alterOffsets``: its checks, in its order, as ``ConnectException`` (Connect's 500,
-    :class:`~connect_state.errors.AlterOffsetsRejected`); true."""
+    :class:`~connect_state.core.errors.AlterOffsetsRejected`); true."""
     filename = config.get(FILE_CONFIG)  # ConfigDef trims string values
     if not isinstance(filename, str) or java_trim(filename) == "":
         raise AlterOffsetsRejected(

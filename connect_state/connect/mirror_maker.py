@@ -13,7 +13,7 @@ short success message): MM2 never uses these offsets beyond what its tasks read 
 * ``MirrorHeartbeatConnector``: partition ``{"sourceClusterAlias": <alias>, "targetClusterAlias": <alias>}``, offset
   ``{"offset": 0}``.
 
-Each failed check is a ``ConnectException`` (:class:`~connect_state.errors.AlterOffsetsRejected`,
+Each failed check is a ``ConnectException`` (:class:`~connect_state.core.errors.AlterOffsetsRejected`,
 Connect's 500) whose message prints the maps with ``AbstractMap.toString`` (``{k=v, ...}`` in ``HashMap`` order).
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from connect_state.errors import AlterOffsetsRejected
+from connect_state.core.errors import AlterOffsetsRejected
 from connect_state.formats.javalang import INT32_MAX, java_int
 from connect_state.formats.jsonconv import java_to_string
 from connect_state.formats.offsets import OffsetPair

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
 from connect_state.formats import javalang
 from connect_state.formats.offsets import map_identity, offset_key_bytes, parse_offset_key, parse_offset_value
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, cast
 
-from connect_state.connect.vocabulary import ConnectorType
+from connect_state.core.vocabulary import ConnectorType
 
 __all__ = [
     "MIRRORED_CONNECT_VERSION",

@@ -20,7 +20,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from connect_state.errors import ConnectStateError
+from connect_state.core.errors import ConnectStateError
 
 T = TypeVar("T")
 

@@ -29,12 +29,12 @@ from pathlib import Path
 from types import FrameType
 
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
-from connect_state.connect.vocabulary import State
+from connect_state.core.errors import ConnectStateError
+from connect_state.core.settings import Settings, add_config_arguments, settings_from_args
+from connect_state.core.vocabulary import State
 from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.dev.local_stack import LocalStack
-from connect_state.errors import ConnectStateError
-from connect_state.settings import Settings, add_config_arguments, settings_from_args
 
 DEMO_SOURCE = "demo-source"
 DEMO_SINK = "demo-sink"

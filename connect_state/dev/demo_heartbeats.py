@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from connect_state.connect.filestream import FILENAME_FIELD, POSITION_FIELD
-from connect_state.heartbeats import HeartbeatProvider, HeartbeatRecord
+from connect_state.heartbeats.provider import HeartbeatProvider, HeartbeatRecord
 
 
 class FileStreamHeartbeatProvider(HeartbeatProvider):

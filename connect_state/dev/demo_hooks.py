@@ -1,8 +1,8 @@
 """A KIP-883 deletion hook for the demo (``make run``): it logs what it would release.
 
 Register it with ``cleanup.hooks=connect_state.dev.demo_hooks:log_deletion``. A real hook has the same signature
-(:class:`connect_state.cleanup.DeletionHook`) and releases what the deleted connector provisioned outside Kafka (an
-audit table, database triggers, a queue); it must be idempotent, since a failed call is retried.
+(:class:`connect_state.cleanup.reconciler.DeletionHook`) and releases what the deleted connector provisioned outside
+Kafka (an audit table, database triggers, a queue); it must be idempotent, since a failed call is retried.
 """
 
 from __future__ import annotations

@@ -23,10 +23,10 @@ from pathlib import Path
 from urllib.parse import quote
 from xml.etree import ElementTree
 
-from connect_state.dev.local_stack import LOOPBACK, _JavaService, write_properties
-from connect_state.errors import LocalStackError
-from connect_state.settings import Settings
-from connect_state.storage import storage_settings
+from connect_state.core.errors import LocalStackError
+from connect_state.core.settings import Settings
+from connect_state.core.storage import storage_settings
+from connect_state.dev.jvm_service import LOOPBACK, JavaService, write_properties
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_S3_LIB = REPO_ROOT / "jvm" / "s3" / "lib"
@@ -51,7 +51,7 @@ def credentials_env() -> dict[str, str]:
     return {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION}
 
 
-class S3Server(_JavaService):
+class S3Server(JavaService):
     """s3proxy on ``127.0.0.1:<local.s3.port>`` with in-memory storage and ``buckets`` created at start."""
 
     main_class = "org.gaul.s3proxy.Main"

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from connect_state.connect.vocabulary import TargetState
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
+from connect_state.core.vocabulary import TargetState
 from connect_state.folds.connector_states import (
     ConnectorRecord,
     ConnectorState,

@@ -50,7 +50,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final, Literal
 
 from connect_state.connect.connector_types import config_connector_type, connector_class
-from connect_state.connect.vocabulary import ConnectorType, State, TargetState
+from connect_state.core.vocabulary import ConnectorType, State, TargetState
 from connect_state.formats.config import (
     ConfigKey,
     ConfigRecord,
@@ -285,7 +285,8 @@ class ConnectorEvent:
     kafka_offset: int
     kafka_timestamp: int
     #: For a ``deleted`` event: the connector's config just before its tombstone (None for other events). KIP-883
-    #: cleanup (:mod:`connect_state.cleanup`) needs it once the config is gone; it is not part of ``details`` (the
+    #: cleanup (:mod:`connect_state.cleanup.reconciler`) needs it once the config is gone; it is not part of
+    #: ``details`` (the
     #: transition) but of :attr:`recorded_details` (what the ``connector_events`` table keeps).
     last_config: dict[str, object] | None = field(default=None, compare=False, hash=False)
     #: For a ``created`` or ``reconfigured`` event: the config now in effect (None for other events). The history API's

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
 from connect_state.formats.consumer_offsets import OffsetCommitKey, OffsetCommitValue, parse_consumer_offsets_record
 
 SET = "set"

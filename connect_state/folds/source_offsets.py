@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
 from connect_state.formats import jsonconv
 from connect_state.formats.javalang import java_equality_key, java_hashmap_ordered
 from connect_state.formats.offsets import parse_offset_key, parse_offset_value

@@ -21,7 +21,7 @@ standard library.
   parsing, and the success messages.
 
 Each topic module parses keys and values with Connect's own rules and raises
-:class:`connect_state.errors.RecordFormatError` with Connect's log text for records a worker would discard
+:class:`connect_state.core.errors.RecordFormatError` with Connect's log text for records a worker would discard
 (``config.ConfigCallbackError`` for records on which the worker's consume callback throws;
 ``offsets.BadOffsetsRequest`` for REST bodies, with the HTTP status). The partition a key belongs to is
 :func:`connect_state.kafka.partitioner.partition_for_key`.

@@ -18,7 +18,7 @@ key                         value                                               
 ==========================  ==========================================================  ==========================
 
 :func:`parse_config_record` applies Connect's rules to one record. A record Connect logs and ignores raises
-:class:`~connect_state.errors.RecordFormatError` whose ``reason`` is Connect's log text (several messages joined by
+:class:`~connect_state.core.errors.RecordFormatError` whose ``reason`` is Connect's log text (several messages joined by
 ``"; "``; an exception Connect logs is described after ``": "``). A record on which Connect's consume callback
 *throws* (a null key, a commit or task-count record whose count is not an integer, an invalid session key) raises
 :class:`ConfigCallbackError`, a ``RecordFormatError`` too: a worker reading it skips the rest of that poll batch
@@ -43,8 +43,8 @@ import base64
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from connect_state.connect.vocabulary import TargetState
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
+from connect_state.core.vocabulary import TargetState
 from connect_state.formats import jsonconv
 from connect_state.formats.javalang import (
     decode_java_utf8,

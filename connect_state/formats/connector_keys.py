@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
 from connect_state.formats.consumer_offsets import OffsetCommitKey, parse_record_key
 from connect_state.formats.offsets import parse_offset_key
 from connect_state.formats.status import parse_status_key

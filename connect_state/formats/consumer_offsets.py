@@ -19,7 +19,7 @@ Strings are ``int16`` length + UTF-8 (``int16`` -1 is null), compact strings ``u
 null); every string here is non-nullable and at most 32767 bytes. Like Kafka's readers, bytes after the last field
 are ignored.
 
-:func:`parse_consumer_offsets_record` raises :class:`~connect_state.errors.RecordFormatError` for a record the
+:func:`parse_consumer_offsets_record` raises :class:`~connect_state.core.errors.RecordFormatError` for a record the
 coordinator cannot load (an unknown record type or value version, which the loader skips with a WARN, or bytes the
 generated readers reject), with the coordinator's message. The serialisers write what the coordinator writes (tests,
 benchmarks).
@@ -33,7 +33,7 @@ import base64
 import struct
 from dataclasses import dataclass
 
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
 from connect_state.formats.javalang import decode_java_utf8
 
 __all__ = [

@@ -8,7 +8,7 @@
 a value is the offset map as JSON, or null (a tombstone: no offset). The store keeps every value under its raw key
 bytes, whatever the key looks like, and separately tracks each connector's partitions with
 ``OffsetUtils.processPartitionKey``, which ignores malformed keys with a WARN: :func:`parse_offset_key` raises
-:class:`~connect_state.errors.RecordFormatError` with that WARN text. Connect looks offsets up by exact key bytes
+:class:`~connect_state.core.errors.RecordFormatError` with that WARN text. Connect looks offsets up by exact key bytes
 after re-serialising the partition maps it parsed, i.e. in Java ``HashMap`` order
 (:func:`~connect_state.formats.javalang.java_hashmap_ordered`):
 :func:`offset_key_bytes` writes those bytes.
@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
 from connect_state.formats import jsonconv
 from connect_state.formats.javalang import (
     INT32_MAX,

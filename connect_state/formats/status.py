@@ -9,7 +9,7 @@ Three kinds of record share the topic, told apart by the key:
 
 A null value is a tombstone. Keys are parsed with exactly Connect's rules (``KafkaStatusBackingStore.read`` and the
 ``read*Status`` / ``parse*`` methods it calls). A record Connect would discard raises
-:class:`~connect_state.errors.RecordFormatError`; its ``reason`` is made of Connect's own log messages for that
+:class:`~connect_state.core.errors.RecordFormatError`; its ``reason`` is made of Connect's own log messages for that
 record, in the order Connect logs them, joined by ``"; "``, and, where Connect logs an exception, a short
 description of it after ``": "``. Reasons are stored in ``rejected_records``, so their wording is kept stable.
 
@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from connect_state.connect.vocabulary import State
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
+from connect_state.core.vocabulary import State
 from connect_state.formats import jsonconv
 from connect_state.formats.javalang import (
     decode_java_utf8,

@@ -6,18 +6,19 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from connect_state.errors import KafkaUnavailableError, KafkaWriteTimeout
+from connect_state.core.errors import KafkaUnavailableError, KafkaWriteTimeout
+from connect_state.core.settings import Settings
 from connect_state.folds.config_snapshot import ConnectorConfigView
 from connect_state.formats.config import ConfigWrite
 from connect_state.herder.errors import ConnectError, KafkaUnreachableError, NotFoundError
 from connect_state.herder.io import HerderIO
-from connect_state.settings import Settings
 
 log = logging.getLogger("connect_state.herder")
 
 
 def write_outcome_unknown_message(what: str, timeout_ms: int, check: str) -> str:
-    """Ours: a write whose acknowledgement did not come in time (:class:`~connect_state.errors.KafkaWriteTimeout`)."""
+    """Ours: a write whose acknowledgement did not come in time
+    (:class:`~connect_state.core.errors.KafkaWriteTimeout`)."""
     return (
         f"Kafka did not acknowledge {what} within {timeout_ms} ms (api.kafka.write.timeout.ms): the outcome is "
         f"unknown, the records may still be written. {check}"

@@ -1,15 +1,15 @@
 """The herder's refusals and failures, one class per answer Connect gives (the API maps each to its status code).
 
 Named after Connect's REST exceptions (``org.apache.kafka.connect.runtime.rest.errors``): the herder raises them, the
-API answers ``{"error_code": <status>, "message": <message>}`` (:mod:`connect_state.api.errors`). Which class is
-raised decides the status; ``message`` is the answer's message, word for word. What the herder lets through keeps its
-own mapping there (:class:`~connect_state.guards.GuardRefusal` 400, :class:`~connect_state.errors.KafkaWriteError`
-500 with its message).
+API answers ``{"error_code": <status>, "message": <message>}`` (:mod:`connect_state.api.errors`). Which class is raised
+decides the status; ``message`` is the answer's message, word for word. What the herder lets through keeps its own
+mapping there (:class:`~connect_state.security.guards.GuardRefusal` 400,
+:class:`~connect_state.core.errors.KafkaWriteError` 500 with its message).
 """
 
 from __future__ import annotations
 
-from connect_state.errors import ConnectStateError
+from connect_state.core.errors import ConnectStateError
 
 __all__ = [
     "BadRequestError",

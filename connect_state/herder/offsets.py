@@ -14,9 +14,10 @@
 4. the connector class's ``alterOffsets`` rule (:mod:`connect_state.connect.alter_offsets`): a
    ``BadRequestException`` is a 400, anything else it raises a 500 with Connect's message;
 5. the writes: sink offsets through the consumer-group admin (non-null offsets altered, null ones deleted; a reset
-   deletes the group, a missing group counting as success), in a group :func:`~connect_state.guards.
+   deletes the group, a missing group counting as success), in a group :func:`~connect_state.security.guards.
    check_consumer_group` lets through; source offsets as offsets-topic records (``ConnectorOffsetBackingStore.set``:
-   :meth:`~connect_state.connect.offset_stores.ConnectorOffsetStores.writes`, in topics :func:`~connect_state.guards.
+   :meth:`~connect_state.connect.offset_stores.ConnectorOffsetStores.writes`, in topics
+   :func:`~connect_state.security.guards.
    checked_stores` lets through), the primary store's write one transaction of task 0's transactional id with
    exactly-once support. A reset tombstones every partition listed as of the offsets topics' end offsets now;
 6. :func:`~connect_state.connect.rest.offsets_success_message`: the short form when ``alterOffsets`` returned true.
@@ -35,6 +36,7 @@ from connect_state.connect.alter_offsets import AlterOffsetsRules, ModifyOffsets
 from connect_state.connect.connector_types import TypeBasis, connector_type_basis
 from connect_state.connect.exactly_once import offsets_transactional_id, zombie_fencing_ids
 from connect_state.connect.offset_stores import connector_consumer_group, connector_offset_stores, listed_partitions
+from connect_state.connect.plugins import load_alter_offsets_rules
 from connect_state.connect.rest import (
     ZOMBIE_FENCING_FAILED,
     connector_not_found_message,
@@ -49,14 +51,14 @@ from connect_state.connect.rest import (
     source_modify_timeout_message,
     zombie_fencing_failed_message,
 )
-from connect_state.connect.vocabulary import ConnectorType, TargetState
-from connect_state.errors import (
+from connect_state.core.errors import (
     ConsumerGroupAdminError,
     GroupNotEmptyError,
     KafkaUnavailableError,
     KafkaWriteError,
     KafkaWriteTimeout,
 )
+from connect_state.core.vocabulary import ConnectorType, TargetState
 from connect_state.folds.config_snapshot import ConnectorConfigView
 from connect_state.formats.offsets import (
     BadOffsetsRequest,
@@ -66,11 +68,10 @@ from connect_state.formats.offsets import (
     parse_sink_offsets,
     serialize_offset_value,
 )
-from connect_state.guards import GroupEvidence, GuardRefusal, check_consumer_group, checked_stores
 from connect_state.herder.base import HerderBase
 from connect_state.herder.errors import BadRequestError, ConnectError, for_status
 from connect_state.herder.io import OpenTransaction
-from connect_state.plugins import load_alter_offsets_rules
+from connect_state.security.guards import GroupEvidence, GuardRefusal, check_consumer_group, checked_stores
 
 log = logging.getLogger("connect_state.herder")
 
@@ -210,8 +211,8 @@ class OffsetsHerder(HerderBase):
 
     def _checked_group(self, name: str, row: Row) -> str:
         """The connector's consumer group when its offsets may be altered or deleted there
-        (:func:`~connect_state.guards.check_consumer_group`): the tables are asked only for a group that is neither
-        the default one nor allow-listed."""
+        (:func:`~connect_state.security.guards.check_consumer_group`): the tables are asked only for a group that is
+        neither the default one nor allow-listed."""
         group = connector_consumer_group(name, row_config(row))
         allowed = self.settings.api_allowed_groups
         try:

@@ -11,7 +11,7 @@
 * :mod:`~connect_state.kafka.log`: reading topics up to their end offsets (:class:`TopicLogReader`), the config
   topic read to its end incrementally (:class:`ConfigTopicTail`) and cached start/end offsets (:class:`OffsetsCache`):
   the API's fresh view (issue 10);
-* :mod:`~connect_state.kafka.errors`: kafka-python's exceptions as the typed errors of :mod:`connect_state.errors`
+* :mod:`~connect_state.kafka.errors`: kafka-python's exceptions as the typed errors of :mod:`connect_state.core.errors`
   (:class:`KafkaWriteTimeout`, :class:`KafkaUnavailableError`, :class:`TopicNotFoundError`, ...).
 
 Nothing here knows about Flask or Spark.
@@ -19,7 +19,7 @@ Nothing here knows about Flask or Spark.
 
 from __future__ import annotations
 
-from connect_state.errors import (
+from connect_state.core.errors import (
     ConsumerGroupAdminError,
     ConsumerGroupAdminTimeout,
     GroupNotEmptyError,

@@ -6,9 +6,9 @@ threads. The writer uses it for partition counts and topic creation, the consume
 (:class:`~connect_state.kafka.groups.ConsumerGroupAdmin`) is built on it, and the local stack asks it whether the
 broker and the worker's topics are ready.
 
-Errors are typed (:mod:`connect_state.errors`): no broker reached in time -> :class:`KafkaUnavailableError`, a topic
-that does not exist -> :class:`TopicNotFoundError`, retriable errors until the deadline -> :class:`KafkaWriteTimeout`,
-anything else -> :class:`KafkaWriteError`.
+Errors are typed (:mod:`connect_state.core.errors`): no broker reached in time -> :class:`KafkaUnavailableError`, a
+topic that does not exist -> :class:`TopicNotFoundError`, retriable errors until the deadline ->
+:class:`KafkaWriteTimeout`, anything else -> :class:`KafkaWriteError`.
 
 kafka-python quirks handled here (3.0.x):
 
@@ -34,7 +34,7 @@ from typing import Any, Self, TypeVar
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaWriteError, KafkaWriteTimeout, TopicNotFoundError, describe_error
+from connect_state.core.errors import KafkaWriteError, KafkaWriteTimeout, TopicNotFoundError, describe_error
 from connect_state.kafka.config import kafka_python_config
 from connect_state.kafka.errors import unreachable, write_error
 

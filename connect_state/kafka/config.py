@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from connect_state.errors import ConfigError
+from connect_state.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

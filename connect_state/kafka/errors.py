@@ -1,10 +1,10 @@
-"""kafka-python's exceptions as the Kafka layer's typed errors (:mod:`connect_state.errors`).
+"""kafka-python's exceptions as the Kafka layer's typed errors (:mod:`connect_state.core.errors`).
 
-The layer raises :class:`~connect_state.errors.KafkaWriteError` and its subclasses, never kafka-python's exceptions:
-:class:`~connect_state.errors.KafkaWriteTimeout` (not acknowledged in time),
-:class:`~connect_state.errors.KafkaUnavailableError` (no broker reached in time) and
-:class:`~connect_state.errors.TopicNotFoundError` (the topic does not exist). The consumer-group admin raises
-:class:`~connect_state.errors.ConsumerGroupAdminError` and its subclasses.
+The layer raises :class:`~connect_state.core.errors.KafkaWriteError` and its subclasses, never kafka-python's
+exceptions: :class:`~connect_state.core.errors.KafkaWriteTimeout` (not acknowledged in time),
+:class:`~connect_state.core.errors.KafkaUnavailableError` (no broker reached in time) and
+:class:`~connect_state.core.errors.TopicNotFoundError` (the topic does not exist). The consumer-group admin raises
+:class:`~connect_state.core.errors.ConsumerGroupAdminError` and its subclasses.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import socket
 
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout, describe_error
+from connect_state.core.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout, describe_error
 
 # kafka-python's "no answer in time": the client's own timeouts, and a broker's REQUEST_TIMED_OUT.
 _TIMEOUTS: tuple[type[BaseException], ...] = (kafka_errors.KafkaTimeoutError, kafka_errors.RequestTimedOutError)

@@ -32,9 +32,9 @@ from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
 
+from connect_state.core.settings import Settings
 from connect_state.kafka.admin import SafeConsumer
 from connect_state.kafka.log import LogRecord, Partition, reader_consumer_config
-from connect_state.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka import errors as kafka_errors
 from kafka.structs import OffsetAndMetadata
 
-from connect_state.errors import (
+from connect_state.core.errors import (
     ConsumerGroupAdminError,
     ConsumerGroupAdminTimeout,
     GroupNotEmptyError,
@@ -45,8 +45,8 @@ from connect_state.errors import (
     KafkaWriteError,
     describe_error,
 )
+from connect_state.core.settings import Settings
 from connect_state.kafka.admin import KafkaAdmin
-from connect_state.settings import Settings
 
 log = logging.getLogger(__name__)
 

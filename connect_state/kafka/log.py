@@ -10,7 +10,7 @@
   table" on every GET costs one ListOffsets request per second at most, and never waits for Kafka while another
   request is already asking it.
 
-Errors are typed (:mod:`connect_state.errors`): :class:`KafkaUnavailableError` (no broker reached in time),
+Errors are typed (:mod:`connect_state.core.errors`): :class:`KafkaUnavailableError` (no broker reached in time),
 :class:`TopicNotFoundError`, :class:`KafkaWriteTimeout` (the end was not reached, or an answer did not come, in time),
 else :class:`KafkaWriteError`. Nothing here knows about Flask or Spark.
 """
@@ -27,7 +27,8 @@ from typing import Any, Protocol, Self
 from kafka import KafkaConsumer, TopicPartition
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout, describe_error
+from connect_state.core.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout, describe_error
+from connect_state.core.settings import Settings
 from connect_state.folds.config_snapshot import ConfigSnapshot, ConnectorConfigView
 from connect_state.kafka.admin import KafkaAdmin, SafeConsumer
 from connect_state.kafka.config import kafka_python_config
@@ -38,7 +39,6 @@ from connect_state.kafka.errors import (
     read_error,
     unreachable,
 )
-from connect_state.settings import Settings
 
 log = logging.getLogger(__name__)
 

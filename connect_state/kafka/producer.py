@@ -26,7 +26,7 @@ What it guarantees:
   bounded by their ``timeout_ms``.
 * Every send goes through one send path: the records are sent in order (one request in flight per broker, so a
   retry cannot reorder them), flushed, and every acknowledgement is awaited within ``timeout_ms``. Failures raise
-  the typed errors of :mod:`connect_state.errors`: :class:`KafkaWriteTimeout` (not acknowledged in time; a
+  the typed errors of :mod:`connect_state.core.errors`: :class:`KafkaWriteTimeout` (not acknowledged in time; a
   timed-out record may still be delivered later: like any Kafka client, we cannot take back a record in flight),
   :class:`KafkaUnavailableError` (Kafka not reached), :class:`TopicNotFoundError`, else :class:`KafkaWriteError`.
 
@@ -50,12 +50,12 @@ from typing import Any, Self
 from kafka import KafkaProducer
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaWriteError, KafkaWriteTimeout, ZombieFencingError, describe_error
+from connect_state.core.errors import KafkaWriteError, KafkaWriteTimeout, ZombieFencingError, describe_error
+from connect_state.core.settings import Settings
 from connect_state.kafka.admin import KafkaAdmin
 from connect_state.kafka.config import kafka_python_config
 from connect_state.kafka.errors import unreachable, write_error
 from connect_state.kafka.partitioner import partition_for_key
-from connect_state.settings import Settings
 
 log = logging.getLogger(__name__)
 

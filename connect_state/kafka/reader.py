@@ -2,7 +2,7 @@
 
 :class:`OffsetsTopicReader` answers "was this key written after that record?": the heartbeat emitter asks it before
 a heartbeat (the fold's view may lag by a micro-batch). One kafka-python ``KafkaConsumer`` per reader (no group,
-``read_committed``), created on first use. Errors are typed (:mod:`connect_state.errors`).
+``read_committed``), created on first use. Errors are typed (:mod:`connect_state.core.errors`).
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import time
 from kafka import KafkaConsumer, TopicPartition
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaWriteTimeout, RecordFormatError, describe_error
+from connect_state.core.errors import KafkaWriteTimeout, RecordFormatError, describe_error
+from connect_state.core.settings import Settings
 from connect_state.formats.offsets import offset_key_bytes, parse_offset_key
 from connect_state.kafka.admin import SafeConsumer
 from connect_state.kafka.errors import CLIENT_CALL_ERRORS, client_error, unreachable, write_error
 from connect_state.kafka.log import reader_consumer_config
-from connect_state.settings import Settings
 
 CLIENT_ID = "connect-state-heartbeat-offsets-reader"
 

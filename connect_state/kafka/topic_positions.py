@@ -3,7 +3,7 @@
 :class:`TopicPositions` answers, on the admin client (:class:`~connect_state.kafka.admin.KafkaAdmin`, one per
 process, shared by the queries: :func:`shared_positions`), what a job needs to tell a data loss (a log start past
 its checkpoint) and to reconcile its tables with the topics (which topics exist at all). Errors are typed
-(:mod:`connect_state.errors`): a failure to answer is never taken for "no such topic".
+(:mod:`connect_state.core.errors`): a failure to answer is never taken for "no such topic".
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from kafka import IsolationLevel, OffsetSpec, TopicPartition
 from kafka import errors as kafka_errors
 
-from connect_state.errors import describe_error
+from connect_state.core.errors import describe_error
+from connect_state.core.settings import Settings
 from connect_state.kafka.admin import KafkaAdmin
 from connect_state.kafka.errors import write_error
-from connect_state.settings import Settings
 
 CLIENT_ID = "connect-state-jobs-positions"
 

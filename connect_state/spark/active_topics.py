@@ -18,7 +18,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState
 
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
+from connect_state.core.settings import Settings
 from connect_state.folds.active_topics import (
     REMOVED,
     state_from_json,
@@ -27,7 +28,6 @@ from connect_state.folds.active_topics import (
 from connect_state.folds.active_topics_columns import ChangeColumns, fold_topic_columns
 from connect_state.formats.status import TopicStatus, TopicStatusKey, parse_status_record
 from connect_state.formats.status_arrow import match_topic_statuses
-from connect_state.settings import Settings
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS,
     FoldJob,
@@ -45,15 +45,15 @@ from connect_state.spark.foldjob import (
     table_columns,
 )
 from connect_state.spark.kafka_source import read_internal_topic
-from connect_state.spark.merge_spec import (
+from connect_state.spark.reconcile import Reconciler
+from connect_state.tables.merge_spec import (
     MergeSpec,
     matched_delete,
     matched_update,
     not_matched_insert,
     source_values,
 )
-from connect_state.spark.reconcile import Reconciler
-from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, BIGINT, BOOLEAN, INT, STRING
+from connect_state.tables.schemas import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, BIGINT, BOOLEAN, INT, STRING
 
 JOB_NAME = "active_topics"
 

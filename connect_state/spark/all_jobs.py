@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from connect_state.cleanup import DeletionHook
-from connect_state.errors import ConfigError
-from connect_state.heartbeats import HeartbeatProvider
+from connect_state.cleanup.reconciler import DeletionHook
+from connect_state.core.errors import ConfigError
+from connect_state.heartbeats.provider import HeartbeatProvider
 from connect_state.spark import active_topics, connector_states, offsets
 from connect_state.spark.cleanup import CleanupJob
 from connect_state.spark.heartbeats import HeartbeatsJob

@@ -1,8 +1,8 @@
 """Reading a streaming query's checkpoint without a Spark job: the entries of its offsets log.
 
 A checkpoint's ``offsets/<batch id>`` files are small JSON-lines files Spark writes before it runs each micro-batch
-(:mod:`connect_state.positions` reads them). Every read of the checkpoint goes through :func:`read_offset_log` and
-:func:`offset_log_batches`, through Hadoop's filesystem in the Spark JVM (:mod:`connect_state.spark.storage`), so a
+(:mod:`connect_state.progress.positions` reads them). Every read of the checkpoint goes through :func:`read_offset_log`
+and :func:`offset_log_batches`, through Hadoop's filesystem in the Spark JVM (:mod:`connect_state.spark.storage`), so a
 checkpoint in object storage (``s3a://``, ``abfss://``, ...) reads like a local one.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from connect_state.positions import Positions, parse_offset_log
+from connect_state.progress.positions import Positions, parse_offset_log
 from connect_state.spark import storage
 from connect_state.spark.storage import Where
 

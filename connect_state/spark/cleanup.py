@@ -1,5 +1,5 @@
 """KIP-883 cleanup on connector deletion, the I/O: Delta tables and topics read with Spark, tombstones and group
-deletions sent through the Kafka layer; the decisions are :class:`connect_state.cleanup.CleanupReconciler`'s.
+deletions sent through the Kafka layer; the decisions are :class:`connect_state.cleanup.reconciler.CleanupReconciler`'s.
 
 A pass reads the ``deleted`` / ``created`` events of ``connector_events`` (the connector-state job's, with the
 connector's last config), the ``connector_deletions`` rows already written, the ``connectors`` row of a name (is it
@@ -7,11 +7,11 @@ recreated? are its tasks still running?), the ``active_topics`` / ``source_offse
 read of the status, offsets and config topics shows live; it writes tombstones (status topic, offsets topics), deletes
 a sink's consumer group (:class:`connect_state.kafka.ConsumerGroupAdmin`), and merges each outcome into the Delta
 table ``connector_deletions`` right after the step ran. The job is the table's only writer: a second instance waits
-for the ``cleanup`` lease (:mod:`connect_state.spark.leases`), and every side effect is fenced by it.
+for the ``cleanup`` lease (:mod:`connect_state.tables.lease_store`), and every side effect is fenced by it.
 
 The job (:class:`CleanupJob`) runs a pass every ``trigger.interval`` when one is needed (the deletion events or the
-recorded outcomes changed, or a step is due: :meth:`~connect_state.cleanup.CleanupReconciler.pass_needed`), or a single
-one for a catch-up run. The console script is ``connect-state-cleanup`` (jobs/cleanup.py).
+recorded outcomes changed, or a step is due: :meth:`~connect_state.cleanup.reconciler.CleanupReconciler.pass_needed`),
+or a single one for a catch-up run. The console script is ``connect-state-cleanup`` (jobs/cleanup.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from connect_state.cleanup import (
+from connect_state.cleanup.reconciler import (
     CleanupReconciler,
     Deletion,
     DeletionHook,
@@ -37,19 +37,20 @@ from connect_state.cleanup import (
     load_class_hooks,
     load_deletion_hooks,
 )
-from connect_state.errors import TopicNotFoundError
+from connect_state.core.errors import TopicNotFoundError
+from connect_state.core.settings import Settings, interval_seconds
+from connect_state.core.storage import deltalake_options
 from connect_state.folds.active_topics import REMOVED
 from connect_state.folds.connector_states import CONFIG, CREATED, DELETED
 from connect_state.kafka import InternalTopicWriter
-from connect_state.leases import CLEANUP_LEASE
-from connect_state.settings import Settings, interval_seconds
-from connect_state.spark import deltalake_io
+from connect_state.leases.decisions import CLEANUP_LEASE
 from connect_state.spark.delta_io import ensure_table, schema_of, table_exists
 from connect_state.spark.kafka_source import read_topic_batch
-from connect_state.spark.leases import LeasedTask, keeper_for
+from connect_state.spark.leases import LeasedTask
 from connect_state.spark.streaming import PeriodicTask, Run, job_logger
-from connect_state.storage import deltalake_options
-from connect_state.tables import (
+from connect_state.tables import small_writes
+from connect_state.tables.lease_store import keeper_for
+from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
     CONNECTOR_DELETIONS,
@@ -81,7 +82,7 @@ def default_group_admin(settings: Settings) -> Any:
 
 
 class SparkCleanupIO:
-    """:class:`connect_state.cleanup.CleanupIO` on Spark, Delta and Kafka.
+    """:class:`connect_state.cleanup.reconciler.CleanupIO` on Spark, Delta and Kafka.
 
     ``writer`` sends tombstones (default: an :class:`~connect_state.kafka.InternalTopicWriter` created on first use
     and closed by :meth:`close`); ``group_admin_factory`` gives the consumer-group admin for sinks; ``clock`` (epoch
@@ -170,9 +171,9 @@ class SparkCleanupIO:
         rows), so the pauses, resumes and task changes that make up most of its commits cost a listing of its files
         and a read of their own small file, not a pass."""
         path = self._path(CONNECTOR_EVENTS)
-        with deltalake_io.commit_lock(path):
+        with small_writes.commit_lock(path):
             try:
-                table = deltalake_io.latest(path, self._options)
+                table = small_writes.latest(path, self._options)
             except DeltaTableNotFoundError:
                 return -1
             version = table.version()
@@ -199,9 +200,9 @@ class SparkCleanupIO:
 
     def _version(self, spec: TableSpec) -> int:
         path = self._path(spec)
-        with deltalake_io.commit_lock(path):
+        with small_writes.commit_lock(path):
             try:
-                return deltalake_io.latest(path, self._options).version()
+                return small_writes.latest(path, self._options).version()
             except DeltaTableNotFoundError:
                 return -1
 
@@ -375,8 +376,8 @@ def cleanup_reconciler(
 ) -> CleanupReconciler:
     """The reconciler of the cleanup job: :class:`SparkCleanupIO` and the settings' topics, default and backoff.
 
-    ``fence`` (the cleanup lease's :meth:`~connect_state.spark.leases.LeaseKeeper.fence`) runs before every hook call,
-    tombstone write, group deletion and outcome record: once the lease is lost, the pass stops there."""
+    ``fence`` (the cleanup lease's :meth:`~connect_state.tables.lease_store.LeaseKeeper.fence`) runs before every hook
+    call, tombstone write, group deletion and outcome record: once the lease is lost, the pass stops there."""
     io = SparkCleanupIO(
         spark, settings, writer=writer, group_admin_factory=group_admin_factory, clock=clock, fence=fence
     )

@@ -21,7 +21,8 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.types import ArrayType
 
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
+from connect_state.core.settings import Settings
 from connect_state.folds.connector_states import (
     ConnectorEvent,
     ConnectorRecord,
@@ -34,7 +35,6 @@ from connect_state.folds.connector_states import (
 )
 from connect_state.formats.config import TaskCommitKey, parse_config_key, parse_config_record
 from connect_state.formats.status import TopicStatusKey, parse_status_record
-from connect_state.settings import Settings
 from connect_state.spark.delta_io import spark_type
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS,
@@ -55,9 +55,9 @@ from connect_state.spark.foldjob import (
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
-from connect_state.spark.merge_spec import MergeSpec, matched_update, not_matched_insert, source_values
 from connect_state.spark.reconcile import Reconciler
-from connect_state.tables import BIGINT, BOOLEAN, CONNECTOR_EVENTS, CONNECTORS, INT, STRING
+from connect_state.tables.merge_spec import MergeSpec, matched_update, not_matched_insert, source_values
+from connect_state.tables.schemas import BIGINT, BOOLEAN, CONNECTOR_EVENTS, CONNECTORS, INT, STRING
 
 JOB_NAME = "connector_states"
 

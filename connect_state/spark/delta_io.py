@@ -22,25 +22,19 @@ from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from pyspark.sql.types import DataType, StructType
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_incrementing
 
+from connect_state.core.storage import Location
 from connect_state.spark import storage
-from connect_state.spark.merge_spec import ClauseKind, MergeSpec
-from connect_state.storage import Location
-from connect_state.tables import TableSpec
+from connect_state.tables.merge_spec import ClauseKind, MergeSpec
+from connect_state.tables.schemas import TABLE_PROPERTIES, TableSpec
 
 log = logging.getLogger("connect_state.delta_io")
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 
-# Table features delta-rs reads without trouble; the API reads these tables with `deltalake`.
-TABLE_PROPERTIES = {
-    "delta.enableDeletionVectors": "false",
-    "delta.checkpointPolicy": "classic",
-}
-
 
 def spark_type(arrow_type: pa.DataType) -> DataType:
-    """The Spark type of an Arrow type of :mod:`connect_state.tables` (pyspark's own converter; no JVM)."""
+    """The Spark type of an Arrow type of :mod:`connect_state.tables.schemas` (pyspark's own converter; no JVM)."""
     return from_arrow_type(arrow_type)
 
 
@@ -50,7 +44,7 @@ def spark_schema(schema: pa.Schema) -> StructType:
 
 
 def schema_of(spec: TableSpec) -> StructType:
-    """The Spark schema of a table, derived from its Arrow schema in :mod:`connect_state.tables`."""
+    """The Spark schema of a table, derived from its Arrow schema in :mod:`connect_state.tables.schemas`."""
     return spark_schema(spec.schema)
 
 

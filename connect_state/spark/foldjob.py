@@ -24,18 +24,19 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
-from connect_state.errors import KafkaWriteError
-from connect_state.faults import FaultPoint, fault_point
+from connect_state.core.errors import KafkaWriteError
+from connect_state.core.faults import FaultPoint, fault_point
+from connect_state.core.settings import Settings
+from connect_state.core.storage import Location, deltalake_options
 from connect_state.kafka.topic_positions import TopicPositions, shared_positions
-from connect_state.positions import (
+from connect_state.progress.positions import (
     DataLoss,
     Positions,
     detect_losses,
     partitions_to_check,
     starts_past,
 )
-from connect_state.settings import Settings
-from connect_state.spark import deltalake_io, storage
+from connect_state.spark import storage
 from connect_state.spark.checkpoint import discard_interrupted_first_entry, planned_positions
 from connect_state.spark.delta_io import (
     append_once,
@@ -47,15 +48,14 @@ from connect_state.spark.delta_io import (
     retry_on_conflict,
     spark_schema,
 )
-from connect_state.spark.deltalake_io import SMALL_WRITE_ROWS, as_table_rows, deltalake_writes, merge_source_rows
 from connect_state.spark.kafka_source import read_topic_batch
-from connect_state.spark.merge_spec import MergeSpec
 from connect_state.spark.reconcile import RECONCILE_INTERVAL_S, Reconciler
 from connect_state.spark.streaming import QueryTask, Run, checkpoint_query_id, job_logger
 from connect_state.spark.watermarks import WatermarkStore, watermark_store
 from connect_state.spark.write_time import collect_stamped, stamped, write_time
-from connect_state.storage import Location, deltalake_options
-from connect_state.tables import (
+from connect_state.tables import small_writes
+from connect_state.tables.merge_spec import MergeSpec
+from connect_state.tables.schemas import (
     BIGINT,
     BINARY,
     DATA_LOSS,
@@ -66,6 +66,7 @@ from connect_state.tables import (
     WATERMARKS,
     TableSpec,
 )
+from connect_state.tables.small_writes import SMALL_WRITE_ROWS, as_table_rows, deltalake_writes, merge_source_rows
 
 # Concurrent queries write these shared tables every batch: more attempts than a job's own table needs.
 SHARED_TABLE_ATTEMPTS = 10
@@ -376,7 +377,7 @@ class FoldWriter:
     changes nothing that already committed. The query id comes from the checkpoint, so a new checkpoint never collides
     with the batch ids an earlier one recorded.
 
-    Around the table writes (:mod:`connect_state.positions`):
+    Around the table writes (:mod:`connect_state.progress.positions`):
 
     * before the batch's records are read, the batch's start (``offsets/N-1`` of the checkpoint) is compared with its
       planned end (``offsets/N``) and the partitions' log start offsets: records lost to retention, a deleted or a
@@ -388,7 +389,7 @@ class FoldWriter:
       table removes rows whose key is no longer in the topics.
 
     :func:`start_fold_query` gives the writer its Kafka positions client, its reconciler, the settings' ``deltalake``
-    storage options and whether small writes go through ``deltalake`` (:func:`~connect_state.spark.deltalake_io.
+    storage options and whether small writes go through ``deltalake`` (:func:`~connect_state.tables.small_writes.
     deltalake_writes`); without them (a writer called directly) it records watermarks only, and writes small batches
     through ``deltalake`` without storage options where the location allows it.
     """
@@ -567,16 +568,16 @@ class FoldWriter:
 
     def small_write(self, n_rows: int) -> bool:
         """Whether a write of ``n_rows`` goes through ``deltalake``: they are few
-        (:data:`~connect_state.spark.deltalake_io.SMALL_WRITE_ROWS`, collected to the driver) and ``deltalake``
+        (:data:`~connect_state.tables.small_writes.SMALL_WRITE_ROWS`, collected to the driver) and ``deltalake``
         commits to ``delta_root``. Tens of milliseconds, where Spark's write of a few rows takes one to three seconds
-        of driver work (:mod:`connect_state.spark.deltalake_io`)."""
+        of driver work (:mod:`connect_state.tables.small_writes`)."""
         return n_rows <= SMALL_WRITE_ROWS and self.deltalake_writes
 
     def append_history(self, rows: DataFrame, spec: TableSpec, batch_id: int, n_rows: int) -> None:
         """Append ``n_rows`` history rows once per batch (:meth:`small_write`: with ``deltalake``, else Spark)."""
         if self.small_write(n_rows):
             table = as_table_rows(collect_stamped(rows), spec)
-            deltalake_io.append_once(table, self.path(spec), self.app_id(spec), batch_id, self.deltalake_options)
+            small_writes.append_once(table, self.path(spec), self.app_id(spec), batch_id, self.deltalake_options)
         else:
             append_once(stamped(rows), self.path(spec), self.app_id(spec), batch_id)
 
@@ -594,7 +595,7 @@ class FoldWriter:
         if self.small_write(n_rows):
             rows = merge_source_rows(collect_stamped(source), spec)
             path, app_id = self.path(spec), self.app_id(spec)
-            deltalake_io.merge_once(rows, path, merge, app_id, batch_id, self.deltalake_options)
+            small_writes.merge_once(rows, path, merge, app_id, batch_id, self.deltalake_options)
         else:
             merge_once(stamped(source), self.path(spec), merge, self.app_id(spec), batch_id)
 
@@ -606,9 +607,9 @@ class FoldWriter:
         its transaction id) or through a run under an earlier checkpoint (lost or deleted while the tables were kept;
         or a rebuild stopped half-way): those ran before this writer's query started, so their records lie below the
         topics' end offsets when the writer first writes history (the frontier, asked from Kafka once). A batch that
-        starts past the frontier in every partition it reads (:func:`~connect_state.positions.starts_past`) holds
-        none of them, nor does any batch after it. Until then (and without a positions client, or when Kafka does not
-        answer for every partition), the MERGE decides row by row.
+        starts past the frontier in every partition it reads (:func:`~connect_state.progress.positions.starts_past`)
+        holds none of them, nor does any batch after it. Until then (and without a positions client, or when Kafka does
+        not answer for every partition), the MERGE decides row by row.
 
         A topic deleted and created again reuses its offsets: its new records are appended beside the rows of the
         old topic's records at the same coordinates (``data_loss`` records the recreation), where the MERGE would

@@ -1,13 +1,13 @@
 """KIP-910 heartbeats, the Spark pipeline: idle source partitions detected in the topics, their heartbeats sent.
 
 ``connect-configs`` + ``connect-status`` + ``connect-offsets`` → :func:`classify` (:mod:`connect_state.formats`) →
-one ``applyInPandasWithState`` group per connector, without timeouts (:func:`connect_state.folds.heartbeats.fold`:
+one ``applyInPandasWithState`` group per connector, without timeouts (:func:`connect_state.heartbeats.fold.fold`:
 the connector-state fold plus each source partition's last offset and move time) → activity, removed and state rows
 → :class:`HeartbeatsWriter` (``foreachBatch``, on the driver): activity merged into ``source_partition_activity``,
 the connectors' new states handed to the :class:`HeartbeatScheduler`. The scheduler (the job's timer, on the driver)
-keeps the eligible connectors' states (:class:`connect_state.folds.heartbeats.HeartbeatSchedule`) and, every
+keeps the eligible connectors' states (:class:`connect_state.heartbeats.fold.HeartbeatSchedule`) and, every
 :data:`TICK_S`, sends what is due through the :class:`HeartbeatSink`: which heartbeats are still due
-(:func:`connect_state.folds.heartbeats.still_due`), sent by the emitter (:mod:`connect_state.heartbeat_emitter`: the
+(:func:`connect_state.heartbeats.fold.still_due`), sent by the emitter (:mod:`connect_state.heartbeats.emitter`: the
 provider of the connector class, the heartbeat topic, the offsets topic), and recorded in the Delta tables
 ``heartbeats`` (every heartbeat) and ``source_partition_activity`` (``last_heartbeat_at``). The console script is
 ``connect-state-heartbeats`` (jobs/heartbeats.py).
@@ -46,9 +46,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState
 
-from connect_state.errors import ConfigError, RecordFormatError
+from connect_state.connect.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
+from connect_state.core.errors import ConfigError, RecordFormatError
+from connect_state.core.settings import Settings, interval_seconds
+from connect_state.core.storage import deltalake_options
 from connect_state.folds.connector_states import ConnectorRecord
-from connect_state.folds.heartbeats import (
+from connect_state.formats.offsets import offset_key_connector
+from connect_state.formats.offsets_arrow import match_key_connectors
+from connect_state.heartbeats.emitter import EmittedHeartbeat, HeartbeatEmitter
+from connect_state.heartbeats.fold import (
     DuePartition,
     HeartbeatDefaults,
     HeartbeatMode,
@@ -62,19 +68,13 @@ from connect_state.folds.heartbeats import (
     parse_offset_record,
     still_due,
 )
-from connect_state.formats.offsets import offset_key_connector
-from connect_state.formats.offsets_arrow import match_key_connectors
-from connect_state.guards import internal_topics
-from connect_state.heartbeat_emitter import EmittedHeartbeat, HeartbeatEmitter
-from connect_state.heartbeats import HeartbeatProvider, as_provider
+from connect_state.heartbeats.provider import HeartbeatProvider, as_provider
 from connect_state.kafka import InternalTopicWriter, OffsetsTopicReader
-from connect_state.leases import HEARTBEATS_LEASE, LeaseLost
-from connect_state.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
-from connect_state.progress import records_behind
-from connect_state.settings import Settings, interval_seconds
-from connect_state.spark import connector_states, deltalake_io, storage
+from connect_state.leases.decisions import HEARTBEATS_LEASE, LeaseLost
+from connect_state.progress.query_progress import records_behind
+from connect_state.security.guards import internal_topics
+from connect_state.spark import connector_states, storage
 from connect_state.spark.delta_io import merge_rows, table_exists
-from connect_state.spark.deltalake_io import deltalake_writes
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS,
     FastParse,
@@ -88,11 +88,12 @@ from connect_state.spark.foldjob import (
     start_fold_query,
 )
 from connect_state.spark.kafka_source import read_internal_topic
-from connect_state.spark.leases import LeasedTask, LeaseKeeper, keeper_for, stop_query
-from connect_state.spark.merge_spec import MergeSpec, matched_delete, matched_update, not_matched_insert, source_values
+from connect_state.spark.leases import LeasedTask, stop_query
 from connect_state.spark.streaming import QueryTask, Run, job_logger
-from connect_state.storage import deltalake_options
-from connect_state.tables import (
+from connect_state.tables import small_writes
+from connect_state.tables.lease_store import LeaseKeeper, keeper_for
+from connect_state.tables.merge_spec import MergeSpec, matched_delete, matched_update, not_matched_insert, source_values
+from connect_state.tables.schemas import (
     BIGINT,
     BINARY,
     BOOLEAN,
@@ -103,6 +104,7 @@ from connect_state.tables import (
     TIMESTAMP,
     now_ms,
 )
+from connect_state.tables.small_writes import deltalake_writes
 
 JOB_NAME = "heartbeats"
 #: The query's checkpoint directory. Not ``heartbeats``: that checkpoint's state had Spark's timeouts (another state
@@ -252,7 +254,7 @@ def _output_frame(
 
 def fold_function(defaults: HeartbeatDefaults):
     """The ``applyInPandasWithState`` body, per connector: fold its records, emit its activity, removed partitions and
-    new state (for the job's :class:`~connect_state.folds.heartbeats.HeartbeatSchedule`)."""
+    new state (for the job's :class:`~connect_state.heartbeats.fold.HeartbeatSchedule`)."""
 
     def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         (connector,) = key
@@ -387,7 +389,7 @@ class HeartbeatSink:
     @cached_property
     def _deltalake(self) -> dict[str, str] | None:
         """``deltalake``'s storage options when this sink reads and writes its tables through it, as the jobs' small
-        writes (:func:`~connect_state.spark.deltalake_io.deltalake_writes`, decided once): tens of milliseconds where
+        writes (:func:`~connect_state.tables.small_writes.deltalake_writes`, decided once): tens of milliseconds where
         Spark's read, append and MERGE took about ten seconds of the driver's CPU per heartbeat. None: Spark."""
         options = deltalake_options(self.settings)
         return options if deltalake_writes(self.settings.delta_root, options) else None
@@ -401,7 +403,7 @@ class HeartbeatSink:
         columns = ["connector", "key", "last_heartbeat_at"]
         options = self._deltalake
         if options is not None:  # filtered here: a dataset filter on a string column fails over string_view stats
-            return _marks_found(deltalake_io.read(self.activity_path, columns, options), keys)
+            return _marks_found(small_writes.read(self.activity_path, columns, options), keys)
         rows = spark.read.format("delta").load(self.activity_path).filter(F.col("last_heartbeat_at").isNotNull())
         if connectors is not None:
             rows = rows.filter(F.col("connector").isin(connectors))
@@ -432,15 +434,15 @@ class HeartbeatSink:
         rows, marks = heartbeat_rows(emitted), heartbeat_marks(emitted)
         options = self._deltalake
         if options is not None:
-            deltalake_io.append(rows, self.heartbeats_path, options)
-            deltalake_io.merge_rows(marks, self.activity_path, HEARTBEAT_MARKS_MERGE, options)
+            small_writes.append(rows, self.heartbeats_path, options)
+            small_writes.merge_rows(marks, self.activity_path, HEARTBEAT_MARKS_MERGE, options)
         else:
             spark.createDataFrame(rows).write.format("delta").mode("append").save(self.heartbeats_path)
             merge_rows(spark.createDataFrame(marks), self.activity_path, HEARTBEAT_MARKS_MERGE)
 
 
 class HeartbeatScheduler:
-    """The heartbeats job's timer, on the driver: a :class:`~connect_state.folds.heartbeats.HeartbeatSchedule` that the
+    """The heartbeats job's timer, on the driver: a :class:`~connect_state.heartbeats.fold.HeartbeatSchedule` that the
     writer feeds with the fold's new states (:meth:`apply`, the query's thread), rebuilt from the query's checkpoint
     when the query starts (:meth:`rebuild`), whose due heartbeats :meth:`tick` sends through the sink (every
     :data:`TICK_S` from the query's task, and as a catch-up run's last step). In place of Spark's processing-time

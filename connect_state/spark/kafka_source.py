@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
-from connect_state.settings import Settings
+from connect_state.core.settings import Settings
 
 #: Kafka consumer settings of our Spark Kafka sources unless the settings' client properties name them.
 #:
@@ -49,7 +49,7 @@ def read_internal_topic(
 
     ``failOnDataLoss=false``: when records past the checkpoint were deleted (retention, ``deleteRecords``), a topic
     was deleted or recreated, the query goes on from the earliest offset still there instead of failing at every
-    restart; the writers record what was lost (:mod:`connect_state.positions`, the ``data_loss`` table).
+    restart; the writers record what was lost (:mod:`connect_state.progress.positions`, the ``data_loss`` table).
 
     ``as_pattern``: subscribe with a pattern matching exactly the topics (``subscribePattern``), so that a topic that
     is deleted leaves the subscription instead of failing the query (``subscribe`` describes every topic it names).

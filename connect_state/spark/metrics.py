@@ -13,7 +13,7 @@ Per query (label ``query``), from each batch's progress (:meth:`JobMetrics.obser
   input rate and processing rate;
 * ``connect_state_job_batch_duration_seconds``: the last batch's duration;
 * ``connect_state_job_records_behind``: records between the last batch's end and the topics' end
-  (:func:`connect_state.progress.records_behind`);
+  (:func:`connect_state.progress.query_progress.records_behind`);
 * ``connect_state_job_input_rows_total`` and ``connect_state_job_batches_total``: counted since the driver started.
 
 Per supervised task (label ``task``: a job, or ``<job>/<query>``), from every running supervisor's state:
@@ -36,7 +36,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from connect_state.progress import batch_duration_s, records_behind
+from connect_state.progress.query_progress import batch_duration_s, records_behind
 
 log = logging.getLogger("connect_state.metrics")
 

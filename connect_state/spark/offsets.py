@@ -14,7 +14,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from connect_state.settings import Settings
+from connect_state.core.settings import Settings
 from connect_state.spark import sink_offsets, source_offsets
 from connect_state.spark.streaming import QueryTask, Run
 

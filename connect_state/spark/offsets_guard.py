@@ -1,13 +1,13 @@
 """The offsets job's check that a connector's own ``offsets.storage.topic`` holds offsets records (issue 13 §5).
 
 :func:`offsets_records_topics` samples the newest records of each topic the job would subscribe to
-(:func:`connect_state.guards.sampled_offsets_topics`, read with :class:`connect_state.kafka.log.TopicLogReader`)
-and leaves out a topic whose sampled records all have keys that are not Connect offsets keys: the job never reads
-it, so none of its bytes land in a table. Each refusal is one row of ``rejected_records`` (``partition`` and
-``offset`` -1, ``key`` and ``value`` null, ``reason`` the refusal), inserted once per topic, so
-``GET /rejected-records?topic=<t>`` shows it. A topic once accepted is not sampled again by this process (it is in
-the query's checkpoint from then on); a refused one is sampled again after ``RECHECK_SECONDS``; one that could not be
-sampled (Kafka away, a missing topic) is read as configured and sampled again at the next look.
+(:func:`connect_state.security.guards.sampled_offsets_topics`, read with
+:class:`connect_state.kafka.log.TopicLogReader`) and leaves out a topic whose sampled records all have keys that are not
+Connect offsets keys: the job never reads it, so none of its bytes land in a table. Each refusal is one row of
+``rejected_records`` (``partition`` and ``offset`` -1, ``key`` and ``value`` null, ``reason`` the refusal), inserted
+once per topic, so ``GET /rejected-records?topic=<t>`` shows it. A topic once accepted is not sampled again by this
+process (it is in the query's checkpoint from then on); a refused one is sampled again after ``RECHECK_SECONDS``; one
+that could not be sampled (Kafka away, a missing topic) is read as configured and sampled again at the next look.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
-from connect_state.guards import sampled_offsets_topics
+from connect_state.core.settings import Settings
 from connect_state.kafka.log import TopicLogReader
-from connect_state.settings import Settings
+from connect_state.security.guards import sampled_offsets_topics
 from connect_state.spark.delta_io import ensure_table, insert_new_once, retry_on_conflict, schema_of
-from connect_state.tables import REJECTED_RECORDS
+from connect_state.tables.schemas import REJECTED_RECORDS
 
 __all__ = ["offsets_records_topics"]
 

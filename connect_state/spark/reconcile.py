@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 
 from connect_state.kafka.topic_positions import TopicPositions
 from connect_state.spark.delta_io import retry_on_conflict, spark_schema
-from connect_state.tables import TableSpec
+from connect_state.tables.schemas import TableSpec
 
 log = logging.getLogger("connect_state.reconcile")
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from connect_state.errors import ConfigError
-from connect_state.settings import Settings, add_config_arguments, settings_from_args
+from connect_state.core.errors import ConfigError
+from connect_state.core.settings import Settings, add_config_arguments, settings_from_args
 
 #: ``jvm/spark/lib`` of the source checkout this module runs from (absent in an installed wheel).
 CHECKOUT_SPARK_LIB = Path(__file__).resolve().parents[2] / "jvm" / "spark" / "lib"

@@ -24,11 +24,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState
 
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
+from connect_state.core.settings import Settings
 from connect_state.folds import sink_offsets as sink_fold
 from connect_state.formats.consumer_offsets import OffsetCommitKey, parse_consumer_offsets_record
 from connect_state.formats.consumer_offsets_arrow import match_offset_commits
-from connect_state.settings import Settings
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS,
     FoldWriter,
@@ -45,15 +45,15 @@ from connect_state.spark.foldjob import (
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
-from connect_state.spark.merge_spec import (
+from connect_state.spark.reconcile import Reconciler
+from connect_state.tables.merge_spec import (
     MergeSpec,
     matched_delete,
     matched_update,
     not_matched_insert,
     source_values,
 )
-from connect_state.spark.reconcile import Reconciler
-from connect_state.tables import BIGINT, INT, SINK_OFFSETS, SINK_OFFSETS_HISTORY, STRING
+from connect_state.tables.schemas import BIGINT, INT, SINK_OFFSETS, SINK_OFFSETS_HISTORY, STRING
 
 JOB_NAME = "sink_offsets"
 DEPRECATED_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"

@@ -38,12 +38,13 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState
 
 from connect_state.connect.offset_stores import offsets_topics
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
+from connect_state.core.settings import Settings
+from connect_state.core.storage import Location
 from connect_state.folds import source_offsets as source_fold
 from connect_state.formats.offsets import parse_offset_key
-from connect_state.guards import permitted_offsets_topics
-from connect_state.positions import topics_of
-from connect_state.settings import Settings
+from connect_state.progress.positions import topics_of
+from connect_state.security.guards import permitted_offsets_topics
 from connect_state.spark.checkpoint import latest_positions
 from connect_state.spark.delta_io import table_exists
 from connect_state.spark.foldjob import (
@@ -63,18 +64,17 @@ from connect_state.spark.foldjob import (
     with_group_kind,
 )
 from connect_state.spark.kafka_source import read_internal_topic
-from connect_state.spark.merge_spec import (
+from connect_state.spark.offsets_guard import offsets_records_topics
+from connect_state.spark.reconcile import Reconciler
+from connect_state.spark.streaming import QueryTask, job_logger, stop_between_batches
+from connect_state.tables.merge_spec import (
     MergeSpec,
     matched_delete,
     matched_update,
     not_matched_insert,
     source_values,
 )
-from connect_state.spark.offsets_guard import offsets_records_topics
-from connect_state.spark.reconcile import Reconciler
-from connect_state.spark.streaming import QueryTask, job_logger, stop_between_batches
-from connect_state.storage import Location
-from connect_state.tables import BOOLEAN, CONNECTORS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY, STRING
+from connect_state.tables.schemas import BOOLEAN, CONNECTORS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY, STRING
 
 JOB_NAME = "source_offsets"
 TOPIC_CHECK_SECONDS = 60.0

@@ -4,7 +4,7 @@ Spark writes the checkpoints and Delta the tables through Hadoop's filesystems (
 ``gs://``, ``dbfs:/`` ...); every existence check, listing or read of them by the jobs goes through the same
 filesystems here, never through ``pathlib``, so a checkpoint in object storage is found like a local one.
 
-:func:`configure_storage` hands the ``storage.*`` settings (:func:`connect_state.storage.hadoop_options`) to the
+:func:`configure_storage` hands the ``storage.*`` settings (:func:`connect_state.core.storage.hadoop_options`) to the
 SparkContext's Hadoop configuration before the first access.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from connect_state.settings import Settings
-from connect_state.storage import Location, hadoop_options
+from connect_state.core.settings import Settings
+from connect_state.core.storage import Location, hadoop_options
 
 log = logging.getLogger("connect_state.spark.storage")
 

@@ -31,9 +31,9 @@ from typing import Any, Protocol
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from connect_state.errors import ConnectStateError
-from connect_state.progress import ReadProgress
-from connect_state.settings import Settings, add_config_arguments, settings_from_args
+from connect_state.core.errors import ConnectStateError
+from connect_state.core.settings import Settings, add_config_arguments, settings_from_args
+from connect_state.progress.query_progress import ReadProgress
 from connect_state.spark import storage
 from connect_state.spark.metrics import METRICS
 

@@ -4,11 +4,11 @@ batch's table writes (:meth:`connect_state.spark.foldjob.FoldWriter.record_water
 **Why ``deltalake`` and not Spark.** Every micro-batch of every fold query records its end offsets here, after its own
 tables. As a Spark MERGE, that was a third Delta commit per batch and 2.4–3.0 s of driver work for a few rows, on two
 cores shared by every query (``bench/RESULTS.md``, issue 11 §3). The same MERGE through delta-rs (no JVM) takes tens of
-milliseconds. As for the ``leases`` table (:mod:`connect_state.spark.leases`), Spark does not write this table where
-``deltalake`` can, so its writers are all of one kind. The API and the tests read it like any other table.
+milliseconds. As for the ``leases`` table (:mod:`connect_state.tables.lease_store`), Spark does not write this table
+where ``deltalake`` can, so its writers are all of one kind. The API and the tests read it like any other table.
 
 **Where ``deltalake`` cannot commit** (a Databricks Unity Catalog volume or DBFS, FUSE mounts with neither rename nor
-link: :attr:`connect_state.storage.Location.deltalake_commits`), :class:`SparkWatermarkStore` writes the same rows
+link: :attr:`connect_state.core.storage.Location.deltalake_commits`), :class:`SparkWatermarkStore` writes the same rows
 with a Spark MERGE, as before. :func:`watermark_store` picks the store from ``delta.root``; every writer of one
 location picks the same.
 
@@ -19,7 +19,7 @@ the ones the Spark MERGE used, so a table written by an earlier version carries 
 
 **Concurrent queries.** The fold queries write their own rows of the same table. Within one driver their writes take
 turns, across drivers a MERGE that lost to another's commit is read again and retried
-(:mod:`connect_state.spark.deltalake_io`).
+(:mod:`connect_state.tables.small_writes`).
 """
 
 from __future__ import annotations
@@ -34,18 +34,17 @@ from deltalake import CommitProperties, DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from connect_state.errors import DeltaWriteError
-from connect_state.positions import Positions, watermark_rows
+from connect_state.core.errors import DeltaWriteError
+from connect_state.core.storage import Location
+from connect_state.progress.positions import Positions, watermark_rows
 from connect_state.spark.delta_io import (
-    TABLE_PROPERTIES,
     delta_transaction,
     ensure_table,
     retry_on_conflict,
     spark_schema,
 )
-from connect_state.spark.deltalake_io import ATTEMPTS, latest, open_or_create, with_retries, write_once
-from connect_state.storage import Location
-from connect_state.tables import WATERMARKS
+from connect_state.tables.schemas import TABLE_PROPERTIES, WATERMARKS
+from connect_state.tables.small_writes import ATTEMPTS, latest, open_or_create, with_retries, write_once
 
 _MATCH = "t.query = s.query AND t.topic = s.topic AND t.`partition` = s.`partition`"
 _SPARK_ROWS = spark_schema(WATERMARKS.schema)
@@ -73,7 +72,7 @@ def watermark_store(
     spark: SparkSession, delta_root: Location, storage_options: Mapping[str, str] | None, use_deltalake: bool
 ) -> WatermarkStore:
     """The store of ``delta_root``: :class:`DeltaWatermarkStore` where this process writes with ``deltalake``
-    (:func:`~connect_state.spark.deltalake_io.deltalake_writes`), else :class:`SparkWatermarkStore`."""
+    (:func:`~connect_state.tables.small_writes.deltalake_writes`), else :class:`SparkWatermarkStore`."""
     if use_deltalake:
         return DeltaWatermarkStore(delta_root, storage_options)
     return SparkWatermarkStore(spark, delta_root)
@@ -86,7 +85,7 @@ def _rows(query: str, positions: Positions, batch_id: int) -> list[tuple]:
 
 class DeltaWatermarkStore:
     """The ``watermarks`` table under ``delta_root``, read and written with ``deltalake`` (kept open by
-    :func:`~connect_state.spark.deltalake_io.latest`); created on first use."""
+    :func:`~connect_state.tables.small_writes.latest`); created on first use."""
 
     def __init__(self, delta_root: Location, storage_options: Mapping[str, str] | None = None) -> None:
         self.path = str(delta_root / WATERMARKS.name)

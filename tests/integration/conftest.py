@@ -11,8 +11,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from connect_state.api import close_app, create_app
+from connect_state.core.settings import Settings
 from connect_state.dev.connect_rest import ConnectRestClient
-from connect_state.settings import Settings
 from tests.integration.helpers import close_api_clients
 
 

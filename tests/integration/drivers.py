@@ -3,7 +3,7 @@
 :class:`DriverProcess` runs ``python -m <module> [args]`` (default ``connect_state.jobs.all``: ``connect-state-jobs``)
 from the repository root, with the test's settings written to a properties file (``--conf-file``; no
 ``CONNECT_STATE_*`` variable of the test's environment leaks in), optionally armed with a fault
-(``CONNECT_STATE_FAULT_INJECT``, :mod:`connect_state.faults`). The process is the leader of its own process group,
+(``CONNECT_STATE_FAULT_INJECT``, :mod:`connect_state.core.faults`). The process is the leader of its own process group,
 so :meth:`DriverProcess.kill` takes its Spark JVM and Python workers down with it, like a lost machine. Its output
 goes to a log file whose tail failing assertions show.
 
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import javaproperties
 
-from connect_state.faults import ENV as FAULT_ENV
-from connect_state.settings import ENV_PREFIX, Settings
+from connect_state.core.faults import ENV as FAULT_ENV
+from connect_state.core.settings import ENV_PREFIX, Settings
 
 REPO = Path(__file__).resolve().parents[2]
 HOOK_LOG_ENV = "CONNECT_STATE_TEST_HOOK_LOG"

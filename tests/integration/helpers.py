@@ -18,9 +18,9 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import DataFrame, SparkSession
 
 from connect_state.api import close_app, create_app
+from connect_state.core.settings import Settings
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.kafka.partitioner import partition_for_key
-from connect_state.settings import Settings
 from connect_state.spark import active_topics, connector_states
 from connect_state.spark.streaming import Job, run_job
 from tests.fixtures.spark import await_query

@@ -22,7 +22,7 @@ from connect_state.formats.status import (
 )
 from connect_state.spark import active_topics as job
 from connect_state.spark.delta_io import ensure_table, spark_schema
-from connect_state.tables import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS
+from connect_state.tables.schemas import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import (
     create_topic,

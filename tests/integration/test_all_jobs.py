@@ -12,7 +12,7 @@ from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.kafka.topic_positions import TopicPositions
 from connect_state.spark.all_jobs import every_job
 from connect_state.spark.streaming import run_catch_up, run_continuous
-from connect_state.tables import TABLE_QUERIES, WATERMARKS
+from connect_state.tables.schemas import TABLE_QUERIES, WATERMARKS
 from tests.integration.helpers import api_client, delta_table, job_settings, running, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

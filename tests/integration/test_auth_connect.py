@@ -16,11 +16,11 @@ from flask.testing import FlaskClient
 from connect_state.api import close_app, create_app
 from connect_state.api.audit import audit_trail
 from connect_state.api.passwords import HashScheme, hash_password
+from connect_state.core.settings import Settings
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.kafka.log import TopicLogReader
-from connect_state.settings import Settings
-from connect_state.tables import AUDIT
+from connect_state.tables.schemas import AUDIT
 from tests.integration.helpers import job_settings, source_position, unique, wait_state
 
 pytestmark = [pytest.mark.integration]

@@ -18,10 +18,11 @@ from typing import TypeVar
 import pytest
 
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
-from connect_state.dev.local_stack import KafkaBroker, free_ports
+from connect_state.core.settings import Settings
+from connect_state.dev.jvm_service import free_ports
+from connect_state.dev.local_stack import KafkaBroker
 from connect_state.formats.config import serialize_connector_config, serialize_task_commit, serialize_task_config
 from connect_state.formats.status import TopicStatus, serialize_topic_status, topic_status_key
-from connect_state.settings import Settings
 from tests.integration.drivers import DriverProcess, kill_leftovers
 from tests.integration.helpers import api_client, create_topic, job_settings, produce_keyed
 

@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from connect_state.cleanup import FAILED, SKIPPED, SUCCEEDED, CleanupReconciler, DeletedConnector
+from connect_state.cleanup.reconciler import FAILED, SKIPPED, SUCCEEDED, CleanupReconciler, DeletedConnector
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
+from connect_state.core.settings import Settings
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
-from connect_state.settings import Settings
 from connect_state.spark import source_offsets
 from connect_state.spark.cleanup import cleanup_reconciler
-from connect_state.tables import CONNECTOR_DELETIONS
+from connect_state.tables.schemas import CONNECTOR_DELETIONS
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import (
     api_client,

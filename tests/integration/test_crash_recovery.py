@@ -6,7 +6,7 @@ sources and a sink while a workload thread appends lines, pauses, resumes, stops
 deletes short-lived connectors. Meanwhile the driver of the three folds (``python -m connect_state.jobs.all --jobs
 active_topics,connector_states,offsets``, a process group of its own: tests/integration/drivers.py; the leased jobs'
 crashes are tests/integration/test_leases_connect.py's) is killed, each time at another point
-(:mod:`connect_state.faults`):
+(:mod:`connect_state.core.faults`):
 
 1. continuous, ``after_history_write``: inside ``foreachBatch``, a history table written, its current table not yet;
 2. continuous, ``batch_start``: a micro-batch arrived, nothing of it written (between two batches, for the tables),
@@ -38,14 +38,14 @@ from kafka import KafkaConsumer, TopicPartition
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from connect_state.core.faults import FaultPoint
+from connect_state.core.settings import Settings
 from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
-from connect_state.faults import FaultPoint
 from connect_state.kafka.groups import ConsumerGroupAdmin
-from connect_state.settings import Settings
 from connect_state.spark import active_topics, connector_states, offsets
 from connect_state.spark.streaming import run_catch_up
-from connect_state.tables import (
+from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
     CONNECTOR_EVENTS,

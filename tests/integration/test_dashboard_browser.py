@@ -27,10 +27,10 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from connect_state.api import close_app, create_app
+from connect_state.core.settings import Settings
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.filestream import append_lines, file_source_config
-from connect_state.dev.local_stack import free_port
-from connect_state.settings import Settings
+from connect_state.dev.jvm_service import free_port
 from connect_state.spark import active_topics, offsets
 from connect_state.spark.streaming import run_job
 from tests.fixtures.spark import await_query

@@ -1,4 +1,4 @@
-"""Spark and ``deltalake`` writing the same tables (:mod:`connect_state.spark.deltalake_io`) honour each other's
+"""Spark and ``deltalake`` writing the same tables (:mod:`connect_state.tables.small_writes`) honour each other's
 transactions.
 
 A ``watermarks`` table an earlier version wrote with Spark (a write tagged with the query's transaction id) is
@@ -16,9 +16,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StringType, StructField, StructType
 
+from connect_state.core.storage import Location
 from connect_state.folds import source_offsets as source_fold
-from connect_state.heartbeat_emitter import EmittedHeartbeat, HeartbeatOutcome
-from connect_state.spark import deltalake_io, heartbeats, source_offsets
+from connect_state.heartbeats.emitter import EmittedHeartbeat, HeartbeatOutcome
+from connect_state.spark import heartbeats, source_offsets
 from connect_state.spark.delta_io import (
     delta_transaction,
     ensure_table,
@@ -28,8 +29,8 @@ from connect_state.spark.delta_io import (
     schema_of,
 )
 from connect_state.spark.watermarks import DeltaWatermarkStore, SparkWatermarkStore
-from connect_state.storage import Location
-from connect_state.tables import (
+from connect_state.tables import small_writes
+from connect_state.tables.schemas import (
     ACTIVE_TOPICS_HISTORY,
     HEARTBEATS,
     SOURCE_OFFSETS,
@@ -93,9 +94,9 @@ def test_a_history_batch_deltalake_appended_is_skipped_by_sparks_insert_of_the_s
         [("c1", "t1", "added", 0, 1_000, None, 0, 41, None), ("c1", "t2", "added", 0, 1_001, None, 0, 42, None)],
         schema_of(ACTIVE_TOPICS_HISTORY),
     ).withColumn("changed_at", F.current_timestamp())
-    assert deltalake_io.append_once(deltalake_io.as_table_rows(batch.toArrow(), ACTIVE_TOPICS_HISTORY), path, app_id, 3)
-    assert not deltalake_io.append_once(
-        deltalake_io.as_table_rows(batch.toArrow(), ACTIVE_TOPICS_HISTORY), path, app_id, 3
+    assert small_writes.append_once(small_writes.as_table_rows(batch.toArrow(), ACTIVE_TOPICS_HISTORY), path, app_id, 3)
+    assert not small_writes.append_once(
+        small_writes.as_table_rows(batch.toArrow(), ACTIVE_TOPICS_HISTORY), path, app_id, 3
     )  # the same batch again: its transaction is in the table
     # A restarted run's version 3 (rows it would insert: the MERGE alone would add them): Delta skips it.
     unseen = batch.withColumn("kafka_offset", F.col("kafka_offset") + 100)
@@ -135,8 +136,8 @@ def test_a_small_batchs_merge_through_deltalake_equals_sparks_merge_of_the_same_
         if engine == "spark":
             merge_once(source, path, source_offsets.CURRENT_MERGE, "app", 0)
         else:
-            rows = deltalake_io.merge_source_rows(source.toArrow(), SOURCE_OFFSETS)
-            assert deltalake_io.merge_once(rows, path, source_offsets.CURRENT_MERGE, "app", 0)
+            rows = small_writes.merge_source_rows(source.toArrow(), SOURCE_OFFSETS)
+            assert small_writes.merge_once(rows, path, source_offsets.CURRENT_MERGE, "app", 0)
         results.append(sorted(tuple(r) for r in spark.read.format("delta").load(path).collect()))
     assert results[0] == results[1]
     assert [(r[2], r[6], r[8]) for r in results[1]] == [('{"p":"b"}', False, 1), ('{"p":"c"}', True, 12),
@@ -178,9 +179,9 @@ def test_the_heartbeats_merges_through_deltalake_equal_sparks(spark: SparkSessio
             merge_once(source, path, heartbeats.ACTIVITY_MERGE, "app", 0)
             merge_rows(spark.createDataFrame(marks), path, heartbeats.HEARTBEAT_MARKS_MERGE)
         else:
-            rows = deltalake_io.merge_source_rows(source.toArrow(), SOURCE_PARTITION_ACTIVITY)
-            assert deltalake_io.merge_once(rows, path, heartbeats.ACTIVITY_MERGE, "app", 0)
-            deltalake_io.merge_rows(marks, path, heartbeats.HEARTBEAT_MARKS_MERGE)
+            rows = small_writes.merge_source_rows(source.toArrow(), SOURCE_PARTITION_ACTIVITY)
+            assert small_writes.merge_once(rows, path, heartbeats.ACTIVITY_MERGE, "app", 0)
+            small_writes.merge_rows(marks, path, heartbeats.HEARTBEAT_MARKS_MERGE)
         table = spark.read.format("delta").load(path)
         results.append(sorted(tuple(r) for r in table.collect()))
         times = table.select("partition", "offset", F.unix_millis("last_heartbeat_at")).orderBy("partition")
@@ -207,7 +208,7 @@ def test_heartbeat_rows_appended_by_either_engine_read_the_same(spark: SparkSess
         if engine == "spark":
             spark.createDataFrame(rows).write.format("delta").mode("append").save(path)
         else:
-            deltalake_io.append(rows, path)
+            small_writes.append(rows, path)
         table = spark.read.format("delta").load(path)
         results.append(sorted(tuple(r) for r in table.select("*", F.unix_millis("emitted_at")).collect()))
     assert results[0] == results[1]

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from connect_state.connect.vocabulary import State
+from connect_state.core.vocabulary import State
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.demo import DEMO_CONNECTORS, DEMO_SINK, DEMO_SOURCE, DemoConnectors, create_demo_connectors
 from tests.integration.helpers import api_client, connector_state, delete_and_wait, job_settings, wait_state

@@ -13,14 +13,14 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BooleanType, StringType, StructField, StructType
 
+from connect_state.core.storage import Location
 from connect_state.folds import active_topics as active_fold
 from connect_state.folds import sink_offsets as sink_fold
 from connect_state.folds import source_offsets as source_fold
 from connect_state.spark import active_topics, connector_states, heartbeats, sink_offsets, source_offsets
 from connect_state.spark.delta_io import append_once, ensure_table, inserted_rows, merge_once, schema_of
-from connect_state.spark.merge_spec import MergeSpec, not_matched_insert
-from connect_state.storage import Location
-from connect_state.tables import (
+from connect_state.tables.merge_spec import MergeSpec, not_matched_insert
+from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     CONNECTORS,
     SINK_OFFSETS,

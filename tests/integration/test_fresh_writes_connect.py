@@ -23,13 +23,13 @@ import pytest
 
 from connect_state.api import close_app, create_app
 from connect_state.connect.rest import not_stopped_message, offsets_success_message
+from connect_state.core.errors import KafkaWriteError
+from connect_state.core.settings import Settings
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
-from connect_state.errors import KafkaWriteError
-from connect_state.freshness import HEADER, parse_lag_header
 from connect_state.kafka import InternalTopicWriter
 from connect_state.kafka.log import ConfigTopicTail, TopicLogReader
-from connect_state.settings import Settings
+from connect_state.progress.freshness import HEADER, parse_lag_header
 from connect_state.spark import source_offsets
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import (

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
+from connect_state.core.settings import Settings
 from connect_state.dev.filestream import append_lines, file_source_config
-from connect_state.heartbeats import HeartbeatProvider, SourceOffset
-from connect_state.settings import Settings
+from connect_state.heartbeats.provider import HeartbeatProvider, SourceOffset
 from connect_state.spark import heartbeats
 from connect_state.spark.streaming import run_job
 from tests.integration.helpers import (

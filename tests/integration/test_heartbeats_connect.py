@@ -25,11 +25,11 @@ import pytest
 from kafka import KafkaConsumer
 
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
+from connect_state.core.settings import Settings
 from connect_state.dev.demo_heartbeats import provider as demo_provider
 from connect_state.dev.filestream import append_lines, file_source_config
-from connect_state.heartbeats import CONNECTOR_HEADER, PARTITION_HEADER, HeartbeatProvider, HeartbeatRecord
+from connect_state.heartbeats.provider import CONNECTOR_HEADER, PARTITION_HEADER, HeartbeatProvider, HeartbeatRecord
 from connect_state.kafka.partitioner import partition_for_key
-from connect_state.settings import Settings
 from connect_state.spark import heartbeats
 from connect_state.spark.streaming import run_job
 from tests.integration.helpers import api_client, continuous_job, job_settings, source_position, unique

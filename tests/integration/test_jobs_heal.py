@@ -18,12 +18,12 @@ from kafka.admin import KafkaAdminClient
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from connect_state.core.settings import Settings
 from connect_state.formats.status import TopicStatus, serialize_topic_status, topic_status_key
-from connect_state.settings import Settings
 from connect_state.spark import active_topics, sink_offsets, source_offsets
 from connect_state.spark.delta_io import ensure_table, schema_of
 from connect_state.spark.streaming import Backoff, Supervisor, TaskStatus
-from connect_state.tables import (
+from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
     CONNECTORS,

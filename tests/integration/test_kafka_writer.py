@@ -19,12 +19,12 @@ import pytest
 from deltalake import write_deltalake
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
+from connect_state.core.errors import TopicNotFoundError
+from connect_state.core.settings import Settings
 from connect_state.dev.filestream import append_lines, file_source_config
-from connect_state.errors import TopicNotFoundError
 from connect_state.formats.status import topic_status_key
 from connect_state.kafka import InternalTopicWriter, KafkaAdmin, RecordPosition
 from connect_state.kafka.partitioner import partition_for_key
-from connect_state.settings import Settings
 from tests.integration.helpers import create_topic
 
 # --- with the real broker -------------------------------------------------------------------------------------------
@@ -246,7 +246,7 @@ def test_api_reset_through_the_real_writer_resets_connect(
 ) -> None:
     """``PUT /connectors/<name>/topics/reset`` on our API (own writer) has the effect of Connect's own reset."""
     from connect_state.api import close_app, create_app
-    from connect_state.tables import ACTIVE_TOPICS
+    from connect_state.tables.schemas import ACTIVE_TOPICS
 
     name, topic = tracked_source
     settings = stack_settings.with_overrides(**{"delta.root": str(tmp_path / "delta")})

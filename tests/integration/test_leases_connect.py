@@ -18,7 +18,7 @@ import pytest
 
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
 from connect_state.dev.filestream import append_lines, file_source_config
-from connect_state.leases import CLEANUP_LEASE, HEARTBEATS_LEASE
+from connect_state.leases.decisions import CLEANUP_LEASE, HEARTBEATS_LEASE
 from tests.integration.drivers import HOOK_LOG_ENV, DriverProcess, hook_calls, kill_leftovers
 from tests.integration.helpers import (
     api_client,

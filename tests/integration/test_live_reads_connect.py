@@ -15,9 +15,9 @@ import pytest
 
 from connect_state.api.resources import app_resources
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
-from connect_state.freshness import HEADER, parse_lag_header
+from connect_state.progress.freshness import HEADER, parse_lag_header
 from connect_state.spark import sink_offsets, source_offsets
-from connect_state.tables import CONNECTORS, SINK_OFFSETS
+from connect_state.tables.schemas import CONNECTORS, SINK_OFFSETS
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import (
     connect_offsets,

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from connect_state.core.errors import LocalStackError
+from connect_state.core.settings import Settings
 from connect_state.dev.connect_rest import ConnectRestClient, ConnectRestError
-from connect_state.dev.local_stack import ConnectWorker, KafkaBroker, LocalStack, free_ports, ready_topics
-from connect_state.errors import LocalStackError
-from connect_state.settings import Settings
+from connect_state.dev.jvm_service import free_ports
+from connect_state.dev.local_stack import ConnectWorker, KafkaBroker, LocalStack, ready_topics
 
 pytestmark = pytest.mark.integration
 

@@ -14,13 +14,13 @@ import logging
 import pytest
 from deltalake import DeltaTable
 
+from connect_state.core.storage import deltalake_options
 from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.spark import connector_states, heartbeats, storage
 from connect_state.spark.all_jobs import every_job
 from connect_state.spark.storage import configure_storage
 from connect_state.spark.streaming import run_catch_up
-from connect_state.storage import deltalake_options
-from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS
+from connect_state.tables.schemas import ACTIVE_TOPICS, CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS
 from tests.fixtures.s3 import TEST_BUCKET
 from tests.integration.helpers import api_client, unique
 

@@ -21,10 +21,10 @@ import pytest
 from flask.testing import FlaskClient
 
 from connect_state.connect.rest import offsets_success_message
+from connect_state.core.settings import Settings
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.kafka import InternalTopicWriter
-from connect_state.settings import Settings
 from connect_state.spark import sink_offsets, source_offsets
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import (

@@ -15,15 +15,15 @@ from kafka import KafkaConsumer, TopicPartition
 from pyspark.sql import SparkSession
 
 from connect_state.connect.offset_stores import sink_consumer_group
+from connect_state.core.settings import Settings
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.formats.consumer_offsets import parse_consumer_offsets_record
 from connect_state.formats.javalang import java_string_hashcode
-from connect_state.settings import Settings
 from connect_state.spark import sink_offsets, source_offsets
 from connect_state.spark.delta_io import ensure_table
 from connect_state.spark.offsets import OffsetsJob
 from connect_state.spark.streaming import run_job, stop_between_batches
-from connect_state.tables import CONNECTORS, REJECTED_RECORDS, SINK_OFFSETS, SOURCE_OFFSETS
+from connect_state.tables.schemas import CONNECTORS, REJECTED_RECORDS, SINK_OFFSETS, SOURCE_OFFSETS
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import (
     api_client,

@@ -23,8 +23,8 @@ from databricks.bundles.jobs import Job
 from databricks.bundles.schemas import Schema
 from databricks.bundles.volumes import Volume, VolumeType
 
+from connect_state.core.settings import load_settings
 from connect_state.jobs.all import parser as jobs_parser
-from connect_state.settings import load_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_VALUES = {"bootstrap_servers": "broker-1:9092,broker-2:9092"}

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from connect_state.core.settings import Settings
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.dev.s3_server import S3Server
-from connect_state.settings import Settings
 from tests.fixtures.s3 import TEST_BUCKET
 from tests.fixtures.spark_cluster import SparkCluster
 from tests.fixtures.wheel import clean_env
@@ -171,7 +171,7 @@ def test_a_job_console_script_without_spark_says_what_to_install(cluster_env: Pa
         assert result.returncode == 2, (script, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr, result.stderr
         assert "need pyspark" in result.stderr and "pip install 'connect-state[spark]'" in result.stderr, result.stderr
-    imports = "import connect_state.folds.connector_states, connect_state.folds.heartbeats, connect_state.api.server"
+    imports = "import connect_state.folds.connector_states, connect_state.heartbeats.fold, connect_state.api.server"
     imports += "; print(connect_state.__file__)"
     result = subprocess.run([str(python), "-c", imports], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=60)  # fmt: skip

@@ -56,7 +56,7 @@ def test_wheel_installs_nothing_named_api_or_jobs_at_the_top(wheel: Path) -> Non
     assert "connect_state/jobs/all.py" in names
     assert "connect_state/conf/connect-state.properties" in names
     assert {"connect_state/api/static/dashboard.html", "connect_state/api/static/dashboard.js"} <= names
-    assert "connect_state/password_keys.txt" in names  # connect_state/redaction.py reads it
+    assert "connect_state/password_keys.txt" in names  # connect_state/security/redaction.py reads it
 
 
 def test_every_source_package_is_listed_in_pyproject() -> None:
@@ -82,7 +82,7 @@ def test_console_script_help_runs_from_the_wheel(fresh_env: Path, script: str, t
 
 def test_installed_package_finds_its_shipped_defaults(fresh_env: Path, tmp_path: Path) -> None:
     code = (
-        "import connect_state, connect_state.settings as s;"
+        "import connect_state, connect_state.core.settings as s;"
         "print(connect_state.__file__);"
         "print(s.load_settings(environ={}).status_storage_topic)"
     )
@@ -122,7 +122,7 @@ def test_without_a_checkout_the_jars_come_from_a_setting(fresh_env: Path, tmp_pa
 def test_a_job_session_from_the_wheel_writes_delta_with_the_jars_of_the_setting(fresh_env: Path, tmp_path: Path):
     code = (
         "import sys;"
-        "from connect_state.settings import load_settings;"
+        "from connect_state.core.settings import load_settings;"
         "from connect_state.spark.session import job_session;"
         "settings = load_settings(overrides={'spark.jars.dir': sys.argv[1]});"
         "spark = job_session('wheel-check', settings);"

@@ -23,9 +23,9 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from connect_state.cleanup import Deletion, StepOutcome, StepStatus
+from connect_state.cleanup.reconciler import Deletion, StepOutcome, StepStatus
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
-from connect_state.folds.heartbeats import HeartbeatDefaults
+from connect_state.core.settings import Settings, load_settings
 from connect_state.formats.config import (
     connector_config_key,
     serialize_connector_config,
@@ -46,15 +46,15 @@ from connect_state.formats.status import (
     serialize_topic_status,
     topic_status_key,
 )
-from connect_state.heartbeat_emitter import HeartbeatEmitter
-from connect_state.heartbeats import HeartbeatRecord
+from connect_state.heartbeats.emitter import HeartbeatEmitter
+from connect_state.heartbeats.fold import HeartbeatDefaults
+from connect_state.heartbeats.provider import HeartbeatRecord
 from connect_state.kafka import RecordPosition
-from connect_state.settings import Settings, load_settings
 from connect_state.spark import active_topics, connector_states, heartbeats, sink_offsets, source_offsets
 from connect_state.spark.cleanup import SparkCleanupIO
 from connect_state.spark.delta_io import table_exists
 from connect_state.spark.foldjob import start_fold_query
-from connect_state.tables import (
+from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
     CONNECTOR_DELETIONS,

@@ -10,8 +10,9 @@ import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
+from connect_state.core.settings import load_settings
+from connect_state.core.storage import Location
 from connect_state.dev.s3_server import S3Server
-from connect_state.settings import load_settings
 from connect_state.spark import delta_io, storage
 from connect_state.spark.checkpoint import (
     discard_interrupted_first_entry,
@@ -22,8 +23,7 @@ from connect_state.spark.checkpoint import (
 from connect_state.spark.source_offsets import checkpoint_topics
 from connect_state.spark.storage import configure_storage
 from connect_state.spark.streaming import checkpoint_query_id
-from connect_state.storage import Location
-from connect_state.tables import CONNECTORS
+from connect_state.tables.schemas import CONNECTORS
 from tests.fixtures.s3 import TEST_BUCKET
 from tests.fixtures.spark import await_query
 

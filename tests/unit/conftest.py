@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 
 from connect_state.api import create_app
 from connect_state.api.resources import TableSource
-from connect_state.settings import Settings, load_settings
+from connect_state.core.settings import Settings, load_settings
 from tests.unit.fakes import InMemoryTopics, RecordingWriter
 
 MakeClient = Callable[..., FlaskClient]

@@ -19,14 +19,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from connect_state.api.tables import TableReader, missing_table_message
 from connect_state.connect.offset_stores import ConnectorOffsetStores
-from connect_state.errors import TableNotFoundError, TopicNotFoundError
+from connect_state.core.errors import TableNotFoundError, TopicNotFoundError
+from connect_state.core.settings import Settings
 from connect_state.folds.config_snapshot import ConfigSnapshot, ConnectorConfigView
 from connect_state.kafka.log import LogRecord, TopicOffsets
 from connect_state.kafka.partitioner import partition_for_key
-from connect_state.settings import Settings
-from connect_state.tables import TableSpec
+from connect_state.tables.reader import TableReader, missing_table_message
+from connect_state.tables.schemas import TableSpec
 
 STATUS_PARTITIONS = 5  # Connect's default status.storage.partitions
 
@@ -203,7 +203,7 @@ class FakeHerderIO:
 
 
 class InMemoryTables(TableReader):
-    """A :class:`~connect_state.api.tables.TableReader` whose tables are rows in memory instead of Delta tables.
+    """A :class:`~connect_state.tables.reader.TableReader` whose tables are rows in memory instead of Delta tables.
 
     ``tables`` maps a table name to its rows (dicts; missing columns are null). Rows are typed by the table's Arrow
     schema and filtered and projected by the real reader, so filters behave as on a Delta table. A table absent from

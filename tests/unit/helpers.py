@@ -21,7 +21,7 @@ from connect_state.formats.config import (
     task_config_records,
 )
 from connect_state.formats.status import TopicStatus, serialize_topic_status
-from connect_state.tables import TableSpec
+from connect_state.tables.schemas import TableSpec
 
 
 def write_table(

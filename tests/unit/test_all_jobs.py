@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from connect_state.errors import ConfigError
+from connect_state.core.errors import ConfigError
 from connect_state.spark.all_jobs import every_job, select_jobs
 from jobs.all import main
 

@@ -20,11 +20,11 @@ from connect_state.connect.mirror_maker import (
     MIRROR_HEARTBEAT_CLASS,
     MIRROR_SOURCE_CLASS,
 )
+from connect_state.connect.plugins import PluginError, load_alter_offsets_rules
 from connect_state.connect.rest import modify_offsets_failed_message, modify_offsets_unsupported_message
-from connect_state.connect.vocabulary import ConnectorType
-from connect_state.errors import AlterOffsetsBadRequest, AlterOffsetsRejected, AlterOffsetsUnsupported
+from connect_state.core.errors import AlterOffsetsBadRequest, AlterOffsetsRejected, AlterOffsetsUnsupported
+from connect_state.core.vocabulary import ConnectorType
 from connect_state.formats.javalang import java_hash_code
-from connect_state.plugins import PluginError, load_alter_offsets_rules
 
 SOURCE = ConnectorType.SOURCE
 SINK = ConnectorType.SINK

@@ -28,13 +28,13 @@ from connect_state.api import close_app, create_app
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.resources import get_settings, get_tables, get_writer
 from connect_state.api.server import AccessLogger, bind_address, gunicorn_options
-from connect_state.api.tables import TableReader
-from connect_state.dev.local_stack import free_port
-from connect_state.errors import KafkaWriteError, TableNotFoundError
-from connect_state.freshness import HEADER, parse_lag_header
+from connect_state.core.errors import KafkaWriteError, TableNotFoundError
+from connect_state.core.settings import Settings
+from connect_state.dev.jvm_service import free_port
 from connect_state.kafka.partitioner import partition_for_key
-from connect_state.settings import Settings
-from connect_state.tables import ACTIVE_TOPICS, ALL_TABLES, TableSpec
+from connect_state.progress.freshness import HEADER, parse_lag_header
+from connect_state.tables.reader import TableReader
+from connect_state.tables.schemas import ACTIVE_TOPICS, ALL_TABLES, TableSpec
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTopics, RecordingWriter
 from tests.unit.helpers import assert_connect_error, topic_status_value, write_table

@@ -9,9 +9,9 @@ import pytest
 from flask.testing import FlaskClient
 
 from connect_state.connect.rest import MIRRORED_CONNECT_VERSION, restart_state_info
+from connect_state.core.settings import Settings
 from connect_state.formats.config import RestartRequest, restart_request_key, serialize_restart_request
-from connect_state.settings import Settings
-from connect_state.tables import CONNECTORS
+from connect_state.tables.schemas import CONNECTORS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTopics, RecordingWriter
 from tests.unit.helpers import assert_connect_error, assert_no_content, mirror_connectors, write_table

@@ -1,8 +1,8 @@
 """The KIP-875 lifecycle endpoints (api/connectors.py) with Flask's test client.
 
 The ``connectors`` table is created with ``deltalake`` under ``tmp_path`` in the schema of
-:data:`connect_state.tables.CONNECTORS` (the Spark job writes the same); Kafka is replaced by an in-memory writer that
-records every send, so the exact records, their order and the topic can be checked.
+:data:`connect_state.tables.schemas.CONNECTORS` (the Spark job writes the same); Kafka is replaced by an in-memory
+writer that records every send, so the exact records, their order and the topic can be checked.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from connect_state.api.tables import TableReader
 from connect_state.connect.rest import connector_state_info as status_response_from_row
-from connect_state.errors import KafkaWriteError
+from connect_state.core.errors import KafkaWriteError
+from connect_state.core.settings import Settings
 from connect_state.formats.config import pause_records, resume_records, stop_records
-from connect_state.settings import Settings
-from connect_state.tables import CONNECTORS
+from connect_state.tables.reader import TableReader
+from connect_state.tables.schemas import CONNECTORS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTopics, RecordingWriter
 from tests.unit.helpers import assert_connect_error, assert_no_content, mirror_connectors, write_table

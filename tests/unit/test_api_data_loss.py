@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from connect_state.tables import DATA_LOSS
+from connect_state.tables.schemas import DATA_LOSS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTables
 

@@ -1,8 +1,8 @@
 """KIP-883 endpoints with Flask's test client: ``DELETE /connectors/<name>`` (api/connectors.py) and
 ``GET /connectors/<name>/deletions`` (api/deletions.py).
 
-Tables are written with ``deltalake`` in the schemas of :mod:`connect_state.tables`; Kafka is an in-memory writer that
-records every send.
+Tables are written with ``deltalake`` in the schemas of :mod:`connect_state.tables.schemas`; Kafka is an in-memory
+writer that records every send.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from connect_state.errors import KafkaWriteError
-from connect_state.settings import Settings
-from connect_state.tables import CONNECTOR_DELETIONS, CONNECTORS
+from connect_state.core.errors import KafkaWriteError
+from connect_state.core.settings import Settings
+from connect_state.tables.schemas import CONNECTOR_DELETIONS, CONNECTORS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTopics, RecordingWriter
 from tests.unit.helpers import mirror_connectors, write_table

@@ -17,14 +17,14 @@ import pytest
 from flask.testing import FlaskClient
 
 from connect_state.connect.rest import not_stopped_message
-from connect_state.connect.vocabulary import TargetState
-from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
+from connect_state.core.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
+from connect_state.core.settings import Settings
+from connect_state.core.vocabulary import TargetState
 from connect_state.folds.config_snapshot import ConfigSnapshot
 from connect_state.formats.config import delete_records, resume_records, stop_records
 from connect_state.formats.offsets import offset_key_bytes
-from connect_state.freshness import HEADER, TableLag, parse_lag_header
-from connect_state.settings import Settings
-from connect_state.tables import ACTIVE_TOPICS, CONNECTOR_DELETIONS, CONNECTORS, SOURCE_OFFSETS, WATERMARKS
+from connect_state.progress.freshness import HEADER, TableLag, parse_lag_header
+from connect_state.tables.schemas import ACTIVE_TOPICS, CONNECTOR_DELETIONS, CONNECTORS, SOURCE_OFFSETS, WATERMARKS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTopics, RecordingWriter
 from tests.unit.helpers import (

@@ -14,10 +14,10 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from connect_state.api.health import HEALTHY_MESSAGE, STARTING_MESSAGE, UNHEALTHY_MESSAGE, HealthStatus, decide
-from connect_state.errors import KafkaUnavailableError
-from connect_state.freshness import TableLag
-from connect_state.settings import Settings
-from connect_state.tables import CONNECTOR_EVENTS, SOURCE_OFFSETS_HISTORY, TABLE_QUERIES, WATERMARKS
+from connect_state.core.errors import KafkaUnavailableError
+from connect_state.core.settings import Settings
+from connect_state.progress.freshness import TableLag
+from connect_state.tables.schemas import CONNECTOR_EVENTS, SOURCE_OFFSETS_HISTORY, TABLE_QUERIES, WATERMARKS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTopics
 from tests.unit.helpers import configure

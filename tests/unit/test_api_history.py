@@ -1,4 +1,5 @@
-"""History endpoints (api/history.py) and their pure parts (connect_state/history.py, connect_state/redaction.py)."""
+"""History endpoints (api/history.py) and their pure parts (connect_state/tables/history.py,
+connect_state/security/redaction.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from connect_state.history import parse_time
-from connect_state.redaction import REDACTED, compile_patterns, redact_config
+from connect_state.security.redaction import REDACTED, compile_patterns, redact_config
+from connect_state.tables.history import parse_time
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTables
 from tests.unit.helpers import assert_connect_error

@@ -18,9 +18,9 @@ from flask.testing import FlaskClient
 from kafka import TopicPartition
 
 from connect_state.api import close_app, create_app
-from connect_state.api.tables import COMMIT_CLOCK_MARGIN_S
 from connect_state.connect.filestream import FILE_SINK_CLASS as FILE_STREAM_SINK_CLASS
-from connect_state.connect.vocabulary import State
+from connect_state.core.settings import Settings
+from connect_state.core.vocabulary import State
 from connect_state.folds import source_offsets as offsets_fold
 from connect_state.formats.connector_keys import record_connector
 from connect_state.formats.consumer_offsets import (
@@ -30,10 +30,10 @@ from connect_state.formats.consumer_offsets import (
 )
 from connect_state.formats.offsets import offset_key_bytes
 from connect_state.formats.status import Status, connector_status_key, serialize_status, task_status_key
-from connect_state.freshness import HEADER, TableLag, parse_lag_header
 from connect_state.kafka.follower import TopicFollower
-from connect_state.settings import Settings
-from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS, WATERMARKS
+from connect_state.progress.freshness import HEADER, TableLag, parse_lag_header
+from connect_state.tables.reader import COMMIT_CLOCK_MARGIN_S
+from connect_state.tables.schemas import ACTIVE_TOPICS, CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS, WATERMARKS
 from tests.unit.fakes import InMemoryTopics, RecordingWriter
 from tests.unit.helpers import SOURCE_CONFIG, configure, connectors_row, topic_status_value
 from tests.unit.helpers import write_table as write_delta

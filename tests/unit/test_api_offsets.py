@@ -30,12 +30,12 @@ from connect_state.connect.rest import (
     source_modify_failed_message,
     source_modify_timeout_message,
 )
-from connect_state.errors import KafkaWriteError, KafkaWriteTimeout
+from connect_state.core.errors import KafkaWriteError, KafkaWriteTimeout
+from connect_state.core.settings import Settings
 from connect_state.formats.offsets import offset_key_bytes
 from connect_state.herder import source_timeout_message
 from connect_state.kafka import ConsumerGroupAdminError, ConsumerGroupAdminTimeout, GroupNotEmptyError
-from connect_state.settings import Settings
-from connect_state.tables import CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS
+from connect_state.tables.schemas import CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import FakeAdmin, InMemoryTables, InMemoryTopics, RecordingWriter
 from tests.unit.helpers import mirror_connectors
@@ -594,7 +594,8 @@ def test_patch_sink_alters_and_deletes(client, admin):
 
 
 def test_patch_sink_of_another_class_and_group_override(make_client, tables, admin):
-    client = make_client(tables=tables, overrides={"api.allowed.groups": "connect-*,custom"})  # connect_state.guards
+    # the group allow-list: connect_state.security.guards
+    client = make_client(tables=tables, overrides={"api.allowed.groups": "connect-*,custom"})
     assert patch(client, "snk-other", VALID_SINK_BODY) == (200, {"message": ALTERED_LONG})
     assert patch(client, "snk-group", VALID_SINK_BODY) == (200, {"message": ALTERED_SHORT})
     assert [call[1] for call in admin.calls] == ["connect-snk-other", "custom"]

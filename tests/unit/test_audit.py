@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from connect_state.api.audit import Outcome, outcome_of
-from connect_state.redaction import REDACTED
-from connect_state.tables import CONNECTORS
+from connect_state.security.redaction import REDACTED
+from connect_state.tables.schemas import CONNECTORS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTables, InMemoryTopics, RecordingWriter
 from tests.unit.helpers import mirror_connectors

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from connect_state.api import audit
 from connect_state.api.audit import audit_trail
-from connect_state.settings import Settings
-from connect_state.tables import AUDIT, CONNECTORS
+from connect_state.core.settings import Settings
+from connect_state.tables import audit_table
+from connect_state.tables.schemas import AUDIT, CONNECTORS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTables, InMemoryTopics
 from tests.unit.helpers import mirror_connectors
@@ -92,7 +92,7 @@ def test_nothing_lost_or_duplicated_across_a_restart(
         raise OSError("object store unreachable")
 
     with monkeypatch.context() as patched:
-        patched.setattr(audit, "write_deltalake", unreachable)
+        patched.setattr(audit_table, "write_deltalake", unreachable)
         client = make()
         assert client.put(f"/connectors/{CONNECTOR}/stop", headers=basic("alice")).status_code == 204
         assert client.put(f"/connectors/{CONNECTOR}/resume", headers=basic("bob")).status_code == 403

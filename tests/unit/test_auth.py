@@ -32,9 +32,9 @@ from connect_state.api.auth import (
 )
 from connect_state.api.passwords import METHODS, HashScheme, hash_password, hash_token, main, verify_password
 from connect_state.api.server import main as server_main
-from connect_state.errors import ConfigError
-from connect_state.settings import Settings, load_settings
-from connect_state.tables import CONNECTORS
+from connect_state.core.errors import ConfigError
+from connect_state.core.settings import Settings, load_settings
+from connect_state.tables.schemas import CONNECTORS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTables, InMemoryTopics, RecordingWriter
 from tests.unit.helpers import assert_connect_error, mirror_connectors

@@ -1,6 +1,6 @@
-"""Secrets redacted at the API's edge (connect_state/redaction.py, issue 13): every GET route is called with tables
-whose configs hold a secret, and no answer may contain it; ConfigProvider references are shown as they are; a config
-without secrets is answered as Connect answers it."""
+"""Secrets redacted at the API's edge (connect_state/security/redaction.py, issue 13): every GET route is called with
+tables whose configs hold a secret, and no answer may contain it; ConfigProvider references are shown as they are; a
+config without secrets is answered as Connect answers it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from connect_state.redaction import REDACTED, is_provider_reference, redact_config, redact_json
-from connect_state.tables import CONNECTOR_DELETIONS, CONNECTOR_EVENTS, CONNECTORS
+from connect_state.security.redaction import REDACTED, is_provider_reference, redact_config, redact_json
+from connect_state.tables.schemas import CONNECTOR_DELETIONS, CONNECTOR_EVENTS, CONNECTORS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTables
 from tests.unit.test_auth import ROUTES

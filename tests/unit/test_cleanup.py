@@ -1,5 +1,5 @@
-"""KIP-883 cleanup planning (connect_state/cleanup.py): steps, the recreated-connector rule, backoff, outcomes, hooks,
-and the ``deleted`` event of the connector-state fold that feeds it."""
+"""KIP-883 cleanup planning (connect_state/cleanup/reconciler.py): steps, the recreated-connector rule, backoff,
+outcomes, hooks, and the ``deleted`` event of the connector-state fold that feeds it."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from connect_state import plugins
-from connect_state.cleanup import (
+from connect_state.cleanup.reconciler import (
     FAILED,
     PENDING,
     SKIPPED,
@@ -46,20 +45,21 @@ from connect_state.cleanup import (
     sink_group_id,
     source_offsets_topics,
 )
+from connect_state.connect import plugins
 from connect_state.connect.filestream import FILE_SINK_CLASS, FILE_SOURCE_CLASS
-from connect_state.connect.vocabulary import ConnectorType
-from connect_state.errors import ConfigError
+from connect_state.connect.plugins import PluginError
+from connect_state.core.errors import ConfigError
+from connect_state.core.settings import interval_seconds, load_settings
+from connect_state.core.vocabulary import ConnectorType
 from connect_state.folds.connector_states import DELETED, ConnectorRecord, ConnectorState, fold_connector
 from connect_state.formats.config import (
     ConnectorConfig,
     ConnectorConfigKey,
 )
 from connect_state.formats.offsets import offset_key_bytes
-from connect_state.plugins import PluginError
-from connect_state.settings import interval_seconds, load_settings
-from connect_state.spark import deltalake_io
 from connect_state.spark.cleanup import SparkCleanupIO
-from connect_state.tables import CONNECTOR_EVENTS
+from connect_state.tables import small_writes
+from connect_state.tables.schemas import CONNECTOR_EVENTS
 
 SOURCE_CONFIG = {"connector.class": FILE_SOURCE_CLASS, "file": "/tmp/in.txt", "topic": "t"}
 SINK_CONFIG = {"connector.class": FILE_SINK_CLASS, "file": "/tmp/out.txt", "topics": "t"}
@@ -475,7 +475,7 @@ def test_interval_seconds_rejects(text: str) -> None:
 
 @dataclass
 class MemoryCleanupIO:
-    """:class:`connect_state.cleanup.CleanupIO` in memory: tables as lists, topics as (key, value) lists."""
+    """:class:`connect_state.cleanup.reconciler.CleanupIO` in memory: tables as lists, topics as (key, value) lists."""
 
     events: list[dict[str, Any]] | None = None
     connectors: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -871,21 +871,21 @@ def test_the_jobs_pass_check_fails_for_good_only_at_its_first_read(tmp_path, mon
     A failure after a check that worked (a store's passing error) is a pass this time only."""
     settings = load_settings(overrides={"delta.root": str(tmp_path / "delta")}, environ={})
     write_deltalake(str(settings.table_path(CONNECTOR_EVENTS.name)), events_rows(("src", "created", "config", 1)))
-    real_latest = deltalake_io.latest
+    real_latest = small_writes.latest
 
     def failing(*args, **kwargs):
         raise OSError("store unreachable")
 
     broken = SparkCleanupIO(None, settings)  # type: ignore[arg-type]
-    monkeypatch.setattr(deltalake_io, "latest", failing)
+    monkeypatch.setattr(small_writes, "latest", failing)
     assert broken.input_marks() is None
-    monkeypatch.setattr(deltalake_io, "latest", real_latest)
+    monkeypatch.setattr(small_writes, "latest", real_latest)
     assert broken.input_marks() is None  # for good
 
     io = SparkCleanupIO(None, settings)  # type: ignore[arg-type]
     marks = io.input_marks()
     assert marks == (1, -1)
-    monkeypatch.setattr(deltalake_io, "latest", failing)
+    monkeypatch.setattr(small_writes, "latest", failing)
     assert io.input_marks() is None
-    monkeypatch.setattr(deltalake_io, "latest", real_latest)
+    monkeypatch.setattr(small_writes, "latest", real_latest)
     assert io.input_marks() == marks

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from connect_state.connect.vocabulary import TargetState
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
+from connect_state.core.vocabulary import TargetState
 from connect_state.formats.config import (
     ConfigCallbackError,
     ConfigKey,

@@ -3,7 +3,7 @@ position, the pure fold behind the API's fresh decisions (issue 10), and its fol
 
 from __future__ import annotations
 
-from connect_state.connect.vocabulary import TargetState
+from connect_state.core.vocabulary import TargetState
 from connect_state.folds import active_topics as topics_fold
 from connect_state.folds import source_offsets as offsets_fold
 from connect_state.folds.config_snapshot import ConfigSnapshot, config_connector_record

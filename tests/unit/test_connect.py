@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from connect_state.cleanup import source_offsets_topics as cleanup_offsets_topics
+from connect_state.cleanup.reconciler import source_offsets_topics as cleanup_offsets_topics
 from connect_state.connect.alter_offsets import AlterOffsetsRules, ModifyOffsetsRefused
 from connect_state.connect.connector_types import (
     config_connector_type,
@@ -33,11 +33,11 @@ from connect_state.connect.rest import (
     http_error_message,
     offsets_success_message,
 )
-from connect_state.connect.vocabulary import ConnectorType, State, TargetState
+from connect_state.core.vocabulary import ConnectorType, State, TargetState
 from connect_state.folds.connector_states import ConnectorState
-from connect_state.folds.heartbeats import HeartbeatDefaults, heartbeat_policy
 from connect_state.formats.offsets import offset_key_bytes
 from connect_state.formats.status import Status
+from connect_state.heartbeats.fold import HeartbeatDefaults, heartbeat_policy
 
 WORKER = "connect-offsets"
 

@@ -16,8 +16,8 @@ import pytest
 from connect_state.connect.connector_types import config_connector_type
 from connect_state.connect.filestream import FILE_SINK_CLASS, FILE_SOURCE_CLASS
 from connect_state.connect.rest import connector_state_info, status_not_found_message
-from connect_state.connect.vocabulary import ConnectorType
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
+from connect_state.core.vocabulary import ConnectorType
 from connect_state.folds.connector_states import (
     CONFIG,
     CREATED,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
 from connect_state.formats.consumer_offsets import (
     GROUP_METADATA,
     LEGACY_OFFSET_COMMIT,

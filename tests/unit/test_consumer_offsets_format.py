@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
 from connect_state.formats.consumer_offsets import (
     GROUP_METADATA,
     LEGACY_OFFSET_COMMIT,

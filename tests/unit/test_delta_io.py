@@ -11,7 +11,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, StructType
 
 from connect_state.spark import delta_io
-from connect_state.tables import ALL_TABLES, CONNECTORS, TableSpec
+from connect_state.tables.schemas import ALL_TABLES, CONNECTORS, TableSpec
 
 # --- schemas --------------------------------------------------------------------------------------------------------
 

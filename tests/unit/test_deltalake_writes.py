@@ -1,6 +1,6 @@
 """Small writes through ``deltalake``: the ``watermarks`` table (:class:`~connect_state.spark.watermarks.
 DeltaWatermarkStore`: a query's rows per batch, once per batch, beside the other queries' rows, under concurrent
-commits) and a small batch's history append (:func:`connect_state.spark.deltalake_io.append_once`)."""
+commits) and a small batch's history append (:func:`connect_state.tables.small_writes.append_once`)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,20 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError
 
-from connect_state.errors import DeltaWriteError
-from connect_state.heartbeat_emitter import EmittedHeartbeat, HeartbeatOutcome
-from connect_state.settings import Settings
-from connect_state.spark import deltalake_io
+from connect_state.core.errors import DeltaWriteError
+from connect_state.core.settings import Settings
+from connect_state.core.storage import Location
+from connect_state.heartbeats.emitter import EmittedHeartbeat, HeartbeatOutcome
 from connect_state.spark.heartbeats import HeartbeatSink
 from connect_state.spark.watermarks import DeltaWatermarkStore
-from connect_state.storage import Location
-from connect_state.tables import ACTIVE_TOPICS_HISTORY, CONNECTORS, HEARTBEATS, SOURCE_PARTITION_ACTIVITY, WATERMARKS
+from connect_state.tables import small_writes
+from connect_state.tables.schemas import (
+    ACTIVE_TOPICS_HISTORY,
+    CONNECTORS,
+    HEARTBEATS,
+    SOURCE_PARTITION_ACTIVITY,
+    WATERMARKS,
+)
 
 
 @pytest.fixture
@@ -96,7 +102,7 @@ def test_queries_recording_at_once_all_land(root: Location) -> None:
 RECORD_IN_ANOTHER_PROCESS = """
 import sys
 from connect_state.spark.watermarks import DeltaWatermarkStore
-from connect_state.storage import Location
+from connect_state.core.storage import Location
 store = DeltaWatermarkStore(Location.parse(sys.argv[1]))
 for batch in range(8):
     store.record(sys.argv[2], {("s", 0): batch}, batch, "app-" + sys.argv[2])
@@ -114,7 +120,7 @@ def test_drivers_recording_at_once_retry_what_lost_to_the_others_commits(root: L
 
 
 def test_a_commit_that_keeps_losing_gives_up_and_other_errors_are_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(deltalake_io, "ATTEMPTS", 3)
+    monkeypatch.setattr(small_writes, "ATTEMPTS", 3)
     monkeypatch.setattr(time, "sleep", lambda _s: None)
     calls: list[str] = []
 
@@ -123,7 +129,7 @@ def test_a_commit_that_keeps_losing_gives_up_and_other_errors_are_not_retried(mo
         raise CommitFailedError("Transaction failed: version already exists: 4")
 
     with pytest.raises(DeltaWriteError, match="3 attempts lost to concurrent commits") as raised:
-        deltalake_io.with_retries("t", losing)
+        small_writes.with_retries("t", losing)
     assert len(calls) == 3 and isinstance(raised.value.__cause__, CommitFailedError)
 
     def failing() -> None:
@@ -131,9 +137,9 @@ def test_a_commit_that_keeps_losing_gives_up_and_other_errors_are_not_retried(mo
         raise DeltaError("Generic error: the store is away")
 
     with pytest.raises(DeltaError):
-        deltalake_io.with_retries("t", failing)
+        small_writes.with_retries("t", failing)
     assert calls.count("failed") == 1
-    assert deltalake_io.with_retries("t", lambda: 7) == 7
+    assert small_writes.with_retries("t", lambda: 7) == 7
 
 
 def test_forget_removes_only_that_querys_rows(root: Location) -> None:
@@ -162,11 +168,11 @@ def test_a_small_append_lands_once_with_the_tables_types(root: Location) -> None
             "kafka_timestamp": pa.array([None], pa.timestamp("us", tz="UTC")),
         }
     )
-    rows = deltalake_io.as_table_rows(spark_like, ACTIVE_TOPICS_HISTORY)
+    rows = small_writes.as_table_rows(spark_like, ACTIVE_TOPICS_HISTORY)
     assert rows.schema == ACTIVE_TOPICS_HISTORY.schema
-    assert deltalake_io.append_once(rows, path, "app", 7)
-    assert not deltalake_io.append_once(rows, path, "app", 7)  # replayed
-    assert not deltalake_io.append_once(rows, path, "app", 6)  # older
+    assert small_writes.append_once(rows, path, "app", 7)
+    assert not small_writes.append_once(rows, path, "app", 7)  # replayed
+    assert not small_writes.append_once(rows, path, "app", 6)  # older
     table = DeltaTable(path)
     assert table.version() == 1 and table.transaction_version("app") == 7
     assert table.to_pyarrow_table().column("topic").to_pylist() == ["t1"]
@@ -186,7 +192,7 @@ def test_a_merge_source_takes_the_tables_types_and_keeps_its_own_columns_plain()
             "key": pa.array([b"k"], pa.large_binary()),
         }
     )
-    rows = deltalake_io.merge_source_rows(spark_like, CONNECTORS)
+    rows = small_writes.merge_source_rows(spark_like, CONNECTORS)
     assert rows.schema.field("name").type == pa.string()
     assert rows.schema.field("tasks").type == CONNECTORS.schema.field("tasks").type
     assert rows.schema.field("op").type == pa.string() and rows.schema.field("key").type == pa.binary()
@@ -197,20 +203,20 @@ def test_small_writes_checkpoint_the_table_every_ten_versions(root: Location) ->
     path = str(root / ACTIVE_TOPICS_HISTORY.name)
     DeltaTable.create(path, ACTIVE_TOPICS_HISTORY.schema)
     rows = pa.Table.from_pylist([{"connector": "c1", "kafka_offset": 1}], schema=ACTIVE_TOPICS_HISTORY.schema)
-    for batch in range(deltalake_io.CHECKPOINT_INTERVAL):
-        deltalake_io.append_once(rows, path, "app", batch)
+    for batch in range(small_writes.CHECKPOINT_INTERVAL):
+        small_writes.append_once(rows, path, "app", batch)
     log_dir = Path(path) / "_delta_log"
     assert sorted(p.name for p in log_dir.glob("*.checkpoint.parquet")) == ["00000000000000000010.checkpoint.parquet"]
-    assert DeltaTable(path).transaction_version("app") == deltalake_io.CHECKPOINT_INTERVAL - 1
+    assert DeltaTable(path).transaction_version("app") == small_writes.CHECKPOINT_INTERVAL - 1
 
 
 def test_deltalake_writes_only_where_it_commits_and_reaches(tmp_path: Path) -> None:
     reachable = Location.parse(str(tmp_path / "delta"))
-    assert deltalake_io.deltalake_writes(reachable)
+    assert small_writes.deltalake_writes(reachable)
     assert DeltaTable(str(reachable / WATERMARKS.name)).version() == 0  # created by the probe
     (tmp_path / "a-file").write_text("not a directory")
-    assert not deltalake_io.deltalake_writes(Location.parse(str(tmp_path / "a-file" / "delta")))
-    assert not deltalake_io.deltalake_writes(Location.parse("/Volumes/main/connect_state/state/delta"))
+    assert not small_writes.deltalake_writes(Location.parse(str(tmp_path / "a-file" / "delta")))
+    assert not small_writes.deltalake_writes(Location.parse("/Volumes/main/connect_state/state/delta"))
 
 
 def activity_rows(keys: list[bytes]) -> pa.Table:
@@ -230,10 +236,10 @@ def test_the_heartbeats_sink_records_and_reads_back_through_deltalake(settings: 
     without a row sets nothing), and its read of them (before each send, and for the schedule) finds them, of the
     keys asked for, in a table of several files with statistics."""
     sink = HeartbeatSink(settings)
-    activity = deltalake_io.open_or_create(sink.activity_path, SOURCE_PARTITION_ACTIVITY, {})
+    activity = small_writes.open_or_create(sink.activity_path, SOURCE_PARTITION_ACTIVITY, {})
     for keys in ([b"a", b"b"], [b"c"]):
         write_deltalake(activity, activity_rows(keys), mode="append")
-    deltalake_io.open_or_create(sink.heartbeats_path, HEARTBEATS, {})
+    small_writes.open_or_create(sink.heartbeats_path, HEARTBEATS, {})
     sink._record(None, [sent(b"a", 1_764_028_860_100), sent(b"a", 1_764_028_860_900), sent(b"z", 1_764_028_861_000)])  # type: ignore[arg-type]
     assert sink.last_heartbeats(None) == {("src", b"a"): 1_764_028_860_900}  # type: ignore[arg-type]
     assert sink.last_heartbeats(None, {("src", b"a"), ("src", b"b")}) == {("src", b"a"): 1_764_028_860_900}  # type: ignore[arg-type]

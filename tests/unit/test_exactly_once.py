@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from connect_state.connect.exactly_once import offsets_transactional_id, task_transactional_id, zombie_fencing_ids
-from connect_state.connect.vocabulary import ExactlyOnceSourceSupport
-from connect_state.errors import ConfigError
+from connect_state.core.errors import ConfigError
+from connect_state.core.settings import load_settings
+from connect_state.core.vocabulary import ExactlyOnceSourceSupport
 from connect_state.folds.config_snapshot import ConfigSnapshot
 from connect_state.formats.config import (
     connector_config_key,
@@ -19,7 +20,6 @@ from connect_state.formats.config import (
     task_config_records,
     task_count_key,
 )
-from connect_state.settings import load_settings
 
 CONFIG = serialize_connector_config({"connector.class": "FileStreamSource", "file": "/tmp/in"})
 

@@ -1,5 +1,5 @@
-"""The fault-injection hook (connect_state/faults.py): ``CONNECT_STATE_FAULT_INJECT=<point>[:<n>]`` kills the process
-the n-th time it reaches the point; unset, nothing happens."""
+"""The fault-injection hook (connect_state/core/faults.py): ``CONNECT_STATE_FAULT_INJECT=<point>[:<n>]`` kills the
+process the n-th time it reaches the point; unset, nothing happens."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from connect_state.errors import ConfigError
-from connect_state.faults import ENV, FaultPoint, Faults, fault_point, parse_faults
+from connect_state.core.errors import ConfigError
+from connect_state.core.faults import ENV, FaultPoint, Faults, fault_point, parse_faults
 
 
 def test_parse() -> None:
@@ -43,7 +43,7 @@ def test_unset_does_nothing() -> None:
 
 def run_child(env_value: str) -> subprocess.CompletedProcess[str]:
     code = (
-        "from connect_state.faults import FaultPoint, fault_point\n"
+        "from connect_state.core.faults import FaultPoint, fault_point\n"
         "for i in range(3):\n"
         "    print('batch', i, flush=True)\n"
         "    fault_point(FaultPoint.BATCH_START)\n"

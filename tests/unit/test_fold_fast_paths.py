@@ -19,10 +19,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
 from connect_state.folds import active_topics as topics_fold
 from connect_state.folds import connector_states as states_fold
-from connect_state.folds import heartbeats as hb_fold
 from connect_state.folds import sink_offsets as sink_fold
 from connect_state.folds import source_offsets as offsets_fold
 from connect_state.formats.config import (
@@ -43,6 +42,7 @@ from connect_state.formats.offsets import (
     serialize_offset_value,
 )
 from connect_state.formats.status import Status, serialize_status
+from connect_state.heartbeats import fold as hb_fold
 from connect_state.spark import active_topics as topics_job
 from connect_state.spark import connector_states as states_job
 from connect_state.spark import heartbeats as hb_job

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 from kafka import TopicPartition
 
+from connect_state.core.settings import Settings
 from connect_state.kafka.follower import TopicFollower
-from connect_state.settings import Settings
 
 TOPIC = "connect-status"
 RECORD_BYTES = 3 + 1 + 100  # key "a/1", value "v", the per-record overhead

@@ -1,4 +1,4 @@
-"""How far behind the topics' end a table is (connect_state/freshness.py): the pure computation behind the
+"""How far behind the topics' end a table is (connect_state/progress/freshness.py): the pure computation behind the
 ``X-Connect-State-Lag`` header, and the offsets cache that keeps GETs cheap (connect_state/kafka/log.py)."""
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ import time
 
 import pytest
 
-from connect_state.errors import KafkaUnavailableError
-from connect_state.freshness import (
+from connect_state.core.errors import KafkaUnavailableError
+from connect_state.core.settings import Settings
+from connect_state.kafka.log import OffsetsCache, TopicOffsets
+from connect_state.progress.freshness import (
     TableLag,
     Watermark,
     format_lag_header,
@@ -18,8 +20,6 @@ from connect_state.freshness import (
     records_behind,
     table_lag,
 )
-from connect_state.kafka.log import OffsetsCache, TopicOffsets
-from connect_state.settings import Settings
 
 NOW = 1_750_000_000_000
 S = "connect-status"

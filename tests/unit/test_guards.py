@@ -1,5 +1,5 @@
-"""No confused deputy (connect_state/guards.py, issue 13): names from a connector's config are checked before we act
-on them, purely, and at each call site: PATCH/DELETE offsets (groups, offsets topics), the heartbeat emitter, the
+"""No confused deputy (connect_state/security/guards.py, issue 13): names from a connector's config are checked before
+we act on them, purely, and at each call site: PATCH/DELETE offsets (groups, offsets topics), the heartbeat emitter, the
 offsets job's topics."""
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ import pytest
 
 import connect_state.api.resources as api_resources
 from connect_state.connect.offset_stores import ConnectorOffsetStores
-from connect_state.folds.heartbeats import DuePartition
-from connect_state.guards import (
+from connect_state.core.settings import Settings
+from connect_state.heartbeats.emitter import HeartbeatEmitter, HeartbeatOutcome
+from connect_state.heartbeats.fold import DuePartition
+from connect_state.security.guards import (
     GuardRefusal,
     InternalTopics,
     check_consumer_group,
@@ -24,9 +26,7 @@ from connect_state.guards import (
     sample_keys,
     sampled_offsets_topics,
 )
-from connect_state.heartbeat_emitter import HeartbeatEmitter, HeartbeatOutcome
-from connect_state.settings import Settings
-from connect_state.tables import ACTIVE_TOPICS, CONNECTORS, SINK_OFFSETS
+from connect_state.tables.schemas import ACTIVE_TOPICS, CONNECTORS, SINK_OFFSETS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTables, InMemoryTopics, RecordingWriter
 from tests.unit.helpers import mirror_connectors

@@ -1,5 +1,6 @@
 """``GET /connectors/<name>/heartbeats`` (api/heartbeats.py) on Delta tables written with ``deltalake`` in the schemas
-of :data:`connect_state.tables.SOURCE_PARTITION_ACTIVITY` and :data:`connect_state.tables.HEARTBEATS`."""
+of :data:`connect_state.tables.schemas.SOURCE_PARTITION_ACTIVITY` and
+:data:`connect_state.tables.schemas.HEARTBEATS`."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from connect_state.settings import Settings
-from connect_state.tables import HEARTBEATS, SOURCE_PARTITION_ACTIVITY
+from connect_state.core.settings import Settings
+from connect_state.tables.schemas import HEARTBEATS, SOURCE_PARTITION_ACTIVITY
 from tests.unit.conftest import MakeClient
 from tests.unit.helpers import write_table
 

@@ -15,7 +15,17 @@ import pytest
 
 from connect_state.connect.filestream import FILE_SINK_CLASS, FILE_SOURCE_CLASS
 from connect_state.folds.connector_states import ConnectorRecord
-from connect_state.folds.heartbeats import (
+from connect_state.formats.config import (
+    delete_records,
+    parse_config_record,
+    pause_records,
+    resume_records,
+    serialize_connector_config,
+    stop_records,
+)
+from connect_state.formats.offsets import offset_key_bytes, serialize_offset_value
+from connect_state.formats.status import Status, parse_status_record, serialize_status
+from connect_state.heartbeats.fold import (
     HeartbeatDefaults,
     HeartbeatState,
     OffsetRecord,
@@ -30,16 +40,6 @@ from connect_state.folds.heartbeats import (
     step,
     still_due,
 )
-from connect_state.formats.config import (
-    delete_records,
-    parse_config_record,
-    pause_records,
-    resume_records,
-    serialize_connector_config,
-    stop_records,
-)
-from connect_state.formats.offsets import offset_key_bytes, serialize_offset_value
-from connect_state.formats.status import Status, parse_status_record, serialize_status
 
 NAME = "src"
 FILE = {"filename": "/data/in.txt"}

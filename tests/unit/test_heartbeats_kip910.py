@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
-from connect_state.folds.heartbeats import (
+from connect_state.formats.offsets import offset_key_bytes
+from connect_state.heartbeats.emitter import HeartbeatEmitter, HeartbeatOutcome
+from connect_state.heartbeats.fold import (
     NO_PARTITION_KEY,
     DuePartition,
     HeartbeatDefaults,
@@ -19,9 +21,7 @@ from connect_state.folds.heartbeats import (
     heartbeat_state_to_json,
     still_due,
 )
-from connect_state.formats.offsets import offset_key_bytes
-from connect_state.heartbeat_emitter import HeartbeatEmitter, HeartbeatOutcome
-from connect_state.heartbeats import (
+from connect_state.heartbeats.provider import (
     HeartbeatProvider,
     HeartbeatRecord,
     as_provider,

@@ -11,13 +11,14 @@ from datetime import UTC, datetime
 import pytest
 
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
+from connect_state.connect.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
+from connect_state.core.errors import KafkaWriteError
 from connect_state.dev.demo_heartbeats import FileStreamHeartbeatProvider
 from connect_state.dev.demo_heartbeats import provider as demo_provider
-from connect_state.errors import KafkaWriteError
-from connect_state.folds.heartbeats import DuePartition
 from connect_state.formats.offsets import offset_key_bytes
-from connect_state.heartbeat_emitter import HeartbeatEmitter, HeartbeatOutcome
-from connect_state.heartbeats import (
+from connect_state.heartbeats.emitter import HeartbeatEmitter, HeartbeatOutcome
+from connect_state.heartbeats.fold import DuePartition
+from connect_state.heartbeats.provider import (
     CONNECTOR_HEADER,
     DEFAULT_PROVIDER,
     PARTITION_HEADER,
@@ -30,7 +31,6 @@ from connect_state.heartbeats import (
     serialize_payload,
 )
 from connect_state.kafka import RecordPosition
-from connect_state.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
 from connect_state.spark.heartbeats import heartbeat_rows
 from tests.unit.fakes import RecordingWriter
 

@@ -17,15 +17,15 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from kafka.errors import KafkaTimeoutError
 
-from connect_state.folds.heartbeats import (
+from connect_state.heartbeats.emitter import EmittedHeartbeat, HeartbeatOutcome
+from connect_state.heartbeats.fold import (
     NO_PARTITION_KEY,
     HeartbeatSchedule,
     HeartbeatState,
     fold,
     step,
 )
-from connect_state.heartbeat_emitter import EmittedHeartbeat, HeartbeatOutcome
-from connect_state.leases import LeaseLost
+from connect_state.leases.decisions import LeaseLost
 from connect_state.spark.heartbeats import (
     SPARK_INITIALIZING,
     TICK_S,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from connect_state.errors import ConfigError
-from connect_state.settings import Settings
+from connect_state.core.errors import ConfigError
+from connect_state.core.settings import Settings
 from connect_state.spark.heartbeats import query_trigger
 
 

@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from connect_state.connect import rest
-from connect_state.errors import KafkaUnavailableError, KafkaWriteTimeout
+from connect_state.core.errors import KafkaUnavailableError, KafkaWriteTimeout
+from connect_state.core.settings import Settings
 from connect_state.formats.config import (
     connector_config_key,
     delete_records,
@@ -31,7 +32,6 @@ from connect_state.herder import (
     NotFoundError,
     UnsupportedError,
 )
-from connect_state.settings import Settings
 from tests.unit.fakes import FakeAdmin, FakeHerderIO, InMemoryTopics, RecordingWriter
 
 CONFIG = serialize_connector_config({"connector.class": "FileStreamSource", "file": "/tmp/in", "topic": "t"})

@@ -14,8 +14,7 @@ import pytest
 
 from connect_state.connect import rest
 from connect_state.connect.connector_types import TypeBasis
-from connect_state.connect.vocabulary import ConnectorType
-from connect_state.errors import (
+from connect_state.core.errors import (
     AlterOffsetsBadRequest,
     ConsumerGroupAdminError,
     GroupNotEmptyError,
@@ -24,6 +23,8 @@ from connect_state.errors import (
     KafkaWriteTimeout,
     ZombieFencingError,
 )
+from connect_state.core.settings import Settings
+from connect_state.core.vocabulary import ConnectorType
 from connect_state.formats.config import (
     connector_config_key,
     pause_records,
@@ -35,9 +36,8 @@ from connect_state.formats.config import (
     task_count_key,
 )
 from connect_state.formats.offsets import offset_key_bytes, serialize_offset_value
-from connect_state.guards import GuardRefusal
 from connect_state.herder import BadRequestError, ConnectError, Herder, NotFoundError, source_timeout_message
-from connect_state.settings import Settings
+from connect_state.security.guards import GuardRefusal
 from tests.unit.fakes import FakeAdmin, FakeHerderIO, InMemoryTopics, RecordingWriter
 
 SOURCE = {"connector.class": "FileStreamSource", "file": "/tmp/in", "topic": "t"}

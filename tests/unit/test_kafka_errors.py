@@ -7,7 +7,7 @@ import socket
 
 from kafka import errors as kafka_errors
 
-from connect_state.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
+from connect_state.core.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
 from connect_state.kafka.errors import CLIENT_CALL_ERRORS, any_listening, client_error, read_error, write_error
 
 

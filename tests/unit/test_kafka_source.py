@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from connect_state.settings import Settings
+from connect_state.core.settings import Settings
 from connect_state.spark.kafka_source import SOURCE_CONSUMER_DEFAULTS, kafka_options, topics_pattern
 
 

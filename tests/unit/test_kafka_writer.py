@@ -18,7 +18,7 @@ from kafka import errors as kafka_errors
 
 import connect_state.kafka.admin as kafka_admin
 import connect_state.kafka.producer as kafka_producer
-from connect_state.errors import (
+from connect_state.core.errors import (
     ConfigError,
     ConsumerGroupAdminError,
     ConsumerGroupAdminTimeout,
@@ -27,6 +27,7 @@ from connect_state.errors import (
     KafkaWriteTimeout,
     TopicNotFoundError,
 )
+from connect_state.core.settings import Settings, load_settings
 from connect_state.formats.status import topic_status_key
 from connect_state.kafka import (
     ConsumerGroupAdmin,
@@ -37,7 +38,6 @@ from connect_state.kafka import (
     kafka_python_config,
 )
 from connect_state.kafka.partitioner import partition_for_key
-from connect_state.settings import Settings, load_settings
 
 # --- without Kafka: fakes for kafka-python's clients -----------------------------------------------------------------
 
@@ -323,7 +323,7 @@ def test_closed_writer_refuses_to_send(settings: Settings, fake_kafka: None) -> 
 
 
 def test_unreachable_cluster_is_a_clear_error_without_leaking_threads(settings: Settings) -> None:
-    from connect_state.dev.local_stack import free_port
+    from connect_state.dev.jvm_service import free_port
 
     address = f"127.0.0.1:{free_port()}"
     unreachable = settings.with_overrides(**{"bootstrap.servers": address, "api.kafka.write.timeout.ms": "1000"})
@@ -429,7 +429,7 @@ def test_closed_admin_refuses_calls(fake_kafka: None) -> None:
 
 @pytest.fixture
 def unreachable(settings: Settings) -> Settings:
-    from connect_state.dev.local_stack import free_port
+    from connect_state.dev.jvm_service import free_port
 
     return settings.with_overrides(
         **{"bootstrap.servers": f"127.0.0.1:{free_port()}", "api.kafka.write.timeout.ms": "1000"}

@@ -1,5 +1,6 @@
-"""Leases (connect_state/leases.py, connect_state/spark/leases.py, api/leases.py) without Spark: the decisions, the
-keeper on an in-memory compare-and-set store (races, takeover, fencing, release), the leased task, ``GET /leases``."""
+"""Leases (connect_state/leases/decisions.py, connect_state/tables/lease_store.py, api/leases.py) without Spark: the
+decisions, the keeper on an in-memory compare-and-set store (races, takeover, fencing, release), the leased task,
+``GET /leases``."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from connect_state.errors import ConfigError
-from connect_state.leases import (
+from connect_state.core.errors import ConfigError
+from connect_state.core.settings import Settings, load_settings
+from connect_state.leases.decisions import (
     Action,
     Lease,
     LeaseLost,
@@ -26,9 +28,9 @@ from connect_state.leases import (
     new_holder_id,
     released,
 )
-from connect_state.settings import Settings, load_settings
-from connect_state.spark.leases import DeltaLeaseStore, LeasedTask, LeaseKeeper
-from connect_state.tables import LEASES
+from connect_state.spark.leases import LeasedTask
+from connect_state.tables.lease_store import DeltaLeaseStore, LeaseKeeper
+from connect_state.tables.schemas import LEASES
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTables
 
@@ -475,9 +477,9 @@ def test_keepers_on_delta_racing_from_threads_leave_one_holder(delta_settings: S
 
 RACER = """
 import sys, time
-from connect_state.leases import LeaseTiming
-from connect_state.settings import load_settings
-from connect_state.spark.leases import DeltaLeaseStore, LeaseKeeper
+from connect_state.leases.decisions import LeaseTiming
+from connect_state.core.settings import load_settings
+from connect_state.tables.lease_store import DeltaLeaseStore, LeaseKeeper
 settings = load_settings(overrides={"delta.root": sys.argv[1]}, environ={})
 keeper = LeaseKeeper(DeltaLeaseStore(settings), "cleanup", LeaseTiming(60_000, 10_000), sys.argv[2])
 keeper.store.read("cleanup")

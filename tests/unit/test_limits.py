@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 
 from connect_state.api.limits import json_depth, too_deep_message
 from connect_state.api.server import gunicorn_options, request_timeout_s
-from connect_state.settings import Settings
+from connect_state.core.settings import Settings
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import RecordingWriter
 from tests.unit.helpers import assert_connect_error

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from connect_state.api import create_app
-from connect_state.settings import load_settings
-from connect_state.tables import CONNECTORS
+from connect_state.core.settings import load_settings
+from connect_state.tables.schemas import CONNECTORS
 from tests.unit.fakes import InMemoryTables, InMemoryTopics, RecordingWriter
 from tests.unit.helpers import mirror_connectors
 from tests.unit.test_auth import ROUTES, connector_row

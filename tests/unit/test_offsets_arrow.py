@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
 from connect_state.formats.offsets import offset_key_bytes, offset_key_connector
 from connect_state.formats.offsets_arrow import match_key_connectors
 from connect_state.spark import heartbeats

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from connect_state.connect.offset_stores import sink_consumer_group
 from connect_state.connect.rest import offsets_success_message
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
 from connect_state.formats import jsonconv
 from connect_state.formats.offsets import (
     BadOffsetsRequest,

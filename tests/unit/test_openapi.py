@@ -22,8 +22,8 @@ from schemathesis.specs.openapi.checks import (
 
 from connect_state.api import create_app
 from connect_state.api.openapi import spec
-from connect_state.settings import Settings
-from connect_state.tables import ALL_TABLES
+from connect_state.core.settings import Settings
+from connect_state.tables.schemas import ALL_TABLES
 from tests.unit.fakes import InMemoryTables, InMemoryTopics, RecordingWriter
 from tests.unit.helpers import mirror_connectors
 from tests.unit.test_api_connect_read import READ_ROWS

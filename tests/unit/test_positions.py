@@ -1,9 +1,9 @@
-"""Kafka positions of a streaming query (connect_state/positions.py): an offsets-log entry's positions, the watermark
-rows, and the data losses told from two offsets-log entries and the partitions' log starts."""
+"""Kafka positions of a streaming query (connect_state/progress/positions.py): an offsets-log entry's positions, the
+watermark rows, and the data losses told from two offsets-log entries and the partitions' log starts."""
 
 from __future__ import annotations
 
-from connect_state.positions import (
+from connect_state.progress.positions import (
     DataLoss,
     LossCause,
     detect_losses,

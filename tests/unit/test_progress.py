@@ -11,9 +11,9 @@ from typing import Any
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from connect_state.dev.local_stack import free_port
-from connect_state.progress import ReadProgress, batch_duration_s, records_behind
-from connect_state.settings import load_settings
+from connect_state.core.settings import load_settings
+from connect_state.dev.jvm_service import free_port
+from connect_state.progress.query_progress import ReadProgress, batch_duration_s, records_behind
 from connect_state.spark.metrics import JobMetrics
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from connect_state.redaction import (
+from connect_state.core.settings import Settings
+from connect_state.security.redaction import (
     REDACTED,
     compile_patterns,
     is_secret,
@@ -22,8 +23,7 @@ from connect_state.redaction import (
     redact_json,
     redact_record_value,
 )
-from connect_state.settings import Settings
-from connect_state.tables import REJECTED_RECORDS
+from connect_state.tables.schemas import REJECTED_RECORDS
 from tests.unit.conftest import MakeClient
 from tests.unit.fakes import InMemoryTables
 from tests.unit.test_auth import basic, fast_hash

@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 from werkzeug.routing import IntegerConverter, Rule
 
 from connect_state.api import create_app
-from connect_state.settings import Settings
+from connect_state.core.settings import Settings
 from tests.unit.fakes import RecordingWriter
 from tests.unit.helpers import assert_connect_error
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from connect_state.errors import ConfigError
-from connect_state.settings import load_settings
+from connect_state.core.errors import ConfigError
+from connect_state.core.settings import load_settings
 from connect_state.spark.session import driver_java_conf
 
 

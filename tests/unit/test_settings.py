@@ -13,8 +13,8 @@ from typing import Any
 import javaproperties
 import pytest
 
-from connect_state.errors import ConfigError
-from connect_state.settings import Settings, default_conf_file, env_name, load_settings
+from connect_state.core.errors import ConfigError
+from connect_state.core.settings import Settings, default_conf_file, env_name, load_settings
 from connect_state.spark.session import main as jars_main
 
 ROOT = Path(__file__).resolve().parents[2]

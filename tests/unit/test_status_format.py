@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from connect_state.connect.vocabulary import State
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
+from connect_state.core.vocabulary import State
 from connect_state.formats.status import (
     ConnectorStatusKey,
     Status,

@@ -1,4 +1,4 @@
-"""Where tables and checkpoints live (connect_state/storage.py): local paths and object-store URIs in the settings,
+"""Where tables and checkpoints live (connect_state/core/storage.py): local paths and object-store URIs in the settings,
 and the options each side (Hadoop's S3A for the jobs, deltalake for the API) gets from the ``storage.*`` settings."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from connect_state.api.tables import TableReader
-from connect_state.errors import ConfigError
-from connect_state.settings import load_settings
-from connect_state.storage import Location, deltalake_options, hadoop_options, storage_settings
+from connect_state.core.errors import ConfigError
+from connect_state.core.settings import load_settings
+from connect_state.core.storage import Location, deltalake_options, hadoop_options, storage_settings
+from connect_state.tables.reader import TableReader
 
 
 @pytest.mark.parametrize(

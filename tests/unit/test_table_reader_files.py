@@ -1,5 +1,5 @@
-"""api/tables.py: a table version's rows are read file by file, and a new version reads only the files it added
-(issue 11 §4); what the reader answers after any sequence of commits is what a full read of the table gives."""
+"""connect_state/tables/reader.py: a table version's rows are read file by file, and a new version reads only the files
+it added (issue 11 §4); what the reader answers after any sequence of commits is what a full read of the table gives."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from deltalake import DeltaTable, write_deltalake
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import api.tables as tables_module
-from api.tables import TableReader, filter_expression
-from connect_state.tables import ACTIVE_TOPICS
+import connect_state.tables.reader as tables_module
+from connect_state.tables.reader import TableReader, filter_expression
+from connect_state.tables.schemas import ACTIVE_TOPICS
 
 CONNECTORS = ["a", "b", "c", "d"]
 

@@ -1,5 +1,5 @@
-"""api/tables.py: a local table's snapshot is kept while its log has no new commit (two stats), and reloaded as soon
-as it has one, or when the table was removed and written again (same version numbers, other files)."""
+"""connect_state/tables/reader.py: a local table's snapshot is kept while its log has no new commit (two stats), and
+reloaded as soon as it has one, or when the table was removed and written again (same version numbers, other files)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.tables import TableReader, filter_expression
-from connect_state.tables import ACTIVE_TOPICS
+from connect_state.tables.reader import TableReader, filter_expression
+from connect_state.tables.schemas import ACTIVE_TOPICS
 from tests.unit.helpers import write_table
 
 
@@ -109,7 +109,7 @@ def test_a_caller_changing_its_rows_does_not_change_the_next_answer(tmp_path: Pa
 
 
 def test_large_tables_and_values_are_read_through_arrow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import api.tables as tables_module
+    import connect_state.tables.reader as tables_module
 
     monkeypatch.setattr(tables_module, "ROW_CACHE_MAX_ROWS", 1)
     monkeypatch.setattr(tables_module, "VALUE_CACHE_MAX_ROWS", 1)

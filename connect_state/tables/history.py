@@ -1,7 +1,7 @@
 """History queries over the tables' history rows (issue 14): pure functions, no Flask, no Delta.
 
 The API (:mod:`connect_state.api.history`) reads the rows and answers with these. Times are epoch milliseconds (the
-tables' ``kafka_timestamp``: when Kafka stored the record), as :func:`connect_state.tables.epoch_ms` turns them;
+tables' ``kafka_timestamp``: when Kafka stored the record), as :func:`connect_state.tables.schemas.epoch_ms` turns them;
 "as of ``t``" means every record with a Kafka timestamp at or before ``t`` is applied.
 """
 
@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from connect_state.redaction import redact_config
-from connect_state.tables import epoch_ms
+from connect_state.security.redaction import redact_config
+from connect_state.tables.schemas import epoch_ms
 
 __all__ = [
     "config_versions",
@@ -155,7 +155,7 @@ def config_versions(
 ) -> list[dict[str, object]]:
     """A connector's config versions from its ``connector_events`` rows (``created``, ``reconfigured``, ``deleted``,
     in config-topic order): per version its number (from 1), the event, the config (secrets redacted by
-    :func:`~connect_state.redaction.redact_config`; null for a deletion, or when the event was recorded before
+    :func:`~connect_state.security.redaction.redact_config`; null for a deletion, or when the event was recorded before
     configs were kept in events), what changed from the previous version (``added`` / ``removed`` / ``changed``,
     redacted alike; null when either config is unknown), the changed keys, and the record's offset and timestamp."""
     compiled = tuple(patterns) if patterns is not None else None

@@ -1,5 +1,5 @@
 """A MERGE of a batch's rows into a table, described once and run by Spark (:func:`connect_state.spark.delta_io.
-merge_once`) or by ``deltalake`` (:func:`connect_state.spark.deltalake_io.merge_once`), whichever the batch's size
+merge_once`) or by ``deltalake`` (:func:`connect_state.tables.small_writes.merge_once`), whichever the batch's size
 and the table's location call for (:meth:`connect_state.spark.foldjob.FoldWriter.merge_current`).
 
 Conditions and values are SQL over the aliases ``t`` (the table) and ``s`` (the batch's rows) that both engines

@@ -1,6 +1,7 @@
 """Reading connect-state's Delta tables with ``deltalake`` (delta-rs): no Spark, no JVM in the request path.
 
-The jobs write the tables described in :mod:`connect_state.tables` (Arrow schemas); the API opens them read-only.
+The jobs write the tables described in :mod:`connect_state.tables.schemas` (Arrow schemas); the API opens them
+read-only.
 
 Every answer reflects the latest commit of the job: each read first asks the table's log for new commits
 (``DeltaTable.update_incremental``, about a millisecond; for a local table, two ``stat`` calls first say whether there
@@ -39,9 +40,9 @@ import pyarrow.dataset as pads
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
-from connect_state.errors import TableNotFoundError
-from connect_state.storage import Location
-from connect_state.tables import (
+from connect_state.core.errors import TableNotFoundError
+from connect_state.core.storage import Location
+from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
     CONNECTOR_DELETIONS,
@@ -238,7 +239,7 @@ class TableReader:
     """Reads rows of the Delta tables under ``delta_root``, from per-table snapshots refreshed on every read.
 
     ``delta_root`` is a local directory or an object-store URI (``s3a://``, ``s3://``, ``abfss://``, ``gs://``), read
-    through deltalake's object store with ``storage_options`` (:func:`connect_state.storage.deltalake_options`: the
+    through deltalake's object store with ``storage_options`` (:func:`connect_state.core.storage.deltalake_options`: the
     endpoint, region and plain-HTTP settings; credentials come from the environment or the instance).
     """
 

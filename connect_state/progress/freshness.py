@@ -1,8 +1,8 @@
 """How far behind the internal topics' end a table is: the ``X-Connect-State-Lag`` header of every GET (issue 10).
 
-Pure: the API reads the ``watermarks`` table (:data:`connect_state.tables.WATERMARKS`: per streaming query, topic and
-partition, the next offset not yet folded into the query's tables, and when its batch was committed) and asks Kafka
-for the topics' start and end offsets; :func:`table_lag` turns them into a :class:`TableLag` per table served, and
+Pure: the API reads the ``watermarks`` table (:data:`connect_state.tables.schemas.WATERMARKS`: per streaming query,
+topic and partition, the next offset not yet folded into the query's tables, and when its batch was committed) and asks
+Kafka for the topics' start and end offsets; :func:`table_lag` turns them into a :class:`TableLag` per table served, and
 :func:`format_lag_header` into the header. The format, one entry per table the answer was read from::
 
     X-Connect-State-Lag: connectors;records=0;age_ms=0, source_offsets;records=12;age_ms=4100
@@ -16,7 +16,7 @@ for the topics' start and end offsets; :func:`table_lag` turns them into a :clas
   the answer shows the topics as they were at least that long ago; ``unknown`` when the query never committed one
   (or ``records`` is unknown);
 * a table no streaming query folds from Kafka (``connector_deletions``, ``heartbeats``, ``rejected_records``; not in
-  :data:`~connect_state.tables.TABLE_QUERIES`) is listed as ``<table>;untracked``.
+  :data:`~connect_state.tables.schemas.TABLE_QUERIES`) is listed as ``<table>;untracked``.
 
 Entries are separated by ``", "`` and their parameters by ``";"``, as an RFC 8941 list of tokens with parameters.
 """
@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from connect_state.settings import Settings
-from connect_state.tables import TABLE_QUERIES
+from connect_state.core.settings import Settings
+from connect_state.tables.schemas import TABLE_QUERIES
 
 HEADER = "X-Connect-State-Lag"
 UNKNOWN = "unknown"

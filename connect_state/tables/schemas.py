@@ -301,7 +301,7 @@ CONNECTOR_DELETIONS = TableSpec(
     description=(
         "KIP-883: one row per cleanup step of each connector deletion (the config-topic offset of its tombstone): "
         "active_topics, offsets, hook:<name>; status pending/succeeded/failed/skipped, attempts, detail (what was "
-        "done, or why skipped or waiting), last error, next attempt (connect_state/cleanup.py)."
+        "done, or why skipped or waiting), last error, next attempt (connect_state/cleanup/reconciler.py)."
     ),
 )
 
@@ -407,7 +407,7 @@ DATA_LOSS = TableSpec(
         "Records a streaming query expected to read and could not: per (query, topic, partition), the offset it was "
         "at, the earliest offset still there (null when the partition is gone), the cause (records_deleted: "
         "retention or deleteRecords; partition_gone: topic deleted; offsets_went_back: topic recreated), the batch "
-        "that noticed it and when (connect_state/positions.py). The query goes on from the earliest offset."
+        "that noticed it and when (connect_state/progress/positions.py). The query goes on from the earliest offset."
     ),
 )
 
@@ -427,7 +427,7 @@ LEASES = TableSpec(
     description=(
         "One writer where it matters: per job whose side effects must not happen twice (cleanup, heartbeats), the "
         "instance holding its lease, the epoch (fencing token: +1 at every change of holder), when it was taken, last "
-        "renewed and when it expires (connect_state/leases.py, connect_state/spark/leases.py)."
+        "renewed and when it expires (connect_state/leases/decisions.py, connect_state/tables/lease_store.py)."
     ),
 )
 
@@ -496,3 +496,10 @@ ALL_TABLES = (
     DATA_LOSS,
     LEASES,
 )
+
+
+# Table features delta-rs reads without trouble; the API reads these tables with `deltalake`.
+TABLE_PROPERTIES = {
+    "delta.enableDeletionVectors": "false",
+    "delta.checkpointPolicy": "classic",
+}

@@ -28,9 +28,9 @@ from typing import Any, TypeVar
 
 import javaproperties
 
-from connect_state.connect.vocabulary import ConnectorType, ExactlyOnceSourceSupport
-from connect_state.errors import ConfigError
-from connect_state.storage import Location, check_endpoint
+from connect_state.core.errors import ConfigError
+from connect_state.core.storage import Location, check_endpoint
+from connect_state.core.vocabulary import ConnectorType, ExactlyOnceSourceSupport
 
 ENV_PREFIX = "CONNECT_STATE_"
 CONF_FILE_ENV = "CONNECT_STATE_CONF_FILE"

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Mapping
 from enum import StrEnum
 
-from connect_state.errors import ConfigError
+from connect_state.core.errors import ConfigError
 
 ENV = "CONNECT_STATE_FAULT_INJECT"
 

@@ -47,8 +47,8 @@ from functools import lru_cache
 
 from connect_state.connect.connector_types import names_any
 from connect_state.connect.offset_stores import OFFSETS_TOPIC_CONFIG, connector_offsets_topic
-from connect_state.connect.vocabulary import ConnectorType, State, TargetState
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
+from connect_state.core.vocabulary import ConnectorType, State, TargetState
 from connect_state.folds.connector_states import (
     ConnectorRecord,
     ConnectorState,

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from importlib.metadata import entry_points
 
 from connect_state.connect.alter_offsets import AlterOffsetsRule, AlterOffsetsRules, as_rule
-from connect_state.errors import ConfigError
+from connect_state.core.errors import ConfigError
 
 DELETION_HOOKS_GROUP = "connect_state.deletion_hooks"
 DELETION_HOOKS_BY_CLASS_GROUP = "connect_state.deletion_hooks_by_class"

@@ -4,10 +4,10 @@ heartbeats job's records of each heartbeat.
 A Spark write of a few rows costs 1–3 s of fixed driver work on two cores (a MERGE is nine Spark jobs; an append of
 three rows more than a second: ``bench/RESULTS.md``, issue 11 §3); the same write through delta-rs takes tens of
 milliseconds. So a running job's small writes go through here where ``deltalake`` can commit
-(:attr:`connect_state.storage.Location.deltalake_commits`): the ``watermarks`` of every batch
+(:attr:`connect_state.core.storage.Location.deltalake_commits`): the ``watermarks`` of every batch
 (:mod:`connect_state.spark.watermarks`) and the history rows of a small batch
 (:meth:`connect_state.spark.foldjob.FoldWriter.insert_history`), and a small batch's MERGE into a current table
-(:meth:`~connect_state.spark.foldjob.FoldWriter.merge_current`, the :class:`~connect_state.spark.merge_spec.MergeSpec`
+(:meth:`~connect_state.spark.foldjob.FoldWriter.merge_current`, the :class:`~connect_state.tables.merge_spec.MergeSpec`
 Spark runs for a large one). Spark writes the same tables in the same format; both record the Delta transaction
 ``(app id, batch id)`` in the log, so either skips a batch the other committed. The heartbeats sink's writes
 (:func:`append`, :func:`merge_rows`; :func:`read` for its check before sending) carry no transaction id: a heartbeat is
@@ -33,10 +33,10 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from connect_state.errors import DeltaWriteError
-from connect_state.spark.merge_spec import ClauseKind, MergeSpec
-from connect_state.storage import Location
-from connect_state.tables import WATERMARKS, TableSpec
+from connect_state.core.errors import DeltaWriteError
+from connect_state.core.storage import Location
+from connect_state.tables.merge_spec import ClauseKind, MergeSpec
+from connect_state.tables.schemas import TABLE_PROPERTIES, WATERMARKS, TableSpec
 
 log = logging.getLogger("connect_state.deltalake_io")
 T = TypeVar("T")
@@ -128,12 +128,11 @@ def latest(path: str, storage_options: Mapping[str, str] | None = None) -> Delta
 
 def deltalake_writes(root: Location, storage_options: Mapping[str, str] | None = None) -> bool:
     """Whether this process writes small batches to ``root``'s tables with ``deltalake``: the location allows it
-    (:attr:`~connect_state.storage.Location.deltalake_commits`) and deltalake reaches it (opening, or creating, the
+    (:attr:`~connect_state.core.storage.Location.deltalake_commits`) and deltalake reaches it (opening, or creating, the
     ``watermarks`` table works: the driver may lack credentials that Spark's cluster configuration has). Else Spark
     writes them, and a warning says why."""
     if not root.deltalake_commits:
         return False
-    from connect_state.spark.delta_io import TABLE_PROPERTIES
 
     try:
         open_or_create(str(root / WATERMARKS.name), WATERMARKS, TABLE_PROPERTIES, storage_options)

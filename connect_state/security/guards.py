@@ -33,9 +33,9 @@ from fnmatch import fnmatchcase
 from typing import Any, NamedTuple, Protocol
 
 from connect_state.connect.offset_stores import ConnectorOffsetStores, sink_consumer_group
-from connect_state.errors import ConnectStateError, RecordFormatError
+from connect_state.core.errors import ConnectStateError, RecordFormatError
+from connect_state.core.settings import Settings
 from connect_state.formats.offsets import parse_offset_key
-from connect_state.settings import Settings
 
 __all__ = [
     "GroupEvidence",
@@ -53,7 +53,7 @@ __all__ = [
     "sampled_offsets_topics",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("connect_state.guards")
 
 
 class GuardRefusal(ConnectStateError):

@@ -18,13 +18,10 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
-from connect_state.errors import ConfigError
-
-if TYPE_CHECKING:
-    from connect_state.settings import Settings
+from connect_state.core.errors import ConfigError
 
 #: URI schemes of the object stores the project is documented for (others are passed through as they are).
 OBJECT_STORE_SCHEMES = ("s3a", "s3", "abfss", "abfs", "gs", "dbfs")
@@ -133,7 +130,26 @@ def check_endpoint(endpoint: str, allow_http: bool) -> None:
         )
 
 
-def hadoop_options(settings: Settings) -> dict[str, str]:
+class StorageSettings(Protocol):
+    """The ``storage.*`` settings (:class:`~connect_state.core.settings.Settings` has them)."""
+
+    @property
+    def storage_s3_endpoint(self) -> str: ...
+
+    @property
+    def storage_s3_region(self) -> str: ...
+
+    @property
+    def storage_s3_path_style_access(self) -> bool: ...
+
+    @property
+    def storage_allow_http(self) -> bool: ...
+
+    @property
+    def storage_options(self) -> Mapping[str, str]: ...
+
+
+def hadoop_options(settings: StorageSettings) -> dict[str, str]:
     """The Hadoop settings (``fs.s3a.*``) the ``storage.*`` settings ask for; none when they are left empty, so a
     cluster's own configuration (spark-submit ``--conf spark.hadoop.*``, Databricks) is left alone."""
     options: dict[str, str] = {}
@@ -148,7 +164,7 @@ def hadoop_options(settings: Settings) -> dict[str, str]:
     return options
 
 
-def deltalake_options(settings: Settings) -> dict[str, str]:
+def deltalake_options(settings: StorageSettings) -> dict[str, str]:
     """The storage options of ``deltalake`` (object_store keys) for the API: endpoint, region, addressing style, plain
     HTTP when allowed, then ``storage.options``. Credentials come from the environment or the instance."""
     options: dict[str, str] = {}

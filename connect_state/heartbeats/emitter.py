@@ -1,7 +1,7 @@
 """Sending the heartbeats that are due: provider call, heartbeat topic, offsets topic, one history row per record.
 
 What ``AbstractWorkerSourceTask`` would do with KIP-910's offset updates and heartbeat records, done from outside the
-worker (provider forms and record format: :mod:`connect_state.heartbeats`):
+worker (provider forms and record format: :mod:`connect_state.heartbeats.provider`):
 
 0. a provider with the offsets-update form is asked for the offsets to commit given the partition's last one (none
    for a timer-mode connector without partitions); they are committed to the connector's stores in Connect's write
@@ -40,15 +40,14 @@ from typing import Any, Protocol
 from kafka import errors as kafka_errors
 
 from connect_state.connect.offset_stores import connector_offset_stores
-from connect_state.errors import KafkaWriteError, RecordFormatError, describe_error
-from connect_state.folds.heartbeats import DuePartition
+from connect_state.core.errors import KafkaWriteError, RecordFormatError, describe_error
 from connect_state.formats.offsets import (
     offset_key_bytes,
     parse_offset_value,
     serialize_offset_value,
 )
-from connect_state.guards import GuardRefusal, check_heartbeat_topic
-from connect_state.heartbeats import (
+from connect_state.heartbeats.fold import DuePartition
+from connect_state.heartbeats.provider import (
     HeartbeatProvider,
     HeartbeatRecord,
     HeartbeatRecordError,
@@ -61,8 +60,9 @@ from connect_state.heartbeats import (
     serialize_payload,
 )
 from connect_state.kafka import RecordPosition
+from connect_state.security.guards import GuardRefusal, check_heartbeat_topic
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("connect_state.heartbeat_emitter")
 
 
 class HeartbeatOutcome(StrEnum):
@@ -146,7 +146,8 @@ class HeartbeatEmitter:
         offset_reader: OffsetReader | None = None,
         internal_topics: Collection[str] = (),
     ) -> None:
-        self.internal_topics = (offsets_topic, *internal_topics)  # never a heartbeat topic (connect_state.guards)
+        # never a heartbeat topic (connect_state.security.guards)
+        self.internal_topics = (offsets_topic, *internal_topics)
         # any plugin shape (a provider, a duck-typed object, a function), as loaded from the settings
         self.providers = {connector_class: as_provider(plugin) for connector_class, plugin in providers.items()}
         self.heartbeat_sender = heartbeat_sender

@@ -73,8 +73,17 @@ from connect_state.connect.offset_stores import (
     sink_consumer_group,
     source_connector_offsets,
 )
-from connect_state.connect.vocabulary import ConnectorType, State
-from connect_state.errors import ConfigError, RecordFormatError, describe_error
+from connect_state.connect.plugins import (
+    DELETION_HOOKS_BY_CLASS_GROUP,
+    DELETION_HOOKS_GROUP,
+    PluginError,
+    entry_point_objects,
+    load_named_plugins,
+    load_object,
+    split_paths,
+)
+from connect_state.core.errors import ConfigError, RecordFormatError, describe_error
+from connect_state.core.vocabulary import ConnectorType, State
 from connect_state.folds.connector_states import CREATED, DELETED, ConnectorRecord, ConnectorState, fold_connector
 from connect_state.formats.config import CONNECTOR_PREFIX, parse_config_record
 from connect_state.formats.offsets import parse_offset_key
@@ -85,16 +94,7 @@ from connect_state.formats.status import (
     parse_status_key,
     topic_status_key,
 )
-from connect_state.plugins import (
-    DELETION_HOOKS_BY_CLASS_GROUP,
-    DELETION_HOOKS_GROUP,
-    PluginError,
-    entry_point_objects,
-    load_named_plugins,
-    load_object,
-    split_paths,
-)
-from connect_state.tables import epoch_ms
+from connect_state.tables.schemas import epoch_ms
 
 #: A partition or an offset map, as Connect's REST shows them.
 JsonMap = Mapping[str, object]
@@ -198,8 +198,8 @@ def load_deletion_hooks(cleanup_hooks: str) -> dict[str, DeletionHook]:
     ``connect_state.deletion_hooks`` entry points (named by entry name): catch-alls, called for every class.
 
     A class is instantiated without arguments (as Connect instantiates plugin classes). Raises
-    :class:`~connect_state.plugins.PluginError` when a path cannot be imported or names something that is not callable:
-    the job refuses to start rather than plan deletions without a hook the operator asked for.
+    :class:`~connect_state.connect.plugins.PluginError` when a path cannot be imported or names something that is not
+    callable: the job refuses to start rather than plan deletions without a hook the operator asked for.
     """
     return {
         name: _instantiate_hook(name, plugin)

@@ -31,7 +31,7 @@ from importlib.resources import files
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from connect_state.settings import Settings
+    from connect_state.core.settings import Settings
 
 __all__ = [
     "DEFAULT_PATTERNS",

@@ -27,7 +27,7 @@ recorded ``no_records``.
 **When.** A partition is due when its connector is eligible (a source connector whose class has a provider, whose
 effective target state is STARTED and whose connector status is RUNNING, with ``heartbeat.interval.ms`` > 0) and, in
 ``idle`` mode, neither its offset has moved nor a heartbeat was sent for the interval; in ``timer`` mode, when the
-connector's timer fires (every interval, KIP-910's timer; :mod:`connect_state.folds.heartbeats`).
+connector's timer fires (every interval, KIP-910's timer; :mod:`connect_state.heartbeats.fold`).
 ``heartbeat.interval.ms``, ``heartbeat.mode`` and ``heartbeat.records.topic`` in the connector's own config override
 the connect-state settings of the same names.
 
@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connect_state.connect.connector_types import registered_for
-from connect_state.errors import RecordFormatError
+from connect_state.core.errors import RecordFormatError
 from connect_state.formats.offsets import serialize_offset_value, validate_offset_map
 
 __all__ = [

@@ -7,8 +7,8 @@ the holder took it (``acquired_at``), last renewed it (``renewed_at``) and until
 * An instance **takes** a lease that nobody holds, that expired or that its holder released, with the epoch after the
   current one; it **renews** the lease it holds (same epoch, later expiry) every ``lease.renew.interval.ms``; it
   **waits** while another holder's lease has not expired. Every write is conditional on the row it decided on
-  (compare-and-set, :mod:`connect_state.spark.leases`), so of two instances deciding at once one wins and the other
-  finds the winner at its next read.
+  (compare-and-set, :mod:`connect_state.tables.lease_store`), so of two instances deciding at once one wins and the
+  other finds the winner at its next read.
 * **Fencing.** Before each side-effecting step (a hook call, a tombstone, a heartbeat) the holder checks that the row
   still names it with its epoch and has not expired (:func:`holds`); a holder that lost its lease stops acting.
 * **Expiry on both sides.** Another instance may take a lease once ``expires_at`` has passed by its clock. The holder
@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Protocol
 
-from connect_state.errors import ConfigError, ConnectStateError
+from connect_state.core.errors import ConfigError, ConnectStateError
 
 #: The leases connect-state takes: one per job whose side effects must not happen twice.
 CLEANUP_LEASE = "cleanup"
@@ -57,7 +57,8 @@ class Lease:
 
 
 class LeaseStore(Protocol):
-    """Where the lease rows live (:class:`connect_state.spark.leases.DeltaLeaseStore`; unit tests use one in memory)."""
+    """Where the lease rows live (:class:`connect_state.tables.lease_store.DeltaLeaseStore`; unit tests use one in
+    memory)."""
 
     def read(self, name: str) -> Lease | None:
         """The current row of ``name`` (None: never taken)."""

@@ -1,0 +1,184 @@
+"""The Delta table ``audit`` (:data:`connect_state.tables.schemas.AUDIT`), fed from the API's audit spool file.
+
+The API (:mod:`connect_state.api.audit`) appends one JSON line per write or refusal to the spool; :class:`AuditTable`
+appends the lines past its mark (``<file>.flushed``: byte offset and inode) to the table with ``deltalake``, skipping
+ids the table already has, then moves the mark, and answers the table's rows plus the spool's unflushed ones. No Flask
+and no Spark here.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from deltalake import write_deltalake
+
+from connect_state.core.errors import TableNotFoundError
+from connect_state.core.settings import Settings
+from connect_state.core.storage import deltalake_options
+from connect_state.tables.reader import TableReader
+from connect_state.tables.schemas import AUDIT
+
+__all__ = ["AuditTable", "audit_time", "from_table_row", "iso_time", "row_id", "to_table_rows"]
+
+
+def row_id(row: Mapping[str, Any], line: str) -> str:
+    """A row's id; a line written before rows had ids gets one derived from its bytes (stable across replays)."""
+    value = row.get("id")
+    return value if isinstance(value, str) and value else hashlib.sha256(line.encode("utf-8")).hexdigest()[:32]
+
+
+def audit_time(text: str) -> int:
+    """An audit row's ``time`` (ISO 8601, ``Z`` or an offset; naive is UTC) in epoch microseconds."""
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    delta = parsed - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def iso_time(at: datetime) -> str:
+    """``at`` as an audit row's ``time``: UTC, microseconds, ``Z``."""
+    return at.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _json_or_none(value: object) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def to_table_rows(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Audit rows (the JSON form) as the table's Arrow rows."""
+    columns: dict[str, list[Any]] = {name: [] for name in AUDIT.column_names}
+    for row in rows:
+        for name in AUDIT.column_names:
+            value = row.get(name)
+            if name == "time":
+                value = audit_time(str(value))
+            elif name in ("body", "written"):
+                value = _json_or_none(value)
+            elif name == "status":  # a hand-edited line must not block the spool
+                value = value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1000 else None
+            elif value is not None:
+                value = str(value)
+            columns[name].append(value)
+    return pa.Table.from_pydict(columns, schema=AUDIT.schema)
+
+
+def from_table_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A table row in the JSON form of a spool line."""
+    out = dict(row)
+    at = out.get("time")
+    out["time"] = iso_time(at) if isinstance(at, datetime) else at
+    for name in ("body", "written"):
+        text = out.get(name)
+        out[name] = json.loads(text) if isinstance(text, str) else text
+    if out["written"] is None:
+        out["written"] = []
+    return out
+
+
+class AuditTable:
+    """The Delta table ``audit`` fed from the spool file ``spool`` (see the module's docstring)."""
+
+    def __init__(self, settings: Settings, spool: Path) -> None:
+        self.reader = TableReader(settings.delta_root, deltalake_options(settings))
+        self.location = str(self.reader.path(AUDIT))
+        self.spool = spool
+        self.mark = spool.with_name(spool.name + ".flushed")
+        self.lock_file = spool.with_name(spool.name + ".lock")
+        self._lock = threading.Lock()
+
+    def forked(self) -> None:
+        self._lock = threading.Lock()
+        self.reader = TableReader(self.reader.delta_root, self.reader.storage_options)
+
+    def flushed_offset(self) -> int:
+        """The spool's byte offset up to which every line is in the table: the mark ``"<offset> <inode>"``, 0 when
+        the spool is another file than the one marked (rotated) or shorter than the mark."""
+        try:
+            offset_text, _, inode_text = self.mark.read_text().strip().partition(" ")
+            offset, inode = int(offset_text or 0), int(inode_text or -1)
+            stat = self.spool.stat()
+        except (OSError, ValueError):
+            return 0
+        return offset if inode == stat.st_ino and 0 <= offset <= stat.st_size else 0
+
+    def spooled(self, start: int) -> tuple[list[dict[str, Any]], int]:
+        """The spool's complete lines from byte ``start`` as rows (with ids), and the offset after the last one."""
+        try:
+            with self.spool.open("rb") as file:
+                file.seek(start)
+                data = file.read()
+        except FileNotFoundError:
+            return [], start
+        end = data.rfind(b"\n") + 1
+        rows = []
+        for raw in data[:end].splitlines():
+            line = raw.decode("utf-8", errors="replace")
+            try:
+                row = json.loads(line)
+                audit_time(row["time"])
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue  # a torn line after a crash (ended by the next start)
+            if isinstance(row, dict):
+                row["id"] = row_id(row, line)
+                rows.append(row)
+        return rows, start + end
+
+    def ids_in_table(self, ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        try:
+            table = self.reader.table(AUDIT)
+        except TableNotFoundError:
+            return set()
+        found = table.to_pyarrow_table(columns=["id"], filters=[("id", "in", list(ids))])
+        return {value for value in found.column("id").to_pylist() if value is not None}
+
+    def flush(self) -> int:
+        """Append the spool's unflushed rows the table does not have yet, then move the mark; the rows appended."""
+        if not self.spool.exists():
+            return 0
+        with self._lock, self.lock_file.open("a") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            start = self.flushed_offset()
+            rows, end = self.spooled(start)
+            present = self.ids_in_table([row["id"] for row in rows])
+            new: dict[str, dict[str, Any]] = {}
+            for row in rows:
+                if row["id"] not in present:
+                    new.setdefault(row["id"], row)
+            if new:
+                write_deltalake(
+                    self.location,
+                    to_table_rows(list(new.values())),
+                    mode="append",
+                    storage_options=self.reader.storage_options or None,
+                )
+            if end != start:
+                temporary = self.mark.with_name(self.mark.name + ".tmp")
+                with temporary.open("w") as out:
+                    out.write(f"{end} {self.spool.stat().st_ino}")
+                    out.flush()
+                    os.fsync(out.fileno())
+                os.replace(temporary, self.mark)
+            return len(new)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row: the table's, then the spool's unflushed ones the table does not have, oldest first."""
+        start = self.flushed_offset()  # before the table: a flush in between leaves rows in both, deduplicated
+        try:
+            stored = [from_table_row(row) for row in self.reader.rows(AUDIT)]
+        except TableNotFoundError:
+            stored = []
+        ids = {row["id"] for row in stored}
+        pending = [row for row in self.spooled(start)[0] if row["id"] not in ids]
+        return sorted([*stored, *pending], key=lambda row: audit_time(row["time"]))
