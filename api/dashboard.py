@@ -20,6 +20,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify
 
 from connect_state.api.args import limit_arg
+from connect_state.api.openapi import ANY, documented, json_answer
 from connect_state.api.resources import get_settings, get_tables
 from connect_state.core.errors import TableNotFoundError
 from connect_state.security.redaction import redact_json, settings_patterns
@@ -49,6 +50,11 @@ def _rows(spec: TableSpec, connector: str) -> list[dict[str, Any]]:
 
 @bp.get("/ui")
 @bp.get("/ui/")
+@documented(
+    "The dashboard",
+    {"200": {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}}},
+    plain=True,
+)
 def page() -> Response:
     """The dashboard's page."""
     assert current_app.static_folder is not None
@@ -61,6 +67,7 @@ def page() -> Response:
 
 
 @bp.get("/ui/timeline/<connector>")
+@documented("The dashboard's timeline data", {"200": json_answer(ANY, "Timeline")}, 400, 404)
 def timeline(connector: str) -> Response:
     """The connector's state changes and source-offset movement, for the chart."""
     limit = limit_arg(DEFAULT_LIMIT, MAX_LIMIT)

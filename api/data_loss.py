@@ -20,6 +20,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
+from connect_state.api.openapi import ANY, documented, json_answer
 from connect_state.api.resources import get_tables
 from connect_state.tables.schemas import DATA_LOSS
 
@@ -64,6 +65,7 @@ def data_loss_body(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 @bp.get("/data-loss")
+@documented("Records the jobs expected and could not read", {"200": json_answer(ANY, "Data loss")})
 def get_data_loss() -> Response:
     """Every data loss the jobs recorded, newest first (``?query=``, ``?topic=`` filter)."""
     filters = [(column, "=", request.args[column]) for column in ("query", "topic") if request.args.get(column)]

@@ -25,6 +25,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
+from connect_state.api.openapi import ANY, documented, json_answer
 from connect_state.api.resources import get_settings, get_tables
 from connect_state.cleanup.reconciler import FAILED, PENDING, step_order
 from connect_state.security.redaction import redact_config, settings_patterns
@@ -96,6 +97,7 @@ def deletions_body(name: str, rows: Iterable[Mapping[str, Any]]) -> dict[str, An
 
 
 @bp.get("/<connector>/deletions")
+@documented("KIP-883 cleanup steps of the connector's deletions", {"200": json_answer(ANY, "Deletions")}, 404)
 def get_deletions(connector: str) -> Response:
     """Every deletion of ``connector`` and the outcome of each cleanup step, newest first."""
     rows = get_tables().rows(CONNECTOR_DELETIONS, filters=[("connector", "=", connector)])
