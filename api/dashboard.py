@@ -13,7 +13,6 @@ resume, restart when the app has it, topics reset, offsets reset), each behind a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from flask import Blueprint, Response, current_app, jsonify
 from connect_state.api.args import limit_arg
 from connect_state.api.openapi import ANY, documented, json_answer
 from connect_state.api.resources import get_settings, get_tables
+from connect_state.api.rows import json_or_text
 from connect_state.core.errors import TableNotFoundError
 from connect_state.security.redaction import redact_json, settings_patterns
 from connect_state.tables.schemas import CONNECTOR_EVENTS, SOURCE_OFFSETS_HISTORY, TableSpec, epoch_ms
@@ -30,15 +30,6 @@ bp = Blueprint("dashboard", __name__)
 
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 5000
-
-
-def _json(text: object) -> Any:
-    if not isinstance(text, str):
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def _rows(spec: TableSpec, connector: str) -> list[dict[str, Any]]:
@@ -75,7 +66,9 @@ def timeline(connector: str) -> Response:
         {
             "at": epoch_ms(row["kafka_timestamp"]) or epoch_ms(row["recorded_at"]),
             "event": row["event"],
-            "details": redact_json(_json(row["details"]), settings_patterns(get_settings())),  # configs: issue 13
+            "details": redact_json(
+                json_or_text(row["details"]), settings_patterns(get_settings())
+            ),  # configs: issue 13
         }
         for row in _rows(CONNECTOR_EVENTS, connector)
     ]
@@ -84,7 +77,7 @@ def timeline(connector: str) -> Response:
         {
             "at": epoch_ms(row["kafka_timestamp"]) or epoch_ms(row["recorded_at"]),
             "partition": row["partition"],
-            "offset": _json(row["offset"]),
+            "offset": json_or_text(row["offset"]),
             "kafka_offset": row["kafka_offset"],
         }
         for row in _rows(SOURCE_OFFSETS_HISTORY, connector)
