@@ -31,6 +31,8 @@ from flask import Blueprint, Response, jsonify, request
 from connect_state.api.args import time_arg
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.openapi import (
+    ANY,
+    BOOLEAN,
     NULLABLE_INT,
     PAGING,
     STRING,
@@ -39,6 +41,7 @@ from connect_state.api.openapi import (
     connector_answer,
     documented,
     json_answer,
+    obj,
     page_of,
     query,
     query_list,
@@ -218,7 +221,7 @@ def get_offsets_as_of(connector: str) -> Response:
         "200": json_answer(
             connector_answer(
                 partition={"type": "object"},
-                history=array_of({"type": "object", "required": ["change", "offset", "kafka_timestamp"]}),
+                history=array_of(obj(change=STRING, offset=ANY, kafka_timestamp=NULLABLE_INT)),
             ),
             "History",
         )
@@ -269,16 +272,12 @@ def get_config_versions(connector: str) -> Response:
     "Which connectors use or used a topic",
     {
         "200": json_answer(
-            {
-                "type": "object",
-                "required": ["topic", "connectors"],
-                "properties": {
-                    "topic": STRING,
-                    "connectors": array_of(
-                        {"type": "object", "required": ["connector", "first_seen", "last_seen", "active"]}
-                    ),
-                },
-            },
+            obj(
+                topic=STRING,
+                connectors=array_of(
+                    obj(connector=STRING, first_seen=NULLABLE_INT, last_seen=NULLABLE_INT, active=BOOLEAN)
+                ),
+            ),
             "Connectors",
         )
     },

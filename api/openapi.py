@@ -92,140 +92,80 @@ def query_list(name: str, values: list[str]) -> Schema:
     return query(name, array_of({"type": "string", "enum": values}), style="form", explode=True)
 
 
+def obj(required: list[str] | None = None, closed: bool = False, **properties: Schema) -> Schema:
+    """An object schema of ``properties``, ``required`` (default: all of them); ``closed``: no other property."""
+    schema = {
+        "type": "object",
+        "required": list(properties) if required is None else required,
+        "properties": properties,
+    }
+    return {**schema, "additionalProperties": False} if closed else schema
+
+
 def page_of(name: str, items: Schema, **fields: Schema) -> Schema:
     """A page of ``items`` under ``name``, with ``fields`` and the paging fields."""
-    properties = {**fields, **PAGE, name: array_of(items)}
-    return {"type": "object", "required": [*fields, name, *PAGE], "properties": properties}
+    return obj([*fields, name, *PAGE], **fields, **PAGE, **{name: array_of(items)})
 
 
 def connector_answer(**fields: Schema) -> Schema:
     """An object naming the connector, with ``fields`` (every one required)."""
-    properties = {"connector": STRING, **fields}
-    return {"type": "object", "required": list(properties), "properties": properties}
+    return obj(connector=STRING, **fields)
 
 
-STATE: Schema = {
-    "type": "object",
-    "required": ["state", "worker_id"],
-    "properties": {"state": STRING, "worker_id": NULLABLE_STRING, "version": NULLABLE_STRING, "trace": STRING},
-}
-TASK_ID: Schema = {
-    "type": "object",
-    "required": ["connector", "task"],
-    "properties": {"connector": STRING, "task": {"type": "integer"}},
-    "additionalProperties": False,
-}
+INT: Schema = {"type": "integer"}
+BOOLEAN: Schema = {"type": "boolean"}
+STATE = obj(["state", "worker_id"], state=STRING, worker_id=NULLABLE_STRING, version=NULLABLE_STRING, trace=STRING)
+TASK_ID = obj(closed=True, connector=STRING, task=INT)
 SCHEMAS: dict[str, Schema] = {
-    "ErrorMessage": {
-        "type": "object",
-        "required": ["error_code", "message"],
-        "properties": {"error_code": {"type": "integer"}, "message": NULLABLE_STRING},
-        "additionalProperties": False,
-    },
-    "ServerInfo": {
-        "type": "object",
-        "required": ["version", "commit", "kafka_cluster_id"],
-        "properties": {"version": STRING, "commit": STRING, "kafka_cluster_id": NULLABLE_STRING},
-        "additionalProperties": False,
-    },
+    "ErrorMessage": obj(closed=True, error_code=INT, message=NULLABLE_STRING),
+    "ServerInfo": obj(closed=True, version=STRING, commit=STRING, kafka_cluster_id=NULLABLE_STRING),
     "ConnectorState": STATE,
-    "TaskState": {
-        **STATE,
-        "required": ["id", "state", "worker_id"],
-        "properties": {"id": {"type": "integer"}, **STATE["properties"]},
-    },
-    "ConnectorStateInfo": {
-        "type": "object",
-        "required": ["name", "connector", "tasks", "type"],
-        "properties": {
-            "name": STRING,
-            "connector": ref("ConnectorState"),
-            "tasks": array_of(ref("TaskState")),
-            "type": STRING,
+    "TaskState": {**STATE, "required": ["id", "state", "worker_id"], "properties": {"id": INT, **STATE["properties"]}},
+    "ConnectorStateInfo": obj(
+        closed=True, name=STRING, connector=ref("ConnectorState"), tasks=array_of(ref("TaskState")), type=STRING
+    ),
+    "ConnectorInfo": obj(closed=True, name=STRING, config=CONFIG, tasks=array_of(TASK_ID), type=STRING),
+    "TaskInfo": obj(closed=True, id=TASK_ID, config={**CONFIG, "nullable": True}),
+    "ConnectorOffsets": obj(offsets=array_of(obj(partition=ANY, offset=ANY))),
+    "Message": obj(message=STRING),
+    "RejectedRecord": obj(
+        closed=True,
+        topic=NULLABLE_STRING,
+        partition=NULLABLE_INT,
+        offset=NULLABLE_INT,
+        key={**NULLABLE_STRING, "format": "byte"},
+        value={**NULLABLE_STRING, "format": "byte", "description": "null: withheld (issue 33)"},
+        reason=NULLABLE_STRING,
+        seen_at=NULLABLE_INT,
+        redacted={**BOOLEAN, "description": "the value was redacted for a reader without admin"},
+    ),
+    "Event": obj(
+        event={"type": "string", "enum": list(EVENTS)},
+        details={"type": "object"},
+        source={"type": "string", "enum": ["config", "status"]},
+        kafka_partition=INT,
+        kafka_offset=INT,
+        kafka_timestamp=INT,
+    ),
+    "HistoryOffset": obj(
+        ["partition", "offset", "kafka_timestamp"],
+        partition=ANY,
+        offset=ANY,
+        offsets_topic=STRING,
+        kafka_timestamp=NULLABLE_INT,
+    ),
+    "ConfigVersion": obj(
+        version={"type": "integer", "minimum": 1},
+        event={"type": "string", "enum": ["created", "reconfigured", "deleted"]},
+        config={**CONFIG, "nullable": True},
+        changes={
+            **obj(added={"type": "object"}, removed={"type": "object"}, changed={"type": "object"}),
+            "nullable": True,
         },
-        "additionalProperties": False,
-    },
-    "ConnectorInfo": {
-        "type": "object",
-        "required": ["name", "config", "tasks", "type"],
-        "properties": {"name": STRING, "config": CONFIG, "tasks": array_of(TASK_ID), "type": STRING},
-        "additionalProperties": False,
-    },
-    "TaskInfo": {
-        "type": "object",
-        "required": ["id", "config"],
-        "properties": {"id": TASK_ID, "config": {**CONFIG, "nullable": True}},
-        "additionalProperties": False,
-    },
-    "ConnectorOffsets": {
-        "type": "object",
-        "required": ["offsets"],
-        "properties": {
-            "offsets": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["partition", "offset"],
-                    "properties": {"partition": ANY, "offset": ANY},
-                },
-            }
-        },
-    },
-    "Message": {"type": "object", "required": ["message"], "properties": {"message": STRING}},
-    "RejectedRecord": {
-        "type": "object",
-        "required": ["topic", "partition", "offset", "key", "value", "reason", "seen_at", "redacted"],
-        "properties": {
-            "topic": NULLABLE_STRING,
-            "partition": NULLABLE_INT,
-            "offset": NULLABLE_INT,
-            "key": {**NULLABLE_STRING, "format": "byte"},
-            "value": {**NULLABLE_STRING, "format": "byte", "description": "null: withheld (issue 33)"},
-            "reason": NULLABLE_STRING,
-            "seen_at": NULLABLE_INT,
-            "redacted": {"type": "boolean", "description": "the value was redacted for a reader without admin"},
-        },
-        "additionalProperties": False,
-    },
-    "Event": {
-        "type": "object",
-        "required": ["event", "details", "source", "kafka_partition", "kafka_offset", "kafka_timestamp"],
-        "properties": {
-            "event": {"type": "string", "enum": list(EVENTS)},
-            "details": {"type": "object"},
-            "source": {"type": "string", "enum": ["config", "status"]},
-            "kafka_partition": {"type": "integer"},
-            "kafka_offset": {"type": "integer"},
-            "kafka_timestamp": {"type": "integer"},
-        },
-    },
-    "HistoryOffset": {
-        "type": "object",
-        "required": ["partition", "offset", "kafka_timestamp"],
-        "properties": {"partition": ANY, "offset": ANY, "offsets_topic": STRING, "kafka_timestamp": NULLABLE_INT},
-    },
-    "ConfigVersion": {
-        "type": "object",
-        "required": ["version", "event", "config", "changes", "changed_keys", "kafka_offset", "kafka_timestamp"],
-        "properties": {
-            "version": {"type": "integer", "minimum": 1},
-            "event": {"type": "string", "enum": ["created", "reconfigured", "deleted"]},
-            "config": {**CONFIG, "nullable": True},
-            "changes": {
-                "type": "object",
-                "nullable": True,
-                "required": ["added", "removed", "changed"],
-                "properties": {
-                    "added": {"type": "object"},
-                    "removed": {"type": "object"},
-                    "changed": {"type": "object"},
-                },
-            },
-            "changed_keys": array_of(STRING),
-            "kafka_offset": {"type": "integer"},
-            "kafka_timestamp": NULLABLE_INT,
-        },
-    },
+        changed_keys=array_of(STRING),
+        kafka_offset=INT,
+        kafka_timestamp=NULLABLE_INT,
+    ),
 }
 
 
