@@ -94,22 +94,22 @@ def query_list(name: str, values: list[str]) -> Schema:
 
 def obj(required: list[str] | None = None, closed: bool = False, **properties: Schema) -> Schema:
     """An object schema of ``properties``, ``required`` (default: all of them); ``closed``: no other property."""
-    schema = {
-        "type": "object",
-        "required": list(properties) if required is None else required,
-        "properties": properties,
-    }
+    return object_of(properties, list(properties) if required is None else required, closed)
+
+
+def object_of(properties: dict[str, Schema], required: list[str], closed: bool = False) -> Schema:
+    schema = {"type": "object", "required": required, "properties": properties}
     return {**schema, "additionalProperties": False} if closed else schema
 
 
 def page_of(name: str, items: Schema, **fields: Schema) -> Schema:
     """A page of ``items`` under ``name``, with ``fields`` and the paging fields."""
-    return obj([*fields, name, *PAGE], **fields, **PAGE, **{name: array_of(items)})
+    return object_of({**fields, **PAGE, name: array_of(items)}, [*fields, name, *PAGE])
 
 
 def connector_answer(**fields: Schema) -> Schema:
     """An object naming the connector, with ``fields`` (every one required)."""
-    return obj(connector=STRING, **fields)
+    return object_of({"connector": STRING, **fields}, ["connector", *fields])
 
 
 INT: Schema = {"type": "integer"}
