@@ -65,7 +65,7 @@ def create_app(
     # Keep our field order (Connect's entities have a fixed one) and write non-ASCII as is, like Jackson.
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
-    init_app(app, settings, table_reader, writer, topics, follower, group_follower)
+    init_app(app, AppResources(settings, table_reader, writer, topics, follower, group_follower))
     metrics.init_app(app)  # first: its after_request runs last, when the answer is final
     register_error_handlers(app)
     same_origin.init_app(app, settings)  # first: a web page of another origin may not write, whoever it is

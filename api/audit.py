@@ -57,6 +57,7 @@ from connect_state.api.args import limit_arg, time_arg
 from connect_state.api.auth import current_principal, required_role
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.limits import WRITE_METHODS, json_depth
+from connect_state.api.openapi import ANY, STRING, documented, json_answer, query
 from connect_state.api.resources import app_resources, get_settings
 from connect_state.core.errors import ConnectStateError
 from connect_state.core.settings import Settings
@@ -432,6 +433,13 @@ def file_rows(path: Path) -> Iterator[dict[str, Any]]:
 
 
 @bp.get("/audit")
+@documented(
+    "The audit trail of writes and refusals (the audit table and unflushed spool rows; role admin)",
+    {"200": json_answer(ANY, "Audit rows")},
+    400,
+    404,
+    params=[query(name, STRING) for name in ("connector", "principal", "outcome", "since", "until", "limit")],
+)
 def get_audit() -> Response:
     settings = get_settings()
     if not settings.api_audit_file:

@@ -25,6 +25,7 @@ import threading
 from flask import Blueprint, Response, current_app, jsonify
 
 from connect_state.api.errors import ConnectRestException
+from connect_state.api.openapi import CONFIG, array_of, documented, json_answer, ref
 from connect_state.api.resources import get_settings
 from connect_state.api.rows import configured_row, redacted, redacted_info, status_row
 from connect_state.connect import rest
@@ -58,6 +59,7 @@ def _kafka_cluster_id() -> str | None:
 
 
 @bp.get("/")
+@documented("Connect's ServerInfo", {"200": json_answer(ref("ServerInfo"), "version, commit, cluster id")})
 def server_info() -> Response:
     """``RootResource.serverInfo``."""
     settings = get_settings()
@@ -67,22 +69,26 @@ def server_info() -> Response:
 
 
 @bp.get("/connectors/<connector>")
+@documented("Connect's ConnectorInfo", {"200": json_answer(ref("ConnectorInfo"), "ConnectorInfo")}, 404)
 def get_connector(connector: str) -> Response:
     return jsonify(redacted_info(rest.connector_info(configured_row(connector))))
 
 
 @bp.get("/connectors/<connector>/config")
+@documented("The connector's config", {"200": json_answer(CONFIG, "config")}, 404)
 def get_connector_config(connector: str) -> Response:
     return jsonify(redacted(rest.connector_config(configured_row(connector))))
 
 
 @bp.get("/connectors/<connector>/tasks")
+@documented("The task configs", {"200": json_answer(array_of(ref("TaskInfo")), "TaskInfo list")}, 404)
 def get_task_configs(connector: str) -> Response:
     tasks = rest.task_infos(configured_row(connector))
     return jsonify([{**task, "config": redacted(task["config"])} for task in tasks])
 
 
 @bp.get("/connectors/<connector>/tasks/<int(signed=True):task>/status")
+@documented("One task's status", {"200": json_answer(ref("TaskState"), "TaskState")}, 404)
 def get_task_status(connector: str, task: int) -> Response:
     row = status_row(connector)
     body = rest.task_state(row, task) if row is not None else None

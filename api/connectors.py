@@ -32,6 +32,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from connect_state.api.errors import ConnectRestException, no_content
 from connect_state.api.herder_io import get_herder
+from connect_state.api.openapi import STRING, array_of, documented, empty, json_answer, query_list, ref
 from connect_state.api.resources import get_tables
 from connect_state.api.rows import expanded_connectors, is_configured, status_row
 from connect_state.connect.rest import connector_state_info, status_not_found_message
@@ -41,6 +42,11 @@ bp = Blueprint("connectors", __name__, url_prefix="/connectors")
 
 
 @bp.get("")
+@documented(
+    "The configured connectors, or with expand=status/info a map of their expansions",
+    {"200": json_answer({"oneOf": [array_of(STRING), {"type": "object"}]}, "names or expansions")},
+    params=[query_list("expand", ["status", "info"])],
+)
 def list_connectors() -> Response:
     """``GET /connectors``: a JSON list of the configured connectors' names, sorted; with ``expand``, their
     expansions (issue 14)."""
@@ -51,6 +57,9 @@ def list_connectors() -> Response:
 
 
 @bp.get("/<connector>/status")
+@documented(
+    "Connect's ConnectorStateInfo", {"200": json_answer(ref("ConnectorStateInfo"), "Connect's ConnectorStateInfo")}, 404
+)
 def get_connector_status(connector: str) -> Response:
     """``ConnectorStateInfo`` from the connector's status row; 404 when it has no connector status."""
     row = status_row(connector)
@@ -60,6 +69,7 @@ def get_connector_status(connector: str) -> Response:
 
 
 @bp.put("/<connector>/stop")
+@documented("Stop (KIP-875)", {"204": empty("Stopped")}, 404, 409)
 def stop_connector(connector: str) -> Response:
     """``DistributedHerder.stopConnector``; 204 (a ``void`` resource method)."""
     get_herder().stop_connector(connector)
@@ -67,6 +77,7 @@ def stop_connector(connector: str) -> Response:
 
 
 @bp.put("/<connector>/pause")
+@documented("Pause", {"202": empty("Paused")}, 404, 409)
 def pause_connector(connector: str) -> Response:
     """``AbstractHerder.pauseConnector``; 202."""
     get_herder().pause_connector(connector)
@@ -74,6 +85,7 @@ def pause_connector(connector: str) -> Response:
 
 
 @bp.put("/<connector>/resume")
+@documented("Resume", {"202": empty("Resumed")}, 404, 409)
 def resume_connector(connector: str) -> Response:
     """``AbstractHerder.resumeConnector``; 202."""
     get_herder().resume_connector(connector)
@@ -81,6 +93,7 @@ def resume_connector(connector: str) -> Response:
 
 
 @bp.delete("/<connector>")
+@documented("Delete (the tombstones Connect's leader writes)", {"204": empty("Deleted")}, 404, 409)
 def delete_connector(connector: str) -> Response:
     """``DistributedHerder.deleteConnectorConfig``; 204."""
     get_herder().delete_connector(connector)

@@ -13,14 +13,15 @@ resume, restart when the app has it, topics reset, offsets reset), each behind a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify
 
 from connect_state.api.args import limit_arg
+from connect_state.api.openapi import ANY, documented, json_answer
 from connect_state.api.resources import get_settings, get_tables
+from connect_state.api.rows import json_or_text
 from connect_state.core.errors import TableNotFoundError
 from connect_state.security.redaction import redact_json, settings_patterns
 from connect_state.tables.schemas import CONNECTOR_EVENTS, SOURCE_OFFSETS_HISTORY, TableSpec, epoch_ms
@@ -29,15 +30,6 @@ bp = Blueprint("dashboard", __name__)
 
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 5000
-
-
-def _json(text: object) -> Any:
-    if not isinstance(text, str):
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def _rows(spec: TableSpec, connector: str) -> list[dict[str, Any]]:
@@ -49,6 +41,11 @@ def _rows(spec: TableSpec, connector: str) -> list[dict[str, Any]]:
 
 @bp.get("/ui")
 @bp.get("/ui/")
+@documented(
+    "The dashboard",
+    {"200": {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}}},
+    plain=True,
+)
 def page() -> Response:
     """The dashboard's page."""
     assert current_app.static_folder is not None
@@ -61,6 +58,7 @@ def page() -> Response:
 
 
 @bp.get("/ui/timeline/<connector>")
+@documented("The dashboard's timeline data", {"200": json_answer(ANY, "Timeline")}, 400, 404)
 def timeline(connector: str) -> Response:
     """The connector's state changes and source-offset movement, for the chart."""
     limit = limit_arg(DEFAULT_LIMIT, MAX_LIMIT)
@@ -68,7 +66,9 @@ def timeline(connector: str) -> Response:
         {
             "at": epoch_ms(row["kafka_timestamp"]) or epoch_ms(row["recorded_at"]),
             "event": row["event"],
-            "details": redact_json(_json(row["details"]), settings_patterns(get_settings())),  # configs: issue 13
+            "details": redact_json(
+                json_or_text(row["details"]), settings_patterns(get_settings())
+            ),  # configs: issue 13
         }
         for row in _rows(CONNECTOR_EVENTS, connector)
     ]
@@ -77,7 +77,7 @@ def timeline(connector: str) -> Response:
         {
             "at": epoch_ms(row["kafka_timestamp"]) or epoch_ms(row["recorded_at"]),
             "partition": row["partition"],
-            "offset": _json(row["offset"]),
+            "offset": json_or_text(row["offset"]),
             "kafka_offset": row["kafka_offset"],
         }
         for row in _rows(SOURCE_OFFSETS_HISTORY, connector)

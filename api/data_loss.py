@@ -15,23 +15,16 @@ created the table.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
+from connect_state.api.openapi import ANY, documented, json_answer
 from connect_state.api.resources import get_tables
+from connect_state.api.rows import iso_ms
 from connect_state.tables.schemas import DATA_LOSS
 
 bp = Blueprint("data_loss", __name__)
-
-
-def _iso(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def data_loss_body(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -56,7 +49,7 @@ def data_loss_body(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                 "earliest_offset": row.get("earliest_offset"),
                 "cause": row.get("cause"),
                 "batch_id": row.get("batch_id"),
-                "detected_at": _iso(row.get("detected_at")),
+                "detected_at": iso_ms(row.get("detected_at")),
             }
             for row in ordered
         ]
@@ -64,6 +57,7 @@ def data_loss_body(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 @bp.get("/data-loss")
+@documented("Records the jobs expected and could not read", {"200": json_answer(ANY, "Data loss")})
 def get_data_loss() -> Response:
     """Every data loss the jobs recorded, newest first (``?query=``, ``?topic=`` filter)."""
     filters = [(column, "=", request.args[column]) for column in ("query", "topic") if request.args.get(column)]

@@ -18,14 +18,14 @@ cleanup job has created the table.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
+from connect_state.api.openapi import ANY, documented, json_answer
 from connect_state.api.resources import get_settings, get_tables
+from connect_state.api.rows import iso_ms, json_or_text
 from connect_state.cleanup.reconciler import FAILED, PENDING, step_order
 from connect_state.security.redaction import redact_config, settings_patterns
 from connect_state.tables.schemas import CONNECTOR_DELETIONS
@@ -33,14 +33,6 @@ from connect_state.tables.schemas import CONNECTOR_DELETIONS
 bp = Blueprint("deletions", __name__, url_prefix="/connectors")
 
 COMPLETE = "complete"
-
-
-def _iso(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def deletion_status(statuses: Iterable[str]) -> str:
@@ -51,15 +43,6 @@ def deletion_status(statuses: Iterable[str]) -> str:
     if PENDING in seen:
         return PENDING
     return COMPLETE
-
-
-def _config(text: object) -> object:
-    if not isinstance(text, str):
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def deletions_body(name: str, rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -74,9 +57,9 @@ def deletions_body(name: str, rows: Iterable[Mapping[str, Any]]) -> dict[str, An
         deletions.append(
             {
                 "deletion_offset": offset,
-                "deleted_at": _iso(first.get("deleted_at")),
+                "deleted_at": iso_ms(first.get("deleted_at")),
                 "type": first.get("connector_type"),
-                "config": _config(first.get("config")),
+                "config": json_or_text(first.get("config")),
                 "status": deletion_status(str(row["status"]) for row in steps),
                 "steps": [
                     {
@@ -85,8 +68,8 @@ def deletions_body(name: str, rows: Iterable[Mapping[str, Any]]) -> dict[str, An
                         "attempts": row.get("attempts") or 0,
                         "detail": row.get("detail"),
                         "error": row.get("error"),
-                        "next_attempt_at": _iso(row.get("next_attempt_at")),
-                        "updated_at": _iso(row.get("updated_at")),
+                        "next_attempt_at": iso_ms(row.get("next_attempt_at")),
+                        "updated_at": iso_ms(row.get("updated_at")),
                     }
                     for row in steps
                 ],
@@ -96,6 +79,7 @@ def deletions_body(name: str, rows: Iterable[Mapping[str, Any]]) -> dict[str, An
 
 
 @bp.get("/<connector>/deletions")
+@documented("KIP-883 cleanup steps of the connector's deletions", {"200": json_answer(ANY, "Deletions")}, 404)
 def get_deletions(connector: str) -> Response:
     """Every deletion of ``connector`` and the outcome of each cleanup step, newest first."""
     rows = get_tables().rows(CONNECTOR_DELETIONS, filters=[("connector", "=", connector)])

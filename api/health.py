@@ -24,6 +24,7 @@ from enum import StrEnum
 from flask import Blueprint, Response, jsonify
 
 from connect_state.api.lag import watermarks
+from connect_state.api.openapi import documented, json_answer
 from connect_state.api.resources import app_resources, get_settings
 from connect_state.core.errors import KafkaWriteError, TopicNotFoundError
 from connect_state.kafka.log import TopicLog
@@ -131,6 +132,14 @@ def current_health() -> Health:
 
 
 @bp.get("/health")
+@documented(
+    "Connect 3.9+ health: 200 healthy, 503 starting, 500 unhealthy",
+    {
+        str(code): json_answer({"type": "object", "required": ["status", "message"]}, "Health")
+        for code in (200, 500, 503)
+    },
+    plain=True,
+)
 def health() -> tuple[Response, int]:
     state = current_health()
     return jsonify(state.body()), HTTP_STATUS[state.status]

@@ -30,6 +30,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 
 from connect_state.api.args import limit_arg
+from connect_state.api.openapi import ANY, documented, json_answer
 from connect_state.api.resources import get_tables
 from connect_state.heartbeats.fold import due_at, idle_ms
 from connect_state.tables.schemas import HEARTBEATS, SOURCE_PARTITION_ACTIVITY, epoch_ms, now_ms
@@ -86,6 +87,7 @@ def heartbeat_view(row: dict[str, Any]) -> dict[str, Any]:
 
 
 @bp.get("/<connector>/heartbeats")
+@documented("KIP-910 heartbeats of the connector's idle partitions", {"200": json_answer(ANY, "Heartbeats")}, 400, 404)
 def get_heartbeats(connector: str) -> Response:
     """Idle age per source partition and the latest heartbeats of ``connector``."""
     limit = limit_arg(DEFAULT_LIMIT, MAX_LIMIT)

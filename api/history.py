@@ -30,6 +30,23 @@ from flask import Blueprint, Response, jsonify, request
 
 from connect_state.api.args import time_arg
 from connect_state.api.errors import ConnectRestException
+from connect_state.api.openapi import (
+    ANY,
+    BOOLEAN,
+    NULLABLE_INT,
+    PAGING,
+    STRING,
+    TIME,
+    array_of,
+    connector_answer,
+    documented,
+    json_answer,
+    obj,
+    page_of,
+    query,
+    query_list,
+    ref,
+)
 from connect_state.api.redacted_records import redact_rejected_records
 from connect_state.api.resources import get_settings, get_tables
 from connect_state.api.rows import connector_row
@@ -87,6 +104,13 @@ def _events(connector: str) -> list[dict[str, Any]]:
 
 
 @bp.get("/connectors/<connector>/events")
+@documented(
+    "The connector's event timeline, oldest first",
+    {"200": json_answer(page_of("events", ref("Event"), connector=STRING), "A page of events")},
+    400,
+    404,
+    params=[query_list("kind", list(EVENTS)), query("since", TIME), query("until", TIME), *PAGING],
+)
 def get_events(connector: str) -> Response:
     _known_row(connector)
     kinds = request.args.getlist("kind")
@@ -141,6 +165,13 @@ def _redact(config: dict[str, object]) -> dict[str, object] | None:
 
 
 @bp.get("/connectors/<connector>/history/topics")
+@documented(
+    "Active topics as of a time",
+    {"200": json_answer(connector_answer(at=NULLABLE_INT, topics=array_of(STRING)), "Topics")},
+    400,
+    404,
+    params=[query("at", TIME)],
+)
 def get_topics_as_of(connector: str) -> Response:
     _known_row(connector)
     at = time_arg("at")
@@ -165,6 +196,13 @@ def _sink_rows(connector: str, row: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @bp.get("/connectors/<connector>/history/offsets")
+@documented(
+    "Offsets as of a time",
+    {"200": json_answer(connector_answer(at=NULLABLE_INT, offsets=array_of(ref("HistoryOffset"))), "Offsets")},
+    400,
+    404,
+    params=[query("at", TIME)],
+)
 def get_offsets_as_of(connector: str) -> Response:
     row = _known_row(connector)
     at = time_arg("at")
@@ -177,6 +215,21 @@ def get_offsets_as_of(connector: str) -> Response:
 
 
 @bp.get("/connectors/<connector>/history/offsets/partition")
+@documented(
+    "One partition's offset history",
+    {
+        "200": json_answer(
+            connector_answer(
+                partition={"type": "object"},
+                history=array_of(obj(change=STRING, offset=ANY, kafka_timestamp=NULLABLE_INT)),
+            ),
+            "History",
+        )
+    },
+    400,
+    404,
+    params=[query("partition", STRING, required=True, description="the partition as JSON")],
+)
 def get_partition_history(connector: str) -> Response:
     row = _known_row(connector)
     text = request.args.get("partition")
@@ -203,6 +256,11 @@ def get_partition_history(connector: str) -> Response:
 
 
 @bp.get("/connectors/<connector>/history/configs")
+@documented(
+    "Config versions with diffs, secrets redacted",
+    {"200": json_answer(connector_answer(versions=array_of(ref("ConfigVersion"))), "Versions")},
+    404,
+)
 def get_config_versions(connector: str) -> Response:
     _known_row(connector)
     versions = history.config_versions(_events(connector), _patterns())
@@ -210,6 +268,20 @@ def get_config_versions(connector: str) -> Response:
 
 
 @bp.get("/topics/<topic>/connectors")  # a Kafka topic name has no slash
+@documented(
+    "Which connectors use or used a topic",
+    {
+        "200": json_answer(
+            obj(
+                topic=STRING,
+                connectors=array_of(
+                    obj(connector=STRING, first_seen=NULLABLE_INT, last_seen=NULLABLE_INT, active=BOOLEAN)
+                ),
+            ),
+            "Connectors",
+        )
+    },
+)
 def get_topic_connectors(topic: str) -> Response:
     tables = get_tables()
     rows = tables.rows(ACTIVE_TOPICS_HISTORY, filters=[("topic", "=", topic)])
@@ -222,6 +294,12 @@ def _b64(value: bytes | None) -> str | None:
 
 
 @bp.get("/rejected-records")
+@documented(
+    "Quarantined records of the internal topics",
+    {"200": json_answer(page_of("records", ref("RejectedRecord")), "A page of records")},
+    400,
+    params=[query("topic", STRING), *PAGING],
+)
 def get_rejected_records() -> Response:
     limit, offset = _page()
     topic = request.args.get("topic")

@@ -21,6 +21,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 
 from connect_state.api.errors import ConnectRestException
+from connect_state.api.openapi import ANY, documented, json_answer
 from connect_state.api.resources import app_resources
 from connect_state.core.errors import TableNotFoundError
 from connect_state.leases.decisions import Lease, current_lease
@@ -74,6 +75,7 @@ def current_leases() -> dict[str, Lease]:
 
 
 @bp.get("/leases")
+@documented("Every lease", {"200": json_answer(ANY, "Leases")})
 def get_leases() -> Response:
     """Every lease: holder, epoch and expiry."""
     now = now_ms()
@@ -82,6 +84,7 @@ def get_leases() -> Response:
 
 
 @bp.get("/leases/<name>")
+@documented("One lease", {"200": json_answer(ANY, "Lease")}, 404)
 def get_lease(name: str) -> Response:
     """One lease, 404 when it was never taken."""
     lease = current_leases().get(name)

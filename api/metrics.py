@@ -28,6 +28,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from connect_state.api.health import current_lags
 from connect_state.api.lag import watermarks
 from connect_state.api.limits import WRITE_METHODS
+from connect_state.api.openapi import documented
 from connect_state.tables.schemas import TABLE_QUERIES
 
 bp = Blueprint("metrics", __name__)
@@ -128,6 +129,11 @@ def init_app(app: Flask) -> None:
 
 
 @bp.get("/metrics")
+@documented(
+    "Prometheus metrics",
+    {"200": {"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}}},
+    plain=True,
+)
 def metrics() -> Response:
     state = app_metrics()
     try:

@@ -47,6 +47,7 @@ from flask import Blueprint, Response, jsonify, request
 from connect_state.api import live
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.herder_io import get_herder
+from connect_state.api.openapi import documented, json_answer, ref
 from connect_state.api.resources import TableSource, get_settings, get_tables
 from connect_state.api.rows import configured_row
 from connect_state.connect.connector_types import TypeBasis
@@ -131,6 +132,7 @@ def _source_offsets_body(
 
 
 @bp.get("/<connector>/offsets")
+@documented("KIP-875 offsets", {"200": json_answer(ref("ConnectorOffsets"), "ConnectorOffsets")}, 400, 404)
 def get_connector_offsets(connector: str) -> Response:
     """``GET /connectors/<name>/offsets`` (``ConnectorsResource.getOffsets``)."""
     row = configured_row(connector)
@@ -175,6 +177,9 @@ def _answer(change: OffsetsChange) -> Response:
 
 
 @bp.patch("/<connector>/offsets")
+@documented(
+    "KIP-875 alter offsets", {"200": json_answer(ref("Message"), "Altered")}, 400, 404, 409, body={"type": "object"}
+)
 def alter_connector_offsets(connector: str) -> Response:
     """``PATCH /connectors/<name>/offsets`` (``ConnectorsResource.alterConnectorOffsets``)."""
     try:
@@ -185,6 +190,7 @@ def alter_connector_offsets(connector: str) -> Response:
 
 
 @bp.delete("/<connector>/offsets")
+@documented("KIP-875 reset offsets", {"200": json_answer(ref("Message"), "Reset")}, 400, 404, 409)
 def reset_connector_offsets(connector: str) -> Response:
     """``DELETE /connectors/<name>/offsets`` (``ConnectorsResource.resetConnectorOffsets``)."""
     return _answer(get_herder().reset_connector_offsets(connector))

@@ -56,7 +56,8 @@ class TableSource(Protocol):
 
 
 class AppResources:
-    """The settings, table reader and (lazily created) Kafka writer and consumer-group admin of one app.
+    """The settings, table reader (default: a :class:`~connect_state.tables.reader.TableReader` on ``delta.root``) and
+    (lazily created) Kafka writer and consumer-group admin of one app.
 
     A writer passed in by the caller belongs to the caller and is not closed here; one created here is. The admin is
     always created here (by :func:`create_admin`) and closed by :meth:`close`.
@@ -65,14 +66,14 @@ class AppResources:
     def __init__(
         self,
         settings: Settings,
-        tables: TableSource,
+        tables: TableSource | None = None,
         writer: RecordWriter | None = None,
         topics: TopicLog | None = None,
         follower: TopicFollower | None = None,
         group_follower: TopicFollower | None = None,
     ) -> None:
         self.settings = settings
-        self.tables = tables
+        self.tables = tables if tables is not None else TableReader(settings.delta_root, deltalake_options(settings))
         self._writer = writer
         self._owns_writer = False
         self._admin: GroupAdmin | None = None
@@ -214,22 +215,10 @@ def create_admin(settings: Settings) -> GroupAdmin:
     return ConsumerGroupAdmin(settings)
 
 
-def init_app(
-    app: Flask,
-    settings: Settings,
-    tables: TableSource | None = None,
-    writer: RecordWriter | None = None,
-    topics: TopicLog | None = None,
-    follower: TopicFollower | None = None,
-    group_follower: TopicFollower | None = None,
-) -> AppResources:
+def init_app(app: Flask, resources: AppResources) -> None:
     """Attach the resources to ``app`` (``app.extensions["connect_state"]``)."""
-    if tables is None:
-        tables = TableReader(settings.delta_root, deltalake_options(settings))
-    resources = AppResources(settings, tables, writer, topics, follower, group_follower)
     app.extensions[EXTENSION] = resources
     app.teardown_appcontext(_release)
-    return resources
 
 
 def app_resources(app: Flask | None = None) -> AppResources:

@@ -27,6 +27,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from connect_state.api.errors import no_content
 from connect_state.api.herder_io import get_herder
+from connect_state.api.openapi import documented, empty, json_answer, query, ref
 
 bp = Blueprint("restart", __name__, url_prefix="/connectors")
 
@@ -38,6 +39,13 @@ def jersey_boolean(name: str) -> bool:
 
 
 @bp.post("/<connector>/restart")
+@documented(
+    "KIP-745 restart request on the config topic",
+    {"202": json_answer(ref("ConnectorStateInfo"), "The restart plan"), "204": empty("Connector restart requested")},
+    404,
+    409,
+    params=[query(name, {"type": "boolean", "default": False}) for name in ("includeTasks", "onlyFailed")],
+)
 def restart_connector(connector: str) -> Response:
     plan = get_herder().restart_connector(connector, jersey_boolean("includeTasks"), jersey_boolean("onlyFailed"))
     if plan is None:
@@ -48,5 +56,6 @@ def restart_connector(connector: str) -> Response:
 
 
 @bp.post("/<connector>/tasks/<int(signed=True):task>/restart")
+@documented("Not expressible in the config topic: 501 says what to do instead", {}, 404, 409, 501)
 def restart_task(connector: str, task: int) -> Response:
     get_herder().restart_task(connector, task)

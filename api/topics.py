@@ -25,6 +25,7 @@ from flask import Blueprint, Response, jsonify
 from connect_state.api import live
 from connect_state.api.errors import no_content
 from connect_state.api.herder_io import get_herder
+from connect_state.api.openapi import documented, empty, json_answer
 from connect_state.api.resources import get_tables
 from connect_state.connect.rest import active_topics_info
 from connect_state.tables.schemas import ACTIVE_TOPICS
@@ -47,6 +48,9 @@ def active_topics(connector: str) -> list[str]:
 
 
 @bp.get("/<connector>/topics")
+@documented(
+    "KIP-558 active topics", {"200": json_answer({"type": "object"}, "ActiveTopicsInfo by connector")}, 403, 404
+)
 def get_active_topics(connector: str) -> Response:
     """Connect's ``ActiveTopicsInfo``, keyed by the connector name."""
     get_herder().check_topic_tracking()
@@ -54,6 +58,7 @@ def get_active_topics(connector: str) -> Response:
 
 
 @bp.put("/<connector>/topics/reset")
+@documented("KIP-558 reset of the active topics", {"202": empty("Reset")}, 403, 404, 409)
 def reset_active_topics(connector: str) -> Response:
     """Tombstone the connector's topic-status records; 202 once they are acknowledged."""
     get_herder().reset_active_topics(connector)

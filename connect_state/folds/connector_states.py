@@ -286,17 +286,11 @@ class ConnectorEvent:
     kafka_timestamp: int
     #: For a ``deleted`` event: the connector's config just before its tombstone (None for other events). KIP-883
     #: cleanup (:mod:`connect_state.cleanup.reconciler`) needs it once the config is gone; it is not part of
-    #: ``details`` (the
-    #: transition) but of :attr:`recorded_details` (what the ``connector_events`` table keeps).
+    #: ``details`` (the transition) but of :meth:`recorded` (what the ``connector_events`` table keeps).
     last_config: dict[str, object] | None = field(default=None, compare=False, hash=False)
     #: For a ``created`` or ``reconfigured`` event: the config now in effect (None for other events). The history API's
-    #: config versions (issue 14) read it from :attr:`recorded_details`; it is not part of ``details``.
+    #: config versions (issue 14) read it from :meth:`recorded`; it is not part of ``details``.
     config: dict[str, object] | None = field(default=None, compare=False, hash=False)
-
-    @property
-    def recorded_details(self) -> dict[str, object]:
-        """:meth:`recorded` without configured connector types."""
-        return self.recorded()
 
     def recorded(self, class_type_map: Mapping[str, str] | None = None) -> dict[str, object]:
         """``details`` as the ``connector_events`` table keeps them: for a ``deleted`` event, plus ``config`` (the
@@ -309,10 +303,6 @@ class ConnectorEvent:
         if self.config is not None:
             return {**self.details, "config": self.config}
         return self.details
-
-    @property
-    def details_json(self) -> str:
-        return self.recorded_json()
 
     def recorded_json(self, class_type_map: Mapping[str, str] | None = None) -> str:
         """:meth:`recorded` as the ``details`` column's JSON."""

@@ -22,8 +22,9 @@ from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from connect_state.core.errors import TopicNotFoundError
 from connect_state.core.settings import Settings
 from connect_state.dev.filestream import append_lines, file_source_config
+from connect_state.formats.offsets import offset_key_bytes
 from connect_state.formats.status import topic_status_key
-from connect_state.kafka import InternalTopicWriter, KafkaAdmin, RecordPosition
+from connect_state.kafka import InternalTopicWriter, KafkaAdmin, OffsetsTopicReader, RecordPosition
 from connect_state.kafka.partitioner import partition_for_key
 from tests.integration.helpers import create_topic
 
@@ -270,3 +271,29 @@ def test_api_reset_through_the_real_writer_resets_connect(
     finally:
         close_app(app)
     connect.wait_for(lambda: connect.active_topics(name) == set(), description=f"{name} topics reset")
+
+
+@pytest.mark.integration
+def test_offsets_reader_finds_a_key_written_after_an_offset(
+    broker_settings: Settings, real_writer: InternalTopicWriter, make_topic: Callable[[int], str]
+) -> None:
+    """The heartbeat emitter's check: the last value of a key written after a record, keys compared as Connect looks
+    them up (a differently spaced key is the same key), nothing when the key was not written since."""
+    topic = make_topic(1)
+    key = offset_key_bytes("c", {"p": 1})
+    positions = real_writer.send(
+        topic,
+        [
+            (key, b'{"o":1}'),
+            (offset_key_bytes("c", {"p": 2}), b'{"o":9}'),
+            (b'[ "c", {"p": 1} ]', b'{"o":2}'),
+            (offset_key_bytes("other", {"p": 1}), b'{"o":3}'),
+        ],
+    )
+    reader = OffsetsTopicReader(broker_settings.with_overrides(**{"offset.storage.topic": topic}))
+    try:
+        assert reader.latest_offset(key, 0, positions[0].offset) == (True, b'{"o":2}')
+        assert reader.latest_offset(key, 0, positions[2].offset) == (False, None)
+        assert reader.latest_offset(key, 0, positions[3].offset) == (False, None)
+    finally:
+        reader.close()

@@ -83,14 +83,14 @@ def test_deleted_event_records_last_config_and_type() -> None:
     [deleted] = [e for e in events if e.event == DELETED]
     assert deleted.details == {"connector_class": FILE_SINK_CLASS}
     assert (deleted.kafka_offset, deleted.kafka_timestamp) == (9, 200)
-    assert json.loads(deleted.details_json) == {
+    assert json.loads(deleted.recorded_json()) == {
         "connector_class": FILE_SINK_CLASS,
         "config": SINK_CONFIG,
         "connector_type": "sink",
     }
     [d], lifecycles = deletions_from_events(
         [
-            {"connector": e.connector, "event": e.event, "details": e.details_json, "source": e.source,
+            {"connector": e.connector, "event": e.event, "details": e.recorded_json(), "source": e.source,
              "kafka_offset": e.kafka_offset, "kafka_timestamp": e.kafka_timestamp}
             for e in events
         ]

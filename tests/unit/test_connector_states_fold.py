@@ -678,7 +678,7 @@ def test_folding_in_batches_equals_folding_at_once(seed: int):
         state, batch_events = fold(records[start : start + 37], state_from_json(state_to_json(state)))
         events += batch_events
     assert state == whole
-    key = lambda e: (e.source, e.kafka_partition, e.kafka_offset, e.event, e.details_json)  # noqa: E731
+    key = lambda e: (e.source, e.kafka_partition, e.kafka_offset, e.event, e.recorded_json())  # noqa: E731
     assert sorted(events, key=key) == sorted(whole_events, key=key)
     # Replaying everything (a restarted query) changes nothing.
     assert fold(records, state) == (state, [])
@@ -890,7 +890,7 @@ def test_created_and_reconfigured_events_record_the_config():
     topics.config((connector_config_key(NAME), serialize_connector_config({"name": NAME, "topics": "b"})))
     _, events = fold(topics.records)
     created, reconfigured = (e for e in events if e.event in (CREATED, RECONFIGURED))
-    assert json.loads(created.details_json)["config"]["topics"] == "a"
+    assert json.loads(created.recorded_json())["config"]["topics"] == "a"
     assert "config" not in created.details
-    assert json.loads(reconfigured.details_json)["config"] == {"name": NAME, "topics": "b"}
-    assert json.loads(reconfigured.details_json)["changed_keys"] == ["connector.class", "topics"]
+    assert json.loads(reconfigured.recorded_json())["config"] == {"name": NAME, "topics": "b"}
+    assert json.loads(reconfigured.recorded_json())["changed_keys"] == ["connector.class", "topics"]

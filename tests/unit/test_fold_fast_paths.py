@@ -505,7 +505,7 @@ def test_connector_states_fold_group_is_the_pure_fold(records: list[tuple], spli
                 "record_kind": "event",
                 "connector": e.connector,
                 "event": e.event,
-                "details": e.details_json,
+                "details": e.recorded_json(),
                 "source": e.source,
                 "kafka_partition": e.kafka_partition,
                 "kafka_offset": e.kafka_offset,
