@@ -278,9 +278,15 @@ def test_nothing_named_is_a_usage_error(at_api: Run) -> None:
 
 @pytest.mark.parametrize(
     ("status", "code"),
-    [(404, ExitCode.NOT_FOUND), (400, ExitCode.REFUSED), (403, ExitCode.REFUSED), (409, ExitCode.REFUSED),
-     (500, ExitCode.FAILED), (503, ExitCode.FAILED)],
-)  # fmt: skip
+    [
+        (404, ExitCode.NOT_FOUND),
+        (400, ExitCode.REFUSED),
+        (403, ExitCode.REFUSED),
+        (409, ExitCode.REFUSED),
+        (500, ExitCode.FAILED),
+        (503, ExitCode.FAILED),
+    ],
+)
 def test_one_connector_exits_with_its_answer(api: FakeApi, at_api: Run, status: int, code: ExitCode) -> None:
     api.answer("PUT", "/connectors/a/pause", status, {"error_code": status, "message": f"answered {status}"})
     result = at_api("pause", "connector", "a")
@@ -350,16 +356,28 @@ def test_offsets_get_and_reset(api: FakeApi, at_api: Run) -> None:
 
 
 def test_history_passes_its_filters_and_says_where_the_next_page_starts(api: FakeApi, at_api: Run) -> None:
-    events = [{"event": "created", "details": {"connector_class": "X", "config": {"a": "1"}}, "source": "config",
-               "kafka_partition": 0, "kafka_offset": 3, "kafka_timestamp": 1767225600000}]  # fmt: skip
+    events = [
+        {
+            "event": "created",
+            "details": {"connector_class": "X", "config": {"a": "1"}},
+            "source": "config",
+            "kafka_partition": 0,
+            "kafka_offset": 3,
+            "kafka_timestamp": 1767225600000,
+        }
+    ]
     page = {"connector": "a", "total": 2, "offset": 0, "limit": 1, "next_offset": 1, "events": events}
     api.answer("GET", "/connectors/a/events", 200, page)
-    result = at_api("history", "a", "--kind", "created", "--kind", "deleted", "--since", "2026-01-01T00:00:00Z",
-                    "--limit", "1")  # fmt: skip
+    result = at_api(
+        "history", "a", "--kind", "created", "--kind", "deleted", "--since", "2026-01-01T00:00:00Z", "--limit", "1"
+    )
     assert result.exit_code == 0, result.output
     assert api.seen[-1].query == {
-        "kind": ["created", "deleted"], "since": ["2026-01-01T00:00:00Z"], "limit": ["1"], "offset": ["0"]
-    }  # fmt: skip
+        "kind": ["created", "deleted"],
+        "since": ["2026-01-01T00:00:00Z"],
+        "limit": ["1"],
+        "offset": ["0"],
+    }
     assert "2026-01-01T00:00:00.000Z  created  config  connector_class=X config=1 keys" in result.stdout
     assert "--offset 1 for more" in result.stderr
 
@@ -377,8 +395,12 @@ def test_deletions_and_heartbeats_tables(api: FakeApi, at_api: Run) -> None:
 
 def test_connector_names_complete_from_the_api(api: FakeApi, at_api: Run, config: Path) -> None:
     api.connectors({"orders-a": "RUNNING", "orders-b": "RUNNING", "billing": "RUNNING"})
-    env = {"CONNECT_STATE_CLI_CONFIG": str(config), "_CONNECT_STATE_COMPLETE": "bash_complete", "COMP_WORDS": "connect-state pause connector ord",
-           "COMP_CWORD": "3"}  # fmt: skip
+    env = {
+        "CONNECT_STATE_CLI_CONFIG": str(config),
+        "_CONNECT_STATE_COMPLETE": "bash_complete",
+        "COMP_WORDS": "connect-state pause connector ord",
+        "COMP_CWORD": "3",
+    }
     result = at_api(env=env)
     assert result.stdout.split() == ["plain,orders-a", "plain,orders-b"]
 
