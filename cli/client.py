@@ -105,7 +105,7 @@ class ApiClient:
                     self.base + path,
                     params=params,
                     json=body,
-                    timeout=(CONNECT_TIMEOUT_S, self.timeout_s),
+                    timeout=(min(CONNECT_TIMEOUT_S, self.timeout_s), self.timeout_s),
                     verify=self.verify,
                 )
         except requests.Timeout:
