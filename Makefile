@@ -44,7 +44,7 @@ $(CONSTRAINTS): conf/versions.env
 	  "pyarrow==$(PYARROW_VERSION)" "deltalake==$(DELTALAKE_VERSION)" "chispa==$(CHISPA_VERSION)" \
 	  "kafka-python==$(KAFKA_PYTHON_VERSION)" "flask==$(FLASK_VERSION)" "gunicorn==$(GUNICORN_VERSION)" \
 	  "pytest==$(PYTEST_VERSION)" "pytest-timeout==$(PYTEST_TIMEOUT_VERSION)" "pytest-xdist==$(PYTEST_XDIST_VERSION)" \
-	  "requests==$(REQUESTS_VERSION)" \
+	  "requests==$(REQUESTS_VERSION)" "click==$(CLICK_VERSION)" "types-pyyaml==$(TYPES_PYYAML_VERSION)" \
 	  "ruff==$(RUFF_VERSION)" "mypy==$(MYPY_VERSION)" "pandas-stubs==$(PANDAS_STUBS_VERSION)" \
 	  "types-requests==$(TYPES_REQUESTS_VERSION)" "import-linter==$(IMPORT_LINTER_VERSION)" "pyyaml==$(PYYAML_VERSION)" \
 	  "databricks-bundles==$(DATABRICKS_BUNDLES_VERSION)" \

@@ -1,6 +1,6 @@
 """The wheel stands alone: built from the checkout, installed into a fresh virtualenv outside it, its console scripts
-run with the defaults shipped inside the package, and it puts nothing named ``api`` or ``jobs`` at the top of
-site-packages.
+run with the defaults shipped inside the package, and it puts nothing named ``api``, ``jobs`` or ``cli`` at the top
+of site-packages.
 
 The wheel and the fresh virtualenv are the session's (tests/fixtures/wheel.py): the virtualenv gets the wheel with
 ``--no-deps`` and borrows its dependencies from the project's virtualenv, so ``connect_state`` can only come from the
@@ -31,12 +31,18 @@ CONSOLE_SCRIPTS = (
     "connect-state-stack",
     "connect-state-demo",
     "connect-state-jars",
+    "connect-state",  # the command line (click: "Usage:")
 )
 
 
 def source_packages() -> set[str]:
     """Every package of the source tree, under the name it installs as (pyproject.toml's package-dir mapping)."""
-    mapped = {"api": "connect_state.api", "jobs": "connect_state.jobs", "conf": "connect_state.conf"}
+    mapped = {
+        "api": "connect_state.api",
+        "jobs": "connect_state.jobs",
+        "cli": "connect_state.cli",
+        "conf": "connect_state.conf",
+    }
     found = set()
     for init in REPO_ROOT.glob("*/**/__init__.py"):
         parts = init.parent.relative_to(REPO_ROOT).parts
@@ -54,6 +60,7 @@ def test_wheel_installs_nothing_named_api_or_jobs_at_the_top(wheel: Path) -> Non
     assert {name for name in top_level if not name.endswith(".dist-info")} == {"connect_state"}
     assert "connect_state/api/server.py" in names
     assert "connect_state/jobs/all.py" in names
+    assert "connect_state/cli/main.py" in names
     assert "connect_state/conf/connect-state.properties" in names
     assert {"connect_state/api/static/dashboard.html", "connect_state/api/static/dashboard.js"} <= names
     assert "connect_state/password_keys.txt" in names  # connect_state/security/redaction.py reads it
@@ -77,7 +84,7 @@ def test_console_script_help_runs_from_the_wheel(fresh_env: Path, script: str, t
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert "usage:" in result.stdout
+    assert "usage:" in result.stdout.lower()
 
 
 def test_installed_package_finds_its_shipped_defaults(fresh_env: Path, tmp_path: Path) -> None:
