@@ -7,9 +7,13 @@ What each component asks of Kafka, and the ACL the broker checks for it (Kafka 4
 
 * **jobs** (active topics, connector states, source and sink offsets; the heartbeats job's fold too): Spark's Kafka
   source lists, describes and reads the topics (``Describe`` for metadata and ``ListOffsets``, ``Read`` for
-  ``Fetch``). It assigns partitions itself and never commits, so its consumers' group ids (``spark-kafka-source-*``)
-  need no group ACL; the jobs' own Kafka clients (log start/end offsets, sampling an own offsets topic) use no group
-  either.
+  ``Fetch``). Its executors assign partitions and never commit: no group ACL. But the sink-offsets job reads
+  ``__consumer_offsets`` with Spark's consumer-based offset fetching (the Admin-based one drops internal topics), whose
+  driver consumer subscribes, so joins a group of its own (``JoinGroup``: group ``Read``) named
+  ``spark-kafka-source-<uuid>-...-driver-<n>`` (streaming) or ``spark-kafka-relation-...`` (the batch read of its
+  reconcile): ``Read`` on the groups prefixed ``spark-kafka-`` (a ``group.id`` in the client properties is used
+  instead, by every query). The jobs' own Kafka clients (log start/end offsets, sampling an own offsets topic) use no
+  group.
 * **api**: reads the config topic to its end before every write, follows the status and offsets topics (and
   ``__consumer_offsets`` for sink offsets), writes target states, deletions and restarts to the config topic,
   tombstones to the status topic, source offsets to the offsets topics; for sink offsets, ``OffsetCommit`` (group
@@ -134,6 +138,9 @@ DOCUMENTED_SETTINGS: Mapping[str, str] = {
 
 #: The prefix of a sink connector's default consumer group (``connect-<name>``).
 SINK_GROUP_PREFIX = "connect-"
+#: The prefix of the groups Spark's Kafka source names for itself (``groupIdPrefix``: ``spark-kafka-source`` when
+#: streaming, ``spark-kafka-relation`` in a batch read).
+SPARK_GROUP_PREFIX = "spark-kafka-"
 
 _READ, _WRITE, _CREATE, _DELETE, _DESCRIBE = (
     Operation.READ,
@@ -159,6 +166,14 @@ def _jobs(settings: Settings, names: ConnectorNames) -> list[KafkaAcl]:
             names.offsets_topics,
             (_READ,),
             "each connector's own offsets.storage.topic (offsets job, sampled first)",
+        ),
+        KafkaAcl(
+            Component.JOBS,
+            ResourceType.GROUP,
+            (SPARK_GROUP_PREFIX,),
+            (_READ,),
+            "the sink-offsets job's driver consumer of __consumer_offsets joins a group (spark-kafka-source-*)",
+            PatternType.PREFIXED,
         ),
     ]
 

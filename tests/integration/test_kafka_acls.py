@@ -16,9 +16,11 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kafka.admin import NewTopic
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
 from connect_state.cleanup.reconciler import CleanupIO
@@ -40,11 +42,13 @@ from connect_state.security.kafka_acls import (
     ResourceType,
     required_acls,
 )
+from connect_state.spark import active_topics, sink_offsets
 from connect_state.spark.cleanup import SparkCleanupIO
 from connect_state.spark.heartbeats import HeartbeatSink
 from connect_state.spark.offsets import OffsetsJob
 from connect_state.spark.streaming import run_job
 from tests.fixtures.sasl_broker import SUPER_USER, SaslBroker, acl_bindings
+from tests.fixtures.spark import await_query
 from tests.integration.helpers import api_client, delta_table, job_settings, run_active_topics, run_connector_states
 
 pytestmark = pytest.mark.slow
@@ -186,13 +190,21 @@ def test_jobs_fold_every_topic_with_read_alone(spark: SparkSession, cluster: Clu
     assert sinks[(SINK_GROUP, SINK_TOPIC, 0)] == 1
 
 
-def test_a_job_without_read_fails_at_once(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("resource", "name", "job", "reason"),
+    [
+        pytest.param(ResourceType.TOPIC, "connect-status", active_topics, "TopicAuthorization", id="topic-read"),
+        pytest.param(ResourceType.GROUP, "spark-kafka-", sink_offsets, "Not authorized to access group", id="group"),
+    ],
+)
+def test_a_job_without_read_fails_at_once(
+    spark: SparkSession, cluster: Cluster, tmp_path: Path, resource: ResourceType, name: str, job: Any, reason: str
+) -> None:
     settings = cluster.settings(Component.JOBS, tmp_path)
-    status = settings.status_storage_topic
     started = time.monotonic()
-    read = cluster.binding(Component.JOBS, ResourceType.TOPIC, status, Operation.READ)
-    with cluster.broker.without(read), pytest.raises(AssertionError, match="TopicAuthorization"):
-        run_active_topics(spark, settings, timeout_s=120)
+    read = cluster.binding(Component.JOBS, resource, name, Operation.READ)
+    with cluster.broker.without(read), pytest.raises(StreamingQueryException, match=reason):
+        await_query(job.start(spark, settings, available_now=True), 120)
     assert time.monotonic() - started < 120
 
 
@@ -262,7 +274,7 @@ _SOURCE_ALTER = {"offsets": [{"partition": {"filename": _file(SOURCE)}, "offset"
             "TopicAuthorizationFailed", id="stop-without-config-write",
         ),
         pytest.param(
-            ResourceType.TOPIC, "connect-configs", Operation.READ, "PUT", f"/connectors/{SOURCE}/stop", None, 500,
+            ResourceType.TOPIC, "connect-configs", Operation.READ, "PUT", f"/connectors/{SOURCE}/stop", None, 409,
             "TopicAuthorizationFailed", id="stop-without-config-read",
         ),
         pytest.param(
@@ -335,8 +347,12 @@ def test_cleanup_io_with_its_acls(spark: SparkSession, cluster: Cluster, tmp_pat
 
         status = settings.status_storage_topic
         write = cluster.binding(Component.CLEANUP, ResourceType.TOPIC, status, Operation.WRITE)
-        with cluster.broker.without(write), pytest.raises(KafkaWriteError, match="TopicAuthorizationFailed"):
-            io.write_tombstones(status, [status_key])
+        refused: CleanupIO = SparkCleanupIO(spark, settings)  # a writer of its own: see the xfail test below
+        try:
+            with cluster.broker.without(write), pytest.raises(KafkaWriteError, match="TopicAuthorizationFailed"):
+                refused.write_tombstones(status, [status_key])
+        finally:
+            refused.close()  # type: ignore[attr-defined]
         io.write_tombstones(status, [status_key])
         assert _latest(cluster, status, status_key) is None
     finally:
@@ -377,3 +393,19 @@ def test_heartbeats_with_their_acls(cluster: Cluster, tmp_path: Path) -> None:
         assert [key for key, _value in _records(cluster, topic)] == [_file(HEARTBEAT_SOURCE).encode()]
     finally:
         sink.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="kafka-python 3.0.12 takes a TopicAuthorizationFailed answer for a fatal error of its idempotent producer: "
+    "the writer's one producer then fails every later send until the process restarts (Java's producer fails the batch "
+    "only). One refused write (an own offsets topic the API may not write) stops the API's and the jobs' writes.",
+)
+def test_a_refused_write_leaves_the_writer_usable(cluster: Cluster) -> None:
+    record = [(b"test", b'{"method":"TEST","path":"/"}')]
+    write = cluster.binding(Component.API, ResourceType.TOPIC, AUDIT_TOPIC, Operation.WRITE)
+    with InternalTopicWriter(cluster.settings(Component.API)) as writer:
+        writer.send(AUDIT_TOPIC, record)
+        with cluster.broker.without(write), pytest.raises(KafkaWriteError, match="TopicAuthorizationFailed"):
+            writer.send(AUDIT_TOPIC, record)
+        writer.send(AUDIT_TOPIC, record)  # the ACL is back
