@@ -283,7 +283,24 @@ class InternalTopicWriter:
         timeout_ms = self.default_timeout_ms if timeout_ms is None else timeout_ms
         deadline = time.monotonic() + timeout_ms / 1000
         count = self.partition_count(topic, max(int((deadline - time.monotonic()) * 1000), 0))
+        shared = producer is None
         producer = producer or self._producer_client()
+        try:
+            return self._send_on(producer, topic, messages, count, timeout_ms, deadline)
+        finally:
+            if shared and _in_fatal_state(producer):
+                self._retire(producer)
+
+    def _send_on(
+        self,
+        producer: KafkaProducer,
+        topic: str,
+        messages: Sequence[Message],
+        count: int,
+        timeout_ms: int,
+        deadline: float,
+    ) -> list[RecordPosition]:
+        """Send ``messages`` on ``producer`` in ``count`` partitions (murmur2 of the key) and await them."""
         futures = []
         try:
             for key, value, headers in messages:
@@ -317,6 +334,22 @@ class InternalTopicWriter:
                 ) from err
             positions.append(RecordPosition(metadata.topic, metadata.partition, metadata.offset))
         return positions
+
+    def _retire(self, producer: KafkaProducer) -> None:
+        """Replace the shared producer after an error kafka-python holds fatal, closing it in the background.
+
+        kafka-python's idempotent producer enters a fatal state on a refusal such as TopicAuthorizationFailed and then
+        fails every later send; Java's producer fails only the batch. The next send gets a new producer, so one topic
+        this process may not write does not stop its writes to the others; other threads' records still in the old
+        producer get its close's grace period.
+        """
+        with self._lock:
+            if self._producer is not producer:
+                return
+            self._producer = None
+        log.warning("the Kafka producer entered a fatal error state; the next write uses a new one")
+        timeout = self.default_timeout_ms / 1000
+        threading.Thread(target=producer.close, kwargs={"timeout": timeout}, daemon=True).start()
 
     def close(self, timeout_ms: int | None = None) -> None:
         """Flush and close the clients (idempotent). Later ``send`` calls raise KafkaWriteError."""
@@ -362,6 +395,12 @@ def _bounded(call: Any, deadline: float, what: str) -> None:
         raise kafka_errors.KafkaTimeoutError(f"{what} did not finish in time")
     if outcome[0] is not None:
         raise outcome[0]
+
+
+def _in_fatal_state(producer: KafkaProducer) -> bool:
+    """Whether kafka-python's idempotence state machine has failed for good (its ``TransactionManager``)."""
+    manager = getattr(producer, "_transaction_manager", None)
+    return manager is not None and bool(manager.has_fatal_error())
 
 
 def _close_now(producer: KafkaProducer) -> None:
