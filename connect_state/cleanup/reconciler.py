@@ -59,7 +59,6 @@ import functools
 import inspect
 import json
 import logging
-import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -82,6 +81,7 @@ from connect_state.connect.plugins import (
     load_object,
     split_paths,
 )
+from connect_state.core.deadlines import DeadlineRunner, PluginTimeout
 from connect_state.core.errors import ConfigError, RecordFormatError, describe_error
 from connect_state.core.vocabulary import ConnectorType, State
 from connect_state.folds.connector_states import CREATED, DELETED, ConnectorRecord, ConnectorState, fold_connector
@@ -280,45 +280,10 @@ def last_task_configs(
     return {task: hook_config(config) for task, config in sorted(state.task_configs.items())}
 
 
-class HookRunner:
-    """Runs hook calls with a deadline, each in its own daemon thread, so a hung hook holds up nothing.
-
-    A call still running at its deadline is reported failed (:class:`HookTimeout`) and left to finish in the
-    background; while it runs, the step's next attempt fails at once instead of starting a second call.
-    """
-
-    def __init__(self, timeout_ms: int) -> None:
-        self.timeout_ms = timeout_ms
-        self._running: dict[object, threading.Thread] = {}
-
-    def run(self, key: object, call: Callable[[], None]) -> None:
-        """Run ``call`` for ``key`` (a deletion's step) and wait up to the deadline; re-raise what it raised."""
-        previous = self._running.get(key)
-        if previous is not None and previous.is_alive():
-            raise HookTimeout(f"its call of an earlier attempt has still not returned (deadline {self.timeout_ms} ms)")
-        outcome: list[BaseException | None] = []
-
-        def target() -> None:
-            try:
-                call()
-            except BaseException as err:  # handed to the caller's thread
-                outcome.append(err)
-            else:
-                outcome.append(None)
-
-        thread = threading.Thread(target=target, name=f"deletion-hook-{key}", daemon=True)
-        self._running[key] = thread
-        thread.start()
-        thread.join(self.timeout_ms / 1000.0 if self.timeout_ms > 0 else None)
-        if thread.is_alive():
-            raise HookTimeout(f"did not return within {self.timeout_ms} ms (cleanup.hook.timeout.ms)")
-        del self._running[key]
-        if outcome and outcome[0] is not None:
-            raise outcome[0]
-
-
-class HookTimeout(RuntimeError):
-    """A deletion hook did not return by its deadline (the step is recorded as failed and retried)."""
+#: Deletion hooks run with a deadline through the one home of plug-in deadlines (:mod:`connect_state.core.deadlines`):
+#: a call still running at ``cleanup.hook.timeout.ms`` is reported failed (:class:`HookTimeout`) and left to finish in
+#: the background; while it runs, the step's next attempt fails at once instead of starting a second call.
+HookTimeout = PluginTimeout
 
 
 def hook_step(name: str) -> str:
@@ -796,7 +761,7 @@ class CleanupReconciler:
         self.class_types = dict(class_types or {})
         self.hooks = dict(hooks)
         self.hook_classes = dict(hook_classes or {})
-        self.hook_runner = HookRunner(hook_timeout_ms)
+        self.hook_runner = DeadlineRunner(hook_timeout_ms, "cleanup.hook.timeout.ms")
         self._contexts: dict[tuple[str, int], DeletedConnector] = {}
         self._config_records: list[tuple[bytes, bytes | None, int]] | None = None
         self._status_keys: list[bytes] | None = None
@@ -945,7 +910,7 @@ class CleanupReconciler:
         if waiting is not None:
             return waiting
         context = self._context(deletion)
-        self.hook_runner.run((deletion.key, name), lambda: call_hook(hook, context))
+        self.hook_runner.run((deletion.key, name), f"deletion hook {name}", lambda: call_hook(hook, context))
         return StepResult.succeeded("hook returned")
 
     def _context(self, deletion: Deletion) -> DeletedConnector:
