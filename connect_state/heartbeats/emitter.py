@@ -32,14 +32,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kafka import errors as kafka_errors
 
 from connect_state.connect.offset_stores import connector_offset_stores
+from connect_state.core.deadlines import DeadlineRunner, PluginTimeout
 from connect_state.core.errors import KafkaWriteError, RecordFormatError, describe_error
 from connect_state.formats.offsets import (
     offset_key_bytes,
@@ -56,13 +57,15 @@ from connect_state.heartbeats.provider import (
     implements_heartbeat_records,
     implements_update_offsets,
     provider_for,
+    provider_name,
     record_headers,
     serialize_payload,
 )
 from connect_state.kafka import RecordPosition
-from connect_state.security.guards import GuardRefusal, check_heartbeat_topic
+from connect_state.security.guards import GuardRefusal, Guards
 
 log = logging.getLogger("connect_state.heartbeat_emitter")
+T = TypeVar("T")
 
 
 class HeartbeatOutcome(StrEnum):
@@ -75,6 +78,9 @@ class HeartbeatOutcome(StrEnum):
     SKIPPED = "skipped"
     #: offsets-update form: an offset committed without any record produced
     OFFSETS_COMMITTED = "offsets_committed"
+    #: the provider did not return by ``heartbeat.provider.timeout.ms`` (or an earlier call of it that did not still
+    #: runs): its turn is skipped, nothing sent or committed, the reason in ``error``
+    TIMED_OUT = "timed_out"
 
 
 HeartbeatMessage = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]
@@ -144,10 +150,14 @@ class HeartbeatEmitter:
         offset_sender: OffsetSender,
         offsets_topic: str,
         offset_reader: OffsetReader | None = None,
-        internal_topics: Collection[str] = (),
+        *,
+        guards: Guards,
+        provider_timeout_ms: int = 10_000,
     ) -> None:
-        # never a heartbeat topic (connect_state.security.guards)
-        self.internal_topics = (offsets_topic, *internal_topics)
+        # the API's checks of the names a connector's config steers us to (connect_state.security.guards)
+        self.guards = guards
+        # third-party code: each call with a deadline (connect_state.core.deadlines)
+        self.deadlines = DeadlineRunner(provider_timeout_ms, "heartbeat.provider.timeout.ms")
         # any plugin shape (a provider, a duck-typed object, a function), as loaded from the settings
         self.providers = {connector_class: as_provider(plugin) for connector_class, plugin in providers.items()}
         self.heartbeat_sender = heartbeat_sender
@@ -176,8 +186,10 @@ class HeartbeatEmitter:
             )  # fmt: skip
 
         try:
-            check_heartbeat_topic(due.records_topic, self.internal_topics)
+            self.guards.heartbeat_topic(due.records_topic)
+            self.guards.offsets_stores(connector_offset_stores(self.offsets_topic, due.config))
         except GuardRefusal as err:
+            log.warning("heartbeat of %s %s refused: %s", due.connector, partition_json, err)
             return [result(HeartbeatOutcome.FAILED, str(err))]
         if self.offset_reader is not None and due.kafka_partition is not None and due.kafka_offset is not None:
             try:
@@ -197,8 +209,15 @@ class HeartbeatEmitter:
         if not due.partition:
             return rows or [result(HeartbeatOutcome.NO_RECORDS)]  # no partition yet: nothing to ask for records
         try:
-            records = provider.produce_heartbeat_records(due.connector, due.config, due.partition, due.offset)
-            records = self._checked(records)
+            records = self._checked(
+                self._call(
+                    provider,
+                    lambda: provider.produce_heartbeat_records(due.connector, due.config, due.partition, due.offset),
+                )
+            )
+        except PluginTimeout as err:
+            log.warning("heartbeat of %s %s skipped: %s", due.connector, partition_json, err)
+            return [*rows, result(HeartbeatOutcome.TIMED_OUT, str(err))]
         except Exception as err:  # a provider is third-party code: record its failure, keep going
             log.warning("heartbeat provider for %s failed on %s: %s", due.connector, partition_json, err)
             return [*rows, result(HeartbeatOutcome.FAILED, f"{type(err).__name__}: {err}")]
@@ -209,7 +228,8 @@ class HeartbeatEmitter:
             for r in records
         ]
         try:
-            self.heartbeat_sender.ensure_topic(due.records_topic)
+            if self.guards.create_heartbeat_topics:
+                self.heartbeat_sender.ensure_topic(due.records_topic)
             positions = self.heartbeat_sender.send_messages(due.records_topic, messages)
         except KafkaWriteError as err:
             log.warning("heartbeat of %s %s not sent: %s", due.connector, partition_json, err)
@@ -264,7 +284,12 @@ class HeartbeatEmitter:
         """The offsets-update form: ask the provider, commit what it returns, produce nothing."""
         given = [(due.partition, due.offset)] if due.partition else []
         try:
-            updates = checked_offsets(provider.update_offsets(due.connector, due.config, given))
+            updates = checked_offsets(
+                self._call(provider, lambda: provider.update_offsets(due.connector, due.config, given))
+            )
+        except PluginTimeout as err:
+            log.warning("offsets update of %s skipped: %s", due.connector, err)
+            return [result(HeartbeatOutcome.TIMED_OUT, str(err))]
         except Exception as err:  # third-party code
             log.warning("heartbeat provider for %s failed to update offsets: %s", due.connector, err)
             return [result(HeartbeatOutcome.FAILED, f"{type(err).__name__}: {err}")]
@@ -287,6 +312,11 @@ class HeartbeatEmitter:
             )
             for (partition, offset), (key, _value) in zip(updates, records, strict=True)
         ]
+
+    def _call(self, provider: HeartbeatProvider, call: Callable[[], T]) -> T:
+        """A provider call with its deadline (:class:`~connect_state.core.deadlines.PluginTimeout` past it); one
+        abandoned call per provider at most."""
+        return self.deadlines.run(provider, f"heartbeat provider {provider_name(provider)}", call)
 
     @staticmethod
     def _checked(records: object) -> list[HeartbeatRecord]:

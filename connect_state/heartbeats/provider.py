@@ -89,6 +89,7 @@ __all__ = [
     "implements_heartbeat_records",
     "implements_update_offsets",
     "provider_for",
+    "provider_name",
     "record_headers",
     "serialize_payload",
 ]
@@ -288,6 +289,17 @@ def checked_offsets(offsets: object) -> list[SourceOffset]:
                 raise HeartbeatRecordError(f"{what.lower()[:-1]} {value!r}: {err}") from err
         pairs.append((dict(partition), dict(offset) if offset is not None else None))
     return pairs
+
+
+def provider_name(provider: HeartbeatProvider) -> str:
+    """The plug-in behind ``provider`` as ``module:qualified name`` (the function, the object's class), for messages."""
+    target: object = provider
+    if isinstance(provider, _FunctionProvider):
+        target = provider.function
+    elif isinstance(provider, _DuckProvider):
+        target = provider.target
+    named = target if callable(target) and hasattr(target, "__qualname__") else type(target)
+    return f"{getattr(named, '__module__', '?')}:{getattr(named, '__qualname__', type(named).__name__)}"
 
 
 def provider_for(providers: Mapping[str, HeartbeatProvider], connector_class: str | None) -> HeartbeatProvider:
