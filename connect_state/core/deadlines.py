@@ -21,9 +21,16 @@ from typing import TypeVar
 
 from connect_state.core.errors import ConnectStateError
 
-__all__ = ["DeadlineRunner", "PluginTimeout"]
+__all__ = ["DeadlineRunner", "PluginTimeout", "plugin_name"]
 
 T = TypeVar("T")
+
+
+def plugin_name(target: object) -> str:
+    """A plug-in as ``module:qualified name`` (a function or class by itself, any other object by its class), for
+    messages."""
+    named = target if hasattr(target, "__qualname__") else type(target)
+    return f"{getattr(named, '__module__', '?')}:{getattr(named, '__qualname__', '?')}"
 
 
 class PluginTimeout(ConnectStateError):

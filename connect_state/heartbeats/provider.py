@@ -72,6 +72,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connect_state.connect.connector_types import registered_for
+from connect_state.core.deadlines import plugin_name
 from connect_state.core.errors import RecordFormatError
 from connect_state.formats.offsets import serialize_offset_value, validate_offset_map
 
@@ -298,8 +299,7 @@ def provider_name(provider: HeartbeatProvider) -> str:
         target = provider.function
     elif isinstance(provider, _DuckProvider):
         target = provider.target
-    named = target if callable(target) and hasattr(target, "__qualname__") else type(target)
-    return f"{getattr(named, '__module__', '?')}:{getattr(named, '__qualname__', type(named).__name__)}"
+    return plugin_name(target)
 
 
 def provider_for(providers: Mapping[str, HeartbeatProvider], connector_class: str | None) -> HeartbeatProvider:

@@ -232,6 +232,18 @@ def test_allowed_groups_is_an_extra_allow_list(
 
 
 @pytest.mark.parametrize("method", ["patch", "delete"])
+def test_the_workers_group_is_never_altered_whatever_the_allow_list(
+    make_client: MakeClient, kafka_log: InMemoryTopics, admin: list[tuple[str, str]], method: str
+) -> None:
+    rows = [stopped("snk-w", {"connector.class": SINK, "topics": "t", "consumer.override.group.id": "connect-cluster"})]
+    mirror_connectors(kafka_log, rows)
+    client = make_client(tables=InMemoryTables({CONNECTORS.name: rows}), overrides={"api.allowed.groups": "*"})
+    response = getattr(client, method)("/connectors/snk-w/offsets", json=SINK_BODY if method == "patch" else None)
+    assert response.status_code == 400 and admin == []
+    assert "is the Connect workers' group (connect.group.id)" in response.get_json()["message"]
+
+
+@pytest.mark.parametrize("method", ["patch", "delete"])
 def test_offsets_topic_naming_an_internal_topic_is_refused(guarded: Any, writer: RecordingWriter, method: str) -> None:
     response = getattr(guarded, method)(
         "/connectors/src-configs/offsets", json=SOURCE_BODY if method == "patch" else None
