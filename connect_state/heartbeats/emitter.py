@@ -1,14 +1,19 @@
 """Sending the heartbeats that are due: provider call, heartbeat topic, offsets topic, one history row per record.
 
 What ``AbstractWorkerSourceTask`` would do with KIP-910's offset updates and heartbeat records, done from outside the
-worker (provider forms and record format: :mod:`connect_state.heartbeats.provider`):
+worker (provider forms and record format: :mod:`connect_state.heartbeats.provider`), after the API's guards
+(:class:`~connect_state.security.guards.Guards`: the heartbeat topic allowed, the connector's offsets stores ones the
+API may write; else ``failed``, nothing sent):
 
 0. a provider with the offsets-update form is asked for the offsets to commit given the partition's last one (none
    for a timer-mode connector without partitions); they are committed to the connector's stores in Connect's write
    order (:meth:`HeartbeatEmitter._commit`) and recorded ``offsets_committed``, one row per partition; nothing is
    produced. A provider with both forms goes on with 1.;
-1. call the provider registered for the connector's class (the default one produces nothing);
-2. send each record to the connector's heartbeat topic (created if missing) with the framework headers, and wait for
+1. call the provider registered for the connector's class (the default one produces nothing); each provider call has
+   the deadline ``heartbeat.provider.timeout.ms`` (:mod:`connect_state.core.deadlines`): past it the turn is skipped,
+   recorded ``timed_out`` with the reason;
+2. send each record to the connector's heartbeat topic (created if missing only with ``heartbeat.topics.create``)
+   with the framework headers, and wait for
    ``acks=all``;
 3. for records that carry a source offset, commit it like ``OffsetStorageWriter`` once the records are acknowledged:
    the exact key bytes ``[connector, partition]``, the value in Java ``HashMap`` order, the partition Java's producer

@@ -33,8 +33,9 @@ the connect-state settings of the same names.
 
 **Heartbeat record format** (what lands in the heartbeat topic):
 
-* **topic**: the connector's ``heartbeat.records.topic`` (default ``connect-heartbeats``), created if missing with the
-  broker's default partition count and replication factor;
+* **topic**: the connector's ``heartbeat.records.topic`` (default ``connect-heartbeats``): ours, or one matching
+  ``heartbeat.allowed.topics``, never an internal topic (:class:`connect_state.security.guards.Guards`); created if
+  missing only with ``heartbeat.topics.create=true`` (the broker's default partition count and replication factor);
 * **key** and **value**: what the provider returned, serialised by :func:`serialize_payload`: ``bytes`` as is, a
   ``str`` as UTF-8, ``None`` as a null key or value, anything else as compact JSON (``json.dumps`` with
   ``separators=(",", ":")``, non-ASCII written as is: the ``JsonConverter`` with ``schemas.enable=false``);

@@ -21,6 +21,14 @@ says what was refused and which setting allows it.
   (a new offsets topic). The offsets job never subscribes to a refused topic (no byte of it lands in a table) and
   records the refusal in ``rejected_records`` (partition and offset -1, the reason; ``GET /rejected-records``).
 
+The jobs pass the same checks (issue 33), through :class:`Guards` (built from the settings): the cleanup job deletes a
+deleted sink's group only when it is ``connect-<name>`` or matches ``cleanup.allowed.groups`` (no evidence is gathered
+on a deletion: whoever may create and delete connectors in Connect triggers it), never the workers' group
+(``connect.group.id``, refused to the API too) nor a live connector's ``connect-<other>``, and tombstones source
+offsets only in permitted offsets topics; the heartbeats send only to ``heartbeat.records.topic`` or a topic matching
+``heartbeat.allowed.topics`` (created only with ``heartbeat.topics.create``) and commit offsets only to permitted
+offsets topics.
+
 Patterns are comma-separated globs (``fnmatch``, case-sensitive like Kafka's names).
 """
 

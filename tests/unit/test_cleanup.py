@@ -902,7 +902,7 @@ def test_the_jobs_pass_check_fails_for_good_only_at_its_first_read(tmp_path, mon
     assert io.input_marks() == marks
 
 
-# --- no confused deputy: a deletion acts only on what the guards let through (issue 33, finding 4) ---------------------
+# --- no confused deputy: a deletion acts only on what the guards let through (issue 33, finding 4) --------------------
 
 
 def overriding_sink(group: str) -> dict[str, str]:
