@@ -10,7 +10,8 @@ Connect has no such endpoint (it does no cleanup). The answer is 200 with every 
                                "error": null, "next_attempt_at": null, "updated_at": "..."}, ...]}]}
 
 A deletion's ``status`` is ``failed`` when a step failed (it is retried), else ``pending`` when a step has yet to
-run or waits, else ``complete`` (every step succeeded or was skipped). Steps come in the order they run
+run or waits, else ``complete`` (every step succeeded, was skipped, or was refused by a guard: ``refused``, with
+the reason in ``detail``). Steps come in the order they run
 (``active_topics``, ``offsets``, then the hooks by name); timestamps are UTC ISO-8601 with milliseconds. A name
 without deletions gets an empty list, like ``GET /connectors/<name>/topics`` (no existence check); 503 until the
 cleanup job has created the table.

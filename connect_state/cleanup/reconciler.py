@@ -59,7 +59,6 @@ import functools
 import inspect
 import json
 import logging
-import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -82,6 +81,7 @@ from connect_state.connect.plugins import (
     load_object,
     split_paths,
 )
+from connect_state.core.deadlines import DeadlineRunner, PluginTimeout
 from connect_state.core.errors import ConfigError, RecordFormatError, describe_error
 from connect_state.core.vocabulary import ConnectorType, State
 from connect_state.folds.connector_states import CREATED, DELETED, ConnectorRecord, ConnectorState, fold_connector
@@ -94,6 +94,7 @@ from connect_state.formats.status import (
     parse_status_key,
     topic_status_key,
 )
+from connect_state.security.guards import GuardRefusal, Guards
 from connect_state.tables.schemas import epoch_ms
 
 #: A partition or an offset map, as Connect's REST shows them.
@@ -118,10 +119,13 @@ class StepStatus(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     SKIPPED = "skipped"
+    #: a guard refused what the connector's config asked (:mod:`connect_state.security.guards`): the reason in
+    #: ``detail``; final, nothing was done
+    REFUSED = "refused"
 
 
-PENDING, SUCCEEDED, FAILED, SKIPPED = StepStatus  # the members by name, as the API imports them
-FINAL_STATUSES = (StepStatus.SUCCEEDED, StepStatus.SKIPPED)
+PENDING, SUCCEEDED, FAILED, SKIPPED, REFUSED = StepStatus  # the members by name, as the API imports them
+FINAL_STATUSES = (StepStatus.SUCCEEDED, StepStatus.SKIPPED, StepStatus.REFUSED)
 
 #: connect-state setting, and the connector config key that overrides it for one connector.
 CLEANUP_OFFSETS_CONFIG = "cleanup.offsets.on.delete"
@@ -280,45 +284,10 @@ def last_task_configs(
     return {task: hook_config(config) for task, config in sorted(state.task_configs.items())}
 
 
-class HookRunner:
-    """Runs hook calls with a deadline, each in its own daemon thread, so a hung hook holds up nothing.
-
-    A call still running at its deadline is reported failed (:class:`HookTimeout`) and left to finish in the
-    background; while it runs, the step's next attempt fails at once instead of starting a second call.
-    """
-
-    def __init__(self, timeout_ms: int) -> None:
-        self.timeout_ms = timeout_ms
-        self._running: dict[object, threading.Thread] = {}
-
-    def run(self, key: object, call: Callable[[], None]) -> None:
-        """Run ``call`` for ``key`` (a deletion's step) and wait up to the deadline; re-raise what it raised."""
-        previous = self._running.get(key)
-        if previous is not None and previous.is_alive():
-            raise HookTimeout(f"its call of an earlier attempt has still not returned (deadline {self.timeout_ms} ms)")
-        outcome: list[BaseException | None] = []
-
-        def target() -> None:
-            try:
-                call()
-            except BaseException as err:  # handed to the caller's thread
-                outcome.append(err)
-            else:
-                outcome.append(None)
-
-        thread = threading.Thread(target=target, name=f"deletion-hook-{key}", daemon=True)
-        self._running[key] = thread
-        thread.start()
-        thread.join(self.timeout_ms / 1000.0 if self.timeout_ms > 0 else None)
-        if thread.is_alive():
-            raise HookTimeout(f"did not return within {self.timeout_ms} ms (cleanup.hook.timeout.ms)")
-        del self._running[key]
-        if outcome and outcome[0] is not None:
-            raise outcome[0]
-
-
-class HookTimeout(RuntimeError):
-    """A deletion hook did not return by its deadline (the step is recorded as failed and retried)."""
+#: Deletion hooks run with a deadline through the one home of plug-in deadlines (:mod:`connect_state.core.deadlines`):
+#: a call still running at ``cleanup.hook.timeout.ms`` is reported failed (:class:`HookTimeout`) and left to finish in
+#: the background; while it runs, the step's next attempt fails at once instead of starting a second call.
+HookTimeout = PluginTimeout
 
 
 def hook_step(name: str) -> str:
@@ -551,6 +520,10 @@ class StepResult:
     def skipped(cls, reason: str) -> StepResult:
         return cls(SKIPPED, reason)
 
+    @classmethod
+    def refused(cls, reason: str) -> StepResult:
+        return cls(REFUSED, reason)
+
 
 @dataclass(frozen=True)
 class StepOutcome:
@@ -609,9 +582,12 @@ def next_outcome(previous: StepOutcome, result: StepResult, now_ms: int, base_ms
 
 
 def run_step(action: Callable[[], StepResult]) -> StepResult:
-    """Run one step's action; an exception becomes a failed result (a step never stops the others)."""
+    """Run one step's action; a guard's refusal becomes a refused result, any other exception a failed one (a step
+    never stops the others)."""
     try:
         return action()
+    except GuardRefusal as err:
+        return StepResult.refused(str(err))
     except Exception as err:
         return StepResult.failed(describe_error(err))
 
@@ -735,6 +711,7 @@ class PassSummary:
     failed: int = 0
     waiting: int = 0
     skipped: int = 0
+    refused: int = 0
 
     def count(self, status: str) -> None:
         """Count a step that ran and ended with ``status``."""
@@ -745,7 +722,7 @@ class PassSummary:
     def __str__(self) -> str:
         return (
             f"{self.deletions} deletions, {self.planned} newly planned; {self.ran} steps run: {self.succeeded} "
-            f"succeeded, {self.failed} failed, {self.waiting} waiting, {self.skipped} skipped"
+            f"succeeded, {self.failed} failed, {self.waiting} waiting, {self.skipped} skipped, {self.refused} refused"
         )
 
 
@@ -773,7 +750,9 @@ class CleanupReconciler:
     Every read and write goes through ``io``; ``clock`` returns epoch ms. The topics are the worker's
     (``status_topic``, ``offsets_topic``); ``offsets_on_delete`` is connect-state's ``cleanup.offsets.on.delete``;
     ``backoff_ms`` / ``backoff_max_ms`` are ``cleanup.retry.backoff.ms`` / ``cleanup.retry.backoff.max.ms``;
-    ``class_types`` is ``connector.class.types`` (for a deletion whose event recorded no type).
+    ``class_types`` is ``connector.class.types`` (for a deletion whose event recorded no type). ``guards`` are the
+    API's checks of what a connector's config names (:class:`~connect_state.security.guards.Guards`): the group a
+    sink's deletion deletes, the offsets topics a source's deletion tombstones; a refusal is recorded ``refused``.
     """
 
     def __init__(
@@ -787,16 +766,18 @@ class CleanupReconciler:
         backoff_ms: int,
         backoff_max_ms: int,
         clock: Callable[[], int],
+        guards: Guards,
         log: logging.Logger | None = None,
         hook_classes: Mapping[str, Collection[str]] | None = None,
         hook_timeout_ms: int = 30_000,
         class_types: Mapping[str, str] | None = None,
     ) -> None:
         self.io = io
+        self.guards = guards
         self.class_types = dict(class_types or {})
         self.hooks = dict(hooks)
         self.hook_classes = dict(hook_classes or {})
-        self.hook_runner = HookRunner(hook_timeout_ms)
+        self.hook_runner = DeadlineRunner(hook_timeout_ms, "cleanup.hook.timeout.ms")
         self._contexts: dict[tuple[str, int], DeletedConnector] = {}
         self._config_records: list[tuple[bytes, bytes | None, int]] | None = None
         self._status_keys: list[bytes] | None = None
@@ -945,7 +926,7 @@ class CleanupReconciler:
         if waiting is not None:
             return waiting
         context = self._context(deletion)
-        self.hook_runner.run((deletion.key, name), lambda: call_hook(hook, context))
+        self.hook_runner.run((deletion.key, name), f"deletion hook {name}", lambda: call_hook(hook, context))
         return StepResult.succeeded("hook returned")
 
     def _context(self, deletion: Deletion) -> DeletedConnector:
@@ -1025,6 +1006,19 @@ class CleanupReconciler:
             self._creations = creations
         return self._creations
 
+    def _live_connectors(self) -> set[str]:
+        """The names whose latest ``connector-<name>`` record in the config topic is not a tombstone."""
+        live: dict[str, bool] = {}
+        for key, value, _offset in self._all_config_records():
+            if not key.startswith(CONNECTOR_PREFIX.encode()):
+                continue
+            try:
+                record = parse_config_record(key, value)
+            except RecordFormatError:
+                continue
+            live[record.key.connector] = record.value is not None  # type: ignore[union-attr]
+        return {name for name, alive in live.items() if alive}
+
     def _reset_active_topics(self, deletion: Deletion) -> StepResult:
         """Tombstones for every ``status-topic-<topic>:connector-<name>`` key the table or the status topic shows."""
         name, topic = deletion.connector, self.status_topic
@@ -1047,6 +1041,7 @@ class CleanupReconciler:
     def _clean_offsets(self, deletion: Deletion) -> StepResult:
         if deletion.connector_type == ConnectorType.SINK:
             group = sink_group_id(deletion.connector, deletion.config)
+            self.guards.cleanup_group(deletion.connector, group, self._live_connectors())  # GuardRefusal: refused
             deleted = self.io.delete_group(group)
             return StepResult.succeeded(f"consumer group {group} {'deleted' if deleted else 'did not exist'}")
         return self._tombstone_source_offsets(deletion)
@@ -1058,7 +1053,10 @@ class CleanupReconciler:
         targets: dict[str, set[bytes]] = {}
         for offsets_topic, key in self.io.source_offsets_keys(name):
             targets.setdefault(offsets_topic, set()).add(key)
-        for topic in source_offsets_topics(self.offsets_topic, deletion.config):
+        stores = source_offsets_topics(self.offsets_topic, deletion.config)
+        for topic in {*stores, *targets}:
+            self.guards.offsets_topic(topic)  # GuardRefusal: refused, nothing written
+        for topic in stores:
             if topic != self.offsets_topic and not self.io.topic_exists(topic):
                 continue
             for key in self.io.live_keys(topic, contains=_coarse_text(name)):

@@ -50,6 +50,7 @@ from connect_state.connect.mirror_maker import (
     mirror_source_alter_offsets,
 )
 from connect_state.connect.rest import modify_offsets_failed_message, modify_offsets_unsupported_message
+from connect_state.core.deadlines import DeadlineRunner, PluginTimeout, plugin_name
 from connect_state.core.errors import (
     AlterOffsetsBadRequest,
     AlterOffsetsRejected,
@@ -155,18 +156,27 @@ class AlterOffsetsRules:
         kind: ConnectorType,
         config: Mapping[str, Any],
         offsets: Sequence[OffsetPair] | SinkOffsets,
+        deadlines: DeadlineRunner | None = None,
     ) -> bool:
         """Call the class's ``alterOffsets`` as Connect does; true or false picks the success message.
 
         Source pairs are handed over in Connect's ``HashMap`` order. Raises :class:`ModifyOffsetsRefused` with
-        Connect's status and message when the rule raises.
+        Connect's status and message when the rule raises; with ``deadlines`` (``offsets.alter.timeout.ms``), the
+        rule runs with that deadline, one abandoned call per rule at most, and
+        :class:`~connect_state.core.deadlines.PluginTimeout` is raised past it.
         """
         rule = self.rule_for(connector_class)
         if rule is None:
             return False
         argument: Any = java_map_order(offsets) if isinstance(offsets, Sequence) else dict(offsets)
+        target = rule.target if isinstance(rule, _MethodRule) else rule
+        label = f"alterOffsets rule {plugin_name(target)} of class {connector_class}"
         try:
-            return bool(rule(dict(config), argument))
+            if deadlines is None:
+                return bool(rule(dict(config), argument))
+            return bool(deadlines.run(rule, label, lambda: rule(dict(config), argument)))
+        except PluginTimeout:
+            raise
         except AlterOffsetsUnsupported as err:
             raise ModifyOffsetsRefused(500, modify_offsets_unsupported_message(name), err) from err
         except AlterOffsetsBadRequest as err:

@@ -182,6 +182,7 @@ class Settings:
     cleanup_hooks: str
     cleanup_hooks_by_class: dict[str, str]
     cleanup_hook_timeout_ms: int
+    cleanup_allowed_groups: str
     cleanup_retry_backoff_ms: int
     cleanup_retry_backoff_max_ms: int
     heartbeat_interval_ms: int
@@ -189,8 +190,12 @@ class Settings:
     heartbeat_records_topic: str
     heartbeat_providers: dict[str, str]
     heartbeat_mode: str
+    heartbeat_allowed_topics: str
+    heartbeat_topics_create: bool
+    heartbeat_provider_timeout_ms: int
     connector_class_types: dict[str, str]
     offsets_alter_rules: dict[str, str]
+    offsets_alter_timeout_ms: int
     lease_duration_ms: int
     lease_renew_interval_ms: int
     local_data_dir: Path

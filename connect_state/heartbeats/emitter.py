@@ -1,14 +1,19 @@
 """Sending the heartbeats that are due: provider call, heartbeat topic, offsets topic, one history row per record.
 
 What ``AbstractWorkerSourceTask`` would do with KIP-910's offset updates and heartbeat records, done from outside the
-worker (provider forms and record format: :mod:`connect_state.heartbeats.provider`):
+worker (provider forms and record format: :mod:`connect_state.heartbeats.provider`), after the API's guards
+(:class:`~connect_state.security.guards.Guards`: the heartbeat topic allowed, the connector's offsets stores ones the
+API may write; else ``failed``, nothing sent):
 
 0. a provider with the offsets-update form is asked for the offsets to commit given the partition's last one (none
    for a timer-mode connector without partitions); they are committed to the connector's stores in Connect's write
    order (:meth:`HeartbeatEmitter._commit`) and recorded ``offsets_committed``, one row per partition; nothing is
    produced. A provider with both forms goes on with 1.;
-1. call the provider registered for the connector's class (the default one produces nothing);
-2. send each record to the connector's heartbeat topic (created if missing) with the framework headers, and wait for
+1. call the provider registered for the connector's class (the default one produces nothing); each provider call has
+   the deadline ``heartbeat.provider.timeout.ms`` (:mod:`connect_state.core.deadlines`): past it the turn is skipped,
+   recorded ``timed_out`` with the reason;
+2. send each record to the connector's heartbeat topic (created if missing only with ``heartbeat.topics.create``)
+   with the framework headers, and wait for
    ``acks=all``;
 3. for records that carry a source offset, commit it like ``OffsetStorageWriter`` once the records are acknowledged:
    the exact key bytes ``[connector, partition]``, the value in Java ``HashMap`` order, the partition Java's producer
@@ -32,14 +37,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kafka import errors as kafka_errors
 
 from connect_state.connect.offset_stores import connector_offset_stores
+from connect_state.core.deadlines import DeadlineRunner, PluginTimeout
 from connect_state.core.errors import KafkaWriteError, RecordFormatError, describe_error
 from connect_state.formats.offsets import (
     offset_key_bytes,
@@ -56,13 +62,15 @@ from connect_state.heartbeats.provider import (
     implements_heartbeat_records,
     implements_update_offsets,
     provider_for,
+    provider_name,
     record_headers,
     serialize_payload,
 )
 from connect_state.kafka import RecordPosition
-from connect_state.security.guards import GuardRefusal, check_heartbeat_topic
+from connect_state.security.guards import GuardRefusal, Guards
 
 log = logging.getLogger("connect_state.heartbeat_emitter")
+T = TypeVar("T")
 
 
 class HeartbeatOutcome(StrEnum):
@@ -75,6 +83,9 @@ class HeartbeatOutcome(StrEnum):
     SKIPPED = "skipped"
     #: offsets-update form: an offset committed without any record produced
     OFFSETS_COMMITTED = "offsets_committed"
+    #: the provider did not return by ``heartbeat.provider.timeout.ms`` (or an earlier call of it that did not still
+    #: runs): its turn is skipped, nothing sent or committed, the reason in ``error``
+    TIMED_OUT = "timed_out"
 
 
 HeartbeatMessage = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]
@@ -144,10 +155,14 @@ class HeartbeatEmitter:
         offset_sender: OffsetSender,
         offsets_topic: str,
         offset_reader: OffsetReader | None = None,
-        internal_topics: Collection[str] = (),
+        *,
+        guards: Guards,
+        provider_timeout_ms: int = 10_000,
     ) -> None:
-        # never a heartbeat topic (connect_state.security.guards)
-        self.internal_topics = (offsets_topic, *internal_topics)
+        # the API's checks of the names a connector's config steers us to (connect_state.security.guards)
+        self.guards = guards
+        # third-party code: each call with a deadline (connect_state.core.deadlines)
+        self.deadlines = DeadlineRunner(provider_timeout_ms, "heartbeat.provider.timeout.ms")
         # any plugin shape (a provider, a duck-typed object, a function), as loaded from the settings
         self.providers = {connector_class: as_provider(plugin) for connector_class, plugin in providers.items()}
         self.heartbeat_sender = heartbeat_sender
@@ -176,8 +191,10 @@ class HeartbeatEmitter:
             )  # fmt: skip
 
         try:
-            check_heartbeat_topic(due.records_topic, self.internal_topics)
+            self.guards.heartbeat_topic(due.records_topic)
+            self.guards.offsets_stores(connector_offset_stores(self.offsets_topic, due.config))
         except GuardRefusal as err:
+            log.warning("heartbeat of %s %s refused: %s", due.connector, partition_json, err)
             return [result(HeartbeatOutcome.FAILED, str(err))]
         if self.offset_reader is not None and due.kafka_partition is not None and due.kafka_offset is not None:
             try:
@@ -197,8 +214,15 @@ class HeartbeatEmitter:
         if not due.partition:
             return rows or [result(HeartbeatOutcome.NO_RECORDS)]  # no partition yet: nothing to ask for records
         try:
-            records = provider.produce_heartbeat_records(due.connector, due.config, due.partition, due.offset)
-            records = self._checked(records)
+            records = self._checked(
+                self._call(
+                    provider,
+                    lambda: provider.produce_heartbeat_records(due.connector, due.config, due.partition, due.offset),
+                )
+            )
+        except PluginTimeout as err:
+            log.warning("heartbeat of %s %s skipped: %s", due.connector, partition_json, err)
+            return [*rows, result(HeartbeatOutcome.TIMED_OUT, str(err))]
         except Exception as err:  # a provider is third-party code: record its failure, keep going
             log.warning("heartbeat provider for %s failed on %s: %s", due.connector, partition_json, err)
             return [*rows, result(HeartbeatOutcome.FAILED, f"{type(err).__name__}: {err}")]
@@ -209,7 +233,8 @@ class HeartbeatEmitter:
             for r in records
         ]
         try:
-            self.heartbeat_sender.ensure_topic(due.records_topic)
+            if self.guards.create_heartbeat_topics:
+                self.heartbeat_sender.ensure_topic(due.records_topic)
             positions = self.heartbeat_sender.send_messages(due.records_topic, messages)
         except KafkaWriteError as err:
             log.warning("heartbeat of %s %s not sent: %s", due.connector, partition_json, err)
@@ -264,7 +289,12 @@ class HeartbeatEmitter:
         """The offsets-update form: ask the provider, commit what it returns, produce nothing."""
         given = [(due.partition, due.offset)] if due.partition else []
         try:
-            updates = checked_offsets(provider.update_offsets(due.connector, due.config, given))
+            updates = checked_offsets(
+                self._call(provider, lambda: provider.update_offsets(due.connector, due.config, given))
+            )
+        except PluginTimeout as err:
+            log.warning("offsets update of %s skipped: %s", due.connector, err)
+            return [result(HeartbeatOutcome.TIMED_OUT, str(err))]
         except Exception as err:  # third-party code
             log.warning("heartbeat provider for %s failed to update offsets: %s", due.connector, err)
             return [result(HeartbeatOutcome.FAILED, f"{type(err).__name__}: {err}")]
@@ -287,6 +317,11 @@ class HeartbeatEmitter:
             )
             for (partition, offset), (key, _value) in zip(updates, records, strict=True)
         ]
+
+    def _call(self, provider: HeartbeatProvider, call: Callable[[], T]) -> T:
+        """A provider call with its deadline (:class:`~connect_state.core.deadlines.PluginTimeout` past it); one
+        abandoned call per provider at most."""
+        return self.deadlines.run(provider, f"heartbeat provider {provider_name(provider)}", call)
 
     @staticmethod
     def _checked(records: object) -> list[HeartbeatRecord]:

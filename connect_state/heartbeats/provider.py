@@ -33,8 +33,9 @@ the connect-state settings of the same names.
 
 **Heartbeat record format** (what lands in the heartbeat topic):
 
-* **topic**: the connector's ``heartbeat.records.topic`` (default ``connect-heartbeats``), created if missing with the
-  broker's default partition count and replication factor;
+* **topic**: the connector's ``heartbeat.records.topic`` (default ``connect-heartbeats``): ours, or one matching
+  ``heartbeat.allowed.topics``, never an internal topic (:class:`connect_state.security.guards.Guards`); created if
+  missing only with ``heartbeat.topics.create=true`` (the broker's default partition count and replication factor);
 * **key** and **value**: what the provider returned, serialised by :func:`serialize_payload`: ``bytes`` as is, a
   ``str`` as UTF-8, ``None`` as a null key or value, anything else as compact JSON (``json.dumps`` with
   ``separators=(",", ":")``, non-ASCII written as is: the ``JsonConverter`` with ``schemas.enable=false``);
@@ -72,6 +73,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connect_state.connect.connector_types import registered_for
+from connect_state.core.deadlines import plugin_name
 from connect_state.core.errors import RecordFormatError
 from connect_state.formats.offsets import serialize_offset_value, validate_offset_map
 
@@ -89,6 +91,7 @@ __all__ = [
     "implements_heartbeat_records",
     "implements_update_offsets",
     "provider_for",
+    "provider_name",
     "record_headers",
     "serialize_payload",
 ]
@@ -288,6 +291,16 @@ def checked_offsets(offsets: object) -> list[SourceOffset]:
                 raise HeartbeatRecordError(f"{what.lower()[:-1]} {value!r}: {err}") from err
         pairs.append((dict(partition), dict(offset) if offset is not None else None))
     return pairs
+
+
+def provider_name(provider: HeartbeatProvider) -> str:
+    """The plug-in behind ``provider`` as ``module:qualified name`` (the function, the object's class), for messages."""
+    target: object = provider
+    if isinstance(provider, _FunctionProvider):
+        target = provider.function
+    elif isinstance(provider, _DuckProvider):
+        target = provider.target
+    return plugin_name(target)
 
 
 def provider_for(providers: Mapping[str, HeartbeatProvider], connector_class: str | None) -> HeartbeatProvider:

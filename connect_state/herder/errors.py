@@ -19,6 +19,7 @@ __all__ = [
     "KafkaUnreachableError",
     "NotEstablishedError",
     "NotFoundError",
+    "PluginDeadlineError",
     "UnsupportedError",
     "for_status",
 ]
@@ -56,6 +57,12 @@ class KafkaUnreachableError(NotEstablishedError):
 
 class ConnectError(HerderError):
     """``ConnectException`` (500): the write failed, or its outcome is unknown (the message says which)."""
+
+
+class PluginDeadlineError(ConnectError):
+    """500 (Connect's status for a failed offsets change): a plug-in called in the request (an ``alterOffsets`` rule)
+    did not return by its deadline (:class:`~connect_state.core.deadlines.PluginTimeout`; the message names the
+    plug-in, the deadline and its setting); nothing was written."""
 
 
 class UnsupportedError(HerderError):

@@ -40,6 +40,7 @@ from connect_state.connect.plugins import load_alter_offsets_rules
 from connect_state.connect.rest import (
     ZOMBIE_FENCING_FAILED,
     connector_not_found_message,
+    modify_offsets_failed_message,
     not_stopped_message,
     offsets_success_message,
     sink_alter_failed_message,
@@ -51,6 +52,7 @@ from connect_state.connect.rest import (
     source_modify_timeout_message,
     zombie_fencing_failed_message,
 )
+from connect_state.core.deadlines import DeadlineRunner, PluginTimeout
 from connect_state.core.errors import (
     ConsumerGroupAdminError,
     GroupNotEmptyError,
@@ -69,9 +71,15 @@ from connect_state.formats.offsets import (
     serialize_offset_value,
 )
 from connect_state.herder.base import HerderBase
-from connect_state.herder.errors import BadRequestError, ConnectError, for_status
+from connect_state.herder.errors import BadRequestError, ConnectError, PluginDeadlineError, for_status
 from connect_state.herder.io import OpenTransaction
-from connect_state.security.guards import GroupEvidence, GuardRefusal, check_consumer_group, checked_stores
+from connect_state.security.guards import (
+    GroupEvidence,
+    GuardRefusal,
+    check_consumer_group,
+    checked_stores,
+    reserved_groups,
+)
 
 log = logging.getLogger("connect_state.herder")
 
@@ -105,6 +113,13 @@ def row_config(row: Row) -> dict[str, Any]:
 @functools.lru_cache(maxsize=8)
 def _rules_for(paths: tuple[tuple[str, str], ...]) -> AlterOffsetsRules:
     return load_alter_offsets_rules(dict(paths))
+
+
+@functools.lru_cache(maxsize=4)
+def _deadlines(timeout_ms: int) -> DeadlineRunner:
+    """The process's runner of ``alterOffsets`` rules (``offsets.alter.timeout.ms``): shared by the request threads,
+    so a rule that hung holds one thread, not one per request."""
+    return DeadlineRunner(timeout_ms, "offsets.alter.timeout.ms")
 
 
 @dataclass(frozen=True)
@@ -203,26 +218,30 @@ class OffsetsHerder(HerderBase):
     ) -> bool:
         """The connector class's ``alterOffsets`` rule: true or false, or Connect's refusal."""
         rules = _rules_for(tuple(sorted(self.settings.offsets_alter_rules.items())))
+        deadlines = _deadlines(self.settings.offsets_alter_timeout_ms)
         try:
-            return rules.alter_offsets(name, row.get("connector_class"), kind, row_config(row), offsets)
+            return rules.alter_offsets(name, row.get("connector_class"), kind, row_config(row), offsets, deadlines)
         except ModifyOffsetsRefused as err:
             log.error("Failed to modify offsets for %s connector %s", kind.value, name, exc_info=err.cause)
             raise for_status(err.status, err.message) from None
+        except PluginTimeout as err:
+            log.error("Failed to modify offsets for %s connector %s: %s", kind.value, name, err)
+            raise PluginDeadlineError(f"{modify_offsets_failed_message(name, kind)}: the {err}") from err
 
     def _checked_group(self, name: str, row: Row) -> str:
         """The connector's consumer group when its offsets may be altered or deleted there
         (:func:`~connect_state.security.guards.check_consumer_group`): the tables are asked only for a group that is
         neither the default one nor allow-listed."""
         group = connector_consumer_group(name, row_config(row))
-        allowed = self.settings.api_allowed_groups
+        allowed, reserved = self.settings.api_allowed_groups, reserved_groups(self.settings)
         try:
-            return check_consumer_group(name, group, allowed)
+            return check_consumer_group(name, group, allowed, reserved=reserved)
         except GuardRefusal:
             committed = self.io.committed_topics(group)
             topics = set(self.io.active_topics(name)) if committed else set()
             others = self.io.connector_names() - {name}
             evidence = GroupEvidence(frozenset(committed), frozenset(topics), frozenset(others))
-            return check_consumer_group(name, group, allowed, evidence)
+            return check_consumer_group(name, group, allowed, evidence, reserved=reserved)
 
     # --- sink connectors ---------------------------------------------------------------------------------------------
 

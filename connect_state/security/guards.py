@@ -21,6 +21,14 @@ says what was refused and which setting allows it.
   (a new offsets topic). The offsets job never subscribes to a refused topic (no byte of it lands in a table) and
   records the refusal in ``rejected_records`` (partition and offset -1, the reason; ``GET /rejected-records``).
 
+The jobs pass the same checks (issue 33), through :class:`Guards` (built from the settings): the cleanup job deletes a
+deleted sink's group only when it is ``connect-<name>`` or matches ``cleanup.allowed.groups`` (no evidence is gathered
+on a deletion: whoever may create and delete connectors in Connect triggers it), never the workers' group
+(``connect.group.id``, refused to the API too) nor a live connector's ``connect-<other>``, and tombstones source
+offsets only in permitted offsets topics; the heartbeats send only to ``heartbeat.records.topic`` or a topic matching
+``heartbeat.allowed.topics`` (created only with ``heartbeat.topics.create``) and commit offsets only to permitted
+offsets topics.
+
 Patterns are comma-separated globs (``fnmatch``, case-sensitive like Kafka's names).
 """
 
@@ -40,6 +48,7 @@ from connect_state.formats.offsets import parse_offset_key
 __all__ = [
     "GroupEvidence",
     "GuardRefusal",
+    "Guards",
     "InternalTopics",
     "SampledTopics",
     "check_consumer_group",
@@ -50,6 +59,7 @@ __all__ = [
     "internal_topics",
     "parse_globs",
     "permitted_offsets_topics",
+    "reserved_groups",
     "sampled_offsets_topics",
 ]
 
@@ -113,21 +123,44 @@ class GroupEvidence:
 
 
 def check_consumer_group(
-    connector: str, group: str, allowed: str | Iterable[str], evidence: GroupEvidence | None = None
+    connector: str,
+    group: str,
+    allowed: str | Iterable[str],
+    evidence: GroupEvidence | None = None,
+    *,
+    reserved: Iterable[str] = (),
+    other_connectors: Iterable[str] = (),
+    setting: str = "api.allowed.groups",
 ) -> str:
-    """``group`` when the connector's offsets may be altered or deleted in it, else :class:`GuardRefusal`:
+    """``group`` when the connector's offsets may be altered or deleted in it, else :class:`GuardRefusal`.
+
+    Never a ``reserved`` group (the Connect workers' own ``connect.group.id``) nor the default group ``connect-<other>``
+    of one of ``other_connectors``, whatever allows it. Otherwise:
 
     * the connector's default group ``connect-<name>``;
-    * a group matching ``allowed`` (``api.allowed.groups``, the operator's explicit allow-list, default empty);
-    * an override the connector's own tasks committed to: with ``evidence``, a group that is not another
-      connector's default group and has committed offsets, all of them for topics the connector's tasks consume.
+    * a group matching ``allowed`` (the operator's explicit allow-list named ``setting``, default empty);
+    * an override the connector's own tasks committed to: with ``evidence`` (the API gathers it; the cleanup job does
+      not, so there only the first two pass), a group that is not another connector's default group and has
+      committed offsets, all of them for topics the connector's tasks consume.
     """
+    what = f"consumer.override.group.id {group!r} of connector {connector} is not the connector's consumer group"
+    if group in frozenset(reserved):
+        raise GuardRefusal(
+            f"consumer group {group!r} named by connector {connector} is the Connect workers' group (connect.group.id):"
+            " connect-state never alters or deletes it"
+        )
+    owner = next((other for other in sorted(set(other_connectors)) if group == sink_consumer_group(other)), None)
+    if owner is not None and owner != connector:
+        raise GuardRefusal(
+            f"{what}: it is the default consumer group of connector {owner}; connect-state never alters or deletes "
+            "another connector's group"
+        )
     if group == sink_consumer_group(connector) or _matches(group, parse_globs(allowed)):
         return group
-    what = f"consumer.override.group.id {group!r} of connector {connector} is not the connector's consumer group"
+    evidenced = f", a group whose committed offsets are all for topics {connector}'s tasks consume," if evidence else ""
     allows = (
-        f"connect-state alters or deletes only {sink_consumer_group(connector)}, a group whose committed offsets are "
-        f"all for topics {connector}'s tasks consume, and groups matching api.allowed.groups"
+        f"connect-state alters or deletes only {sink_consumer_group(connector)}{evidenced} and groups matching "
+        f"{setting}"
     )
     if evidence is None:
         raise GuardRefusal(f"{what}: {allows}")
@@ -185,6 +218,73 @@ def permitted_offsets_topics(topics: Iterable[str], settings: Settings) -> set[s
         except GuardRefusal as err:
             log.warning("Not reading %r as an offsets topic: %s", topic, err)
     return kept
+
+
+def reserved_groups(settings: Settings) -> frozenset[str]:
+    """The consumer groups never altered or deleted whatever a connector config says: the Connect workers' group."""
+    return frozenset({settings.connect_group_id})
+
+
+@dataclass(frozen=True)
+class Guards:
+    """The same checks as the API's, as the jobs apply them (the cleanup job, the heartbeats), from the settings.
+
+    ``allowed_groups``: ``cleanup.allowed.groups`` (the override groups a deletion may delete: no evidence is gathered
+    on a deletion, anyone who may create and delete a connector in Connect triggers it); ``allowed_offsets_topics``:
+    ``api.allowed.offsets.topics``; ``heartbeat_topics``: ``heartbeat.records.topic`` and the globs of
+    ``heartbeat.allowed.topics``; ``create_heartbeat_topics``: ``heartbeat.topics.create``.
+    """
+
+    internal: InternalTopics
+    reserved_groups: frozenset[str] = frozenset()
+    allowed_groups: tuple[str, ...] = ()
+    allowed_offsets_topics: tuple[str, ...] = ()
+    heartbeat_topics: tuple[str, ...] = ()
+    create_heartbeat_topics: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Guards:
+        return cls(
+            internal=internal_topics(settings),
+            reserved_groups=reserved_groups(settings),
+            allowed_groups=parse_globs(settings.cleanup_allowed_groups),
+            allowed_offsets_topics=parse_globs(settings.api_allowed_offsets_topics),
+            heartbeat_topics=(settings.heartbeat_records_topic, *parse_globs(settings.heartbeat_allowed_topics)),
+            create_heartbeat_topics=settings.heartbeat_topics_create,
+        )
+
+    def cleanup_group(self, connector: str, group: str, live_connectors: Iterable[str]) -> str:
+        """``group`` when a deletion of ``connector`` may delete it (:func:`check_consumer_group` without evidence:
+        the default group or ``cleanup.allowed.groups``, never the workers' group nor a live connector's own)."""
+        return check_consumer_group(
+            connector,
+            group,
+            self.allowed_groups,
+            reserved=self.reserved_groups,
+            other_connectors=set(live_connectors) - {connector},
+            setting="cleanup.allowed.groups",
+        )
+
+    def offsets_topic(self, topic: str) -> str:
+        """``topic`` when offsets may be written to it (:func:`check_offsets_topic`)."""
+        return check_offsets_topic(topic, self.internal, self.allowed_offsets_topics)
+
+    def offsets_stores(self, stores: ConnectorOffsetStores) -> ConnectorOffsetStores:
+        """``stores`` when every topic of them passes :meth:`offsets_topic`."""
+        for topic in stores.topics:
+            self.offsets_topic(topic)
+        return stores
+
+    def heartbeat_topic(self, topic: str) -> str:
+        """``topic`` when heartbeat records may be sent to it: not an internal topic (:func:`check_heartbeat_topic`)
+        and ``heartbeat.records.topic`` or matching ``heartbeat.allowed.topics``."""
+        check_heartbeat_topic(topic, self.internal)
+        if not _matches(topic, self.heartbeat_topics):
+            raise GuardRefusal(
+                f"heartbeat.records.topic {topic!r} is neither connect-state's heartbeat.records.topic nor matches "
+                "heartbeat.allowed.topics: heartbeats are not written there"
+            )
+        return topic
 
 
 # --- offsets topics: their records must be offsets records ---------------------------------------------------------

@@ -44,6 +44,7 @@ from connect_state.folds.active_topics import REMOVED
 from connect_state.folds.connector_states import CONFIG, CREATED, DELETED
 from connect_state.kafka import InternalTopicWriter
 from connect_state.leases.decisions import CLEANUP_LEASE
+from connect_state.security.guards import Guards
 from connect_state.spark.delta_io import ensure_table, schema_of, table_exists
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.leases import LeasedTask
@@ -392,6 +393,7 @@ def cleanup_reconciler(
         backoff_ms=settings.cleanup_retry_backoff_ms,
         backoff_max_ms=settings.cleanup_retry_backoff_max_ms,
         clock=clock,
+        guards=Guards.from_settings(settings),
         log=log,
         hook_classes=hook_classes,
         hook_timeout_ms=settings.cleanup_hook_timeout_ms,

@@ -72,7 +72,7 @@ from connect_state.heartbeats.provider import HeartbeatProvider, as_provider
 from connect_state.kafka import InternalTopicWriter, OffsetsTopicReader
 from connect_state.leases.decisions import HEARTBEATS_LEASE, LeaseLost
 from connect_state.progress.query_progress import records_behind
-from connect_state.security.guards import internal_topics
+from connect_state.security.guards import Guards
 from connect_state.spark import connector_states, storage
 from connect_state.spark.delta_io import merge_rows, table_exists
 from connect_state.spark.foldjob import (
@@ -367,7 +367,8 @@ class HeartbeatSink:
                 InternalTopicWriter(self.settings, client_id="connect-state-heartbeat-offsets"),
                 self.settings.offset_storage_topic,
                 OffsetsTopicReader(self.settings),
-                internal_topics(self.settings).names,
+                guards=Guards.from_settings(self.settings),
+                provider_timeout_ms=self.settings.heartbeat_provider_timeout_ms,
             )
         return self._emitter
 

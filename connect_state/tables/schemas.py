@@ -362,7 +362,8 @@ HEARTBEATS = TableSpec(
     description=(
         "KIP-910: every heartbeat of an idle source partition: one row per record sent to the heartbeat topic "
         "(outcome produced, with its Kafka position and the offset it committed), or one row with outcome no_records "
-        "(the provider returned none) or failed (with the error); offsets-update form: one row per partition with "
+        "(the provider returned none), failed (with the error) or timed_out (the provider missed its deadline, "
+        "heartbeat.provider.timeout.ms); offsets-update form: one row per partition with "
         "outcome offsets_committed (an offset committed, nothing produced)."
     ),
 )

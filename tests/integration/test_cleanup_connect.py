@@ -8,6 +8,8 @@ cleaned by the cleanup job, and Connect honours the result when a connector with
   the other steps complete;
 * sink: deleted through our ``DELETE /connectors/<name>`` (Connect drops it), its consumer group is deleted, and the
   recreated sink consumes the topic from the beginning again;
+* no confused deputy: a sink whose config names another application's idle group (``consumer.override.group.id``)
+  and turns offset cleanup on is deleted: the group survives, the step is ``refused`` with the reason;
 * hooks per class: a FileStreamSource hook gets Connect's task configs, offsets and active topics of the deleted
   connector, after Connect stopped it; a FileStreamSink hook is not planned; a hung hook fails at its deadline.
 """
@@ -22,10 +24,11 @@ from typing import Any
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from connect_state.cleanup.reconciler import FAILED, SKIPPED, SUCCEEDED, CleanupReconciler, DeletedConnector
+from connect_state.cleanup.reconciler import FAILED, REFUSED, SKIPPED, SUCCEEDED, CleanupReconciler, DeletedConnector
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
 from connect_state.core.settings import Settings
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
+from connect_state.kafka import ConsumerGroupAdmin
 from connect_state.spark import source_offsets
 from connect_state.spark.cleanup import cleanup_reconciler
 from connect_state.tables.schemas import CONNECTOR_DELETIONS
@@ -33,6 +36,7 @@ from tests.fixtures.spark import await_query
 from tests.integration.helpers import (
     api_client,
     connect_offsets,
+    create_topic,
     delete_and_wait,
     job_settings,
     run_active_topics,
@@ -279,6 +283,56 @@ def test_sink_deleted_through_our_api_loses_its_consumer_group(spark, connect, s
     assert sink_file.read_text().splitlines() == ["a", "b", "c", "a", "b", "c"]
     for name in (source, sink):
         connect.delete_connector(name)
+
+
+# --- no confused deputy: a sink's config cannot steer the job to another application's group (issue 33) -----------
+
+
+def test_a_sink_naming_another_live_but_idle_group_is_deleted_and_that_group_survives(
+    spark, connect, stack_settings, tmp_path
+):
+    """Anyone who may create a sink in Connect names someone else's consumer group in ``consumer.override.group.id``
+    and turns ``cleanup.offsets.on.delete`` on in the same config, then deletes the sink: the job refuses to delete
+    the group (``refused``, with the reason) and the group keeps its offsets."""
+    settings = cleanup_settings(stack_settings, tmp_path)
+    victim_group, victim_topic = unique("payments"), unique("payments-topic")
+    evil, evil_topic = unique("evil-sink"), unique("evil-topic")
+    create_topic(settings, victim_topic, 1)
+    create_topic(settings, evil_topic, 1)
+    admin = ConsumerGroupAdmin(settings)
+    try:
+        admin.alter_group_offsets(victim_group, {(victim_topic, 0): 3})  # another application's group, idle
+        config = file_sink_config(
+            evil, tmp_path / "evil.txt", [evil_topic], **{"consumer.override.group.id": victim_group}, **OFFSETS_ON
+        )
+        connect.create_connector(evil, config)
+        connect.wait_for(
+            lambda: [t.get("state") for t in (connect.connector_status(evil) or {}).get("tasks", [])] == ["RUNNING"],
+            WAIT_S,
+            description=f"{evil}'s task running in {victim_group}",
+        )
+        connect.delete_connector(evil)
+        connect.wait_for(lambda: connect.connector_status(evil) is None, WAIT_S, description=f"{evil} status removed")
+        catch_up(spark, settings)
+        job = cleanup_reconciler(spark, settings, {})
+
+        def offsets_step_final() -> bool:
+            job.run_pass()
+            return steps_of(spark, settings, evil).get("offsets", {}).get("status") in (SUCCEEDED, REFUSED)
+
+        try:
+            connect.wait_for(offsets_step_final, WAIT_S, description=f"{evil} offsets step done")
+        finally:
+            job.close()
+        step = steps_of(spark, settings, evil)["offsets"]
+        assert (step["status"], step["error"]) == (REFUSED, None), step
+        assert step["detail"] == (
+            f"consumer.override.group.id {victim_group!r} of connector {evil} is not the connector's consumer group: "
+            f"connect-state alters or deletes only connect-{evil} and groups matching cleanup.allowed.groups"
+        )
+        assert admin.list_group_offsets(victim_group).get((victim_topic, 0)) == 3
+    finally:
+        admin.close()
 
 
 # --- KIP-883 hooks per class, with a deadline and the deleted connector's context -----------------------------------

@@ -2,7 +2,8 @@
 
 * continuous job (the job's timer): an idle FileStream source gets its heartbeat within one interval plus one
   trigger of its offset's last move, and not before; none for paused, stopped, deleted or disabled connectors; a
-  connector's own ``heartbeat.interval.ms`` / ``heartbeat.records.topic`` beat connect-state's; the records land in
+  connector's own ``heartbeat.interval.ms`` / ``heartbeat.records.topic`` beat connect-state's (a topic outside
+  ``heartbeat.allowed.topics`` is refused: a failed row, the topic never created); the records land in
   the right topic in the documented format; an offset committed by a heartbeat is honoured by the worker: the
   source, stopped through Connect's ``PUT /stop`` and resumed, continues from that position;
 * catch-up runs (``AvailableNow``: the query has no timeouts) terminate, and each ends by sending the heartbeats of
@@ -120,6 +121,10 @@ def heartbeat_settings(stack_settings: Settings, tmp_path: Path, **overrides: st
         "heartbeat.records.topic": unique("heartbeats"),
         "heartbeat.providers": PROVIDERS,
         "trigger.interval": f"{TRIGGER_MS} milliseconds",
+        # a connector's own heartbeat.records.topic only when allowed (connect_state/security/guards.py); the topics
+        # created by the job (off by default)
+        "heartbeat.allowed.topics": "own-heartbeats-*",
+        "heartbeat.topics.create": "true",
         **overrides,
     }
     return job_settings(stack_settings, tmp_path, **values)
@@ -133,6 +138,9 @@ def test_continuous_job_heartbeats_idle_sources(spark, connect, stack_settings, 
     sources = {
         "idle": file_source(tmp_path, "hb-idle", ["a1", "a2"], **every_2s),
         "own-topic": file_source(tmp_path, "hb-own", ["c1"], **every_2s, **{"heartbeat.records.topic": own_topic}),
+        "refused-topic": file_source(
+            tmp_path, "hb-refused", ["r1"], **every_2s, **{"heartbeat.records.topic": unique("payments")}
+        ),
         "rewind": file_source(tmp_path, "hb-rewind", ["line 1", "line 2", "line 3"], **every_2s, **{MODE: "rewind"}),
         "paused": file_source(tmp_path, "hb-paused", ["p1"], **every_2s),
         "stopped": file_source(tmp_path, "hb-stopped", ["s1"], **every_2s),
@@ -166,6 +174,10 @@ def test_continuous_job_heartbeats_idle_sources(spark, connect, stack_settings, 
         # Heartbeats for the idle sources; the rewinding provider's offset is committed.
         wait_until(lambda: len(heartbeat_rows(api, names["idle"])) >= 2, 120, "two heartbeats of the idle source")
         wait_until(lambda: heartbeat_rows(api, names["own-topic"]), WAIT_S, "own-topic heartbeat")
+        # A connector naming a topic outside heartbeat.allowed.topics gets no heartbeat there: a failed row says why.
+        refused = wait_until(lambda: heartbeat_rows(api, names["refused-topic"]), WAIT_S, "refused-topic heartbeat")
+        assert {row["outcome"] for row in refused} == {"failed"}, refused
+        assert "heartbeat.allowed.topics" in refused[0]["error"], refused
         rewound = wait_until(lambda: heartbeat_rows(api, names["rewind"]), WAIT_S, "rewind heartbeat")[0]
         assert rewound["committed_offset"] == {"position": len(b"line 1\n")}, heartbeat_rows(api, names["rewind"])
 
@@ -222,6 +234,12 @@ def test_continuous_job_heartbeats_idle_sources(spark, connect, stack_settings, 
 
     check_records(settings.heartbeat_records_topic, names["idle"], sources["idle"][1])
     check_records(own_topic, names["own-topic"], sources["own-topic"][1])
+    refused_topic = sources["refused-topic"][3]["heartbeat.records.topic"]
+    lister = KafkaConsumer(bootstrap_servers=settings.bootstrap_servers)
+    try:
+        assert refused_topic not in lister.topics(), "never created, never written"
+    finally:
+        lister.close()
     global_records, _ = consume(settings, settings.heartbeat_records_topic)
     assert not [r for r in global_records if dict(r.headers).get(CONNECTOR_HEADER) == names["own-topic"].encode()]
 

@@ -50,6 +50,7 @@ from connect_state.heartbeats.emitter import HeartbeatEmitter
 from connect_state.heartbeats.fold import HeartbeatDefaults
 from connect_state.heartbeats.provider import HeartbeatRecord
 from connect_state.kafka import RecordPosition
+from connect_state.security.guards import Guards
 from connect_state.spark import active_topics, connector_states, heartbeats, sink_offsets, source_offsets
 from connect_state.spark.cleanup import SparkCleanupIO
 from connect_state.spark.delta_io import table_exists
@@ -378,7 +379,13 @@ def test_heartbeats_pipeline(spark, settings, topics):
     topics.batch([config_record("src", SOURCE_CONFIG), target_state_record("src", "STARTED")], ts=old)
     topics.batch([status_record("src", "RUNNING"), offset_record("src", 10)], ts=old)
     sender = FakeSender()
-    emitter = HeartbeatEmitter({FILE_SOURCE_CLASS: IdleProvider()}, sender, sender, settings.offset_storage_topic)
+    emitter = HeartbeatEmitter(
+        {FILE_SOURCE_CLASS: IdleProvider()},
+        sender,
+        sender,
+        settings.offset_storage_topic,
+        guards=Guards.from_settings(settings.with_overrides(**{"heartbeat.topics.create": "true"})),
+    )
     sink = heartbeats.HeartbeatSink(settings, emitter=emitter)
     defaults = HeartbeatDefaults(settings.heartbeat_interval_ms, settings.heartbeat_records_topic)
     scheduler = heartbeats.HeartbeatScheduler(settings, sink, defaults)

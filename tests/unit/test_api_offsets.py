@@ -8,6 +8,8 @@ written for source connectors and the admin calls made for sinks.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -715,3 +717,44 @@ def test_group_admin_offsets(settings):
         group_admin(settings, delete_group_offsets=kafka_errors.GroupIdNotFoundError()).delete_group_offsets(
             "g", [("t", 0)]
         )
+
+
+# --- an alterOffsets rule has a deadline (offsets.alter.timeout.ms; issue 33, finding 8) ------------------------------
+
+#: released by the test that made :func:`sleeping_rule` hang
+RELEASE = threading.Event()
+
+
+def sleeping_rule(config: Any, offsets: Any) -> bool:
+    """A third-party ``alterOffsets`` rule waiting on a service that does not answer."""
+    RELEASE.wait(10)
+    return True
+
+
+def test_a_rule_past_its_deadline_is_connects_500_naming_the_rule_and_nothing_is_written(make_client, tables, writer):
+    rules = {
+        "offsets.alter.rules": "com.example.MySourceConnector=tests.unit.test_api_offsets:sleeping_rule",
+        "offsets.alter.timeout.ms": "50",
+    }
+    client = make_client(tables=tables, overrides=rules)
+    body = {"offsets": [{"partition": {"any": 1}, "offset": {"position": 1}}]}
+    RELEASE.clear()
+    try:
+        started = time.monotonic()
+        status, answer = patch(client, "src-other", body)
+        assert time.monotonic() - started < 5  # not the rule's 10 s
+        assert (status, answer) == (
+            500,
+            {
+                "error_code": 500,
+                "message": "Failed to modify offsets for source connector src-other: the alterOffsets rule "
+                "tests.unit.test_api_offsets:sleeping_rule of class com.example.MySourceConnector did not return "
+                "within 50 ms (offsets.alter.timeout.ms)",
+            },
+        )
+        # while that call still runs, the rule is not called again: the next request fails at once
+        status, answer = patch(client, "src-other", body)
+        assert status == 500 and "an earlier call that missed its deadline of 50 ms" in answer["message"]
+        assert writer.sends == []
+    finally:
+        RELEASE.set()

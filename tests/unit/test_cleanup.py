@@ -57,12 +57,14 @@ from connect_state.formats.config import (
     ConnectorConfigKey,
 )
 from connect_state.formats.offsets import offset_key_bytes
+from connect_state.security.guards import Guards, InternalTopics
 from connect_state.spark.cleanup import SparkCleanupIO
 from connect_state.tables import small_writes
 from connect_state.tables.schemas import CONNECTOR_EVENTS
 
 SOURCE_CONFIG = {"connector.class": FILE_SOURCE_CLASS, "file": "/tmp/in.txt", "topic": "t"}
 SINK_CONFIG = {"connector.class": FILE_SINK_CLASS, "file": "/tmp/out.txt", "topics": "t"}
+INTERNAL = InternalTopics("connect-configs", "connect-offsets", "connect-status")
 
 
 def deletion(offset: int = 10, kind: str = "source", config: dict[str, Any] | None = None, name: str = "c") -> Deletion:
@@ -573,10 +575,19 @@ def event(name: str, kind: str, offset: int, config: dict[str, Any] | None = Non
             "kafka_timestamp": 1_000}  # fmt: skip
 
 
-def reconciler(io: MemoryCleanupIO, hooks: Mapping[str, Any] | None = None, offsets_on_delete: bool = True):
+#: The guards as the job builds them from the settings (Guards.from_settings): nothing widened.
+GUARDS = Guards(INTERNAL, reserved_groups=frozenset({"connect-cluster"}), allowed_offsets_topics=("*",))
+
+
+def reconciler(
+    io: MemoryCleanupIO,
+    hooks: Mapping[str, Any] | None = None,
+    offsets_on_delete: bool = True,
+    guards: Guards = GUARDS,
+):
     return CleanupReconciler(
         io, hooks or {}, status_topic="connect-status", offsets_topic="connect-offsets",
-        offsets_on_delete=offsets_on_delete, backoff_ms=1_000, backoff_max_ms=60_000, clock=Clock(),
+        offsets_on_delete=offsets_on_delete, backoff_ms=1_000, backoff_max_ms=60_000, clock=Clock(), guards=guards,
     )  # fmt: skip
 
 
@@ -720,7 +731,7 @@ def test_hooks_run_for_their_class_only_and_receive_the_deleted_connectors_conte
     rec = CleanupReconciler(
         io, {"src-hook": source_hook, "sink-hook": lambda *a, **k: seen.setdefault("sink", a[0]), "all": any_hook},
         status_topic="connect-status", offsets_topic="connect-offsets", offsets_on_delete=True, backoff_ms=1_000,
-        backoff_max_ms=60_000, clock=Clock(),
+        backoff_max_ms=60_000, clock=Clock(), guards=GUARDS,
         hook_classes={"src-hook": {"FileStreamSource"}, "sink-hook": {FILE_SINK_CLASS}},
     )  # fmt: skip
     rec.run_pass()
@@ -755,17 +766,17 @@ def test_a_hung_hook_fails_at_its_deadline_without_holding_up_the_others_and_is_
     clock = Clock()
     rec = CleanupReconciler(
         io, {"hung": hung, "quick": quick}, status_topic="connect-status", offsets_topic="connect-offsets",
-        offsets_on_delete=False, backoff_ms=1, backoff_max_ms=1, clock=clock, hook_timeout_ms=50,
+        offsets_on_delete=False, backoff_ms=1, backoff_max_ms=1, clock=clock, hook_timeout_ms=50, guards=GUARDS,
     )  # fmt: skip
     rec.run_pass()
     outcome = io.outcomes[("c", 1)]["hook:hung"]
     assert (outcome.status, outcome.attempts) == (FAILED, 1)
-    assert "HookTimeout: did not return within 50 ms" in (outcome.error or "")
+    assert outcome.error == "PluginTimeout: deletion hook hung did not return within 50 ms (cleanup.hook.timeout.ms)"
     assert io.outcomes[("c", 1)]["hook:quick"].status == SUCCEEDED
     clock.now += 10
     rec.run_pass()  # retried: the first call still hangs, so no second call
     assert io.outcomes[("c", 1)]["hook:hung"].attempts == 2 and calls.count("hung") == 1
-    assert "has still not returned" in (io.outcomes[("c", 1)]["hook:hung"].error or "")
+    assert "an earlier call that missed its deadline of 50 ms" in (io.outcomes[("c", 1)]["hook:hung"].error or "")
     release.set()
     time.sleep(0.1)
     clock.now += 10
@@ -889,3 +900,63 @@ def test_the_jobs_pass_check_fails_for_good_only_at_its_first_read(tmp_path, mon
     assert io.input_marks() is None
     monkeypatch.setattr(small_writes, "latest", real_latest)
     assert io.input_marks() == marks
+
+
+# --- no confused deputy: a deletion acts only on what the guards let through (issue 33, finding 4) --------------------
+
+
+def overriding_sink(group: str) -> dict[str, str]:
+    """A sink whose author named someone else's group and turned cleanup on (both are the connector config's)."""
+    return {**SINK_CONFIG, "consumer.override.group.id": group, "cleanup.offsets.on.delete": "true"}
+
+
+def test_a_deletion_never_deletes_the_group_a_sinks_config_names_and_the_job_goes_on() -> None:
+    io = MemoryCleanupIO(
+        events=[event("evil", "deleted", 5, overriding_sink("payments")), event("snk", "deleted", 6, SINK_CONFIG)],
+        topics={"connect-offsets": [], "connect-status": []},
+        groups={"payments", "connect-evil", "connect-snk"},
+    )
+    summary = reconciler(io).run_pass()
+    evil = io.outcomes[("evil", 5)]["offsets"]
+    assert (evil.status, evil.attempts, evil.error) == ("refused", 0, None)
+    assert evil.detail == (
+        "consumer.override.group.id 'payments' of connector evil is not the connector's consumer group: connect-state "
+        "alters or deletes only connect-evil and groups matching cleanup.allowed.groups"
+    )
+    assert io.groups == {"payments", "connect-evil"}  # the next deletion of the pass went on: connect-snk is gone
+    assert (summary.refused, summary.succeeded) == (1, 3)
+    assert reconciler(io).run_pass().ran == 0  # refused is final
+
+
+def test_cleanup_allowed_groups_widens_the_guard_but_never_to_the_workers_or_a_live_connectors_group() -> None:
+    io = MemoryCleanupIO(
+        events=[
+            event("a", "deleted", 5, overriding_sink("team-a.sink")),
+            event("b", "deleted", 6, overriding_sink("connect-cluster")),  # the workers' group (connect.group.id)
+            event("c", "deleted", 7, overriding_sink("connect-live")),  # a live connector's own group
+        ],
+        topics={"connect-configs": [(b"connector-live", b'{"properties":{}}')], "connect-status": []},
+        groups={"team-a.sink", "connect-cluster", "connect-live"},
+    )
+    widened = Guards(INTERNAL, reserved_groups=frozenset({"connect-cluster"}), allowed_groups=("team-a.*", "connect-*"))
+    reconciler(io, guards=widened).run_pass()
+    outcomes = {name: io.outcomes[(name, offset)]["offsets"] for name, offset in (("a", 5), ("b", 6), ("c", 7))}
+    assert {name: o.status for name, o in outcomes.items()} == {"a": SUCCEEDED, "b": "refused", "c": "refused"}
+    assert "Connect workers' group (connect.group.id)" in (outcomes["b"].detail or "")
+    assert "default consumer group of connector live" in (outcomes["c"].detail or "")
+    assert io.groups == {"connect-cluster", "connect-live"}
+
+
+def test_a_deletion_writes_no_tombstone_to_an_internal_topic_its_config_names() -> None:
+    key = offset_key_bytes("src", {"filename": "/in.txt"})
+    io = MemoryCleanupIO(
+        events=[event("src", "deleted", 5, {**SOURCE_CONFIG, "offsets.storage.topic": "connect-status"})],
+        topics={"connect-offsets": [(key, b'{"position":1}')], "connect-status": [(key, b"{}")]},
+    )
+    reconciler(io).run_pass()
+    outcome = io.outcomes[("src", 5)]["offsets"]
+    assert outcome.status == "refused"
+    assert "offsets.storage.topic 'connect-status' is one of Kafka's or Connect's internal topics" in (
+        outcome.detail or ""
+    )
+    assert io.tombstones == []

@@ -11,11 +11,15 @@ import pytest
 
 import connect_state.api.resources as api_resources
 from connect_state.connect.offset_stores import ConnectorOffsetStores
+from connect_state.core.errors import TopicNotFoundError
 from connect_state.core.settings import Settings
 from connect_state.heartbeats.emitter import HeartbeatEmitter, HeartbeatOutcome
 from connect_state.heartbeats.fold import DuePartition
+from connect_state.heartbeats.provider import HeartbeatRecord
+from connect_state.kafka import RecordPosition
 from connect_state.security.guards import (
     GuardRefusal,
+    Guards,
     InternalTopics,
     check_consumer_group,
     check_heartbeat_topic,
@@ -228,6 +232,18 @@ def test_allowed_groups_is_an_extra_allow_list(
 
 
 @pytest.mark.parametrize("method", ["patch", "delete"])
+def test_the_workers_group_is_never_altered_whatever_the_allow_list(
+    make_client: MakeClient, kafka_log: InMemoryTopics, admin: list[tuple[str, str]], method: str
+) -> None:
+    rows = [stopped("snk-w", {"connector.class": SINK, "topics": "t", "consumer.override.group.id": "connect-cluster"})]
+    mirror_connectors(kafka_log, rows)
+    client = make_client(tables=InMemoryTables({CONNECTORS.name: rows}), overrides={"api.allowed.groups": "*"})
+    response = getattr(client, method)("/connectors/snk-w/offsets", json=SINK_BODY if method == "patch" else None)
+    assert response.status_code == 400 and admin == []
+    assert "is the Connect workers' group (connect.group.id)" in response.get_json()["message"]
+
+
+@pytest.mark.parametrize("method", ["patch", "delete"])
 def test_offsets_topic_naming_an_internal_topic_is_refused(guarded: Any, writer: RecordingWriter, method: str) -> None:
     response = getattr(guarded, method)(
         "/connectors/src-configs/offsets", json=SOURCE_BODY if method == "patch" else None
@@ -260,7 +276,7 @@ def test_heartbeat_emitter_refuses_internal_topics(settings: Settings) -> None:
         Sender(),  # type: ignore[arg-type]
         sender,
         settings.offset_storage_topic,
-        internal_topics=(settings.config_storage_topic, settings.status_storage_topic),
+        guards=Guards.from_settings(settings.with_overrides(**{"heartbeat.allowed.topics": "*"})),
     )
     for topic in ("connect-configs", "connect-status", "connect-offsets", "__consumer_offsets"):
         due = DuePartition(
@@ -281,6 +297,93 @@ def test_heartbeat_emitter_refuses_internal_topics(settings: Settings) -> None:
         (row,) = emitter.emit(due, 1)
         assert row.outcome == HeartbeatOutcome.FAILED and "heartbeat.records.topic" in (row.error or "")
     assert sender.sends == []
+
+
+class SendingProvider:
+    def produce_heartbeat_records(self, connector: str, config: Any, partition: Any, last: Any) -> list[Any]:
+        return [HeartbeatRecord(value="beat", source_offset={"p": 2})]
+
+
+class TopicSender:
+    """A heartbeat sender over a broker that has only ``existing`` topics (none is created behind our back)."""
+
+    def __init__(self, existing: set[str]) -> None:
+        self.existing = existing
+        self.created: list[str] = []
+        self.sent: list[str] = []
+
+    def ensure_topic(self, topic: str) -> None:
+        self.created.append(topic)
+        self.existing.add(topic)
+
+    def send_messages(self, topic: str, messages: Any) -> Any:
+        if topic not in self.existing:
+            raise TopicNotFoundError(f"topic {topic} does not exist")
+        self.sent.append(topic)
+        return [RecordPosition(topic, 0, i) for i in range(len(messages))]
+
+
+def heartbeat_due(topic: str, config: dict[str, str] | None = None) -> DuePartition:
+    return DuePartition(
+        connector="c", connector_class="X", config=config or {}, partition={"f": "x"}, key=b"k", offset={"p": 1},
+        last_moved_at=0, records_topic=topic, interval_ms=1000, idle_ms=5000, due_at=0, kafka_partition=None,
+        kafka_offset=None,
+    )  # fmt: skip
+
+
+def test_heartbeat_topics_outside_the_allow_list_are_refused_and_none_is_created(settings: Settings) -> None:
+    offsets, sender = RecordingWriter(), TopicSender({"connect-heartbeats"})
+    guards = Guards.from_settings(settings.with_overrides(**{"heartbeat.allowed.topics": "team-a.*"}))
+    emitter = HeartbeatEmitter({"X": SendingProvider()}, sender, offsets, settings.offset_storage_topic, guards=guards)
+    (row,) = emitter.emit(heartbeat_due("payments"), 1)  # a connector's own heartbeat.records.topic
+    assert row.outcome == HeartbeatOutcome.FAILED
+    assert row.error == (
+        "heartbeat.records.topic 'payments' is neither connect-state's heartbeat.records.topic nor matches "
+        "heartbeat.allowed.topics: heartbeats are not written there"
+    )
+    (row,) = emitter.emit(heartbeat_due("team-a.beats"), 2)  # allowed, but missing: not created by default
+    assert row.outcome == HeartbeatOutcome.FAILED and "does not exist" in (row.error or "")
+    (row,) = emitter.emit(heartbeat_due("connect-heartbeats"), 3)  # the setting's own topic, existing
+    assert row.outcome == HeartbeatOutcome.PRODUCED
+    assert (sender.created, sender.sent) == ([], ["connect-heartbeats"])
+    assert [topic for topic, _ in offsets.batches] == [settings.offset_storage_topic]
+
+    created = Guards.from_settings(settings.with_overrides(**{"heartbeat.topics.create": "true"}))
+    emitter = HeartbeatEmitter({"X": SendingProvider()}, sender, offsets, settings.offset_storage_topic, guards=created)
+    sender.existing.discard("connect-heartbeats")
+    assert [row.outcome for row in emitter.emit(heartbeat_due("connect-heartbeats"), 4)] == [HeartbeatOutcome.PRODUCED]
+    assert sender.created == ["connect-heartbeats"]
+
+
+@pytest.mark.parametrize(
+    ("own_topic", "allowed"),
+    [("connect-status", "*"), ("connect-configs", "*"), ("__consumer_offsets", "*"), ("own-offsets", "mm2-*")],
+)
+def test_heartbeat_offsets_go_only_to_offsets_topics_the_api_may_write(
+    settings: Settings, own_topic: str, allowed: str
+) -> None:
+    offsets, sender = RecordingWriter(), TopicSender({"connect-heartbeats"})
+    guards = Guards.from_settings(settings.with_overrides(**{"api.allowed.offsets.topics": allowed}))
+    emitter = HeartbeatEmitter({"X": SendingProvider()}, sender, offsets, settings.offset_storage_topic, guards=guards)
+    (row,) = emitter.emit(heartbeat_due("connect-heartbeats", {"offsets.storage.topic": own_topic}), 1)
+    assert row.outcome == HeartbeatOutcome.FAILED and f"offsets.storage.topic {own_topic!r}" in (row.error or "")
+    assert offsets.sends == [] and sender.sent == []  # nothing produced whose offset could not be committed
+
+
+def test_the_jobs_guards_come_from_the_settings(settings: Settings) -> None:
+    guards = Guards.from_settings(
+        settings.with_overrides(
+            **{"cleanup.allowed.groups": "team-a.*, x", "heartbeat.allowed.topics": "hb-*", "connect.group.id": "w"}
+        )
+    )
+    assert (guards.allowed_groups, guards.reserved_groups) == (("team-a.*", "x"), frozenset({"w"}))
+    assert guards.heartbeat_topics == (settings.heartbeat_records_topic, "hb-*")
+    assert guards.allowed_offsets_topics == ("*",) and guards.create_heartbeat_topics is False
+    assert guards.cleanup_group("c", "team-a.sink", ()) == "team-a.sink"
+    with pytest.raises(GuardRefusal, match=r"cleanup\.allowed\.groups"):
+        guards.cleanup_group("c", "payments", ())
+    with pytest.raises(GuardRefusal, match=r"Connect workers' group \(connect.group.id\)"):
+        guards.cleanup_group("w", "w", ())  # even a connector whose default group it would be
 
 
 # --- offsets topics must hold offsets records (the offsets job's sample, connect_state/spark/offsets_guard.py) -----

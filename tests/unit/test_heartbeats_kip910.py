@@ -30,7 +30,7 @@ from connect_state.heartbeats.provider import (
 )
 from tests.unit.fakes import RecordingWriter
 from tests.unit.test_heartbeats_fold import FILE, config, fold, offset, source_config, status
-from tests.unit.test_heartbeats_records import FakeHeartbeatSender
+from tests.unit.test_heartbeats_records import GUARDS, FakeHeartbeatSender
 
 WITH_PROVIDER = HeartbeatDefaults(2000, "hb", "connect-offsets", provider_classes=frozenset({"FileStreamSource"}))
 TIMER = HeartbeatDefaults(
@@ -120,7 +120,7 @@ def _due(partition: dict[str, object], offset: dict[str, object], config: dict[s
 
 
 def _emitter(provider: object, hb: FakeHeartbeatSender, offs: RecordingWriter) -> HeartbeatEmitter:
-    return HeartbeatEmitter({FILE_SOURCE_CLASS: as_provider(provider)}, hb, offs, "connect-offsets")
+    return HeartbeatEmitter({FILE_SOURCE_CLASS: as_provider(provider)}, hb, offs, "connect-offsets", guards=GUARDS)
 
 
 def test_offsets_update_form_commits_without_producing() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -31,6 +33,7 @@ from connect_state.heartbeats.provider import (
     serialize_payload,
 )
 from connect_state.kafka import RecordPosition
+from connect_state.security.guards import Guards, InternalTopics
 from connect_state.spark.heartbeats import heartbeat_rows
 from tests.unit.fakes import RecordingWriter
 
@@ -173,12 +176,23 @@ def due(connector_class: str | None = FILE_SOURCE_CLASS, topic: str = "hb") -> D
     )  # fmt: skip
 
 
-def emitter(provider: object, heartbeat_sender=None, offset_sender=None) -> HeartbeatEmitter:
+#: The guards with the heartbeat topic ``hb`` allowed and created when missing.
+GUARDS = Guards(
+    InternalTopics("connect-configs", "connect-offsets", "connect-status"),
+    allowed_offsets_topics=("*",),
+    heartbeat_topics=("hb",),
+    create_heartbeat_topics=True,
+)
+
+
+def emitter(provider: object, heartbeat_sender=None, offset_sender=None, timeout_ms: int = 10_000) -> HeartbeatEmitter:
     return HeartbeatEmitter(
         {FILE_SOURCE_CLASS: as_provider(provider)},
         heartbeat_sender or FakeHeartbeatSender(),
         offset_sender or RecordingWriter(),
         "connect-offsets",
+        guards=GUARDS,
+        provider_timeout_ms=timeout_ms,
     )
 
 
@@ -304,9 +318,67 @@ def test_emitter_skips_partitions_whose_offset_moved_since_the_folds_view(found,
     reader, offs = FakeOffsetReader(found, value), RecordingWriter()
     heartbeat = dataclasses.replace(due(), kafka_partition=4, kafka_offset=99)
     sender = HeartbeatEmitter(
-        {FILE_SOURCE_CLASS: demo_provider}, FakeHeartbeatSender(), offs, "connect-offsets", reader
+        {FILE_SOURCE_CLASS: demo_provider}, FakeHeartbeatSender(), offs, "connect-offsets", reader, guards=GUARDS
     )
     (row,) = sender.emit(heartbeat, now=6000)
     assert reader.calls == [(offset_key_bytes("src", PARTITION), 4, 99)]
     assert row.outcome == outcome
     assert bool(offs.sends) is (outcome == HeartbeatOutcome.PRODUCED)
+
+
+# --- a provider has a deadline (heartbeat.provider.timeout.ms; issue 33, finding 8) ---------------------------------
+
+
+class SleepingProvider:
+    """Sleeps in either form until released (a provider waiting on a hung service)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.calls = 0
+
+    def produce_heartbeat_records(self, connector, config, partition, last_offset) -> list[HeartbeatRecord]:
+        self.calls += 1
+        self.release.wait(10)
+        return [HeartbeatRecord(value="late", source_offset={"position": 8})]
+
+
+def test_a_provider_past_its_deadline_has_its_turn_skipped_and_the_others_go_on():
+    sleeping, offs, hb = SleepingProvider(), RecordingWriter(), FakeHeartbeatSender()
+    other = "org.example.OtherSource"
+    sender = HeartbeatEmitter(
+        {FILE_SOURCE_CLASS: sleeping, other: demo_provider}, hb, offs, "connect-offsets",
+        guards=GUARDS, provider_timeout_ms=50,
+    )  # fmt: skip
+    started = time.monotonic()
+    (row,) = sender.emit(due(), now=6000)
+    assert time.monotonic() - started < 5  # not the provider's 10 s
+    assert (row.outcome, row.committed_offset) == (HeartbeatOutcome.TIMED_OUT, None)
+    assert row.error == (
+        "heartbeat provider tests.unit.test_heartbeats_records:SleepingProvider did not return within 50 ms "
+        "(heartbeat.provider.timeout.ms)"
+    )
+    # its next turn, while that call still runs: skipped at once, no second call
+    (again,) = sender.emit(due(), now=7000)
+    assert again.outcome == HeartbeatOutcome.TIMED_OUT and "an earlier call" in (again.error or "")
+    assert sleeping.calls == 1
+    # another class's provider goes on
+    (ok,) = sender.emit(dataclasses.replace(due(), connector_class=other), now=7000)
+    assert ok.outcome == HeartbeatOutcome.PRODUCED
+    assert hb.sent and all(topic == "hb" for topic, _ in hb.sent) and len(hb.sent) == 1
+    assert [batch for batch in offs.batches if b"late" in repr(batch).encode()] == []
+    sleeping.release.set()
+
+
+def test_the_offsets_update_form_has_the_same_deadline():
+    release = threading.Event()
+
+    class Stuck(HeartbeatProvider):
+        def update_offsets(self, connector, config, offsets):
+            release.wait(10)
+            return [(PARTITION, {"position": 99})]
+
+    offs = RecordingWriter()
+    (row,) = emitter(Stuck(), offset_sender=offs, timeout_ms=50).emit(due(), now=6000)
+    release.set()
+    assert row.outcome == HeartbeatOutcome.TIMED_OUT and "Stuck did not return within 50 ms" in (row.error or "")
+    assert offs.sends == []

@@ -7,6 +7,7 @@ test_exactly_once_offsets_connect.py."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +38,7 @@ from connect_state.formats.config import (
 )
 from connect_state.formats.offsets import offset_key_bytes, serialize_offset_value
 from connect_state.herder import BadRequestError, ConnectError, Herder, NotFoundError, source_timeout_message
+from connect_state.herder.errors import PluginDeadlineError
 from connect_state.security.guards import GuardRefusal
 from tests.unit.fakes import FakeAdmin, FakeHerderIO, InMemoryTopics, RecordingWriter
 
@@ -169,6 +171,28 @@ def test_the_alter_offsets_rule_refuses(io: FakeHerderIO, writer: RecordingWrite
     with pytest.raises(ConnectError) as refused:  # FileStreamSourceConnector.alterOffsets' ConnectException
         herder(io).alter_connector_offsets("src", [(PARTITION, {"line": 3})])
     assert refused.value.message == "Offset objects should either be null or contain the key 'position'"
+    assert writer.sends == []
+
+
+def hung_rule(config: Mapping[str, Any], offsets: Any) -> bool:
+    """A configured ``alterOffsets`` rule that does not return in time."""
+    time.sleep(1)
+    return True
+
+
+def test_a_rule_past_its_deadline_is_a_typed_500(io: FakeHerderIO, writer: RecordingWriter) -> None:
+    stopped(io, "src", {"connector.class": STRICT_CLASS, "topic": "t"})
+    rules = {
+        "offsets.alter.rules": f"{STRICT_CLASS}=tests.unit.test_herder_offsets:hung_rule",
+        "offsets.alter.timeout.ms": "20",
+    }
+    with pytest.raises(PluginDeadlineError) as refused:
+        herder(io, **rules).alter_connector_offsets("src", [(PARTITION, offset(1))])
+    assert isinstance(refused.value, ConnectError)  # Connect's 500
+    assert refused.value.message == (
+        "Failed to modify offsets for source connector src: the alterOffsets rule tests.unit.test_herder_offsets:"
+        f"hung_rule of class {STRICT_CLASS} did not return within 20 ms (offsets.alter.timeout.ms)"
+    )
     assert writer.sends == []
 
 
