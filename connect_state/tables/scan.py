@@ -27,10 +27,11 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
@@ -38,33 +39,97 @@ import pyarrow.fs as pa_fs
 from deltalake import DeltaTable
 from deltalake.fs import DeltaStorageHandler
 
-__all__ = ["ArrowFiles", "DataFile", "DeltaFiles", "Filter", "TableScan", "all_match", "filter_expression", "may_match"]
+__all__ = [
+    "ArrowFiles",
+    "DataFile",
+    "DeltaFiles",
+    "FileStats",
+    "Filter",
+    "TableScan",
+    "all_match",
+    "filter_expression",
+    "may_match",
+]
 
 Filter = tuple[str, str, Any]
 """``(column, op, value)``; a list of them is ANDed. Ops: ``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``."""
 
-TIMESTAMP_SLACK = dt.timedelta(milliseconds=1)
-
 
 @dataclass(frozen=True)
 class DataFile:
-    """One data file and its statistics (a column absent from ``low``/``high``/``nulls``: unknown)."""
+    """One data file to read: its path in the table and its size."""
 
     path: str
-    rows: int | None
     size: int
-    low: Mapping[str, Any] = field(default_factory=dict)
-    high: Mapping[str, Any] = field(default_factory=dict)
-    nulls: Mapping[str, int] = field(default_factory=dict)
 
-    def bounds(self, column: str) -> tuple[Any, Any] | None:
-        """The column's (minimum, maximum) here, widened for Spark's millisecond timestamps; None when unknown."""
-        low, high = self.low.get(column), self.high.get(column)
-        if low is None or high is None:
-            return None
-        if isinstance(high, dt.datetime):
-            high = high + TIMESTAMP_SLACK
-        return low, high
+
+class FileStats:
+    """The data files of a table version and their statistics, as arrays (one entry a file), from a table of
+    ``path``, ``size_bytes``, ``num_records`` and ``min.<column>``, ``max.<column>``, ``null_count.<column>`` (the
+    shape of deltalake's flattened ``get_add_actions``). Deciding which files to read is array arithmetic, not a loop
+    over the files."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self.paths: list[str] = table.column("path").to_pylist()
+        self.sizes = _ints(table.column("size_bytes"), 0)
+        self.rows = _ints(table.column("num_records"), -1) if "num_records" in table.column_names else None
+        self._bounds: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None] = {}
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def file(self, index: int) -> DataFile:
+        return DataFile(self.paths[index], int(self.sizes[index]))
+
+    def bounds(self, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None:
+        """The column's minimums, maximums (a timestamp's widened by a millisecond: Spark truncates them), whether
+        both are known, per file, and whether they are timestamps (as epoch microseconds); None: no statistics."""
+        if column not in self._bounds:
+            names = self.table.column_names
+            if f"min.{column}" not in names or f"max.{column}" not in names:
+                self._bounds[column] = None
+            else:
+                low, high = self.table.column(f"min.{column}"), self.table.column(f"max.{column}")
+                known = (pc.is_valid(low).to_numpy(zero_copy_only=False)) & pc.is_valid(high).to_numpy(
+                    zero_copy_only=False
+                )
+                is_time = pa.types.is_timestamp(low.type)
+                lows, highs = _values(low), _values(high)
+                if is_time:
+                    highs = highs + TIMESTAMP_SLACK_US
+                self._bounds[column] = (lows, highs, known, is_time)
+        return self._bounds[column]
+
+    def nulls(self, column: str) -> np.ndarray | None:
+        name = f"null_count.{column}"
+        return _ints(self.table.column(name), -1) if name in self.table.column_names else None
+
+
+TIMESTAMP_SLACK_US = 1_000
+
+
+def _ints(column: pa.ChunkedArray, missing: int) -> np.ndarray:
+    return np.asarray(column.fill_null(missing).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _values(column: pa.ChunkedArray) -> np.ndarray:
+    """A statistics column as numbers (timestamps as epoch microseconds) or objects; unknown entries filled."""
+    if pa.types.is_timestamp(column.type):
+        return _ints(column.cast(pa.int64()), 0)
+    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_boolean(column.type):
+        return np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False))
+    return np.asarray(column.to_pylist(), dtype=object)
+
+
+def _micros(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+        return (aware - EPOCH) // dt.timedelta(microseconds=1)
+    return value
+
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 _OPS: dict[str, Callable[[Any, Any], Any]] = {
@@ -90,70 +155,79 @@ def filter_expression(filters: Sequence[Filter]) -> pc.Expression | None:
     return expression
 
 
-def _may(low: Any, high: Any, op: str, value: Any) -> bool:
-    """Whether some value in [low, high] may satisfy ``op value``."""
+def _may(low: np.ndarray, high: np.ndarray, op: str, value: Any) -> np.ndarray:
+    """Per file, whether some value in [low, high] may satisfy ``op value``."""
     if op in ("=", "=="):
-        return bool(low <= value <= high)
+        return (low <= value) & (high >= value)
     if op == "in":
-        return any(low <= v <= high for v in value)
+        return np.logical_or.reduce([(low <= v) & (high >= v) for v in value] or [np.zeros(len(low), bool)])
     if op == "<":
-        return bool(low < value)
+        return low < value
     if op == "<=":
-        return bool(low <= value)
+        return low <= value
     if op == ">":
-        return bool(high > value)
+        return high > value
     if op == ">=":
-        return bool(high >= value)
-    return True  # "!=": a file of one value only could be excluded; not worth it
+        return high >= value
+    return np.ones(len(low), bool)  # "!=": a file of one value only could be excluded; not worth it
 
 
-def _every(low: Any, high: Any, op: str, value: Any) -> bool:
-    """Whether every value in [low, high] satisfies ``op value``."""
+def _every(low: np.ndarray, high: np.ndarray, op: str, value: Any) -> np.ndarray:
+    """Per file, whether every value in [low, high] satisfies ``op value``."""
     if op in ("=", "=="):
-        return bool(low == value == high)
+        return (low == value) & (high == value)
     if op == "in":
-        return bool(low == high and low in value)
+        return (low == high) & np.isin(low, list(value))
     if op == "<":
-        return bool(high < value)
+        return high < value
     if op == "<=":
-        return bool(high <= value)
+        return high <= value
     if op == ">":
-        return bool(low > value)
+        return low > value
     if op == ">=":
-        return bool(low >= value)
-    return bool(high < value or low > value)  # "!="
+        return low >= value
+    return (high < value) | (low > value)  # "!="
 
 
-def may_match(file: DataFile, filters: Sequence[Filter]) -> bool:
-    """Whether the file's statistics allow a row matching every filter (unknown statistics: yes)."""
+def _converted(value: Any, op: str, is_time: bool) -> Any:
+    if not is_time:
+        return value
+    return [_micros(v) for v in value] if op == "in" else _micros(value)
+
+
+def may_match(stats: FileStats, filters: Sequence[Filter]) -> np.ndarray:
+    """Per file, whether its statistics allow a row matching every filter (unknown statistics: yes)."""
+    mask = np.ones(len(stats), bool)
     for column, op, value in filters:
-        bounds = file.bounds(column)
+        nulls = stats.nulls(column)
+        if nulls is not None and stats.rows is not None:
+            mask &= ~((nulls == stats.rows) & (stats.rows >= 0))  # null on every row: no comparison holds
+        bounds = stats.bounds(column)
         if bounds is None:
-            if file.rows is not None and file.nulls.get(column) == file.rows:
-                return False  # the column is null on every row: no comparison holds
             continue
+        low, high, known, is_time = bounds
         try:
-            if not _may(*bounds, op, value):
-                return False
-        except TypeError:  # a value of another type than the statistics: read the file
+            mask &= _may(low, high, op, _converted(value, op, is_time)) | ~known
+        except TypeError:  # a value of another type than the statistics: read the files
             continue
-    return True
+    return mask
 
 
-def all_match(file: DataFile, filters: Sequence[Filter]) -> bool:
-    """Whether the file's statistics prove that every row matches every filter (and its row count is known)."""
-    if file.rows is None:
-        return False
+def all_match(stats: FileStats, filters: Sequence[Filter]) -> np.ndarray:
+    """Per file, whether its statistics prove that every row matches every filter (and its row count is known)."""
+    if stats.rows is None:
+        return np.zeros(len(stats), bool)
+    mask = stats.rows >= 0
     for column, op, value in filters:
-        bounds = file.bounds(column)
-        if bounds is None or file.nulls.get(column) != 0:
-            return False
+        bounds, nulls = stats.bounds(column), stats.nulls(column)
+        if bounds is None or nulls is None:
+            return np.zeros(len(stats), bool)
+        low, high, known, is_time = bounds
         try:
-            if not _every(*bounds, op, value):
-                return False
+            mask &= known & (nulls == 0) & _every(low, high, op, _converted(value, op, is_time))
         except TypeError:
-            return False
-    return True
+            return np.zeros(len(stats), bool)
+    return mask
 
 
 class FileSource(Protocol):
@@ -161,7 +235,7 @@ class FileSource(Protocol):
 
     schema: pa.Schema
 
-    def files(self) -> list[DataFile]: ...
+    def stats(self) -> FileStats: ...
 
     def read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table: ...
 
@@ -178,10 +252,10 @@ class DeltaFiles:
         self.schema = pa.schema(table.schema().to_arrow())
         self.storage_options = dict(storage_options or {})
         self.local_root = local_root
-        self._files = _add_actions(table)
+        self._stats = FileStats(pa.table(table.get_add_actions(flatten=True)))
 
-    def files(self) -> list[DataFile]:
-        return self._files
+    def stats(self) -> FileStats:
+        return self._stats
 
     def read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table:
         if not files:
@@ -201,39 +275,17 @@ class DeltaFiles:
         return dataset.to_table(columns=list(columns), filter=where)
 
 
-def _add_actions(table: DeltaTable) -> list[DataFile]:
-    """The table's data files with the statistics of their ``add`` actions."""
-    actions = pa.table(table.get_add_actions(flatten=True))
-    names = set(actions.column_names)
-    data = actions.to_pylist()
-    stats_columns = [name[4:] for name in names if name.startswith("min.")]
-    files = []
-    for row in data:
-        files.append(
-            DataFile(
-                path=row["path"],
-                rows=row.get("num_records"),
-                size=int(row.get("size_bytes") or 0),
-                low={c: row[f"min.{c}"] for c in stats_columns if row.get(f"min.{c}") is not None},
-                high={c: row[f"max.{c}"] for c in stats_columns if f"max.{c}" in names and row[f"max.{c}"] is not None},
-                nulls={c: row[f"null_count.{c}"] for c in stats_columns if row.get(f"null_count.{c}") is not None},
-            )
-        )
-    return files
-
-
 class ArrowFiles:
     """Rows in memory as data files of ``file_rows`` rows each, with exact statistics (the unit tests' tables)."""
 
     def __init__(self, data: pa.Table, file_rows: int = 1_000) -> None:
         self.schema = data.schema
-        self.parts = {
-            f"part-{i:05d}": data.slice(start, file_rows) for i, start in enumerate(range(0, len(data), file_rows))
-        }
-        self._files = [_arrow_stats(path, rows) for path, rows in self.parts.items()]
+        starts = range(0, len(data), file_rows)
+        self.parts = {f"part-{i:05d}": data.slice(start, file_rows) for i, start in enumerate(starts)}
+        self._stats = FileStats(_arrow_stats(self.schema, self.parts))
 
-    def files(self) -> list[DataFile]:
-        return self._files
+    def stats(self) -> FileStats:
+        return self._stats
 
     def read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table:
         parts = [self.parts[file.path] for file in files]
@@ -241,17 +293,27 @@ class ArrowFiles:
         return (data.filter(where) if where is not None else data).select(list(columns))
 
 
-def _arrow_stats(path: str, rows: pa.Table) -> DataFile:
-    low, high, nulls = {}, {}, {}
-    for name in rows.column_names:
-        column = rows.column(name)
-        nulls[name] = column.null_count
-        typ = column.type
-        if pa.types.is_binary(typ) or pa.types.is_nested(typ) or column.null_count == len(column):
-            continue
-        bounds = pc.min_max(column)
-        low[name], high[name] = bounds["min"].as_py(), bounds["max"].as_py()
-    return DataFile(path=path, rows=len(rows), size=rows.nbytes, low=low, high=high, nulls=nulls)
+def _arrow_stats(schema: pa.Schema, parts: Mapping[str, pa.Table]) -> pa.Table:
+    """Exact statistics of in-memory files, shaped as deltalake's flattened add actions."""
+    columns: dict[str, list[Any]] = {"path": list(parts), "size_bytes": [], "num_records": []}
+    types: dict[str, pa.DataType] = {"path": pa.string(), "size_bytes": pa.int64(), "num_records": pa.int64()}
+    kept = [f for f in schema if not (pa.types.is_binary(f.type) or pa.types.is_nested(f.type))]
+    for field_ in kept:
+        for kind in ("min", "max"):
+            columns[f"{kind}.{field_.name}"], types[f"{kind}.{field_.name}"] = [], field_.type
+    for field_ in schema:
+        columns[f"null_count.{field_.name}"], types[f"null_count.{field_.name}"] = [], pa.int64()
+    for rows in parts.values():
+        columns["size_bytes"].append(rows.nbytes)
+        columns["num_records"].append(len(rows))
+        for field_ in schema:
+            column = rows.column(field_.name)
+            columns[f"null_count.{field_.name}"].append(column.null_count)
+        for field_ in kept:
+            bounds = pc.min_max(rows.column(field_.name))
+            columns[f"min.{field_.name}"].append(bounds["min"].as_py())
+            columns[f"max.{field_.name}"].append(bounds["max"].as_py())
+    return pa.table({name: pa.array(values, types[name]) for name, values in columns.items()})
 
 
 class TableScan:
@@ -266,14 +328,16 @@ class TableScan:
     def schema(self) -> pa.Schema:
         return self.source.schema
 
-    def _read(self, files: Sequence[DataFile], columns: Sequence[str], filters: Sequence[Filter]) -> pa.Table:
+    def _read(self, indices: Sequence[int], columns: Sequence[str], filters: Sequence[Filter]) -> pa.Table:
+        stats = self.source.stats()
+        files = [stats.file(int(i)) for i in indices]
         with self._lock:
             self.files_read.extend(file.path for file in files)
         return self.source.read(files, columns, filter_expression(filters))
 
-    def candidates(self, filters: Sequence[Filter]) -> list[DataFile]:
-        """The files whose statistics allow a matching row."""
-        return [file for file in self.source.files() if may_match(file, filters)]
+    def candidates(self, filters: Sequence[Filter]) -> np.ndarray:
+        """The indices of the files whose statistics allow a matching row."""
+        return np.flatnonzero(may_match(self.source.stats(), filters))
 
     def rows(self, filters: Sequence[Filter], columns: Sequence[str]) -> pa.Table:
         """Every row matching ``filters``, ``columns`` only, from the files that may hold one."""
@@ -282,13 +346,12 @@ class TableScan:
     def count(self, filters: Sequence[Filter]) -> int:
         """How many rows match: files proven to match whole counted from their statistics, the others read (only the
         filtered columns)."""
-        total, partial = 0, []
-        for file in self.candidates(filters):
-            if all_match(file, filters):
-                total += file.rows or 0
-            else:
-                partial.append(file)
-        if partial:
+        stats = self.source.stats()
+        maybe = may_match(stats, filters)
+        whole = maybe & all_match(stats, filters)
+        total = int(stats.rows[whole].sum()) if stats.rows is not None else 0
+        partial = np.flatnonzero(maybe & ~whole)
+        if len(partial):
             columns = sorted({column for column, _, _ in filters}) or [self.schema.names[0]]
             total += self._read(partial, columns, filters).num_rows
         return total
@@ -298,14 +361,12 @@ class TableScan:
         them), ``columns`` plus ``order``, in no particular order. Files are read newest first, one, then two, four...
         at a time, until ``limit`` rows are found and every file left ends before the ``limit``-th newest."""
         wanted = list(dict.fromkeys([*columns, order]))
-        files = sorted(self.candidates(filters), key=lambda f: _newest_first(f, order))
+        files, highs = self._newest_first(order, filters)
         found: list[pa.Table] = []
         count, threshold, start, step = 0, None, 0, 1
         while start < len(files):
-            if threshold is not None:
-                bounds = files[start].bounds(order)
-                if bounds is not None and bounds[1] < threshold:
-                    break  # this file and every later one end before the page's oldest row
+            if threshold is not None and highs[start] is not None and highs[start] < _micros(threshold):
+                break  # this file and every later one end before the page's oldest row
             batch = files[start : start + step]
             start, step = start + step, step * 2
             rows = self._read(batch, wanted, filters)
@@ -315,21 +376,24 @@ class TableScan:
             if count >= limit:
                 data = pa.concat_tables(found)
                 threshold = _kth_greatest(data.column(order), limit)
-                found, count = [data.filter(pc.greater_equal(data.column(order), threshold))], limit
+                if threshold is not None:
+                    found, count = [data.filter(pc.greater_equal(data.column(order), threshold))], limit
         if not found:
             return self.schema.empty_table().select(wanted)
-        data = pa.concat_tables(found)
-        if threshold is not None:
-            data = data.filter(pc.greater_equal(data.column(order), threshold))
-        return data
+        return pa.concat_tables(found)
 
-
-def _newest_first(file: DataFile, order: str) -> tuple[int, Any]:
-    bounds = file.bounds(order)
-    if bounds is None:
-        return (0, 0)  # unknown: read first
-    high = bounds[1]
-    return (1, -high.timestamp() if isinstance(high, dt.datetime) else -high)
+    def _newest_first(self, order: str, filters: Sequence[Filter]) -> tuple[np.ndarray, list[Any]]:
+        """The candidate files by their greatest ``order``, descending (files without statistics first), and those
+        maximums (None: unknown)."""
+        candidates = self.candidates(filters)
+        bounds = self.source.stats().bounds(order)
+        if bounds is None:
+            return candidates, [None] * len(candidates)
+        _low, high, known, _is_time = bounds
+        unknown = candidates[~known[candidates]]
+        ranked = candidates[known[candidates]]
+        ranked = ranked[np.argsort(high[ranked], kind="stable")[::-1]]
+        return np.concatenate([unknown, ranked]), [None] * len(unknown) + list(high[ranked])
 
 
 def _kth_greatest(column: pa.ChunkedArray, k: int) -> Any:

@@ -12,7 +12,7 @@ import pytest
 
 from connect_state.tables.audit_table import AuditQuery, AuditTable, to_table_rows
 from connect_state.tables.reader import TableReader
-from connect_state.tables.scan import ArrowFiles, DataFile, TableScan, all_match, may_match
+from connect_state.tables.scan import ArrowFiles, FileStats, TableScan, all_match, may_match
 from connect_state.tables.schemas import AUDIT, HEARTBEATS
 from tests.unit.helpers import write_table
 
@@ -59,7 +59,7 @@ def expected(query: AuditQuery) -> tuple[int, list[str]]:
 
 def test_the_newest_page_reads_the_newest_file_only(delta_root: Path) -> None:
     scan = TableReader(delta_root).scan(AUDIT)
-    assert len(scan.source.files()) == FILES
+    assert len(scan.source.stats()) == FILES
     newest = scan.newest("time", [], 20, ["id"])
     assert sorted(newest.column("id").to_pylist()) == [f"id-{n:06d}" for n in range(480, 500)]
     assert len(scan.files_read) == 1  # the newest of ten
@@ -126,15 +126,31 @@ def test_heartbeats_newest_with_ties_across_files(tmp_path: Path) -> None:
 
 
 def test_statistics_decide_conservatively() -> None:
-    file = DataFile("f", 10, 1, low={"a": 1, "t": T0}, high={"a": 5, "t": T0}, nulls={"a": 0, "t": 0})
-    assert may_match(file, [("a", "=", 3)]) and not may_match(file, [("a", "=", 6)])
-    assert may_match(file, [("t", ">", T0 + timedelta(microseconds=500))])  # Spark's millisecond statistics
-    assert not may_match(file, [("t", ">=", T0 + timedelta(milliseconds=2))])
-    assert may_match(file, [("unknown", "=", 1)])  # no statistics: read
-    assert all_match(file, [("a", ">=", 1), ("a", "<=", 5)]) and not all_match(file, [("a", "<", 5)])
-    assert not all_match(file, [("unknown", "=", 1)])
-    nulls = DataFile("g", 10, 1, low={}, high={}, nulls={"a": 10})
-    assert not may_match(nulls, [("a", "=", 1)])
+    stats = FileStats(
+        pa.table(
+            {
+                "path": ["f", "nulls", "unknown"],
+                "size_bytes": [1, 1, 1],
+                "num_records": [10, 10, 10],
+                "min.a": pa.array([1, None, None], pa.int32()),
+                "max.a": pa.array([5, None, None], pa.int32()),
+                "null_count.a": [0, 10, None],
+                "min.t": pa.array([T0, None, None], pa.timestamp("us", tz="UTC")),
+                "max.t": pa.array([T0, None, None], pa.timestamp("us", tz="UTC")),
+                "null_count.t": [0, 10, None],
+            }
+        )
+    )
+    assert may_match(stats, [("a", "=", 3)]).tolist() == [True, False, True]  # null everywhere; no statistics
+    assert may_match(stats, [("a", "=", 6)]).tolist() == [False, False, True]
+    assert may_match(stats, [("a", "in", [0, 6])]).tolist() == [False, False, True]
+    assert may_match(stats, [("t", ">", T0 + timedelta(microseconds=500))]).tolist()[0]  # Spark's ms statistics
+    assert not may_match(stats, [("t", ">=", T0 + timedelta(milliseconds=2))]).tolist()[0]
+    assert may_match(stats, [("b", "=", 1)]).all()  # a column without statistics: read
+    assert may_match(stats, [("a", "=", "text")]).tolist() == [True, False, True]  # another type: read
+    assert all_match(stats, [("a", ">=", 1), ("a", "<=", 5)]).tolist() == [True, False, False]
+    assert not all_match(stats, [("a", "<", 5)]).any()
+    assert not all_match(stats, [("b", "=", 1)]).any()
 
 
 def test_arrow_files_scan_like_a_table() -> None:
