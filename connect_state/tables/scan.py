@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote
@@ -328,7 +328,7 @@ class TableScan:
     def schema(self) -> pa.Schema:
         return self.source.schema
 
-    def _read(self, indices: Sequence[int], columns: Sequence[str], filters: Sequence[Filter]) -> pa.Table:
+    def _read(self, indices: Iterable[Any], columns: Sequence[str], filters: Sequence[Filter]) -> pa.Table:
         stats = self.source.stats()
         files = [stats.file(int(i)) for i in indices]
         with self._lock:
