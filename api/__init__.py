@@ -57,6 +57,7 @@ def create_app(
         openapi,
         restart,
         same_origin,
+        write_slots,
     )
     from connect_state.api import topics as topics_views
 
@@ -71,6 +72,7 @@ def create_app(
     same_origin.init_app(app, settings)  # first: a web page of another origin may not write, whoever it is
     auth.init_app(app, settings)  # before any other check: who asks, and may they (issue 13)
     limits.init_app(app, settings)
+    write_slots.init_app(app, settings)  # after auth: a refused request takes no slot
     audit.init_app(app, settings)
     lag.init_app(app)
     for views in (topics_views, connectors, heartbeats, deletions, offsets, data_loss, connect_read, restart, history,

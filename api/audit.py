@@ -62,7 +62,7 @@ from connect_state.api.resources import app_resources, get_settings
 from connect_state.core.errors import ConnectStateError
 from connect_state.core.settings import Settings
 from connect_state.security.redaction import redact_json, settings_patterns
-from connect_state.tables.audit_table import AuditTable, iso_time
+from connect_state.tables.audit_table import AuditQuery, AuditTable, iso_time
 from connect_state.tables.history import parse_time
 from connect_state.tables.schemas import CONNECTORS
 
@@ -448,10 +448,7 @@ def get_audit() -> Response:
     outcome = request.args.get("outcome") or None
     if outcome is not None and outcome not in {o.value for o in Outcome}:
         raise ConnectRestException(400, f"Unknown outcome {outcome!r}: expected one of {', '.join(Outcome)}")
-    trail = audit_trail()
-    rows = trail.table.rows() if trail.table is not None else file_rows(Path(settings.api_audit_file).expanduser())
-    total, found = select_rows(
-        rows,
+    query = AuditQuery(
         connector=request.args.get("connector") or None,
         principal=request.args.get("principal") or None,
         outcome=outcome,
@@ -459,4 +456,9 @@ def get_audit() -> Response:
         until=time_arg("until"),
         limit=limit,
     )
+    trail = audit_trail()
+    if trail.table is not None:  # bounded by the query before it reads
+        total, found = trail.table.page(query)
+    else:
+        total, found = select_rows(file_rows(Path(settings.api_audit_file).expanduser()), **vars(query))
     return jsonify({"total": total, "rows": found})

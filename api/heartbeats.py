@@ -33,6 +33,7 @@ from connect_state.api.args import limit_arg
 from connect_state.api.openapi import ANY, documented, json_answer
 from connect_state.api.resources import get_tables
 from connect_state.heartbeats.fold import due_at, idle_ms
+from connect_state.tables.history_reads import newest_heartbeats
 from connect_state.tables.schemas import HEARTBEATS, SOURCE_PARTITION_ACTIVITY, epoch_ms, now_ms
 
 bp = Blueprint("heartbeats", __name__, url_prefix="/connectors")
@@ -94,12 +95,11 @@ def get_heartbeats(connector: str) -> Response:
     now = now_ms()
     tables = get_tables()
     activity = tables.rows(SOURCE_PARTITION_ACTIVITY, filters=[("connector", "=", connector)])
-    heartbeats = tables.rows(HEARTBEATS, filters=[("connector", "=", connector)])
-    heartbeats.sort(key=lambda r: (r["emitted_at"], r["record_index"] or 0), reverse=True)
+    heartbeats = newest_heartbeats(tables.scan(HEARTBEATS), connector, limit)  # bounded before it reads
     return jsonify(
         {
             "name": connector,
             "partitions": [partition_view(r, now) for r in sorted(activity, key=lambda r: r["partition"] or "")],
-            "heartbeats": [heartbeat_view(r) for r in heartbeats[:limit]],
+            "heartbeats": [heartbeat_view(r) for r in heartbeats],
         }
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
@@ -55,6 +56,8 @@ from connect_state.connect.rest import connector_not_found_message
 from connect_state.folds.connector_states import EVENTS
 from connect_state.security.redaction import redact_config, settings_patterns
 from connect_state.tables import history
+from connect_state.tables import history_reads as reads
+from connect_state.tables.scan import Filter, TableScan
 from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
@@ -62,6 +65,7 @@ from connect_state.tables.schemas import (
     REJECTED_RECORDS,
     SINK_OFFSETS_HISTORY,
     SOURCE_OFFSETS_HISTORY,
+    TableSpec,
     epoch_ms,
 )
 
@@ -69,6 +73,7 @@ bp = Blueprint("history", __name__)
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
+CONFIG_EVENTS = ("created", "reconfigured", "deleted")
 
 
 def _bad(message: str) -> ConnectRestException:
@@ -99,8 +104,13 @@ def _known_row(connector: str) -> dict[str, Any]:
     return row
 
 
-def _events(connector: str) -> list[dict[str, Any]]:
-    return get_tables().rows(CONNECTOR_EVENTS, filters=[("connector", "=", connector)])
+def _scan(spec: TableSpec) -> TableScan:
+    return get_tables().scan(spec)
+
+
+def _events(connector: str, kinds: Sequence[str]) -> list[dict[str, Any]]:
+    filters = [("connector", "=", connector), ("event", "in", list(kinds))]
+    return reads.table_rows(_scan(CONNECTOR_EVENTS), CONNECTOR_EVENTS, filters)
 
 
 @bp.get("/connectors/<connector>/events")
@@ -119,15 +129,7 @@ def get_events(connector: str) -> Response:
         raise _bad(f"Unknown event kind {unknown[0]!r}: expected one of {', '.join(EVENTS)}")
     since, until = time_arg("since"), time_arg("until")
     limit, offset = _page()
-    rows = []
-    for row in _events(connector):
-        ts = epoch_ms(row["kafka_timestamp"]) or 0
-        if (kinds and row["event"] not in kinds) or (since is not None and ts < since):
-            continue
-        if until is not None and ts > until:
-            continue
-        rows.append((ts, 0 if row["source"] == "config" else 1, row["kafka_partition"], row["kafka_offset"], row))
-    rows.sort(key=lambda item: item[:4])
+    total, rows = reads.events_page(_scan(CONNECTOR_EVENTS), connector, kinds, since, until, offset, limit)
     page = [
         {
             "event": row["event"],
@@ -135,19 +137,19 @@ def get_events(connector: str) -> Response:
             "source": row["source"],
             "kafka_partition": row["kafka_partition"],
             "kafka_offset": row["kafka_offset"],
-            "kafka_timestamp": ts,
+            "kafka_timestamp": epoch_ms(row["kafka_timestamp"]) or 0,
         }
-        for ts, _, _, _, row in rows[offset : offset + limit]
+        for row in rows
     ]
     for event in page:  # configs in details may hold secrets
         details = event["details"]
         if isinstance(details, dict) and isinstance(details.get("config"), dict):
             event["details"] = {**details, "config": _redact(details["config"])}
-    next_offset = offset + limit if offset + limit < len(rows) else None
+    next_offset = offset + limit if offset + limit < total else None
     return jsonify(
         {
             "connector": connector,
-            "total": len(rows),
+            "total": total,
             "offset": offset,
             "limit": limit,
             "next_offset": next_offset,
@@ -175,7 +177,8 @@ def _redact(config: dict[str, object]) -> dict[str, object] | None:
 def get_topics_as_of(connector: str) -> Response:
     _known_row(connector)
     at = time_arg("at")
-    rows = get_tables().rows(ACTIVE_TOPICS_HISTORY, filters=[("connector", "=", connector)])
+    filters = [("connector", "=", connector), *reads.at_or_before(at)]
+    rows = reads.table_rows(_scan(ACTIVE_TOPICS_HISTORY), ACTIVE_TOPICS_HISTORY, filters)
     return jsonify({"connector": connector, "at": at, "topics": history.topics_as_of(rows, at)})
 
 
@@ -183,16 +186,21 @@ def _is_sink(connector: str, row: dict[str, Any]) -> bool:
     if row.get("type") in ("sink", "source"):
         return bool(row["type"] == "sink")
     # Deleted (no config left): the type its deletion recorded.
-    for event in _events(connector):
-        if event["event"] == "deleted" and event.get("details"):
+    for event in _events(connector, ["deleted"]):
+        if event.get("details"):
             return bool(json.loads(event["details"]).get("connector_type") == "sink")
     return False
 
 
-def _sink_rows(connector: str, row: dict[str, Any]) -> list[dict[str, Any]]:
+def _sink_rows(connector: str, row: dict[str, Any], filters: Sequence[Filter]) -> list[dict[str, Any]]:
     config = json.loads(row["config"]) if row.get("config") else None
     group = connector_consumer_group(connector, config)
-    return get_tables().rows(SINK_OFFSETS_HISTORY, filters=[("group_id", "=", group)])
+    return reads.table_rows(_scan(SINK_OFFSETS_HISTORY), SINK_OFFSETS_HISTORY, [("group_id", "=", group), *filters])
+
+
+def _source_rows(connector: str, filters: Sequence[Filter]) -> list[dict[str, Any]]:
+    spec = SOURCE_OFFSETS_HISTORY
+    return reads.table_rows(_scan(spec), spec, [("connector", "=", connector), *filters])
 
 
 @bp.get("/connectors/<connector>/history/offsets")
@@ -207,10 +215,9 @@ def get_offsets_as_of(connector: str) -> Response:
     row = _known_row(connector)
     at = time_arg("at")
     if _is_sink(connector, row):
-        offsets = history.sink_offsets_as_of(_sink_rows(connector, row), at)
+        offsets = history.sink_offsets_as_of(_sink_rows(connector, row, reads.at_or_before(at)), at)
     else:
-        rows = get_tables().rows(SOURCE_OFFSETS_HISTORY, filters=[("connector", "=", connector)])
-        offsets = history.source_offsets_as_of(rows, at)
+        offsets = history.source_offsets_as_of(_source_rows(connector, reads.at_or_before(at)), at)
     return jsonify({"connector": connector, "at": at, "offsets": offsets})
 
 
@@ -246,11 +253,12 @@ def get_partition_history(connector: str) -> Response:
         topic, number = partition.get("kafka_topic"), partition.get("kafka_partition")
         if not isinstance(topic, str) or not isinstance(number, int) or isinstance(number, bool):
             raise _bad('A sink partition is {"kafka_topic":<string>,"kafka_partition":<integer>}')
-        rows = [r for r in _sink_rows(connector, row) if r["topic"] == topic and r["partition"] == number]
+        rows = _sink_rows(connector, row, [("topic", "=", topic), ("partition", "=", number)])
         changes = history.offset_history(rows, sink=True)
     else:
-        rows = get_tables().rows(SOURCE_OFFSETS_HISTORY, filters=[("connector", "=", connector)])
-        rows = [r for r in rows if r.get("partition") and json.loads(r["partition"]) == partition]
+        rows = [
+            r for r in _source_rows(connector, []) if r.get("partition") and json.loads(r["partition"]) == partition
+        ]
         changes = history.offset_history(rows, sink=False)
     return jsonify({"connector": connector, "partition": partition, "history": changes})
 
@@ -263,7 +271,7 @@ def get_partition_history(connector: str) -> Response:
 )
 def get_config_versions(connector: str) -> Response:
     _known_row(connector)
-    versions = history.config_versions(_events(connector), _patterns())
+    versions = history.config_versions(_events(connector, CONFIG_EVENTS), _patterns())
     return jsonify({"connector": connector, "versions": versions})
 
 
@@ -284,7 +292,8 @@ def get_config_versions(connector: str) -> Response:
 )
 def get_topic_connectors(topic: str) -> Response:
     tables = get_tables()
-    rows = tables.rows(ACTIVE_TOPICS_HISTORY, filters=[("topic", "=", topic)])
+    spec = ACTIVE_TOPICS_HISTORY
+    rows = reads.table_rows(_scan(spec), spec, [("topic", "=", topic)], ["connector", "kafka_timestamp"])
     active = tables.rows(ACTIVE_TOPICS, filters=[("topic", "=", topic)], columns=["connector"])
     return jsonify({"topic": topic, "connectors": history.topic_usage(rows, active)})
 
@@ -302,10 +311,7 @@ def _b64(value: bytes | None) -> str | None:
 )
 def get_rejected_records() -> Response:
     limit, offset = _page()
-    topic = request.args.get("topic")
-    filters = [("topic", "=", topic)] if topic else None
-    rows = get_tables().rows(REJECTED_RECORDS, filters=filters)
-    rows.sort(key=lambda r: (r["topic"] or "", r["partition"] or 0, r["offset"] or 0))
+    total, rows = reads.rejected_page(_scan(REJECTED_RECORDS), request.args.get("topic"), offset, limit)
     page = [
         {
             "topic": r["topic"],
@@ -316,8 +322,8 @@ def get_rejected_records() -> Response:
             "reason": r["reason"],
             "seen_at": epoch_ms(r["seen_at"]),
         }
-        for r in rows[offset : offset + limit]
+        for r in rows
     ]
     page = redact_rejected_records(page)  # issue 33
-    next_offset = offset + limit if offset + limit < len(rows) else None
-    return jsonify({"total": len(rows), "offset": offset, "limit": limit, "next_offset": next_offset, "records": page})
+    next_offset = offset + limit if offset + limit < total else None
+    return jsonify({"total": total, "offset": offset, "limit": limit, "next_offset": next_offset, "records": page})

@@ -32,6 +32,7 @@ from connect_state.kafka import ConsumerGroupAdmin, InternalTopicWriter
 from connect_state.kafka.follower import TopicFollower
 from connect_state.kafka.log import ConfigTopicTail, OffsetsCache, TopicLog, TopicLogReader
 from connect_state.tables.reader import TableReader
+from connect_state.tables.scan import TableScan
 
 T = TypeVar("T")
 
@@ -49,6 +50,8 @@ class TableSource(Protocol):
     ) -> list[dict[str, Any]]: ...
 
     def derived(self, spec: Any, build: Callable[[list[dict[str, Any]]], T]) -> T: ...
+
+    def scan(self, spec: Any) -> TableScan: ...
 
     def loaded_at(self, spec: Any) -> float | None: ...
 
@@ -252,6 +255,11 @@ class _ServedTables:
         value = self.tables.derived(spec, build)
         self._served(spec.name)
         return value
+
+    def scan(self, spec: Any) -> TableScan:
+        scan = self.tables.scan(spec)
+        self._served(spec.name)
+        return scan
 
     def loaded_at(self, spec: Any) -> float | None:
         return self.tables.loaded_at(spec)

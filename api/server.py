@@ -7,6 +7,9 @@ and with ``api.tls.client.auth`` mutual TLS (:mod:`connect_state.api.auth`); bou
 authentication it refuses to start (exit 2) unless ``api.auth.anonymous=true``.
 
     connect-state-api [--conf-file F] [--set key=value ...] [--workers N] [--threads N] [--dev]
+
+Each worker process serves ``api.threads`` requests at once (``--threads`` overrides it), at most
+``api.write.concurrency`` of them writes (:mod:`connect_state.api.write_slots`): slow writes never take every thread.
 """
 
 from __future__ import annotations
@@ -96,7 +99,7 @@ class ApiServer(BaseApplication):
         return self.application
 
 
-def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: int = 4) -> dict[str, Any]:
+def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: int | None = None) -> dict[str, Any]:
     """gunicorn settings for ``app``: bound to ``api.host:api.port``, threads, access log to stdout."""
 
     def worker_exit(_server: Any, _worker: Any) -> None:
@@ -109,7 +112,7 @@ def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: 
         **tls_options(settings),
         "bind": [bind_address(settings.api_host, settings.api_port)],
         "workers": workers,
-        "threads": threads,
+        "threads": threads if threads is not None else settings.api_threads,
         "worker_class": "gthread",
         "accesslog": "-",
         "logger_class": AccessLogger,
@@ -178,9 +181,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="connect-state-api", description=__doc__.split("\n\n")[0])
     add_config_arguments(parser)
     parser.add_argument("--workers", type=int, default=1, help="gunicorn worker processes (default 1)")
-    parser.add_argument("--threads", type=int, default=4, help="threads per worker (default 4)")
+    parser.add_argument("--threads", type=int, default=None, help="threads per worker (default: api.threads)")
     parser.add_argument("--dev", action="store_true", help="use Flask's development server instead of gunicorn")
     return parser
+
+
+def with_threads(settings: Settings, threads: int | None) -> Settings:
+    """``settings`` with ``api.threads`` from ``--threads`` (when given), and ``api.write.concurrency`` lowered below
+    it when it is not (writes must leave a thread to reads; one thread leaves none, said in the log)."""
+    if threads is not None:
+        settings = settings.with_overrides(**{"api.threads": str(threads)})
+    threads = max(1, settings.api_threads)
+    if settings.api_write_concurrency < threads:
+        return settings
+    slots = max(1, threads - 1)
+    log.warning(
+        "api.write.concurrency=%d with %d thread(s): writes may hold at most %d at once%s",
+        settings.api_write_concurrency,
+        threads,
+        slots,
+        "" if threads > 1 else " (one thread: a slow write still stalls reads; give the API more threads)",
+    )
+    return settings.with_overrides(**{"api.threads": str(threads), "api.write.concurrency": str(slots)})
 
 
 def _stop_on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -218,6 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConnectStateError as err:
         print(f"connect-state-api: {err}", file=sys.stderr)
         return 2
+    settings = with_threads(settings, args.threads)
     try:
         app = create_app(settings)
     except ConnectStateError as err:  # e.g. UnprotectedApiError: exposed without authentication
@@ -232,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.dev:
         return run_dev(app, settings)
     try:
-        ApiServer(app, gunicorn_options(settings, app, args.workers, args.threads)).run()
+        ApiServer(app, gunicorn_options(settings, app, args.workers)).run()
     except SystemExit as exit_:
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 1)

@@ -173,6 +173,8 @@ class Settings:
     api_audit_table: bool
     api_audit_flush_interval_ms: int
     api_request_timeout_ms: int
+    api_threads: int
+    api_write_concurrency: int
     api_allowed_groups: str
     api_allowed_offsets_topics: str
     jobs_metrics_port: int

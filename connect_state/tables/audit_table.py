@@ -4,6 +4,11 @@ The API (:mod:`connect_state.api.audit`) appends one JSON line per write or refu
 appends the lines past its mark (``<file>.flushed``: byte offset and inode) to the table with ``deltalake``, skipping
 ids the table already has, then moves the mark, and answers the table's rows plus the spool's unflushed ones. No Flask
 and no Spark here.
+
+``GET /audit``'s page (:meth:`AuditTable.page`) is bounded by its filters and page before anything is read
+(:class:`connect_state.tables.scan.TableScan`): rows are appended in time order, one data file per flush, so the newest
+page is in the newest file or two, found from the files' ``time`` statistics; the total adds up the row counts of the
+files every row of which matches, reading only the filtered columns of the others.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import json
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +31,10 @@ from connect_state.core.errors import TableNotFoundError
 from connect_state.core.settings import Settings
 from connect_state.core.storage import deltalake_options
 from connect_state.tables.reader import TableReader
+from connect_state.tables.scan import Filter, TableScan
 from connect_state.tables.schemas import AUDIT
 
-__all__ = ["AuditTable", "audit_time", "from_table_row", "iso_time", "row_id", "to_table_rows"]
+__all__ = ["AuditQuery", "AuditTable", "audit_time", "from_table_row", "iso_time", "row_id", "to_table_rows"]
 
 
 def row_id(row: Mapping[str, Any], line: str) -> str:
@@ -83,6 +90,46 @@ def from_table_row(row: Mapping[str, Any]) -> dict[str, Any]:
     if out["written"] is None:
         out["written"] = []
     return out
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    """``GET /audit``'s filters (``since``/``until`` epoch ms, inclusive) and page size (the newest ``limit``)."""
+
+    connector: str | None = None
+    principal: str | None = None
+    outcome: str | None = None
+    since: int | None = None
+    until: int | None = None
+    limit: int = 100
+
+    def table_filters(self) -> list[Filter]:
+        """The filters on the table's columns: a row's ``time`` in epoch ms (truncated) within ``since``..``until``."""
+        filters: list[Filter] = [
+            (column, "=", value)
+            for column, value in (
+                ("connector", self.connector),
+                ("principal", self.principal),
+                ("outcome", self.outcome),
+            )
+            if value is not None
+        ]
+        if self.since is not None:
+            filters.append(("time", ">=", _EPOCH + timedelta(milliseconds=self.since)))
+        if self.until is not None:
+            filters.append(("time", "<", _EPOCH + timedelta(milliseconds=self.until + 1)))
+        return filters
+
+    def matches(self, row: Mapping[str, Any]) -> bool:
+        """Whether a row in the JSON form (a spool line's) matches."""
+        for column, value in (("connector", self.connector), ("principal", self.principal), ("outcome", self.outcome)):
+            if value is not None and row.get(column) != value:
+                return False
+        at = audit_time(str(row["time"])) // 1000
+        return (self.since is None or at >= self.since) and (self.until is None or at <= self.until)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class AuditTable:
@@ -171,6 +218,37 @@ class AuditTable:
                     os.fsync(out.fileno())
                 os.replace(temporary, self.mark)
             return len(new)
+
+    def page(self, query: AuditQuery) -> tuple[int, list[dict[str, Any]]]:
+        """How many rows match ``query`` (the table's and the spool's unflushed ones), and the newest ``limit`` of
+        them, oldest first; the table read bounded by the query (see the module doc)."""
+        start = self.flushed_offset()  # before the table: a flush in between leaves rows in both, deduplicated
+        try:
+            scan: TableScan | None = self.reader.scan(AUDIT)
+        except TableNotFoundError:
+            scan = None
+        filters = query.table_filters()
+        stored: list[dict[str, Any]] = []
+        total = 0
+        if scan is not None:
+            total = scan.count(filters)
+            newest = scan.newest("time", filters, query.limit, AUDIT.column_names)
+            stored = [from_table_row(row) for row in newest.select(AUDIT.column_names).to_pylist()]
+        pending = self._unflushed(scan, start)
+        matching = [row for row in pending if query.matches(row)]
+        rows = sorted([*stored, *matching], key=lambda row: audit_time(row["time"]))
+        return total + len(matching), rows[-query.limit :] if query.limit else []
+
+    def _unflushed(self, scan: TableScan | None, start: int) -> list[dict[str, Any]]:
+        """The spool's rows past the mark that the table does not have (looked up in the files as new as they)."""
+        pending = self.spooled(start)[0]
+        if scan is None or not pending:
+            return pending
+        oldest = min(audit_time(row["time"]) for row in pending)
+        since = _EPOCH + timedelta(microseconds=oldest)
+        found = scan.rows([("time", ">=", since), ("id", "in", [row["id"] for row in pending])], ["id"])
+        ids = set(found.column("id").to_pylist())
+        return [row for row in pending if row["id"] not in ids]
 
     def rows(self) -> list[dict[str, Any]]:
         """Every row: the table's, then the spool's unflushed ones the table does not have, oldest first."""

@@ -42,6 +42,7 @@ from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.core.errors import TableNotFoundError
 from connect_state.core.storage import Location
+from connect_state.tables.scan import DeltaFiles, TableScan
 from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
@@ -261,6 +262,8 @@ class TableReader:
         # (table, function) -> (the snapshot's data, the function of its rows): see derived
         self._derived: dict[tuple[str, Callable[..., Any]], tuple[pa.Table, Any]] = {}
         self._log_dirs: dict[str, str] = {}
+        # table -> (its DeltaTable, the version scanned, the scan of that version): see scan
+        self._scans: dict[str, tuple[DeltaTable, int, TableScan]] = {}
 
     def path(self, spec: TableSpec) -> Location:
         return self.delta_root / spec.name
@@ -349,6 +352,27 @@ class TableReader:
                 snapshot.committed_at = _last_commit_time(snapshot.table)
             self._snapshots[spec.name] = snapshot
             return snapshot.data
+
+    def scan(self, spec: TableSpec) -> TableScan:
+        """Bounded reads of the table's latest version (:mod:`connect_state.tables.scan`: the history and audit
+        queries): nothing is loaded but the log's file list and statistics, rows are read per query."""
+        with self._lock(spec.name):
+            kept = self._scans.get(spec.name)
+            table = kept[0] if kept is not None else None
+            if table is not None:
+                try:
+                    table.update_incremental()
+                except Exception:  # removed or rewritten under us: open it afresh
+                    table = None
+            if table is None:
+                table = self.table(spec)
+            version = table.version()
+            if kept is not None and kept[0] is table and kept[1] == version:
+                return kept[2]
+            local = os.fspath(self.path(spec)) if self.delta_root.is_local else None
+            scan = TableScan(DeltaFiles(table, self.storage_options, local))
+            self._scans[spec.name] = (table, version, scan)
+            return scan
 
     def loaded_at(self, spec: TableSpec) -> float | None:
         """When the rows :meth:`rows` answers from were loaded (epoch seconds; None before any read): it identifies

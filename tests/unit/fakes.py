@@ -26,6 +26,7 @@ from connect_state.folds.config_snapshot import ConfigSnapshot, ConnectorConfigV
 from connect_state.kafka.log import LogRecord, TopicOffsets
 from connect_state.kafka.partitioner import partition_for_key
 from connect_state.tables.reader import TableReader, missing_table_message
+from connect_state.tables.scan import ArrowFiles, TableScan
 from connect_state.tables.schemas import TableSpec
 
 STATUS_PARTITIONS = 5  # Connect's default status.storage.partitions
@@ -202,6 +203,10 @@ class FakeHerderIO:
         return self._admin
 
 
+SCAN_FILE_ROWS = 3
+"""Rows per data file of an :class:`InMemoryTables` scan: small, so that the API's paged reads cross files."""
+
+
 class InMemoryTables(TableReader):
     """A :class:`~connect_state.tables.reader.TableReader` whose tables are rows in memory instead of Delta tables.
 
@@ -218,6 +223,10 @@ class InMemoryTables(TableReader):
         if spec.name not in self.tables:
             raise TableNotFoundError(missing_table_message(spec, self.path(spec)))
         return pa.Table.from_pylist(self.tables[spec.name], schema=spec.schema)
+
+    def scan(self, spec: TableSpec) -> TableScan:
+        """The rows as data files of :data:`SCAN_FILE_ROWS` rows each, in the order given (statistics exact)."""
+        return TableScan(ArrowFiles(self.snapshot(spec), SCAN_FILE_ROWS))
 
 
 class InMemoryTopics:

@@ -1,0 +1,405 @@
+"""Bounded reads of a Delta table (issue 33, finding 7): only the data files whose statistics say they may hold a
+matching row, only the columns asked for, only the rows a page needs. No Flask, no Spark.
+
+The history and audit tables only grow; the API's current-state reads keep whole tables in memory
+(:mod:`connect_state.tables.reader`), which a history query must not. A :class:`TableScan` works from each data file's
+``add`` action in the Delta log (row count, per-column minimum, maximum and null count: the statistics every Delta
+writer records, Spark's and delta-rs'):
+
+* :meth:`TableScan.rows`: the rows matching ANDed ``(column, op, value)`` filters, reading only the files whose
+  statistics may hold one (the others are never opened), with the filter and the columns pushed down to the Parquet
+  reader (which skips row groups by their own statistics);
+* :meth:`TableScan.count`: how many rows match, adding up the row counts of files whose statistics prove every row
+  matches (never opened) and counting in the others, reading only the filtered columns;
+* :meth:`TableScan.newest`: at least the ``limit`` rows with the greatest ``order`` (a time) that match: files are
+  read newest first (by their maximum) until ``limit`` rows are found and no file left can hold a newer one. On a
+  table appended in time order (the audit table, the history tables) a page reads a file or two, whatever the
+  table's size.
+
+Statistics are conservative: a column without them, or a file without any, is read. Spark truncates a timestamp's
+statistics to milliseconds, so a timestamp's maximum is taken as up to a millisecond later than recorded.
+
+:attr:`TableScan.files_read` names every file read (what the tests and ``bench/audit_page.py`` check).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import unquote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.fs as pa_fs
+from deltalake import DeltaTable
+from deltalake.fs import DeltaStorageHandler
+
+__all__ = [
+    "ArrowFiles",
+    "DataFile",
+    "DeltaFiles",
+    "FileStats",
+    "Filter",
+    "TableScan",
+    "all_match",
+    "filter_expression",
+    "may_match",
+]
+
+Filter = tuple[str, str, Any]
+"""``(column, op, value)``; a list of them is ANDed. Ops: ``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``."""
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One data file to read: its path in the table and its size."""
+
+    path: str
+    size: int
+
+
+class FileStats:
+    """The data files of a table version and their statistics, as arrays (one entry a file), from a table of
+    ``path``, ``size_bytes``, ``num_records`` and ``min.<column>``, ``max.<column>``, ``null_count.<column>`` (the
+    shape of deltalake's flattened ``get_add_actions``). Deciding which files to read is array arithmetic, not a loop
+    over the files."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self.paths: list[str] = table.column("path").to_pylist()
+        self.sizes = _ints(table.column("size_bytes"), 0)
+        self.rows = _ints(table.column("num_records"), -1) if "num_records" in table.column_names else None
+        self._bounds: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None] = {}
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def file(self, index: int) -> DataFile:
+        return DataFile(self.paths[index], int(self.sizes[index]))
+
+    def bounds(self, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None:
+        """The column's minimums, maximums (a timestamp's widened by a millisecond: Spark truncates them), whether
+        both are known, per file, and whether they are timestamps (as epoch microseconds); None: no statistics."""
+        if column not in self._bounds:
+            names = self.table.column_names
+            if f"min.{column}" not in names or f"max.{column}" not in names:
+                self._bounds[column] = None
+            else:
+                low, high = self.table.column(f"min.{column}"), self.table.column(f"max.{column}")
+                known = (pc.is_valid(low).to_numpy(zero_copy_only=False)) & pc.is_valid(high).to_numpy(
+                    zero_copy_only=False
+                )
+                is_time = pa.types.is_timestamp(low.type)
+                lows, highs = _values(low), _values(high)
+                if is_time:
+                    highs = highs + TIMESTAMP_SLACK_US
+                self._bounds[column] = (lows, highs, known, is_time)
+        return self._bounds[column]
+
+    def nulls(self, column: str) -> np.ndarray | None:
+        name = f"null_count.{column}"
+        return _ints(self.table.column(name), -1) if name in self.table.column_names else None
+
+
+TIMESTAMP_SLACK_US = 1_000
+
+
+def _ints(column: pa.ChunkedArray, missing: int) -> np.ndarray:
+    return np.asarray(column.fill_null(missing).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _values(column: pa.ChunkedArray) -> np.ndarray:
+    """A statistics column as numbers (timestamps as epoch microseconds) or objects; unknown entries filled."""
+    if pa.types.is_timestamp(column.type):
+        return _ints(column.cast(pa.int64()), 0)
+    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_boolean(column.type):
+        return np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False))
+    return np.asarray(column.to_pylist(), dtype=object)
+
+
+def _micros(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+        return (aware - EPOCH) // dt.timedelta(microseconds=1)
+    return value
+
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "=": lambda field_, value: field_ == value,
+    "==": lambda field_, value: field_ == value,
+    "!=": lambda field_, value: field_ != value,
+    "<": lambda field_, value: field_ < value,
+    "<=": lambda field_, value: field_ <= value,
+    ">": lambda field_, value: field_ > value,
+    ">=": lambda field_, value: field_ >= value,
+    "in": lambda field_, value: field_.isin(list(value)),
+}
+
+
+def filter_expression(filters: Sequence[Filter]) -> pc.Expression | None:
+    """The pyarrow expression of ANDed filters (None: no filter)."""
+    expression: pc.Expression | None = None
+    for column, op, value in filters:
+        if op not in _OPS:
+            raise ValueError(f"unsupported filter operator {op!r} (supported: {', '.join(_OPS)})")
+        term = _OPS[op](pc.field(column), value)
+        expression = term if expression is None else expression & term
+    return expression
+
+
+def _may(low: np.ndarray, high: np.ndarray, op: str, value: Any) -> np.ndarray:
+    """Per file, whether some value in [low, high] may satisfy ``op value``."""
+    if op in ("=", "=="):
+        return (low <= value) & (high >= value)
+    if op == "in":
+        return np.logical_or.reduce([(low <= v) & (high >= v) for v in value] or [np.zeros(len(low), bool)])
+    if op == "<":
+        return low < value
+    if op == "<=":
+        return low <= value
+    if op == ">":
+        return high > value
+    if op == ">=":
+        return high >= value
+    return np.ones(len(low), bool)  # "!=": a file of one value only could be excluded; not worth it
+
+
+def _every(low: np.ndarray, high: np.ndarray, op: str, value: Any) -> np.ndarray:
+    """Per file, whether every value in [low, high] satisfies ``op value``."""
+    if op in ("=", "=="):
+        return (low == value) & (high == value)
+    if op == "in":
+        return (low == high) & np.isin(low, list(value))
+    if op == "<":
+        return high < value
+    if op == "<=":
+        return high <= value
+    if op == ">":
+        return low > value
+    if op == ">=":
+        return low >= value
+    return (high < value) | (low > value)  # "!="
+
+
+def _converted(value: Any, op: str, is_time: bool) -> Any:
+    if not is_time:
+        return value
+    return [_micros(v) for v in value] if op == "in" else _micros(value)
+
+
+def may_match(stats: FileStats, filters: Sequence[Filter]) -> np.ndarray:
+    """Per file, whether its statistics allow a row matching every filter (unknown statistics: yes)."""
+    mask = np.ones(len(stats), bool)
+    for column, op, value in filters:
+        nulls = stats.nulls(column)
+        if nulls is not None and stats.rows is not None:
+            mask &= ~((nulls == stats.rows) & (stats.rows >= 0))  # null on every row: no comparison holds
+        bounds = stats.bounds(column)
+        if bounds is None:
+            continue
+        low, high, known, is_time = bounds
+        try:
+            mask &= _may(low, high, op, _converted(value, op, is_time)) | ~known
+        except TypeError:  # a value of another type than the statistics: read the files
+            continue
+    return mask
+
+
+def all_match(stats: FileStats, filters: Sequence[Filter]) -> np.ndarray:
+    """Per file, whether its statistics prove that every row matches every filter (and its row count is known)."""
+    if stats.rows is None:
+        return np.zeros(len(stats), bool)
+    mask = stats.rows >= 0
+    for column, op, value in filters:
+        bounds, nulls = stats.bounds(column), stats.nulls(column)
+        if bounds is None or nulls is None:
+            return np.zeros(len(stats), bool)
+        low, high, known, is_time = bounds
+        try:
+            mask &= known & (nulls == 0) & _every(low, high, op, _converted(value, op, is_time))
+        except TypeError:
+            return np.zeros(len(stats), bool)
+    return mask
+
+
+class FileSource(Protocol):
+    """Where a scan's files and rows come from (a Delta table's version, or Arrow rows in memory)."""
+
+    schema: pa.Schema
+
+    def stats(self) -> FileStats: ...
+
+    def read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table: ...
+
+
+_FORMAT = pads.ParquetFileFormat(default_fragment_scan_options=pads.ParquetFragmentScanOptions(pre_buffer=True))
+
+
+class DeltaFiles:
+    """The data files of one version of a Delta table, with their ``add`` actions' statistics; read by path (local
+    files natively, an object store through deltalake's own storage, sizes known: no extra requests)."""
+
+    def __init__(self, table: DeltaTable, storage_options: Mapping[str, str] | None, local_root: str | None) -> None:
+        self.table = table
+        self.schema = pa.schema(table.schema().to_arrow())
+        self.storage_options = dict(storage_options or {})
+        self.local_root = local_root
+        self._stats = FileStats(pa.table(table.get_add_actions(flatten=True)))
+
+    def stats(self) -> FileStats:
+        return self._stats
+
+    def read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table:
+        if not files:
+            return self.schema.empty_table().select(list(columns))
+        filesystem: pa_fs.FileSystem
+        if self.local_root is not None:
+            filesystem = pa_fs.LocalFileSystem()
+            paths = [f"{self.local_root}/{unquote(file.path)}" for file in files]
+        else:
+            handler = DeltaStorageHandler(
+                self.table.table_uri, self.storage_options or None, {file.path: file.size for file in files}
+            )
+            filesystem = pa_fs.PyFileSystem(handler)
+            paths = [file.path for file in files]
+        fragments = [_FORMAT.make_fragment(path, filesystem=filesystem) for path in paths]
+        dataset = pads.FileSystemDataset(fragments, self.schema, _FORMAT, filesystem)
+        return dataset.to_table(columns=list(columns), filter=where)
+
+
+class ArrowFiles:
+    """Rows in memory as data files of ``file_rows`` rows each, with exact statistics (the unit tests' tables)."""
+
+    def __init__(self, data: pa.Table, file_rows: int = 1_000) -> None:
+        self.schema = data.schema
+        starts = range(0, len(data), file_rows)
+        self.parts = {f"part-{i:05d}": data.slice(start, file_rows) for i, start in enumerate(starts)}
+        self._stats = FileStats(_arrow_stats(self.schema, self.parts))
+
+    def stats(self) -> FileStats:
+        return self._stats
+
+    def read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table:
+        parts = [self.parts[file.path] for file in files]
+        data = pa.concat_tables(parts) if parts else self.schema.empty_table()
+        return (data.filter(where) if where is not None else data).select(list(columns))
+
+
+def _arrow_stats(schema: pa.Schema, parts: Mapping[str, pa.Table]) -> pa.Table:
+    """Exact statistics of in-memory files, shaped as deltalake's flattened add actions."""
+    columns: dict[str, list[Any]] = {"path": list(parts), "size_bytes": [], "num_records": []}
+    types: dict[str, pa.DataType] = {"path": pa.string(), "size_bytes": pa.int64(), "num_records": pa.int64()}
+    kept = [f for f in schema if not (pa.types.is_binary(f.type) or pa.types.is_nested(f.type))]
+    for field_ in kept:
+        for kind in ("min", "max"):
+            columns[f"{kind}.{field_.name}"], types[f"{kind}.{field_.name}"] = [], field_.type
+    for field_ in schema:
+        columns[f"null_count.{field_.name}"], types[f"null_count.{field_.name}"] = [], pa.int64()
+    for rows in parts.values():
+        columns["size_bytes"].append(rows.nbytes)
+        columns["num_records"].append(len(rows))
+        for field_ in schema:
+            column = rows.column(field_.name)
+            columns[f"null_count.{field_.name}"].append(column.null_count)
+        for field_ in kept:
+            bounds = pc.min_max(rows.column(field_.name))
+            columns[f"min.{field_.name}"].append(bounds["min"].as_py())
+            columns[f"max.{field_.name}"].append(bounds["max"].as_py())
+    return pa.table({name: pa.array(values, types[name]) for name, values in columns.items()})
+
+
+class TableScan:
+    """Bounded reads of one table version (see the module doc)."""
+
+    def __init__(self, source: FileSource) -> None:
+        self.source = source
+        self.files_read: list[str] = []
+        self._lock = threading.Lock()
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.source.schema
+
+    def _read(self, indices: Iterable[Any], columns: Sequence[str], filters: Sequence[Filter]) -> pa.Table:
+        stats = self.source.stats()
+        files = [stats.file(int(i)) for i in indices]
+        with self._lock:
+            self.files_read.extend(file.path for file in files)
+        return self.source.read(files, columns, filter_expression(filters))
+
+    def candidates(self, filters: Sequence[Filter]) -> np.ndarray:
+        """The indices of the files whose statistics allow a matching row."""
+        return np.flatnonzero(may_match(self.source.stats(), filters))
+
+    def rows(self, filters: Sequence[Filter], columns: Sequence[str]) -> pa.Table:
+        """Every row matching ``filters``, ``columns`` only, from the files that may hold one."""
+        return self._read(self.candidates(filters), columns, filters)
+
+    def count(self, filters: Sequence[Filter]) -> int:
+        """How many rows match: files proven to match whole counted from their statistics, the others read (only the
+        filtered columns)."""
+        stats = self.source.stats()
+        maybe = may_match(stats, filters)
+        whole = maybe & all_match(stats, filters)
+        total = int(stats.rows[whole].sum()) if stats.rows is not None else 0
+        partial = np.flatnonzero(maybe & ~whole)
+        if len(partial):
+            columns = sorted({column for column, _, _ in filters}) or [self.schema.names[0]]
+            total += self._read(partial, columns, filters).num_rows
+        return total
+
+    def newest(self, order: str, filters: Sequence[Filter], limit: int, columns: Sequence[str]) -> pa.Table:
+        """The matching rows with the ``limit`` greatest values of ``order`` (and any row tied with the last of
+        them), ``columns`` plus ``order``, in no particular order. Files are read newest first, one, then two, four...
+        at a time, until ``limit`` rows are found and every file left ends before the ``limit``-th newest."""
+        wanted = list(dict.fromkeys([*columns, order]))
+        files, highs = self._newest_first(order, filters)
+        found: list[pa.Table] = []
+        count, threshold, start, step = 0, None, 0, 1
+        while start < len(files):
+            if threshold is not None and highs[start] is not None and highs[start] < _micros(threshold):
+                break  # this file and every later one end before the page's oldest row
+            batch = files[start : start + step]
+            start, step = start + step, step * 2
+            rows = self._read(batch, wanted, filters)
+            if rows.num_rows:
+                found.append(rows)
+                count += rows.num_rows
+            if count >= limit:
+                data = pa.concat_tables(found)
+                threshold = _kth_greatest(data.column(order), limit)
+                if threshold is not None:
+                    found, count = [data.filter(pc.greater_equal(data.column(order), threshold))], limit
+        if not found:
+            return self.schema.empty_table().select(wanted)
+        return pa.concat_tables(found)
+
+    def _newest_first(self, order: str, filters: Sequence[Filter]) -> tuple[np.ndarray, list[Any]]:
+        """The candidate files by their greatest ``order``, descending (files without statistics first), and those
+        maximums (None: unknown)."""
+        candidates = self.candidates(filters)
+        bounds = self.source.stats().bounds(order)
+        if bounds is None:
+            return candidates, [None] * len(candidates)
+        _low, high, known, _is_time = bounds
+        unknown = candidates[~known[candidates]]
+        ranked = candidates[known[candidates]]
+        ranked = ranked[np.argsort(high[ranked], kind="stable")[::-1]]
+        return np.concatenate([unknown, ranked]), [None] * len(unknown) + list(high[ranked])
+
+
+def _kth_greatest(column: pa.ChunkedArray, k: int) -> Any:
+    """The ``k``-th greatest non-null value of ``column`` (its least when it has fewer)."""
+    values = column.drop_null()
+    if len(values) == 0:
+        return None
+    top = pc.select_k_unstable(values, k=min(k, len(values)), sort_keys=[("dummy", "descending")])
+    return pc.min(values.take(top)).as_py()

@@ -1,0 +1,160 @@
+"""Bounded reads of Delta tables (connect_state/tables/scan.py, issue 33 finding 7): the files a query reads are those
+its filters and page need, found from the Delta log's statistics, never the whole table."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from connect_state.tables.audit_table import AuditQuery, AuditTable, to_table_rows
+from connect_state.tables.reader import TableReader
+from connect_state.tables.scan import ArrowFiles, FileStats, TableScan, all_match, may_match
+from connect_state.tables.schemas import AUDIT, HEARTBEATS
+from tests.unit.helpers import write_table
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+FILES, PER_FILE = 10, 50
+
+
+def audit_row(n: int) -> dict[str, Any]:
+    at = T0 + timedelta(seconds=n)
+    return {
+        "id": f"id-{n:06d}",
+        "time": at.isoformat().replace("+00:00", "Z"),
+        "principal": "alice" if n % 2 else "bob",
+        "connector": f"c{n % 5}",
+        "method": "PUT",
+        "path": f"/connectors/c{n % 5}/stop",
+        "status": 204,
+        "outcome": "succeeded" if n % 7 else "failed",
+        "body": {"n": n},
+        "written": [],
+    }
+
+
+@pytest.fixture
+def delta_root(tmp_path: Path) -> Path:
+    """An audit table of FILES appends (one data file each, as the spool's flushes write it), in time order."""
+    root = tmp_path / "delta"
+    for f in range(FILES):
+        from deltalake import write_deltalake
+
+        rows = [audit_row(f * PER_FILE + i) for i in range(PER_FILE)]
+        write_deltalake(root / AUDIT.name, to_table_rows(rows), mode="append")
+    return root
+
+
+def every_row() -> list[dict[str, Any]]:
+    return [audit_row(n) for n in range(FILES * PER_FILE)]
+
+
+def expected(query: AuditQuery) -> tuple[int, list[str]]:
+    matching = [row for row in every_row() if query.matches(row)]
+    return len(matching), [row["id"] for row in matching[-query.limit :]]
+
+
+def test_the_newest_page_reads_the_newest_file_only(delta_root: Path) -> None:
+    scan = TableReader(delta_root).scan(AUDIT)
+    assert len(scan.source.stats()) == FILES
+    newest = scan.newest("time", [], 20, ["id"])
+    assert sorted(newest.column("id").to_pylist()) == [f"id-{n:06d}" for n in range(480, 500)]
+    assert len(scan.files_read) == 1  # the newest of ten
+    assert scan.count([]) == FILES * PER_FILE and len(scan.files_read) == 1  # counted from the statistics
+
+
+def test_a_page_across_files_reads_no_more_than_it_needs(delta_root: Path) -> None:
+    scan = TableReader(delta_root).scan(AUDIT)
+    newest = scan.newest("time", [], PER_FILE + 1, ["id"])
+    assert newest.num_rows == PER_FILE + 1
+    assert len(scan.files_read) == 3  # one file, then two: the page spans the newest two; a third for the step
+
+
+def test_time_filters_prune_files(delta_root: Path) -> None:
+    scan = TableReader(delta_root).scan(AUDIT)
+    since = [("time", ">=", T0 + timedelta(seconds=120)), ("time", "<", T0 + timedelta(seconds=180))]
+    assert scan.count(since) == 60
+    assert len(scan.files_read) == 2  # the two files straddling a bound; the one inside counted from statistics
+    rows = scan.rows(since, ["id"])
+    assert rows.num_rows == 60 and len(scan.files_read) == 2 + 2  # files 2 and 3 only (100..149 and 150..199)
+
+
+def test_equality_filters_read_only_their_columns_of_partial_files(delta_root: Path) -> None:
+    scan = TableReader(delta_root).scan(AUDIT)
+    assert scan.count([("connector", "=", "c3")]) == FILES * PER_FILE // 5
+    assert scan.count([("connector", "=", "zz")]) == 0  # beyond every file's maximum: nothing read
+    assert len(scan.files_read) == FILES
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        AuditQuery(),
+        AuditQuery(limit=1),
+        AuditQuery(limit=PER_FILE * 3 + 7),
+        AuditQuery(connector="c2", limit=13),
+        AuditQuery(principal="alice", outcome="failed", limit=5),
+        AuditQuery(since=int((T0 + timedelta(seconds=100)).timestamp() * 1000), limit=1000),
+        AuditQuery(until=int((T0 + timedelta(seconds=260)).timestamp() * 1000), limit=30),
+        AuditQuery(connector="nobody"),
+    ],
+)
+def test_audit_pages_answer_as_a_full_read_does(delta_root: Path, tmp_path: Path, query: AuditQuery) -> None:
+    from connect_state.core.settings import load_settings
+
+    settings = load_settings(overrides={"delta.root": str(delta_root)}, environ={})
+    table = AuditTable(settings, tmp_path / "spool.jsonl")
+    total, rows = table.page(query)
+    assert (total, [row["id"] for row in rows]) == expected(query)
+
+
+def test_heartbeats_newest_with_ties_across_files(tmp_path: Path) -> None:
+    """Rows tied on the order column across files all come back (the caller breaks the tie)."""
+    same = T0 + timedelta(minutes=5)
+    for batch in range(3):
+        rows = [
+            {"connector": "s", "emitted_at": same if batch else T0, "record_index": i + 10 * batch} for i in range(4)
+        ]
+        write_table(tmp_path, HEARTBEATS, rows)
+    scan = TableReader(tmp_path).scan(HEARTBEATS)
+    newest = scan.newest("emitted_at", [("connector", "=", "s")], 2, ["record_index"])
+    assert sorted(newest.column("record_index").to_pylist()) == [10, 11, 12, 13, 20, 21, 22, 23]
+    assert len(scan.files_read) == 3  # the oldest file too: read with the second step, then cut by the threshold
+
+
+def test_statistics_decide_conservatively() -> None:
+    stats = FileStats(
+        pa.table(
+            {
+                "path": ["f", "nulls", "unknown"],
+                "size_bytes": [1, 1, 1],
+                "num_records": [10, 10, 10],
+                "min.a": pa.array([1, None, None], pa.int32()),
+                "max.a": pa.array([5, None, None], pa.int32()),
+                "null_count.a": [0, 10, None],
+                "min.t": pa.array([T0, None, None], pa.timestamp("us", tz="UTC")),
+                "max.t": pa.array([T0, None, None], pa.timestamp("us", tz="UTC")),
+                "null_count.t": [0, 10, None],
+            }
+        )
+    )
+    assert may_match(stats, [("a", "=", 3)]).tolist() == [True, False, True]  # null everywhere; no statistics
+    assert may_match(stats, [("a", "=", 6)]).tolist() == [False, False, True]
+    assert may_match(stats, [("a", "in", [0, 6])]).tolist() == [False, False, True]
+    assert may_match(stats, [("t", ">", T0 + timedelta(microseconds=500))]).tolist()[0]  # Spark's ms statistics
+    assert not may_match(stats, [("t", ">=", T0 + timedelta(milliseconds=2))]).tolist()[0]
+    assert may_match(stats, [("b", "=", 1)]).all()  # a column without statistics: read
+    assert may_match(stats, [("a", "=", "text")]).tolist() == [True, False, True]  # another type: read
+    assert all_match(stats, [("a", ">=", 1), ("a", "<=", 5)]).tolist() == [True, False, False]
+    assert not all_match(stats, [("a", "<", 5)]).any()
+    assert not all_match(stats, [("b", "=", 1)]).any()
+
+
+def test_arrow_files_scan_like_a_table() -> None:
+    data = pa.table({"n": list(range(10)), "k": ["x", "y"] * 5})
+    scan = TableScan(ArrowFiles(data, 3))
+    assert sorted(scan.newest("n", [("k", "=", "x")], 2, ["n"]).column("n").to_pylist()) == [6, 8]
+    assert scan.count([("k", "=", "y")]) == 5
