@@ -134,6 +134,7 @@ PRINCIPAL_PLACEHOLDERS: Mapping[Component, str] = {
 DOCUMENTED_SETTINGS: Mapping[str, str] = {
     "exactly.once.source.support": "enabled",
     "api.audit.topic": "$AUDIT_TOPIC",
+    "heartbeat.topics.create": "true",
 }
 
 #: The prefix of a sink connector's default consumer group (``connect-<name>``).
@@ -282,8 +283,8 @@ def _heartbeats(settings: Settings, names: ConnectorNames) -> list[KafkaAcl]:
             Component.HEARTBEATS,
             ResourceType.TOPIC,
             tuple(dict.fromkeys((settings.heartbeat_records_topic, *names.heartbeat_topics))),
-            (_CREATE, _WRITE),
-            "heartbeat records (the topic is created if missing)",
+            (_CREATE, _WRITE) if settings.heartbeat_topics_create else (_WRITE,),
+            "heartbeat records (Create only with heartbeat.topics.create=true, which creates a missing topic)",
         ),
     ]
 

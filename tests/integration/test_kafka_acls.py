@@ -143,6 +143,7 @@ def cluster(sasl_broker: SaslBroker, tmp_path_factory: pytest.TempPathFactory) -
             "checkpoint.root": str(base_dir / "checkpoints"),
             "exactly.once.source.support": "enabled",
             "api.audit.topic": AUDIT_TOPIC,
+            "heartbeat.topics.create": "true",  # the widest heartbeat ACLs: Create as well as Write
             "api.kafka.write.timeout.ms": "20000",
             "api.fresh.read.timeout.ms": "20000",
         },

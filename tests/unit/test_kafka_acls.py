@@ -43,6 +43,9 @@ def test_every_component_has_acls_and_names_follow_the_settings() -> None:
     assert status == {Component.JOBS, Component.API, Component.CLEANUP, Component.HEARTBEATS}
     assert not any("connect-status" in acl.names for acl in acls)
     beats = [acl for acl in acls if "my-beats" in acl.names]
+    assert [(acl.component, acl.operations) for acl in beats] == [(Component.HEARTBEATS, (Operation.WRITE,))]
+    created = _acls(**{"heartbeat.records.topic": "my-beats", "heartbeat.topics.create": "true"})
+    beats = [acl for acl in created if "my-beats" in acl.names]
     assert [(acl.component, acl.operations) for acl in beats] == [
         (Component.HEARTBEATS, (Operation.CREATE, Operation.WRITE))
     ]
