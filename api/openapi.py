@@ -195,14 +195,16 @@ def op(
     responses = dict(ok)
     # A path parameter that does not route (an encoded slash) is Flask's 404, as Jersey's.
     routed = {404} if any(p.get("in") == "path" for p in params or []) else set()
-    # Issue 13: authentication (401), roles (403), the body bound (413), on every operation.
-    for status in sorted({*errors, *routed, 401, 403, 413, 500, 503}):
+    # Issue 13: authentication (401), roles (403), the body bound (413), on every operation; issue 33: failed logins
+    # limited (429).
+    for status in sorted({*errors, *routed, 401, 403, 413, 429, 500, 503}):
         responses[str(status)] = _error(
             {
                 400: "Bad request (Connect's error body)",
                 401: "No valid credentials (with WWW-Authenticate)",
                 403: "Forbidden by the settings or by the principal's roles",
                 413: "Request body larger than api.max.body.bytes",
+                429: "Too many failed logins for the claimed user or from the client's address (with Retry-After)",
                 404: "Not found (Connect's message)",
                 409: "The config topic could not be read to its end in time; nothing was written",
                 500: "A write whose outcome is unknown, or an unexpected failure",

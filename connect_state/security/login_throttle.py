@@ -14,6 +14,7 @@ Pure: no Flask, no clock but the one passed in.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import math
 import threading
@@ -27,6 +28,8 @@ __all__ = ["LimitKind", "LoginThrottle", "Throttled", "address_key"]
 
 #: The prefix an IPv6 client is counted by: the /64 a host (or a home, a phone) is usually given.
 IPV6_PREFIX = 64
+#: A claimed name longer than this is counted by its digest (a header may hold kilobytes: memory stays bounded).
+MAX_NAME = 256
 
 
 class LimitKind(StrEnum):
@@ -87,6 +90,8 @@ class LoginThrottle:
     def _keys(self, principal: str | None, address: str | None) -> list[tuple[LimitKind, str]]:
         keys = []
         if principal is not None and self.limits[LimitKind.PRINCIPAL]:
+            if len(principal) > MAX_NAME:
+                principal = "sha256:" + hashlib.sha256(principal.encode("utf-8", "replace")).hexdigest()
             keys.append((LimitKind.PRINCIPAL, principal))
         counted = address_key(address)
         if counted is not None and self.limits[LimitKind.ADDRESS]:

@@ -22,6 +22,8 @@ __all__ = ["RefusalKey", "RefusalSampler", "Summary"]
 
 #: Open windows kept at most (each a few hundred bytes).
 DEFAULT_TRACKED = 10_000
+#: The first path a window keeps (a path may be kilobytes long: memory stays bounded), in characters.
+MAX_PATH = 1024
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class RefusalSampler:
                 window.repeated += 1
                 window.last_time = at
                 return False, due
-            self._windows[key] = _Window(now, at, path)
+            self._windows[key] = _Window(now, at, path if len(path) <= MAX_PATH else path[:MAX_PATH] + "...")
             while len(self._windows) > self.tracked:
                 due.extend(self._summaries([self._windows.popitem(last=False)]))
             return True, due

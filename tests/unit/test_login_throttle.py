@@ -130,3 +130,16 @@ def test_sampler_memory_is_bounded_by_closing_the_oldest_window(clock: Clock) ->
 def test_window_zero_writes_every_refusal(clock: Clock) -> None:
     sampler = RefusalSampler(0.0, clock=clock)
     assert all(sampler.admit(KEY, f"t{i}", "/connectors") == (True, []) for i in range(10))
+
+
+def test_long_names_and_paths_are_kept_short(clock: Clock) -> None:
+    limits = throttle(clock, per_principal=1)
+    limits.failed("x" * 8000, None)
+    refused = limits.refused("x" * 8000, None)
+    assert refused is not None and refused.subject.startswith("sha256:") and len(refused.subject) == 71
+    assert limits.refused("x" * 7999, None) is None
+    sampler = RefusalSampler(60.0, clock=clock)
+    sampler.admit(KEY, "t0", "/" + "p" * 8000)
+    sampler.admit(KEY, "t1", "/q")
+    (summary,) = sampler.due(every=True)
+    assert len(summary.path) == 1027 and summary.path.endswith("...")
