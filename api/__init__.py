@@ -53,6 +53,7 @@ def create_app(
         leases,
         limits,
         metrics,
+        network,
         offsets,
         openapi,
         restart,
@@ -67,6 +68,7 @@ def create_app(
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
     init_app(app, AppResources(settings, table_reader, writer, topics, follower, group_follower))
+    network.init_proxies(app, settings)  # X-Forwarded-For from api.trusted.proxies proxies only
     metrics.init_app(app)  # first: its after_request runs last, when the answer is final
     register_error_handlers(app)
     same_origin.init_app(app, settings)  # first: a web page of another origin may not write, whoever it is

@@ -2,7 +2,12 @@
 the connector's state before the write; kept in the Delta table ``audit`` (:data:`connect_state.tables.schemas.AUDIT`).
 
 A row is written after the answer is decided, for every request whose method writes (``POST``, ``PUT``, ``PATCH``,
-``DELETE``: allowed, refused or failed) and for every 401 or 403 of any method::
+``DELETE``: allowed, refused or failed) and for refusals (401, 403, 429) of any method, these in summary: the first
+refusal per principal, client address, method, route and status in ``api.audit.refusals.window.ms`` is written in
+full, the others only counted, and written as one row once the window has passed (:mod:`connect_state.security.
+refusal_sampler`; at the next request, the flusher's next round, or when the worker stops): its ``repeated`` says
+how many refusals it stands for, its ``time`` is the last one's, its ``path`` the first's. Anyone can make the API
+refuse; no one can make it write a line per refusal::
 
     {"id": "5f0c...", "time": "2026-01-01T12:00:00.000123Z", "principal": "alice", "auth": "basic",
      "remote_addr": "10.0.0.7", "method": "PUT", "path": "/connectors/orders/stop", "query": "",
@@ -11,7 +16,7 @@ A row is written after the answer is decided, for every request whose method wri
      "written": [{"topic": "connect-configs", "partition": 0, "offset": 42, "key": "commit-orders", "tombstone": false},
                  {"topic": "connect-configs", "partition": 0, "offset": 43, "key": "target-state-orders", ...}]}
 
-``outcome`` is :class:`Outcome`: ``succeeded`` (2xx), ``refused`` (401, 403) or ``failed`` (anything else, with the
+``outcome`` is :class:`Outcome`: ``succeeded`` (2xx), ``refused`` (401, 403, 429) or ``failed`` (anything else, with the
 error's message), and ``written``: each Kafka record the request wrote (topic, partition, offset, key, tombstone;
 plus ``transactional_id`` for a record written in a transaction), each consumer-group change (group, call,
 partitions) and each round of zombie fencing (``fenced``: the transactional ids). The body is the request's JSON
@@ -61,7 +66,9 @@ from connect_state.api.openapi import ANY, STRING, documented, json_answer, quer
 from connect_state.api.resources import app_resources, get_settings
 from connect_state.core.errors import ConnectStateError
 from connect_state.core.settings import Settings
+from connect_state.security.login_throttle import address_key
 from connect_state.security.redaction import redact_json, settings_patterns
+from connect_state.security.refusal_sampler import RefusalKey, RefusalSampler, Summary
 from connect_state.tables.audit_table import AuditQuery, AuditTable, iso_time
 from connect_state.tables.history import parse_time
 from connect_state.tables.schemas import CONNECTORS
@@ -73,7 +80,7 @@ log = logging.getLogger("connect_state.api.audit")
 bp = Blueprint("audit", __name__)
 
 EXTENSION = "connect_state.audit"
-REFUSALS = frozenset((401, 403))
+REFUSALS = frozenset((401, 403, 429))
 
 
 class Outcome(StrEnum):
@@ -103,6 +110,7 @@ class AuditTrail:
         self.interval_s = settings.api_audit_flush_interval_ms / 1000
         self._flusher: tuple[int, threading.Thread, threading.Event] | None = None
         self._pid = os.getpid()
+        self.refusals = RefusalSampler(settings.api_audit_refusals_window_ms / 1000)
         self._start_lock = threading.Lock()
 
     def start(self) -> None:
@@ -117,6 +125,7 @@ class AuditTrail:
                 threading.Lock(),
                 None,
             )
+            self.refusals = RefusalSampler(self.refusals.window_s)
             self.table.forked()
         with self._start_lock:
             if self._flusher is not None and self._flusher[1].is_alive():
@@ -128,16 +137,18 @@ class AuditTrail:
 
     def _run(self, stop: threading.Event) -> None:
         while True:
+            self.summarise()
             self.flush()
             if stop.wait(self.interval_s):
                 return
 
     def stop(self) -> None:
-        """Stop the flusher and flush once more (at shutdown)."""
+        """Stop the flusher, write every pending summary of refusals and flush once more (at shutdown)."""
         flusher, self._flusher = self._flusher, None
         if flusher is not None and flusher[0] == os.getpid():
             flusher[2].set()
             flusher[1].join(timeout=self.interval_s + 10)
+        self.summarise(every=True)
         self.flush()
 
     def flush(self) -> int:
@@ -159,6 +170,27 @@ class AuditTrail:
             file.seek(-1, os.SEEK_END)
             if file.read(1) != b"\n":
                 file.write(b"\n")
+
+    def record(self, settings: Settings, response: Response) -> None:
+        """Write the current request's row, unless it is a refusal like one written in its window (then counted);
+        and the summaries of the windows that have passed."""
+        at = iso_time(datetime.now(UTC))
+        written: bool = True
+        due: list[Summary] = []
+        if response.status_code in REFUSALS:
+            written, due = self.refusals.admit(refusal_key(response), at, request.path)
+        for summary in due:
+            self.write(summary_row(summary))
+        if written:  # built only when written: a refusal counted costs no table read
+            self.write(audit_row(settings, response, at))
+
+    def summarise(self, every: bool = False) -> None:
+        """Write the summaries of the refusal windows that have passed (``every``: of all, when the worker stops)."""
+        try:
+            for summary in self.refusals.due(every):
+                self.write(summary_row(summary))
+        except Exception as err:  # the audit never changes the answer
+            log.error("Cannot write the audit's summaries of refusals: %s", err, exc_info=err)
 
     def write(self, row: Mapping[str, Any]) -> None:
         line = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
@@ -307,14 +339,55 @@ def _message(response: Response) -> str | None:
     return body.get("message") if isinstance(body, dict) else None
 
 
-def audit_row(settings: Settings, response: Response) -> dict[str, Any]:
-    """The row of the current request and its ``response``."""
+def refusal_key(response: Response) -> RefusalKey:
+    """What makes the current refusal like others (:class:`~connect_state.security.refusal_sampler.RefusalKey`)."""
+    principal, role = current_principal(), required_role()
+    return RefusalKey(
+        principal=principal.name if principal else None,
+        auth=principal.method.value if principal else None,
+        address=address_key(request.remote_addr),
+        method=request.method,
+        endpoint=request.url_rule.endpoint if request.url_rule is not None else None,
+        role=role.value if role else None,
+        status=response.status_code,
+    )
+
+
+def summary_row(summary: Summary) -> dict[str, Any]:
+    """The row standing for refusals counted in a window: ``repeated`` of them, the last at its ``time``."""
+    key = summary.key
+    return {
+        "id": uuid.uuid4().hex,
+        "time": summary.last_time,
+        "principal": key.principal,
+        "auth": key.auth,
+        "remote_addr": key.address,
+        "method": key.method,
+        "path": summary.path,
+        "query": None,
+        "endpoint": key.endpoint,
+        "connector": None,
+        "role": key.role,
+        "body": None,
+        "status": key.status,
+        "outcome": Outcome.REFUSED.value,
+        "message": f"{summary.repeated} more refusals like the one at {summary.first_time}, up to this time "
+        "(api.audit.refusals.window.ms)",
+        "written": [],
+        "target_state_before": None,
+        "connector_state_before": None,
+        "repeated": summary.repeated,
+    }
+
+
+def audit_row(settings: Settings, response: Response, at: str | None = None) -> dict[str, Any]:
+    """The row of the current request and its ``response`` (at ``at``, default now)."""
     principal = current_principal()
     role = required_role()
     target_state, connector_state = g.get("audit_state_before") or connector_state_before()
     return {
         "id": uuid.uuid4().hex,
-        "time": iso_time(datetime.now(UTC)),
+        "time": at or iso_time(datetime.now(UTC)),
         "principal": principal.name if principal else None,
         "auth": principal.method.value if principal else None,
         "remote_addr": request.remote_addr,
@@ -331,6 +404,7 @@ def audit_row(settings: Settings, response: Response) -> dict[str, Any]:
         "written": proxy.written if isinstance(proxy := g.get("audit_proxy"), RecordingProxy) else [],
         "target_state_before": target_state,
         "connector_state_before": connector_state,
+        "repeated": None,
     }
 
 
@@ -366,11 +440,13 @@ def init_app(app: Flask, settings: Settings) -> AuditTrail:
     def record(response: Response) -> Response:
         if request.method in WRITE_METHODS or response.status_code in REFUSALS:
             try:
-                trail.write(audit_row(settings, response))
+                trail.record(settings, response)
             except Exception as err:  # the audit never changes the answer
                 log.error("Cannot audit %s %s: %s", request.method, request.path, err, exc_info=err)
             if trail.interval_s <= 0:
                 trail.flush()
+        else:
+            trail.summarise()
         return response
 
     app.after_request(record)

@@ -5,13 +5,22 @@
 * HTTP basic against ``api.auth.basic.file`` (``user:hash`` lines, :mod:`connect_state.api.passwords`);
 * bearer tokens against ``api.auth.token.file`` (``principal:hash`` lines);
 * a client certificate (mutual TLS, ``api.tls.client.auth`` ``requested`` or ``required``, served by
-  :mod:`connect_state.api.server`): the subject's common name is the principal.
+  :mod:`connect_state.api.server`): the subject's common name is the principal, granted roles as ``cert:<CN>``
+  (:func:`roles_name`): a CA that signs a certificate for any CN must not hand out a Basic or Bearer user's grants.
 
 Without any of them the API is open, as before: every request is the principal ``anonymous`` with every role. That is
-allowed on a loopback address only; bound to any other address :func:`check_exposure` refuses to start
-(:class:`UnprotectedApiError`) unless ``api.auth.anonymous=true`` says so explicitly. With authentication on, a request
-without credentials answers 401 (with ``WWW-Authenticate``), or, with ``api.auth.anonymous=true``, is ``anonymous``
-with the roles the roles file grants that name.
+allowed on a loopback address only; bound to any other address (judged by what the name resolves to and by the
+bound socket) :mod:`connect_state.api.network` refuses to start (``UnprotectedApiError``) unless
+``api.auth.anonymous=true`` says so explicitly. With authentication on, a request without credentials answers 401
+(with ``WWW-Authenticate``), or, with ``api.auth.anonymous=true``, is ``anonymous`` with the roles the roles file
+grants that name.
+
+**Failed logins** (:mod:`connect_state.security.login_throttle`): a wrong password, an unknown user, a bad token or
+malformed credentials count against the claimed name and the client's address; past
+``api.auth.failures.per.principal`` or ``api.auth.failures.per.address`` failures in ``api.auth.failures.window.ms``
+a request with credentials for that name or from that address answers 429 with ``Retry-After`` before they are
+checked (:class:`TooManyFailedLogins`). An unknown user's password is checked against a dummy hash of the same method
+(:func:`connect_state.api.passwords.dummy_hash`): it costs what a known user's does.
 
 **Roles** (:class:`Role`): ``read``, ``operate`` (stop, pause, resume, restart, topics reset), ``offsets`` (PATCH and
 DELETE offsets), ``delete`` (DELETE connector) and ``admin`` (all of them). :data:`ROUTE_ROLES` is the one table of
@@ -20,6 +29,7 @@ grants roles, one principal a line::
 
     alice: admin
     ops-bot: operate@orders-* read
+    cert:backup-job: offsets       # the client certificate whose subject CN is backup-job
     *: read                        # every authenticated principal
 
 A grant ``role@glob`` holds only for connectors whose name matches the glob (routes without a connector need a grant
@@ -32,7 +42,6 @@ nothing is written.
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import logging
 import threading
 from collections.abc import Iterable, Mapping
@@ -45,29 +54,34 @@ from typing import Any
 from flask import Flask, g, request
 
 from connect_state.api.errors import ConnectRestException
-from connect_state.api.passwords import hash_token, verify_password
+from connect_state.api.network import check_exposure, is_loopback
+from connect_state.api.passwords import dummy_hash, hash_token, verify_password
 from connect_state.core.errors import ConfigError
 from connect_state.core.settings import Settings
+from connect_state.security.login_throttle import LimitKind, LoginThrottle, Throttled
 
 __all__ = [
     "ANONYMOUS",
+    "CERTIFICATE_PREFIX",
     "PUBLIC_ENDPOINTS",
     "ROUTE_ROLES",
     "AuthConfig",
     "AuthMethod",
+    "AuthenticationFailed",
     "ClientAuth",
     "Grant",
     "Principal",
     "Role",
+    "TooManyFailedLogins",
     "UnguardedRouteError",
-    "UnprotectedApiError",
-    "check_exposure",
+    "auth_config",
     "check_routes",
     "current_principal",
     "init_app",
-    "is_loopback",
     "load_auth_config",
+    "login_throttle",
     "parse_grants",
+    "roles_name",
     "tls_client_auth",
 ]
 
@@ -76,6 +90,9 @@ log = logging.getLogger(__name__)
 ANONYMOUS = "anonymous"
 REALM = "connect-state"
 EXTENSION = "connect_state.auth"
+THROTTLE_EXTENSION = "connect_state.auth.throttle"
+#: How the roles file names a client certificate's principal: ``cert:<CN>``.
+CERTIFICATE_PREFIX = "cert:"
 
 
 class Role(StrEnum):
@@ -101,12 +118,25 @@ class ClientAuth(StrEnum):
     REQUIRED = "required"
 
 
-class UnprotectedApiError(ConfigError):
-    """The API would be reachable beyond loopback without authentication, and anonymous access was not asked for."""
-
-
 class UnguardedRouteError(ConfigError):
     """A route of the app has no entry in :data:`ROUTE_ROLES` (every route must say which role it needs)."""
+
+
+class AuthenticationFailed(ConnectRestException):
+    """401: credentials missing where they are needed, malformed, or wrong (with ``WWW-Authenticate``)."""
+
+
+class TooManyFailedLogins(ConnectRestException):
+    """429: too many failed logins for the claimed name or from the client's address lately (with ``Retry-After``)."""
+
+    def __init__(self, throttled: Throttled) -> None:
+        who = "for the user" if throttled.kind == LimitKind.PRINCIPAL else "from the address"
+        super().__init__(
+            429,
+            f"Too many failed logins {who} {throttled.subject}: try again in {throttled.retry_after_s} s",
+            headers={"Retry-After": str(throttled.retry_after_s)},
+        )
+        self.throttled = throttled
 
 
 #: The role each route (Flask endpoint) needs: the one place that decides it.
@@ -174,6 +204,12 @@ ALL_ROLES: tuple[Grant, ...] = (Grant(Role.ADMIN),)
 ANONYMOUS_DEFAULT: tuple[Grant, ...] = (Grant(Role.READ),)
 
 
+def roles_name(method: AuthMethod, name: str) -> str:
+    """The name the roles file grants a principal by: a client certificate's CN as ``cert:<CN>`` (certificates and
+    Basic/Bearer users are different namespaces: the same name does not share grants), any other name as it is."""
+    return f"{CERTIFICATE_PREFIX}{name}" if method == AuthMethod.CERTIFICATE else name
+
+
 @dataclass(frozen=True)
 class Principal:
     """Who a request is: a name, how it proved it, and its grants."""
@@ -181,6 +217,11 @@ class Principal:
     name: str
     method: AuthMethod
     grants: tuple[Grant, ...] = ()
+
+    @property
+    def roles_name(self) -> str:
+        """The name the roles file grants it by (:func:`roles_name`)."""
+        return roles_name(self.method, self.name)
 
     def allows(self, role: Role, connector: str | None) -> bool:
         return any(grant.allows(role, connector) for grant in self.grants)
@@ -239,6 +280,7 @@ class AuthConfig:
     certificates: bool = False
     grants: dict[str, tuple[Grant, ...]] | None = None  # None: every authenticated principal is admin
     anonymous: bool = False
+    unknown_user_hash: str = ""  # what an unknown user's password is checked against (load_auth_config sets it)
     _verified: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -247,10 +289,14 @@ class AuthConfig:
         """Whether any kind of credential is configured (otherwise the API is open)."""
         return bool(self.passwords or self.tokens or self.certificates)
 
-    def grants_of(self, name: str) -> tuple[Grant, ...]:
+    def grants_of(self, name: str, method: AuthMethod) -> tuple[Grant, ...]:
+        """The grants of the principal ``name`` authenticated by ``method`` (a certificate's by ``cert:<CN>``)."""
+        anonymous = method == AuthMethod.ANONYMOUS
         if self.grants is None:
-            return ANONYMOUS_DEFAULT if name == ANONYMOUS else ALL_ROLES
-        return self.grants.get(name, ()) + (self.grants.get("*", ()) if name != ANONYMOUS else ())
+            return ANONYMOUS_DEFAULT if anonymous else ALL_ROLES
+        if anonymous:
+            return self.grants.get(ANONYMOUS, ())
+        return self.grants.get(roles_name(method, name), ()) + self.grants.get("*", ())
 
     def describe(self) -> str:
         """Who has what, in a line: what the start-up warning says."""
@@ -263,15 +309,20 @@ class AuthConfig:
         if not self.anonymous:
             return f"{who}; a request without credentials answers 401"
         granted = ", ".join(
-            sorted(str(g.role) + (f"@{g.pattern}" if g.pattern else "") for g in self.grants_of(ANONYMOUS))
+            sorted(
+                str(g.role) + (f"@{g.pattern}" if g.pattern else "")
+                for g in self.grants_of(ANONYMOUS, AuthMethod.ANONYMOUS)
+            )
         )
         return f"{who}; a request without credentials is anonymous with {granted or 'no role'} (api.auth.anonymous)"
 
     def check_password(self, user: str, password: str) -> bool:
         """Whether ``password`` is ``user``'s; a verified pair is remembered (as a digest) so that a client sending
-        it with every request pays the slow hash once."""
+        it with every request pays the slow hash once. An unknown ``user`` costs the same hash: the password is checked
+        against :attr:`unknown_user_hash` (and fails whatever it is)."""
         stored = self.passwords.get(user)
         if stored is None:
+            verify_password(password, self.unknown_user_hash or dummy_hash(()))
             return False
         digest = hashlib.sha256(f"{user}\0{password}\0{stored}".encode()).hexdigest()
         with self._lock:
@@ -294,13 +345,28 @@ def load_auth_config(settings: Settings) -> AuthConfig:
         for name, stored in _credentials(settings.api_auth_token_file, "api.auth.token.file").items():
             tokens[stored] = name
     roles_file, basic_file = settings.api_auth_roles_file, settings.api_auth_basic_file
+    passwords = _credentials(basic_file, "api.auth.basic.file", user_ids=True) if basic_file else {}
     return AuthConfig(
-        passwords=_credentials(basic_file, "api.auth.basic.file", user_ids=True) if basic_file else {},
+        passwords=passwords,
         tokens=tokens,
         certificates=client_auth != ClientAuth.NONE,
         grants=parse_grants(_read_lines(roles_file, "api.auth.roles.file")) if roles_file else None,
         anonymous=settings.api_auth_anonymous,
+        unknown_user_hash=dummy_hash(passwords.values()) if passwords else "",
     )
+
+
+def load_login_throttle(settings: Settings) -> LoginThrottle:
+    """The failed-login limits of ``api.auth.failures.*`` (:class:`ConfigError` for a negative one)."""
+    try:
+        return LoginThrottle(
+            settings.api_auth_failures_window_ms / 1000,
+            settings.api_auth_failures_per_principal,
+            settings.api_auth_failures_per_address,
+            settings.api_auth_failures_tracked,
+        )
+    except ValueError as err:
+        raise ConfigError(f"api.auth.failures.*: {err}") from None
 
 
 def tls_client_auth(settings: Settings) -> ClientAuth:
@@ -319,29 +385,6 @@ def tls_client_auth(settings: Settings) -> ClientAuth:
             "(api.tls.ca.file)"
         )
     return client_auth
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``api.host`` is a loopback address (or ``localhost``)."""
-    if host.strip("[]").lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def check_exposure(settings: Settings, config: AuthConfig) -> None:
-    """Refuse (:class:`UnprotectedApiError`) to serve beyond loopback without authentication unless
-    ``api.auth.anonymous=true``."""
-    if is_loopback(settings.api_host) or config.enabled or config.anonymous:
-        return
-    raise UnprotectedApiError(
-        f"api.host={settings.api_host} is not a loopback address and no authentication is configured: anyone who "
-        "reaches the port could stop, delete and rewrite connectors. Configure api.auth.basic.file, "
-        "api.auth.token.file or mutual TLS (api.tls.client.auth), or set api.auth.anonymous=true to serve it open "
-        "on purpose."
-    )
 
 
 def check_routes(app: Flask) -> None:
@@ -363,26 +406,42 @@ def _challenge(config: AuthConfig) -> str:
     return ", ".join(schemes) or f'Bearer realm="{REALM}"'
 
 
-def _unauthorized(config: AuthConfig, message: str) -> ConnectRestException:
-    return ConnectRestException(401, message, headers={"WWW-Authenticate": _challenge(config)})
+def _unauthorized(config: AuthConfig, message: str) -> AuthenticationFailed:
+    return AuthenticationFailed(401, message, headers={"WWW-Authenticate": _challenge(config)})
 
 
-def _from_header(config: AuthConfig, header: str) -> Principal:
+def _verified(config: AuthConfig, scheme: str) -> Principal:
     """The principal of the ``Authorization`` header, as Werkzeug parses it (``request.authorization``)."""
-    scheme, credentials = header.strip().partition(" ")[0], request.authorization
+    credentials = request.authorization
     if scheme.lower() == "basic" and config.passwords:
         if credentials is None:  # not base64, or not UTF-8
             raise _unauthorized(config, "Malformed basic credentials")
         user = credentials.username or ""
         if not config.check_password(user, credentials.password or ""):
             raise _unauthorized(config, "Invalid user name or password")
-        return Principal(user, AuthMethod.BASIC, config.grants_of(user))
+        return Principal(user, AuthMethod.BASIC, config.grants_of(user, AuthMethod.BASIC))
     if scheme.lower() == "bearer" and config.tokens and credentials is not None:
         name = config.tokens.get(hash_token(credentials.token or ""))
         if name is None:
             raise _unauthorized(config, "Invalid bearer token")
-        return Principal(name, AuthMethod.TOKEN, config.grants_of(name))
+        return Principal(name, AuthMethod.TOKEN, config.grants_of(name, AuthMethod.TOKEN))
     raise _unauthorized(config, f"Unsupported authorization scheme {scheme!r}")
+
+
+def _from_header(config: AuthConfig, throttle: LoginThrottle, header: str) -> Principal:
+    """The header's principal, unless the claimed name or the client's address failed too often lately (429 before
+    anything is checked); a failure is counted against both."""
+    scheme = header.strip().partition(" ")[0]
+    credentials = request.authorization if scheme.lower() == "basic" else None
+    claimed = credentials.username if credentials is not None else None
+    throttled = throttle.refused(claimed, request.remote_addr)
+    if throttled is not None:
+        raise TooManyFailedLogins(throttled)
+    try:
+        return _verified(config, scheme)
+    except AuthenticationFailed:
+        throttle.failed(claimed, request.remote_addr)
+        raise
 
 
 def peer_certificate(environ: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -407,26 +466,28 @@ def certificate_principal_name(cert: Mapping[str, Any]) -> str | None:
     return None
 
 
-def authenticate(config: AuthConfig) -> Principal:
-    """The request's principal (401 for wrong or missing credentials where they are needed)."""
+def authenticate(config: AuthConfig, throttle: LoginThrottle) -> Principal:
+    """The request's principal (401 for wrong or missing credentials where they are needed, 429 after too many
+    failures)."""
     header = request.headers.get("Authorization")
     if header and (config.passwords or config.tokens):
-        return _from_header(config, header)
+        return _from_header(config, throttle, header)
     if config.certificates:
         cert = peer_certificate(request.environ)
         name = certificate_principal_name(cert) if cert else None
         if name:
-            return Principal(name, AuthMethod.CERTIFICATE, config.grants_of(name))
+            return Principal(name, AuthMethod.CERTIFICATE, config.grants_of(name, AuthMethod.CERTIFICATE))
     if not config.enabled:
         return Principal(ANONYMOUS, AuthMethod.ANONYMOUS, ALL_ROLES)
     if config.anonymous:
-        return Principal(ANONYMOUS, AuthMethod.ANONYMOUS, config.grants_of(ANONYMOUS))
+        return Principal(ANONYMOUS, AuthMethod.ANONYMOUS, config.grants_of(ANONYMOUS, AuthMethod.ANONYMOUS))
     raise _unauthorized(config, "Authentication required")
 
 
 def forbidden_message(principal: Principal, role: Role, connector: str | None) -> str:
+    """The 403's message; it names the principal as the roles file would grant it (``cert:<CN>``)."""
     target = f" on connector {connector}" if connector is not None else ""
-    return f"{principal.name} may not {request.method} {request.path}: it needs the role {role}{target}"
+    return f"{principal.roles_name} may not {request.method} {request.path}: it needs the role {role}{target}"
 
 
 def current_principal() -> Principal | None:
@@ -439,15 +500,33 @@ def required_role() -> Role | None:
     return g.get("required_role")
 
 
+def auth_config(app: Flask) -> AuthConfig:
+    """The credentials and grants of ``app``."""
+    return app.extensions[EXTENSION]
+
+
+def login_throttle(app: Flask) -> LoginThrottle:
+    """The failed-login limits of ``app``."""
+    return app.extensions[THROTTLE_EXTENSION]
+
+
 def init_app(app: Flask, settings: Settings) -> AuthConfig:
     """Load the credentials, refuse an unprotected exposure, and check every request before its view."""
     config = load_auth_config(settings)
-    check_exposure(settings, config)
+    throttle = load_login_throttle(settings)
+    check_exposure(settings, protected=config.enabled or config.anonymous)
     if config.enabled and (config.grants is None or config.anonymous):
         log.warning("Who has what: %s", config.describe())
+    named = config.grants or {}
+    if config.certificates and named and not any(name.startswith(CERTIFICATE_PREFIX) for name in named):
+        log.warning(
+            "api.auth.roles.file grants no client certificate by name: a certificate's principal is granted by a "
+            "'cert:<CN>: <roles>' line (a plain name is a Basic or Bearer user's)"
+        )
     if (config.passwords or config.tokens) and not settings.api_tls_cert_file and not is_loopback(settings.api_host):
         log.warning("Passwords and tokens cross the network in clear: serve TLS (api.tls.cert.file, api.tls.key.file)")
     app.extensions[EXTENSION] = config
+    app.extensions[THROTTLE_EXTENSION] = throttle
 
     def authorize() -> None:
         endpoint = request.url_rule.endpoint if request.url_rule is not None else None
@@ -455,7 +534,7 @@ def init_app(app: Flask, settings: Settings) -> AuthConfig:
             return  # unknown routes answer 404; the probe needs no credentials
         role = ROUTE_ROLES.get(endpoint, Role.ADMIN)  # a route added after check_routes: admins only
         g.required_role = role
-        principal = authenticate(config)
+        principal = authenticate(config, throttle)
         g.principal = principal
         connector = (request.view_args or {}).get("connector")
         if not principal.allows(role, connector):

@@ -71,15 +71,17 @@ ERRORS = {
     401: "No valid credentials (with WWW-Authenticate)",
     403: "Forbidden by the settings or by the principal's roles",
     413: "Request body larger than api.max.body.bytes",
+    429: "Too many failed logins for the claimed user or from the client's address (with Retry-After)",
     404: "Not found (Connect's message)",
     409: "The config topic could not be read to its end in time; nothing was written",
     500: "A write whose outcome is unknown, or an unexpected failure",
     501: "Not expressible in Connect's internal topics (the message says what to do instead)",
     503: "A table not created yet by its job, or Kafka unreachable",
 }
-#: What every operation may answer: authentication (401), roles (403), the body bound (413) (issue 13); a write whose
-#: outcome is unknown or an unexpected failure (500); a table not created yet or Kafka unreachable (503).
-ALWAYS = (401, 403, 413, 500, 503)
+#: What every operation may answer: authentication (401), roles (403), the body bound (413) (issue 13); failed logins
+#: limited (429, issue 33); a write whose outcome is unknown or an unexpected failure (500); a table not created yet or
+#: Kafka unreachable (503).
+ALWAYS = (401, 403, 413, 429, 500, 503)
 
 
 def query(name: str, schema: Schema, **extra: Any) -> Schema:

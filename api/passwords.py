@@ -3,8 +3,11 @@
 A password hash is Werkzeug's ``scrypt:131072:8:1$<salt>$<hex>`` (OWASP's scrypt parameters: N=2^17, r=8, p=1) or,
 with ``--scheme pbkdf2_sha256``, ``pbkdf2:sha256:600000$<salt>$<hex>`` (OWASP's PBKDF2-HMAC-SHA256 iterations). Lines
 written before (``scrypt$<n>$<r>$<p>$<salt>$<key>``, ``pbkdf2_sha256$<iterations>$<salt>$<key>``, base64) still
-verify. A token hash is ``sha256$<hex>`` (a token is 32 random bytes, so a fast hash is enough). The files
-(``api.auth.basic.file``, ``api.auth.token.file``) hold one ``<principal>:<hash>`` a line; ``#`` starts a comment.
+verify. A user the file does not name is checked against :func:`dummy_hash`, a hash of a random password made with
+the method most of the file's hashes use, so that an unknown name costs the same hash as a known one (its answer's
+time does not tell which names exist). A token hash is ``sha256$<hex>`` (a token is 32 random bytes, so a fast hash
+is enough). The files (``api.auth.basic.file``, ``api.auth.token.file``) hold one ``<principal>:<hash>`` a line;
+``#`` starts a comment.
 
     python -m connect_state.api.passwords hash alice      # asks for the password (or reads it from stdin)
     python -m connect_state.api.passwords token ops-bot   # makes a token: prints it, and the line for the file
@@ -19,12 +22,13 @@ import hashlib
 import hmac
 import secrets
 import sys
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from enum import StrEnum
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
-__all__ = ["HashScheme", "hash_password", "hash_token", "new_token", "verify_password"]
+__all__ = ["HashScheme", "dummy_hash", "hash_password", "hash_token", "method_of", "new_token", "verify_password"]
 
 
 class HashScheme(StrEnum):
@@ -65,6 +69,31 @@ def verify_password(password: str, stored: str) -> bool:
     except ValueError:
         return False
     return hmac.compare_digest(key, expected)
+
+
+def method_of(stored: str) -> str | None:
+    """Werkzeug's method of a stored hash (``scrypt:131072:8:1``, ``pbkdf2:sha256:600000``), the equivalent one for
+    the form before Werkzeug's (``scrypt$16384$8$1$...`` -> ``scrypt:16384:8:1``); None for anything else."""
+    parts = stored.split("$")
+    if parts[0] == HashScheme.SCRYPT and len(parts) == 6 and all(part.isdigit() for part in parts[1:4]):
+        return f"scrypt:{parts[1]}:{parts[2]}:{parts[3]}"
+    if parts[0] == HashScheme.PBKDF2_SHA256 and len(parts) == 4 and parts[1].isdigit():
+        return f"pbkdf2:sha256:{parts[1]}"
+    if len(parts) == 3 and parts[0].split(":")[0] in ("scrypt", "pbkdf2"):
+        return parts[0]
+    return None
+
+
+def dummy_hash(stored: Iterable[str]) -> str:
+    """A hash of a random password with the method most of ``stored`` use (Werkzeug's scrypt default when none is
+    usable): what an unknown user's password is checked against."""
+    methods = Counter(method for method in map(method_of, stored) if method is not None)
+    for method, _ in methods.most_common():
+        try:
+            return generate_password_hash(secrets.token_urlsafe(16), method)
+        except (ValueError, TypeError):  # parameters Werkzeug refuses (a hand-edited line): the next most common
+            continue
+    return hash_password(secrets.token_urlsafe(16))
 
 
 def new_token() -> str:

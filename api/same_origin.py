@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 
 from flask import Flask, Response, request
 
-from connect_state.api.auth import is_loopback
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.limits import WRITE_METHODS
+from connect_state.api.network import is_loopback
 from connect_state.core.settings import Settings
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1")

@@ -4,7 +4,9 @@ By default with gunicorn (one worker process with a few threads, access log on s
 development server instead. SIGTERM and SIGINT stop it cleanly: requests in progress finish (gunicorn: within
 ``--graceful-timeout``), then the Kafka writer is flushed and closed. With ``api.tls.cert.file`` it serves HTTPS,
 and with ``api.tls.client.auth`` mutual TLS (:mod:`connect_state.api.auth`); bound beyond loopback without
-authentication it refuses to start (exit 2) unless ``api.auth.anonymous=true``.
+authentication it refuses to start (exit 2) unless ``api.auth.anonymous=true``: ``api.host`` is judged by the
+addresses it resolves to when the app is created, and gunicorn's listening sockets by the addresses they are bound to
+once bound (a socket systemd hands over included; :mod:`connect_state.api.network`).
 
     connect-state-api [--conf-file F] [--set key=value ...] [--workers N] [--threads N] [--dev]
 
@@ -30,7 +32,8 @@ from gunicorn.app.base import BaseApplication
 
 from connect_state.api import close_app, create_app
 from connect_state.api.audit import audit_trail
-from connect_state.api.auth import ClientAuth, tls_client_auth
+from connect_state.api.auth import ClientAuth, auth_config, tls_client_auth
+from connect_state.api.network import UnprotectedApiError, check_listening
 from connect_state.core.errors import ConnectStateError
 from connect_state.core.settings import Settings, add_config_arguments, settings_from_args
 
@@ -103,10 +106,20 @@ def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: 
     """gunicorn settings for ``app``: bound to ``api.host:api.port``, threads, access log to stdout."""
 
     def worker_exit(_server: Any, _worker: Any) -> None:
+        audit_trail(app).summarise(every=True)  # the refusals counted but not written yet
         close_app(app)  # this worker's copy of the app: flush and close its Kafka writer
 
     def post_worker_init(_worker: Any) -> None:
         audit_trail(app).start()  # after the fork: replay the audit spool's unflushed rows into the audit table
+
+    def when_ready(arbiter: Any) -> None:
+        """Judge the sockets gunicorn listens on, as bound (not as ``api.host`` names them): exit 2 when exposed."""
+        config = auth_config(app)
+        try:
+            check_listening((lnr.getsockname() for lnr in arbiter.LISTENERS), config.enabled or config.anonymous)
+        except UnprotectedApiError as err:
+            print(f"connect-state-api: {err}", file=sys.stderr)
+            arbiter.halt(reason=str(err), exit_status=2)
 
     return {
         **tls_options(settings),
@@ -128,6 +141,7 @@ def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: 
         "control_socket_disable": True,
         "worker_exit": worker_exit,
         "post_worker_init": post_worker_init,
+        "when_ready": when_ready,
     }
 
 
@@ -227,6 +241,7 @@ def run_dev(app: Flask, settings: Settings) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        audit_trail(app).summarise(every=True)
         close_app(app)
     return 0
 

@@ -164,6 +164,11 @@ class Settings:
     api_auth_basic_file: str
     api_auth_token_file: str
     api_auth_roles_file: str
+    api_auth_failures_window_ms: int
+    api_auth_failures_per_principal: int
+    api_auth_failures_per_address: int
+    api_auth_failures_tracked: int
+    api_trusted_proxies: int
     api_tls_cert_file: str
     api_tls_key_file: str
     api_tls_ca_file: str
@@ -172,6 +177,7 @@ class Settings:
     api_audit_topic: str
     api_audit_table: bool
     api_audit_flush_interval_ms: int
+    api_audit_refusals_window_ms: int
     api_request_timeout_ms: int
     api_threads: int
     api_write_concurrency: int

@@ -343,13 +343,13 @@ class InternalTopicWriter:
         this process may not write does not stop its writes to the others; other threads' records still in the old
         producer get its close's grace period.
         """
+        close = producer.close
         with self._lock:
             if self._producer is not producer:
                 return
             self._producer = None
         log.warning("the Kafka producer entered a fatal error state; the next write uses a new one")
-        timeout = self.default_timeout_ms / 1000
-        threading.Thread(target=producer.close, kwargs={"timeout": timeout}, daemon=True).start()
+        threading.Thread(target=close, kwargs={"timeout": self.default_timeout_ms / 1000}, daemon=True).start()
 
     def close(self, timeout_ms: int | None = None) -> None:
         """Flush and close the clients (idempotent). Later ``send`` calls raise KafkaWriteError."""

@@ -73,6 +73,8 @@ def to_table_rows(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
                 value = _json_or_none(value)
             elif name == "status":  # a hand-edited line must not block the spool
                 value = value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1000 else None
+            elif name == "repeated":
+                value = value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31 else None
             elif value is not None:
                 value = str(value)
             columns[name].append(value)
@@ -208,6 +210,7 @@ class AuditTable:
                     self.location,
                     to_table_rows(list(new.values())),
                     mode="append",
+                    schema_mode="merge",  # a table written before a column was added (repeated) gains it
                     storage_options=self.reader.storage_options or None,
                 )
             if end != start:

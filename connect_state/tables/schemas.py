@@ -454,14 +454,17 @@ AUDIT = TableSpec(
             ("written", STRING),
             ("target_state_before", STRING),
             ("connector_state_before", STRING),
+            ("repeated", INT),
         ]
     ),
     key=("id",),
     description=(
-        "Issue 13: every mutating API request, allowed or refused, and every 401/403: who (principal, auth), when, "
-        "from where, method, path and query, connector, required role, the JSON body with secrets redacted, status, "
-        "outcome (succeeded, refused, failed) and message, the records and group changes written (JSON), and the "
-        "connector's target and connector state before the write (the connectors table). Written by the API "
+        "Issue 13: every mutating API request, allowed or refused, and the refusals (401/403/429): who (principal, "
+        "auth), when, from where, method, path and query, connector, required role, the JSON body with secrets "
+        "redacted, status, outcome (succeeded, refused, failed) and message, the records and group changes written "
+        "(JSON), and the connector's target and connector state before the write (the connectors table); refusals "
+        "alike within api.audit.refusals.window.ms are one row in full and one summary row whose repeated counts "
+        "the others (issue 33). Written by the API "
         "(deltalake, from its write-ahead spool api.audit.file, connect_state/api/audit.py), not by a Spark job; "
         "not in ALL_TABLES (the jobs' tables)."
     ),

@@ -21,6 +21,7 @@ from tests.fixtures.api_server import no_kafka_settings, serving_api
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "integration-token"
+NAMESAKE_TOKEN = "token-of-a-user-named-like-the-certificate"
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 
@@ -45,8 +46,9 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext", cwd=d)  # fmt: skip
     openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "rogue.key", "-out", "rogue.pem", "-days", "2",
             "-subj", "/CN=cert-operator", cwd=d)  # fmt: skip
-    (d / "tokens").write_text(f"bot:{hash_token(TOKEN)}\n")
-    (d / "roles").write_text("cert-operator: read\nbot: operate\n")
+    (d / "tokens").write_text(f"bot:{hash_token(TOKEN)}\ncert-operator:{hash_token(NAMESAKE_TOKEN)}\n")
+    # the certificate (cert:<CN>) reads; the Bearer principal of the same name operates (issue 33 finding 9)
+    (d / "roles").write_text("cert:cert-operator: read\ncert-operator: operate\nbot: operate\n")
     return d
 
 
@@ -76,14 +78,15 @@ def requested(pki: Path, tmp_path: Path) -> Iterator[str]:
 
 def test_mutual_tls_required(required: str, pki: Path, tmp_path: Path) -> None:
     ca, client = str(pki / "ca.pem"), (str(pki / "client.pem"), str(pki / "client.key"))
-    # The client certificate is the principal: read is granted, operate is not.
+    # The client certificate is the principal cert:cert-operator: read is granted, operate is not (the Bearer user
+    # cert-operator's grant is not the certificate's).
     read = requests.get(f"{required}/connectors", verify=ca, cert=client, timeout=10)
     assert read.status_code == 503 and read.json()["error_code"] == 503  # authorised; no table yet
     stop = requests.put(f"{required}/connectors/x/stop", verify=ca, cert=client, timeout=10)
     assert stop.status_code == 403
     assert stop.json() == {
         "error_code": 403,
-        "message": "cert-operator may not PUT /connectors/x/stop: it needs the role operate on connector x",
+        "message": "cert:cert-operator may not PUT /connectors/x/stop: it needs the role operate on connector x",
     }
     # No certificate, or one the CA did not sign: no connection at all.
     for cert in (None, (str(pki / "rogue.pem"), str(pki / "rogue.key"))):
@@ -108,6 +111,13 @@ def test_mutual_tls_requested_with_tokens(requested: str, pki: Path) -> None:
     )
     client = (str(pki / "client.pem"), str(pki / "client.key"))
     assert requests.get(f"{requested}/connectors", verify=ca, cert=client, timeout=10).status_code == 503
+    # A certificate and a Bearer principal of the same name are two principals: the token's may operate, the
+    # certificate's may only read.
+    namesake = {"Authorization": f"Bearer {NAMESAKE_TOKEN}"}
+    stop = requests.put(f"{requested}/connectors/x/stop", verify=ca, headers=namesake, timeout=30)
+    assert stop.status_code not in (401, 403), stop.text
+    stop = requests.put(f"{requested}/connectors/x/stop", verify=ca, cert=client, timeout=30)
+    assert stop.status_code == 403 and stop.json()["message"].startswith("cert:cert-operator may not PUT"), stop.text
     # The server's certificate is checked by the client: without the CA, no trust.
     with pytest.raises(requests.exceptions.SSLError):
         requests.get(f"{requested}/connectors", timeout=10)

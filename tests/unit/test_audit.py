@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from connect_state.api.audit import Outcome, outcome_of
+from connect_state.api.audit import Outcome, audit_trail, outcome_of
 from connect_state.security.redaction import REDACTED
 from connect_state.tables.schemas import CONNECTORS
 from tests.unit.conftest import MakeClient
@@ -27,7 +27,11 @@ def rows(path: Path) -> list[dict[str, Any]]:
 
 
 def basic(user: str) -> dict[str, str]:
-    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{user}".encode()).decode()}
+    return basic_as(user, user)
+
+
+def basic_as(user: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
 
 
 @pytest.fixture
@@ -91,6 +95,7 @@ def test_write_and_refusals_are_audited(make: Any, audit_file: Path, kafka_log: 
         "message": None,
         "target_state_before": "STARTED",  # the connectors table's row when the request came
         "connector_state_before": "RUNNING",
+        "repeated": None,  # a row of its own, not a summary of refusals
     }
     assert pause["target_state_before"] == "STARTED" and missing["target_state_before"] is None
     assert stop["time"].endswith("Z") and stop["remote_addr"] == "127.0.0.1"
@@ -154,7 +159,8 @@ def test_audit_goes_to_the_log_always(make_client: MakeClient, caplog: pytest.Lo
 
 @pytest.mark.parametrize(
     ("status", "outcome"), [(200, Outcome.SUCCEEDED), (204, Outcome.SUCCEEDED), (401, Outcome.REFUSED),
-                            (403, Outcome.REFUSED), (404, Outcome.FAILED), (500, Outcome.FAILED)]
+                            (403, Outcome.REFUSED), (429, Outcome.REFUSED), (404, Outcome.FAILED),
+                            (500, Outcome.FAILED)]
 )  # fmt: skip
 def test_outcome(status: int, outcome: Outcome) -> None:
     assert outcome_of(status) == outcome
@@ -252,3 +258,47 @@ def test_audit_endpoint_bad_queries(make: Any, query: dict[str, str], message: s
 def test_audit_endpoint_without_a_file(make_client: MakeClient) -> None:
     response = make_client().get("/audit")
     assert response.get_json() == {"error_code": 404, "message": "No audit file is configured (api.audit.file)"}
+
+
+def test_refusals_are_audited_once_per_window_and_summarised(make: Any, audit_file: Path) -> None:
+    """A flood of bad logins (issue 33 finding 6): the first 401 and the first 429 are written in full, the rest only
+    counted; once the window has passed the next request writes one summary row per key, whose ``repeated`` is the
+    count. Nothing of the flood is lost, and the file grows by four lines, not 200."""
+    client = make(**{"api.auth.failures.per.address": "30"})
+    trail = audit_trail(client.application)
+    now = [0.0]
+    trail.refusals.clock = lambda: now[0]
+    answers = [client.get("/connectors", headers=basic_as(f"user{i}", "guess")).status_code for i in range(200)]
+    assert answers == [401] * 30 + [429] * 170
+    elsewhere = {"REMOTE_ADDR": "10.1.1.1"}  # the address the flood came from is refused whoever logs in
+    pause = client.put(f"/connectors/{CONNECTOR}/pause", headers=basic("bob"), environ_overrides=elsewhere)
+    assert pause.status_code == 403  # another key
+    assert [(r["status"], r["repeated"]) for r in rows(audit_file)] == [(401, None), (429, None), (403, None)]
+    now[0] += 60
+    # any request closes the windows that have passed
+    assert client.get("/connectors", headers=basic("bob"), environ_overrides=elsewhere).status_code == 200
+    written = rows(audit_file)
+    summaries = written[3:]
+    assert [(r["status"], r["repeated"], r["outcome"], r["remote_addr"]) for r in summaries] == [
+        (401, 29, "refused", "127.0.0.1"),
+        (429, 169, "refused", "127.0.0.1"),
+    ]  # bob's single 403 needs no summary
+    assert sum(r["repeated"] or 1 for r in written if r["status"] in (401, 429)) == 200  # a summary: its count
+    assert summaries[0]["message"].startswith(f"29 more refusals like the one at {written[0]['time']}")
+    assert summaries[1]["endpoint"] == "connectors.list_connectors" and summaries[1]["path"] == "/connectors"
+
+
+def test_pending_summaries_are_written_when_the_trail_stops(make: Any, audit_file: Path) -> None:
+    client = make()
+    for _ in range(5):
+        client.delete(f"/connectors/{CONNECTOR}")
+    assert len(rows(audit_file)) == 1
+    audit_trail(client.application).stop()
+    assert [r["repeated"] for r in rows(audit_file)] == [None, 4]
+
+
+def test_refusals_one_row_each_with_window_zero(make: Any, audit_file: Path) -> None:
+    client = make(**{"api.audit.refusals.window.ms": "0"})
+    for _ in range(5):
+        client.delete(f"/connectors/{CONNECTOR}")
+    assert [r["status"] for r in rows(audit_file)] == [401] * 5

@@ -142,3 +142,23 @@ def test_the_flusher_thread_replays_on_start(make: Any, settings: Settings, spoo
         assert trail.flush() == 0
     finally:
         trail.stop()
+
+
+def test_a_table_written_before_the_repeated_column_gains_it(make: Any, settings: Settings, spool: Path) -> None:
+    """An audit table an earlier version wrote (without ``repeated``) takes the new rows, summaries included."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    old_schema = pa.schema([f for f in AUDIT.schema if f.name != "repeated"])
+    old_row = {"id": "old-1", "time": pa.scalar(0, pa.timestamp("us", tz="UTC")).as_py(), "status": 204}
+    write_deltalake(str(settings.delta_root / AUDIT.name), pa.Table.from_pylist([old_row], schema=old_schema))
+    client = make()
+    for _ in range(3):
+        assert client.delete(f"/connectors/{CONNECTOR}").status_code == 401
+    audit_trail(client.application).stop()  # writes the pending summary, flushes
+    rows = table_rows(settings)
+    assert [(row["id"] == "old-1", row["status"], row["repeated"]) for row in rows] == [
+        (True, 204, None),
+        (False, 401, None),
+        (False, 401, 2),
+    ]

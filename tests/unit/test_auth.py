@@ -24,12 +24,11 @@ from connect_state.api.auth import (
     Grant,
     Role,
     UnguardedRouteError,
-    UnprotectedApiError,
     check_routes,
-    is_loopback,
     load_auth_config,
     parse_grants,
 )
+from connect_state.api.network import UnprotectedApiError, is_loopback
 from connect_state.api.passwords import METHODS, HashScheme, hash_password, hash_token, main, verify_password
 from connect_state.api.server import main as server_main
 from connect_state.core.errors import ConfigError
@@ -138,7 +137,7 @@ def auth_files(tmp_path: Path) -> dict[str, str]:
     roles.write_text(
         "".join(f"{user}: {grants}\n" for user, grants in USERS.items() if grants)
         + "bot: operate\n"
-        + f"{CERT_USER}: operate read\n"
+        + f"cert:{CERT_USER}: operate read\n"
         + "anonymous: read\n"
     )
     return {
@@ -527,4 +526,214 @@ def test_the_start_up_warning_says_who_has_what(
     config = load_auth_config(settings)
     assert expected in config.describe()
     if not roles:
-        assert config.grants_of(ANONYMOUS) == (Grant(Role.READ),)
+        assert config.grants_of(ANONYMOUS, AuthMethod.ANONYMOUS) == (Grant(Role.READ),)
+
+
+# --- guessing (issue 33 finding 6) ----------------------------------------------------------------------------------
+
+
+def from_address(address: str) -> dict[str, Any]:
+    return {"REMOTE_ADDR": address}
+
+
+@pytest.fixture
+def limited(make_client: MakeClient, auth_files: dict[str, str]) -> FlaskClient:
+    limits = {"api.auth.failures.per.principal": "3", "api.auth.failures.per.address": "5"}
+    return make_client(overrides={**auth_files, **limits})
+
+
+def test_a_guessed_name_answers_429_from_any_address(limited: FlaskClient) -> None:
+    for i in range(3):
+        answer = limited.get(
+            "/connectors", headers=basic("reader", "guess"), environ_overrides=from_address(f"10.0.0.{i}")
+        )
+        assert answer.status_code == 401
+    # the right password now, from an address that never failed: refused before it is checked
+    answer = limited.get("/connectors", headers=basic("reader"), environ_overrides=from_address("10.0.0.99"))
+    assert_connect_error(answer, 429, "Too many failed logins for the user reader: try again in 300 s")
+    assert answer.headers["Retry-After"] == "300"
+    # another user from that address is not concerned
+    answer = limited.get("/connectors", headers=basic("operator"), environ_overrides=from_address("10.0.0.99"))
+    assert answer.status_code not in (401, 429)
+
+
+def test_an_address_guessing_names_answers_429_and_a_success_does_not_clear_it(limited: FlaskClient) -> None:
+    attacker = from_address("192.0.2.66")
+    for i in range(4):
+        assert limited.get("/connectors", headers=basic(f"user{i}", "x"), environ_overrides=attacker).status_code == 401
+    # a real user behind the same address logs in before the limit: it clears nothing
+    assert limited.get("/connectors", headers=basic("reader"), environ_overrides=attacker).status_code != 401
+    assert (
+        limited.get("/connectors", headers={"Authorization": "Bearer nope"}, environ_overrides=attacker).status_code
+        == 401
+    )
+    for headers in (
+        basic("reader"),
+        basic("someone", "x"),
+        {"Authorization": "Bearer nope"},
+        {"Authorization": "Basic !!"},
+    ):
+        answer = limited.get("/connectors", headers=headers, environ_overrides=attacker)
+        assert answer.status_code == 429, headers
+        assert answer.get_json()["message"].startswith("Too many failed logins from the address 192.0.2.66")
+    assert (
+        limited.get("/connectors", headers=basic("reader"), environ_overrides=from_address("192.0.2.67")).status_code
+        != 429
+    )
+
+
+def test_the_limits_can_be_turned_off(make_client: MakeClient, auth_files: dict[str, str]) -> None:
+    off = {"api.auth.failures.per.principal": "0", "api.auth.failures.per.address": "0"}
+    client = make_client(overrides={**auth_files, **off})
+    assert {client.get("/connectors", headers=basic("reader", "x")).status_code for _ in range(40)} == {401}
+    with pytest.raises(ConfigError, match=r"api.auth.failures"):
+        make_client(overrides={**auth_files, "api.auth.failures.tracked": "0"})
+
+
+def test_an_unknown_user_costs_the_same_hash_as_a_known_one(
+    auth_client: FlaskClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hash Werkzeug computes, spied at its one hashing function: a known user's wrong password and an unknown
+    user's each cost one, with the same method (the file's: pbkdf2:sha256:1000 here)."""
+    import werkzeug.security
+
+    methods: list[str] = []
+    real = werkzeug.security._hash_internal
+
+    def spy(method: str, salt: str, password: str) -> tuple[str, str]:
+        methods.append(method)
+        return real(method, salt, password)
+
+    monkeypatch.setattr(werkzeug.security, "_hash_internal", spy)
+    assert auth_client.get("/connectors", headers=basic("reader", "wrong")).status_code == 401
+    known = list(methods)
+    methods.clear()
+    assert auth_client.get("/connectors", headers=basic("no-such-user", "wrong")).status_code == 401
+    assert known == methods == ["pbkdf2:sha256:1000"]
+
+
+@pytest.mark.parametrize(
+    ("hashes", "method"),
+    [
+        (["pbkdf2:sha256:1000$s$h", "pbkdf2:sha256:1000$t$i", "scrypt:16384:8:1$u$j"], "pbkdf2:sha256:1000"),
+        ([LEGACY_HASHES["scrypt"]], "scrypt:16384:8:1"),
+        ([LEGACY_HASHES["pbkdf2"]], "pbkdf2:sha256:600000"),
+        (["md5$x", "pbkdf2:nosuchhash:5$s$h"], METHODS[HashScheme.SCRYPT]),  # nothing usable: Werkzeug's default
+    ],
+)
+def test_the_dummy_hash_has_the_files_method(hashes: list[str], method: str) -> None:
+    from connect_state.api.passwords import dummy_hash, method_of
+
+    stored = dummy_hash(hashes)
+    assert method_of(stored) == stored.split("$")[0] == method
+    assert dummy_hash(hashes) != stored  # a random password, salted
+
+
+# --- certificates and users are different principals (issue 33 finding 9) -------------------------------------------
+
+
+def test_a_certificate_does_not_get_the_grants_of_a_user_of_the_same_name(
+    make_client: MakeClient, auth_files: dict[str, str], tmp_path: Path
+) -> None:
+    roles = tmp_path / "typed-roles"
+    roles.write_text("operator: admin\ncert:operator: read\n*: \n")
+    overrides = {
+        **auth_files,
+        "api.auth.roles.file": str(roles),
+        "api.tls.cert.file": "server.pem",
+        "api.tls.key.file": "server.key",
+        "api.tls.ca.file": "ca.pem",
+        "api.tls.client.auth": "requested",
+    }
+    client = make_client(overrides=overrides)
+    environ = {"gunicorn.socket": FakeTlsSocket(cert_of("operator"))}
+    refused = client.put("/connectors/x/stop", environ_overrides=environ)
+    assert_connect_error(
+        refused, 403, "cert:operator may not PUT /connectors/x/stop: it needs the role operate on connector x"
+    )
+    assert client.get("/connectors/x/topics", environ_overrides=environ).status_code not in (401, 403)
+    assert client.put("/connectors/x/stop", headers=basic("operator")).status_code == 404  # the user: admin, view ran
+    # a certificate named like the anonymous principal is not it either
+    anonymous = {"gunicorn.socket": FakeTlsSocket(cert_of(ANONYMOUS))}
+    assert client.get("/connectors/x/topics", environ_overrides=anonymous).status_code == 403
+
+
+# --- exposure judged by address (issue 33 finding 9) ----------------------------------------------------------------
+
+
+@pytest.fixture
+def resolver(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Names the resolver answers (an /etc/hosts of the test's own); any other name does not resolve."""
+    import socket
+
+    names: dict[str, list[str]] = {}
+
+    def getaddrinfo(host: str, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        if host not in names:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [
+            (socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, 0)) for a in names[host]
+        ]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return names
+
+
+@pytest.mark.parametrize(
+    ("host", "addresses", "loopback"),
+    [
+        ("localhost", ["127.0.0.1", "::1"], True),
+        ("localhost.", ["127.0.0.1"], True),
+        ("localhost", ["10.9.8.7"], False),  # a tampered hosts file: the name is not the address
+        ("api.internal", ["127.0.1.1"], True),
+        ("api.internal", ["127.0.0.1", "10.9.8.7"], False),  # one address beyond loopback is enough
+        ("0", ["0.0.0.0"], False),
+        ("nowhere.invalid", None, False),
+        ("", None, False),
+    ],
+)
+def test_exposure_is_judged_by_the_resolved_addresses(
+    resolver: dict[str, list[str]],
+    settings: Settings,
+    host: str,
+    addresses: list[str] | None,
+    loopback: bool,
+) -> None:
+    if addresses is not None:
+        resolver[host] = addresses
+    assert is_loopback(host) is loopback
+    exposed = settings.with_overrides(**{"api.host": host})
+    if loopback:
+        create_app(exposed, writer=RecordingWriter())
+    else:
+        with pytest.raises(UnprotectedApiError, match=r"not a loopback address"):
+            create_app(exposed, writer=RecordingWriter())
+        create_app(exposed.with_overrides(**{"api.auth.anonymous": "true"}), writer=RecordingWriter())
+
+
+def test_the_bound_sockets_are_judged_by_their_address() -> None:
+    from connect_state.api.network import check_listening
+
+    check_listening([("127.0.0.1", 8090), ("::1", 8090, 0, 0), "/run/connect-state.sock"], protected=False)
+    for exposed in (("0.0.0.0", 8090), ("::", 8090, 0, 0), ("10.9.8.7", 8090)):
+        with pytest.raises(UnprotectedApiError, match=rf"socket bound to {exposed[0]}:8090"):
+            check_listening([("127.0.0.1", 8090), exposed], protected=False)
+        check_listening([exposed], protected=True)
+
+
+# --- behind a proxy (issue 33 finding 9) ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("proxies", "seen"), [("0", "127.0.0.1"), ("1", "203.0.113.9"), ("2", "198.51.100.4")])
+def test_forwarded_for_is_trusted_from_the_configured_proxies_only(
+    make_client: MakeClient, auth_files: dict[str, str], tmp_path: Path, proxies: str, seen: str
+) -> None:
+    audit = tmp_path / "audit.jsonl"
+    overrides = {**auth_files, "api.trusted.proxies": proxies, "api.audit.file": str(audit), "api.audit.table": "false"}
+    client = make_client(overrides=overrides)
+    headers = {**basic("reader", "wrong"), "X-Forwarded-For": "198.51.100.4, 203.0.113.9"}  # client, first proxy
+    assert client.get("/connectors", headers=headers).status_code == 401
+    (row,) = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert row["remote_addr"] == seen
+    with pytest.raises(ConfigError, match=r"api\.trusted\.proxies"):
+        make_client(overrides={**auth_files, "api.trusted.proxies": "-1"})
