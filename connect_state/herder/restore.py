@@ -72,7 +72,7 @@ class OffsetsHistory(Protocol):
         """The Kafka time (epoch ms) of the connector's first record the history holds; None when it holds none."""
         ...
 
-    def offsets_as_of(self, name: str, kind: ConnectorType, config: Mapping[str, Any], at: int) -> list[Entry]:
+    def offsets_as_of(self, name: str, kind: ConnectorType, config: Mapping[str, Any], at: int) -> Sequence[Entry]:
         """The connector's ``{"partition", "offset"}`` entries as of ``at`` (a sink's in Connect's sink shape)."""
         ...
 
@@ -194,7 +194,7 @@ class RestoreHerder(OffsetsHerder):
         log.info("Offsets of connector %s restored to %s (%d partitions)", name, iso_ms(at), len(pairs))
         return OffsetsRestore(kind, basis, at, partitions, applied=True, managed=managed)
 
-    def _current_offsets(self, name: str, kind: ConnectorType, config: Mapping[str, Any]) -> list[Entry]:
+    def _current_offsets(self, name: str, kind: ConnectorType, config: Mapping[str, Any]) -> Sequence[Entry]:
         """The offsets now, as ``GET /connectors/<name>/offsets`` reads them at the topics' end (source: the offsets
         stores read to their end; sink: the consumer group's committed offsets from the admin)."""
         if kind == ConnectorType.SINK:
