@@ -17,7 +17,9 @@ refuse; no one can make it write a line per refusal::
                  {"topic": "connect-configs", "partition": 0, "offset": 43, "key": "target-state-orders", ...}]}
 
 ``outcome`` is :class:`Outcome`: ``succeeded`` (2xx), ``refused`` (401, 403, 429) or ``failed`` (anything else, with the
-error's message), and ``written``: each Kafka record the request wrote (topic, partition, offset, key, tombstone;
+error's message; a view may put what it does first: an offsets restore names the time restored to,
+``offsets restore to 2026-11-22T10:00:00.000Z (1763805600000)``), and ``written``: each Kafka record the request
+wrote (topic, partition, offset, key, tombstone;
 plus ``transactional_id`` for a record written in a transaction), each consumer-group change (group, call,
 partitions) and each round of zombie fencing (``fenced``: the transactional ids). The body is the request's JSON
 with secrets redacted (:func:`connect_state.security.redaction.redact_json`). ``target_state_before`` /
@@ -333,6 +335,16 @@ def _body(settings: Settings) -> object:
 
 
 def _message(response: Response) -> str | None:
+    """The error's message; for a write whose view noted what it does (``g.audit_note``: a restore's time), the note
+    first."""
+    note = g.get("audit_note")
+    error = _error_message(response)
+    if note is None:
+        return error
+    return note if error is None else f"{note}: {error}"
+
+
+def _error_message(response: Response) -> str | None:
     if response.status_code < 400 or not response.is_json:
         return None
     body = response.get_json(silent=True)

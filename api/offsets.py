@@ -34,6 +34,14 @@
   Whether the connector is a source or a sink comes from its class (``connector.class.types``, then Kafka's own
   classes); only for an unknown class is it guessed from the config, and the answer then carries
   ``X-Connect-State-Connector-Type: <type>; basis=guessed-from-config``.
+
+* ``POST /connectors/<name>/offsets/restore?at=<t>[&apply=true]`` (ours, issue 36) -> 200
+  ``{"connector", "at", "applied", "message", "offsets": [{"partition", "current", "restored", "change"}]}``: the
+  difference between the offsets now and as of ``at`` (epoch ms or ISO-8601, required), per partition; a dry run
+  unless ``apply=true``, which writes it as a PATCH would, with PATCH's checks (the herder's:
+  :mod:`connect_state.herder.restore`). A missing or bad ``at`` or ``apply`` is a 400 before anything else; ``at``
+  before the history kept for the connector a 400 saying from when it is kept. The audit row's ``message`` names the
+  time restored to.
 """
 
 from __future__ import annotations
@@ -42,12 +50,26 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, g, jsonify, request
 
 from connect_state.api import live
+from connect_state.api.args import time_arg
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.herder_io import get_herder
-from connect_state.api.openapi import documented, json_answer, ref
+from connect_state.api.offsets_history import TablesOffsetsHistory
+from connect_state.api.openapi import (
+    ANY,
+    BOOLEAN,
+    INT,
+    STRING,
+    TIME,
+    array_of,
+    documented,
+    json_answer,
+    obj,
+    query,
+    ref,
+)
 from connect_state.api.resources import TableSource, get_settings, get_tables
 from connect_state.api.rows import configured_row
 from connect_state.connect.connector_types import TypeBasis
@@ -63,7 +85,8 @@ from connect_state.connect.rest import connector_offsets
 from connect_state.core.vocabulary import ConnectorType
 from connect_state.formats import jsonconv
 from connect_state.formats.offsets import BadOffsetsRequest, parse_offsets_request, sink_offset, sink_partition
-from connect_state.herder import OffsetsChange, row_config
+from connect_state.herder import OffsetsChange, OffsetsRestore, row_config
+from connect_state.herder.restore import iso_ms
 from connect_state.tables.schemas import SINK_OFFSETS, SOURCE_OFFSETS
 
 bp = Blueprint("offsets", __name__, url_prefix="/connectors")
@@ -194,3 +217,60 @@ def alter_connector_offsets(connector: str) -> Response:
 def reset_connector_offsets(connector: str) -> Response:
     """``DELETE /connectors/<name>/offsets`` (``ConnectorsResource.resetConnectorOffsets``)."""
     return _answer(get_herder().reset_connector_offsets(connector))
+
+
+# --- restore as of a time (ours) ------------------------------------------------------------------------------------
+
+
+def _apply_arg() -> bool:
+    """``apply``: ``true`` or ``false`` (any case; absent: false); anything else a 400 (a write is never guessed)."""
+    text = request.args.get("apply")
+    if text is None or text.lower() == "false":
+        return False
+    if text.lower() == "true":
+        return True
+    raise ConnectRestException(400, f"Invalid apply {text!r}: expected true or false")
+
+
+def _restore_answer(connector: str, restore: OffsetsRestore) -> Response:
+    body = {
+        "connector": connector,
+        "at": restore.at,
+        "applied": restore.applied,
+        "message": restore.message,
+        "offsets": [partition.as_json() for partition in restore.partitions],
+    }
+    return _with_type(_json(body), restore.kind, restore.basis)
+
+
+RESTORE_ANSWER = obj(
+    connector=STRING,
+    at=INT,
+    applied=BOOLEAN,
+    message=STRING,
+    offsets=array_of(obj(partition={"type": "object"}, current=ANY, restored=ANY, change=STRING)),
+)
+
+
+@bp.post("/<connector>/offsets/restore")
+@documented(
+    "Restore the offsets as of a time (dry run unless apply=true)",
+    {"200": json_answer(RESTORE_ANSWER, "The difference per partition, and whether it was written")},
+    400,
+    404,
+    409,
+    params=[
+        query("at", TIME, required=True),
+        query("apply", {"type": "boolean", "default": False}, description="write the difference (STOPPED only)"),
+    ],
+)
+def restore_connector_offsets(connector: str) -> Response:
+    """The offsets as of ``at`` against those now; written with ``apply=true`` (see the module)."""
+    at = time_arg("at")
+    if at is None:
+        raise ConnectRestException(400, "The at parameter is required: epoch milliseconds or an ISO-8601 time")
+    apply = _apply_arg()
+    g.audit_note = f"offsets restore to {iso_ms(at)} ({at}){'' if apply else ', dry run'}"
+    return _restore_answer(
+        connector, get_herder().restore_connector_offsets(connector, at, TablesOffsetsHistory(), apply)
+    )

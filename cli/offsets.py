@@ -1,4 +1,5 @@
-"""``offsets get|patch|reset NAME``: KIP-875's ``GET``, ``PATCH`` and ``DELETE /connectors/<name>/offsets``.
+"""``offsets get|patch|reset|restore NAME``: KIP-875's ``GET``, ``PATCH`` and ``DELETE /connectors/<name>/offsets``,
+and ours, ``POST /connectors/<name>/offsets/restore?at=<time>`` (a dry run unless ``--apply``).
 
 ``patch`` sends a file (``-f FILE``, ``-f -`` for stdin) in Connect's PATCH body shape,
 ``{"offsets": [{"partition": {...}, "offset": {...} | null}]}``, as it is: the API checks it as Connect does (the
@@ -21,7 +22,7 @@ from connect_state.cli.session import Session, complete_connectors, pass_session
 
 @click.group()
 def offsets() -> None:
-    """A connector's offsets (KIP-875): get, patch (STOPPED only), reset (STOPPED only)."""
+    """A connector's offsets (KIP-875): get, patch (STOPPED only), reset (STOPPED only), restore as of a time."""
 
 
 def _offsets_table(body: Any) -> str:
@@ -76,6 +77,25 @@ def reset_offsets(session: Session, name: str, output: str) -> None:
     """Reset a STOPPED connector's offsets: every source partition's, or the sink's consumer group."""
     answer = session.client().request("DELETE", connector_path(name, "offsets"))
     emit(answer.body, output, _message_table)
+
+
+def _restore_table(body: Any) -> str:
+    entries = body.get("offsets") or []
+    rows = [[e.get("partition"), e.get("current"), e.get("restored"), e.get("change")] for e in entries]
+    return table(["PARTITION", "CURRENT", "RESTORED", "CHANGE"], rows) + "\n" + str(body.get("message", ""))
+
+
+@offsets.command("restore")
+@click.argument("name", shell_complete=complete_connectors)
+@click.option("--at", "at", required=True, help="The time to restore to: epoch milliseconds or ISO-8601.")
+@click.option("--apply", is_flag=True, help="Write the difference (the connector must be STOPPED); default: dry run.")
+@output_option
+@pass_session
+def restore_offsets(session: Session, name: str, at: str, apply: bool, output: str) -> None:
+    """The difference between the offsets now and as of --at, per partition; written with --apply."""
+    params = {"at": at, "apply": "true" if apply else "false"}
+    answer = session.client().request("POST", connector_path(name, "offsets", "restore"), params=params)
+    emit(answer.body, output, _restore_table)
 
 
 def register(root: click.Group) -> None:

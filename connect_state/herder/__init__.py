@@ -24,6 +24,7 @@ from connect_state.herder.errors import (
 from connect_state.herder.herder import Herder
 from connect_state.herder.io import GroupAdmin, HerderIO, OpenTransaction, RecordWriter
 from connect_state.herder.offsets import OffsetsChange, row_config, source_timeout_message
+from connect_state.herder.restore import OffsetsHistory, OffsetsRestore, RestoreChange
 
 __all__ = [
     "BadRequestError",
@@ -37,8 +38,11 @@ __all__ = [
     "NotEstablishedError",
     "NotFoundError",
     "OffsetsChange",
+    "OffsetsHistory",
+    "OffsetsRestore",
     "OpenTransaction",
     "RecordWriter",
+    "RestoreChange",
     "UnsupportedError",
     "row_config",
     "source_timeout_message",

@@ -17,6 +17,7 @@
 * **topics reset** (KIP-558): 403 unless topic tracking and its reset are enabled, then a tombstone for every
   ``status-topic-<topic>:connector-<name>`` key of the connector's active topics read to the status topic's end.
 * **offsets alter and reset** (KIP-875, KIP-618): :class:`~connect_state.herder.offsets.OffsetsHerder`.
+* **offsets restored as of a time** (ours, issue 36): :class:`~connect_state.herder.restore.RestoreHerder`.
 
 Decided as Connect's leader would (issue 10): existence, target state and task count come from the config topic read
 to its end offset at the request (:meth:`HerderIO.connector`), not from the lagging ``connectors`` table, so a stop
@@ -47,7 +48,7 @@ from connect_state.formats.config import (
 from connect_state.formats.status import topic_status_tombstone_keys
 from connect_state.herder.base import log
 from connect_state.herder.errors import ForbiddenError, NotEstablishedError, NotFoundError, UnsupportedError
-from connect_state.herder.offsets import OffsetsHerder
+from connect_state.herder.restore import RestoreHerder
 
 
 def task_restart_message(connector: str, task: int) -> str:
@@ -68,7 +69,7 @@ def _position_offset(position: object) -> int | None:
     return offset if isinstance(offset, int) else None
 
 
-class Herder(OffsetsHerder):
+class Herder(RestoreHerder):
     """Connect's herder for the writes connect-state makes through Kafka."""
 
     # --- target states -----------------------------------------------------------------------------------------------

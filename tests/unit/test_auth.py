@@ -60,6 +60,7 @@ ROUTES: dict[str, tuple[str, str, Role | None]] = {
     "topics.reset_active_topics": ("PUT", f"/connectors/{CONNECTOR}/topics/reset", Role.OPERATE),
     "offsets.alter_connector_offsets": ("PATCH", f"/connectors/{CONNECTOR}/offsets", Role.OFFSETS),
     "offsets.reset_connector_offsets": ("DELETE", f"/connectors/{CONNECTOR}/offsets", Role.OFFSETS),
+    "offsets.restore_connector_offsets": ("POST", f"/connectors/{CONNECTOR}/offsets/restore", Role.OFFSETS),
     "connectors.delete_connector": ("DELETE", f"/connectors/{CONNECTOR}", Role.DELETE),
     "deletions.get_deletions": ("GET", f"/connectors/{CONNECTOR}/deletions", Role.READ),
     "heartbeats.get_heartbeats": ("GET", f"/connectors/{CONNECTOR}/heartbeats", Role.READ),

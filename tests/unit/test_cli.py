@@ -355,6 +355,22 @@ def test_offsets_get_and_reset(api: FakeApi, at_api: Run) -> None:
     assert at_api("offsets", "reset", "a").exit_code == ExitCode.REFUSED
 
 
+def test_offsets_restore_is_a_dry_run_unless_apply(api: FakeApi, at_api: Run) -> None:
+    partition = {"filename": "/in.txt"}
+    change = {"partition": partition, "current": {"position": 8}, "restored": {"position": 4}, "change": "altered"}
+    body = {"connector": "a", "at": 1, "applied": False, "message": "Dry run: nothing written", "offsets": [change]}
+    api.answer("POST", "/connectors/a/offsets/restore", 200, body)
+    dry = at_api("offsets", "restore", "a", "--at", "2026-11-22T09:00:00Z")
+    assert dry.exit_code == 0 and "altered" in dry.stdout and "Dry run" in dry.stdout
+    assert at_api("offsets", "restore", "a", "--at", "1", "--apply").exit_code == 0
+    assert [seen.query for seen in api.seen] == [
+        {"at": ["2026-11-22T09:00:00Z"], "apply": ["false"]},
+        {"at": ["1"], "apply": ["true"]},
+    ]
+    assert at_api("offsets", "restore", "a").exit_code == ExitCode.USAGE  # --at is required: nothing sent
+    assert len(api.seen) == 2
+
+
 def test_history_passes_its_filters_and_says_where_the_next_page_starts(api: FakeApi, at_api: Run) -> None:
     events = [
         {
