@@ -39,7 +39,7 @@ from tests.integration.helpers import (
     wait_state,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 WAIT_S = 60.0
 Run = Callable[..., Result]
 

@@ -27,7 +27,7 @@ from tests.integration.helpers import (
 )
 from tests.integration.test_offsets_api_connect import WAIT_S, stop_through_our_api, wait_lines
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 
 def test_a_source_restored_to_a_time_before_a_move(spark, connect, stack_settings, tmp_path):
