@@ -308,7 +308,7 @@ def _check_retention(values: Mapping[str, Any]) -> None:
     for key, text in retentions.items():
         ms = _to_int(key, text)
         if ms <= 0 and ms != KEEP_FOREVER:
-            raise ConfigError(f"{key}: expected milliseconds above 0, or {KEEP_FOREVER} to keep every row, got {text!r}")
+            raise ConfigError(f"{key}: expected milliseconds above 0, or {KEEP_FOREVER} for ever, got {text!r}")
     if values["history_retention_check_interval_ms"] <= 0:
         raise ConfigError("history.retention.check.interval.ms: expected milliseconds above 0")
 

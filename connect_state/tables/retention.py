@@ -94,7 +94,9 @@ POLICIES: tuple[RetentionPolicy, ...] = (
     ),
     # The newest event of each kind per connector stays: its last config, deletion (its type, for the history of a
     # deleted connector; the cleanup job's plan), target state and status before the cutoff.
-    RetentionPolicy(CONNECTOR_EVENTS, "kafka_timestamp", "connector_states", ("connector", "source", "event"), _COORDINATES),
+    RetentionPolicy(
+        CONNECTOR_EVENTS, "kafka_timestamp", "connector_states", ("connector", "source", "event"), _COORDINATES
+    ),
     RetentionPolicy(
         SOURCE_OFFSETS_HISTORY, "kafka_timestamp", "source_offsets", ("connector", "offsets_topic", "key"),
         _COORDINATES, ("change", "removed"),
