@@ -66,6 +66,7 @@ from connect_state.api.errors import ConnectRestException
 from connect_state.api.limits import WRITE_METHODS, json_depth
 from connect_state.api.openapi import ANY, STRING, documented, json_answer, query
 from connect_state.api.resources import app_resources, get_settings
+from connect_state.api.retained import AuditRetention, kept_time_arg
 from connect_state.core.errors import ConnectStateError
 from connect_state.core.settings import Settings
 from connect_state.security.login_throttle import address_key
@@ -73,7 +74,7 @@ from connect_state.security.redaction import redact_json, settings_patterns
 from connect_state.security.refusal_sampler import RefusalKey, RefusalSampler, Summary
 from connect_state.tables.audit_table import AuditQuery, AuditTable, iso_time
 from connect_state.tables.history import parse_time
-from connect_state.tables.schemas import CONNECTORS
+from connect_state.tables.schemas import AUDIT, CONNECTORS
 
 __all__ = ["AuditTrail", "Outcome", "bp", "init_app", "outcome_of"]
 
@@ -111,6 +112,7 @@ class AuditTrail:
         self.table = AuditTable(settings, self.path) if self.path is not None and settings.api_audit_table else None
         self.interval_s = settings.api_audit_flush_interval_ms / 1000
         self._flusher: tuple[int, threading.Thread, threading.Event] | None = None
+        self.upkeep = AuditRetention(settings)
         self._pid = os.getpid()
         self.refusals = RefusalSampler(settings.api_audit_refusals_window_ms / 1000)
         self._start_lock = threading.Lock()
@@ -141,6 +143,8 @@ class AuditTrail:
         while True:
             self.summarise()
             self.flush()
+            if self.table is not None:
+                self.upkeep.maybe_run(self.table)
             if stop.wait(self.interval_s):
                 return
 
@@ -545,6 +549,9 @@ def get_audit() -> Response:
         limit=limit,
     )
     trail = audit_trail()
+    if trail.table is not None:  # the table keeps history.retention.ms of it (the file alone keeps every row)
+        kept_time_arg("since", AUDIT)
+        kept_time_arg("until", AUDIT)
     if trail.table is not None:  # bounded by the query before it reads
         total, found = trail.table.page(query)
     else:

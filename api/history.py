@@ -29,7 +29,6 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from connect_state.api.args import time_arg
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.openapi import (
     ANY,
@@ -50,6 +49,7 @@ from connect_state.api.openapi import (
 )
 from connect_state.api.redacted_records import redact_rejected_records
 from connect_state.api.resources import get_settings, get_tables
+from connect_state.api.retained import kept_time_arg
 from connect_state.api.rows import connector_row
 from connect_state.connect.offset_stores import connector_consumer_group
 from connect_state.connect.rest import connector_not_found_message
@@ -127,7 +127,7 @@ def get_events(connector: str) -> Response:
     unknown = [k for k in kinds if k not in EVENTS]
     if unknown:
         raise _bad(f"Unknown event kind {unknown[0]!r}: expected one of {', '.join(EVENTS)}")
-    since, until = time_arg("since"), time_arg("until")
+    since, until = kept_time_arg("since", CONNECTOR_EVENTS), kept_time_arg("until", CONNECTOR_EVENTS)
     limit, offset = _page()
     total, rows = reads.events_page(_scan(CONNECTOR_EVENTS), connector, kinds, since, until, offset, limit)
     page = [
@@ -176,7 +176,7 @@ def _redact(config: dict[str, object]) -> dict[str, object] | None:
 )
 def get_topics_as_of(connector: str) -> Response:
     _known_row(connector)
-    at = time_arg("at")
+    at = kept_time_arg("at", ACTIVE_TOPICS_HISTORY)
     filters = [("connector", "=", connector), *reads.at_or_before(at)]
     rows = reads.table_rows(_scan(ACTIVE_TOPICS_HISTORY), ACTIVE_TOPICS_HISTORY, filters)
     return jsonify({"connector": connector, "at": at, "topics": history.topics_as_of(rows, at)})
@@ -213,8 +213,9 @@ def _source_rows(connector: str, filters: Sequence[Filter]) -> list[dict[str, An
 )
 def get_offsets_as_of(connector: str) -> Response:
     row = _known_row(connector)
-    at = time_arg("at")
-    if _is_sink(connector, row):
+    sink = _is_sink(connector, row)
+    at = kept_time_arg("at", SINK_OFFSETS_HISTORY if sink else SOURCE_OFFSETS_HISTORY)
+    if sink:
         offsets = history.sink_offsets_as_of(_sink_rows(connector, row, reads.at_or_before(at)), at)
     else:
         offsets = history.source_offsets_as_of(_source_rows(connector, reads.at_or_before(at)), at)

@@ -206,6 +206,9 @@ class Settings:
     offsets_alter_timeout_ms: int
     lease_duration_ms: int
     lease_renew_interval_ms: int
+    history_retention_ms: int
+    history_retention_ms_by_table: dict[str, str]
+    history_retention_check_interval_ms: int
     local_data_dir: Path
     local_broker_port: int
     local_controller_port: int
@@ -265,6 +268,7 @@ class Settings:
             values["kafka_client_properties"] = {**from_file, **values["kafka_client_properties"]}
         check_endpoint(values["storage_s3_endpoint"], values["storage_allow_http"])
         _check_connector_class_types(values["connector_class_types"])
+        _check_retention(values)
         return cls(**values, raw=dict(props))
 
     def with_overrides(self, **overrides: str) -> Settings:
@@ -294,6 +298,25 @@ def _check_connector_class_types(class_types: Mapping[str, str]) -> None:
                 f"connector.class.types: the type of {class_name} must be {allowed[0]!r} or {allowed[1]!r}, "
                 f"not {kind!r}"
             )
+
+
+#: A retention that keeps every row (Kafka's ``retention.ms=-1``).
+KEEP_FOREVER = -1
+
+
+def _check_retention(values: Mapping[str, Any]) -> None:
+    """``history.retention.ms`` and each of ``history.retention.ms.by.table``'s values are a number of milliseconds
+    above 0, or -1 (kept for ever); the check interval is above 0. Which table names are known is
+    :mod:`connect_state.tables.retention`'s to say."""
+    retentions = {"history.retention.ms": str(values["history_retention_ms"])}
+    for table, text in values["history_retention_ms_by_table"].items():
+        retentions[f"history.retention.ms.by.table {table}"] = text
+    for key, text in retentions.items():
+        ms = _to_int(key, text)
+        if ms <= 0 and ms != KEEP_FOREVER:
+            raise ConfigError(f"{key}: expected milliseconds above 0, or {KEEP_FOREVER} for ever, got {text!r}")
+    if values["history_retention_check_interval_ms"] <= 0:
+        raise ConfigError("history.retention.check.interval.ms: expected milliseconds above 0")
 
 
 def load_settings(

@@ -50,6 +50,7 @@ from connect_state.spark.delta_io import (
 )
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.spark.reconcile import RECONCILE_INTERVAL_S, Reconciler
+from connect_state.spark.retention import RetentionPass
 from connect_state.spark.streaming import QueryTask, Run, checkpoint_query_id, job_logger
 from connect_state.spark.watermarks import WatermarkStore, watermark_store
 from connect_state.spark.write_time import collect_stamped, stamped, write_time
@@ -406,6 +407,7 @@ class FoldWriter:
         self.positions: TopicPositions | None = None
         self.reconciler: Reconciler | None = None
         self._next_reconcile = 0.0
+        self.retention: RetentionPass | None = None  # the clean-up of the history tables it writes (start_fold_query)
         self._shared_tables_ready = False
         #: Tables this writer's query created (or, rebuilding, emptied) at its start and has not written yet: a
         #: history insert or a current MERGE into one is an append (nothing to match; still once per batch, by its
@@ -450,6 +452,8 @@ class FoldWriter:
         fault_point(FaultPoint.AFTER_BATCH_WRITE)
         if self.reconciler is not None and (losses or time.monotonic() >= self._next_reconcile):
             self.reconcile(spark)
+        if self.retention is not None:
+            self.retention.maybe_run(spark)
 
     def attach(
         self,
@@ -729,6 +733,7 @@ def start_fold_query(
             except Exception:
                 writer.log.warning("reconcile %s failed; the query starts anyway", reconciler.table.name, exc_info=True)
     writer.attach(shared_positions(settings), reconciler, options, use_deltalake)
+    writer.retention = RetentionPass(settings, job_name, use_deltalake, options)
     stream = (
         folded.writeStream.queryName(job_name)
         .outputMode("update")

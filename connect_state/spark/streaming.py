@@ -36,6 +36,7 @@ from connect_state.core.settings import Settings, add_config_arguments, settings
 from connect_state.progress.query_progress import ReadProgress
 from connect_state.spark import storage
 from connect_state.spark.metrics import METRICS
+from connect_state.tables.retention import table_retentions
 
 log = logging.getLogger("connect_state.streaming")
 
@@ -526,6 +527,7 @@ def main_of(
     setup_logging()
     try:
         settings = settings_from_args(args)
+        table_retentions(settings)  # history.retention.ms.by.table names history tables
         for job in jobs:
             job.check(settings)
     except ConnectStateError as err:

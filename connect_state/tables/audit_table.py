@@ -31,6 +31,8 @@ from connect_state.core.errors import TableNotFoundError
 from connect_state.core.settings import Settings
 from connect_state.core.storage import deltalake_options
 from connect_state.tables.reader import TableReader
+from connect_state.tables.retention import RetentionPolicy
+from connect_state.tables.retention_io import Cleaned, clean_table
 from connect_state.tables.scan import Filter, TableScan
 from connect_state.tables.schemas import AUDIT
 
@@ -221,6 +223,13 @@ class AuditTable:
                     os.fsync(out.fileno())
                 os.replace(temporary, self.mark)
             return len(new)
+
+    def clean(self, policy: RetentionPolicy, cutoff: int) -> Cleaned:
+        """The retention's clean-up of the table (:func:`connect_state.tables.retention_io.clean_table`: the rows
+        before ``cutoff``), under the spool's ``flock``, so that no process's flush interleaves."""
+        with self._lock, self.lock_file.open("a") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            return clean_table(self.reader.delta_root, policy, cutoff, self.reader.storage_options)
 
     def page(self, query: AuditQuery) -> tuple[int, list[dict[str, Any]]]:
         """How many rows match ``query`` (the table's and the spool's unflushed ones), and the newest ``limit`` of

@@ -123,7 +123,12 @@ class KafkaTopics:
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return load_settings(
-        overrides={"delta.root": str(tmp_path / "delta"), "checkpoint.root": str(tmp_path / "checkpoints")}, environ={}
+        overrides={
+            "delta.root": str(tmp_path / "delta"),
+            "checkpoint.root": str(tmp_path / "checkpoints"),
+            "history.retention.ms": "-1",  # the records are of 2023 (T0): kept (tests/spark/test_retention.py)
+        },
+        environ={},
     )
 
 

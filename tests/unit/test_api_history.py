@@ -132,9 +132,13 @@ TABLES = {
 }
 
 
+#: The rows above are of 1970: kept for ever here (times before the retention: tests/unit/test_retention_api.py).
+KEEP = {"history.retention.ms": "-1"}
+
+
 @pytest.fixture
 def client(make_client: MakeClient) -> FlaskClient:
-    return make_client(tables=InMemoryTables(TABLES))
+    return make_client(tables=InMemoryTables(TABLES), overrides=KEEP)
 
 
 def test_events_timeline_paged_and_filtered(client: FlaskClient) -> None:
@@ -222,7 +226,7 @@ def test_config_versions_redacted_with_diffs(client: FlaskClient, make_client: M
     }
     assert versions[1]["changed_keys"] == ["batch", "connection.password", "topic"]
     assert versions[2]["config"] is None and versions[2]["kafka_timestamp"] == 3000
-    other = make_client(tables=InMemoryTables(TABLES), overrides={"api.redact.patterns": "^topic$"})
+    other = make_client(tables=InMemoryTables(TABLES), overrides={**KEEP, "api.redact.patterns": "^topic$"})
     redacted = other.get("/connectors/src/history/configs").get_json()["versions"][0]["config"]
     # the patterns replaced, the PASSWORD keys of the ConfigDefs still hidden (Debezium JDBC's connection.password)
     assert redacted["topic"] == REDACTED and redacted["connection.password"] == REDACTED

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +123,8 @@ def test_nothing_lost_or_duplicated_across_a_restart(
 
 def test_the_flusher_thread_replays_on_start(make: Any, settings: Settings, spool: Path) -> None:
     spool.parent.mkdir(parents=True)
-    legacy = {"time": "2026-01-01T00:00:00.000Z", "principal": "old", "method": "PUT", "path": "/x", "status": 204}
+    yesterday = audit_table.iso_time(datetime.now(UTC) - timedelta(days=1))  # within the retention
+    legacy = {"time": yesterday, "principal": "old", "method": "PUT", "path": "/x", "status": 204}
     spool.write_text(json.dumps(legacy) + "\n" + '{"time": "torn')  # a row without id, then a torn line
     client = make(interval_ms="50")
     trail = audit_trail(client.application)

@@ -23,6 +23,7 @@ DEFAULTS = load_settings(environ={})
 SPECIAL = {  # keys whose value is checked when the settings are built
     "storage.s3.endpoint": "https://s3.example.com",
     "kafka.client.config.file": str(ROOT / "conf" / "connect-state.properties"),  # any readable properties file
+    "history.retention.ms.by.table": "heartbeats=604800000",
 }
 
 
