@@ -210,9 +210,7 @@ class ReviveHerder(HerderBase):
             if deletion_offset is not None
             else []
         )
-        check = (
-            f"GET /connectors/{name} shows whether it was created; retrying answers 409 once the config is written."
-        )
+        check = f"GET /connectors/{name} shows whether it was created; retrying answers 409 once the config is written."
         self._send_config(connector_restore_records(name, config, state), f"the restore of connector {name}", check)
         log.info("Connector %s restored %s with its config of offset %d", name, state.value, offset)
         connector_class = config.get("connector.class")
