@@ -57,6 +57,7 @@ def create_app(
         offsets,
         openapi,
         restart,
+        revive,
         same_origin,
         write_slots,
     )
@@ -78,7 +79,7 @@ def create_app(
     audit.init_app(app, settings)
     lag.init_app(app)
     for views in (topics_views, connectors, heartbeats, deletions, offsets, data_loss, connect_read, restart, history,
-                  openapi, health, metrics, dashboard, leases, audit):  # fmt: skip
+                  openapi, health, metrics, dashboard, leases, audit, revive):  # fmt: skip
         app.register_blueprint(views.bp)
     auth.check_routes(app)  # every route says which role it needs
     return app

@@ -23,7 +23,8 @@ checked (:class:`TooManyFailedLogins`). An unknown user's password is checked ag
 (:func:`connect_state.api.passwords.dummy_hash`): it costs what a known user's does.
 
 **Roles** (:class:`Role`): ``read``, ``operate`` (stop, pause, resume, restart, topics reset), ``offsets`` (PATCH and
-DELETE offsets, their restore as of a time), ``delete`` (DELETE connector) and ``admin`` (all of them).
+DELETE offsets, their restore as of a time), ``delete`` (DELETE connector) and ``admin`` (all of them, and bringing
+back a deleted connector).
 :data:`ROUTE_ROLES` is the one table of
 the role each route needs; :func:`check_routes` refuses an app with a route missing from it. ``api.auth.roles.file``
 grants roles, one principal a line::
@@ -163,6 +164,7 @@ ROUTE_ROLES: Mapping[str, Role] = {
     "offsets.reset_connector_offsets": Role.OFFSETS,
     "offsets.restore_connector_offsets": Role.OFFSETS,
     "connectors.delete_connector": Role.DELETE,
+    "revive.restore_connector": Role.ADMIN,  # writes a whole connector config, as POST /connectors would
     # connect-state's own reads
     "deletions.get_deletions": Role.READ,
     "heartbeats.get_heartbeats": Role.READ,

@@ -65,6 +65,7 @@ HERDER_STATUS: dict[type[herder.HerderError], int] = {
     herder.BadRequestError: 400,
     herder.ForbiddenError: 403,
     herder.NotEstablishedError: 409,
+    herder.ConflictError: 409,
     herder.KafkaUnreachableError: 503,
     herder.ConnectError: 500,
     herder.UnsupportedError: 501,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from connect_state.herder.errors import (
     BadRequestError,
+    ConflictError,
     ConnectError,
     ForbiddenError,
     HerderError,
@@ -25,15 +26,20 @@ from connect_state.herder.herder import Herder
 from connect_state.herder.io import GroupAdmin, HerderIO, OpenTransaction, RecordWriter
 from connect_state.herder.offsets import OffsetsChange, row_config, source_timeout_message
 from connect_state.herder.restore import OffsetsHistory, OffsetsRestore, RestoreChange
+from connect_state.herder.revive import ConnectorHistory, ConnectorRestore, InitialState
 
 __all__ = [
     "BadRequestError",
+    "ConflictError",
     "ConnectError",
+    "ConnectorHistory",
+    "ConnectorRestore",
     "ForbiddenError",
     "GroupAdmin",
     "Herder",
     "HerderError",
     "HerderIO",
+    "InitialState",
     "KafkaUnreachableError",
     "NotEstablishedError",
     "NotFoundError",

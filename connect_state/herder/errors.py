@@ -13,6 +13,7 @@ from connect_state.core.errors import ConnectStateError
 
 __all__ = [
     "BadRequestError",
+    "ConflictError",
     "ConnectError",
     "ForbiddenError",
     "HerderError",
@@ -44,6 +45,10 @@ class BadRequestError(HerderError):
 
 class ForbiddenError(HerderError):
     """403: a write the worker's settings disable (``topic.tracking.enable``, ``topic.tracking.allow.reset``)."""
+
+
+class ConflictError(HerderError):
+    """``AlreadyExistsException`` (409): a connector of that name exists (a deleted connector brought back)."""
 
 
 class NotEstablishedError(HerderError):

@@ -18,6 +18,7 @@
   ``status-topic-<topic>:connector-<name>`` key of the connector's active topics read to the status topic's end.
 * **offsets alter and reset** (KIP-875, KIP-618): :class:`~connect_state.herder.offsets.OffsetsHerder`.
 * **offsets restored as of a time** (ours, issue 36): :class:`~connect_state.herder.restore.RestoreHerder`.
+* **a deleted connector brought back** (ours, issue 36): :class:`~connect_state.herder.revive.ReviveHerder`.
 
 Decided as Connect's leader would (issue 10): existence, target state and task count come from the config topic read
 to its end offset at the request (:meth:`HerderIO.connector`), not from the lagging ``connectors`` table, so a stop
@@ -49,6 +50,7 @@ from connect_state.formats.status import topic_status_tombstone_keys
 from connect_state.herder.base import log
 from connect_state.herder.errors import ForbiddenError, NotEstablishedError, NotFoundError, UnsupportedError
 from connect_state.herder.restore import RestoreHerder
+from connect_state.herder.revive import ReviveHerder
 
 
 def task_restart_message(connector: str, task: int) -> str:
@@ -69,7 +71,7 @@ def _position_offset(position: object) -> int | None:
     return offset if isinstance(offset, int) else None
 
 
-class Herder(RestoreHerder):
+class Herder(RestoreHerder, ReviveHerder):
     """Connect's herder for the writes connect-state makes through Kafka."""
 
     # --- target states -----------------------------------------------------------------------------------------------

@@ -62,6 +62,7 @@ ROUTES: dict[str, tuple[str, str, Role | None]] = {
     "offsets.reset_connector_offsets": ("DELETE", f"/connectors/{CONNECTOR}/offsets", Role.OFFSETS),
     "offsets.restore_connector_offsets": ("POST", f"/connectors/{CONNECTOR}/offsets/restore", Role.OFFSETS),
     "connectors.delete_connector": ("DELETE", f"/connectors/{CONNECTOR}", Role.DELETE),
+    "revive.restore_connector": ("POST", f"/connectors/{CONNECTOR}/restore", Role.ADMIN),
     "deletions.get_deletions": ("GET", f"/connectors/{CONNECTOR}/deletions", Role.READ),
     "heartbeats.get_heartbeats": ("GET", f"/connectors/{CONNECTOR}/heartbeats", Role.READ),
     "history.get_events": ("GET", f"/connectors/{CONNECTOR}/events", Role.READ),

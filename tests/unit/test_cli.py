@@ -371,6 +371,23 @@ def test_offsets_restore_is_a_dry_run_unless_apply(api: FakeApi, at_api: Run) ->
     assert len(api.seen) == 2
 
 
+def test_restore_connector_sends_its_time_and_initial_state(api: FakeApi, at_api: Run) -> None:
+    body = {"name": "a", "cleanup_hooks_ran": [], "message": "Connector a restored STOPPED with its config of ..."}
+    api.answer("POST", "/connectors/a/restore", 201, body)
+    done = at_api("restore", "connector", "a")
+    assert done.exit_code == 0 and "Connector a restored STOPPED" in done.stdout
+    assert at_api("restore", "connector", "a", "--at", "1", "--initial-state", "paused").exit_code == 0
+    assert [seen.query for seen in api.seen] == [
+        {"initial_state": ["STOPPED"]},
+        {"initial_state": ["PAUSED"], "at": ["1"]},
+    ]
+    assert at_api("restore", "connector", "a", "--initial-state", "BOGUS").exit_code == ExitCode.USAGE
+    api.answer("POST", "/connectors/a/restore", 409, {"error_code": 409, "message": "Connector a already exists"})
+    refused = at_api("restore", "connector", "a")
+    assert refused.exit_code == ExitCode.REFUSED and "Connector a already exists" in refused.stderr
+    assert len(api.seen) == 3
+
+
 def test_history_passes_its_filters_and_says_where_the_next_page_starts(api: FakeApi, at_api: Run) -> None:
     events = [
         {
