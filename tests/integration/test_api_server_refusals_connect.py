@@ -1,0 +1,108 @@
+"""The server's own refusals against the Connect worker's (issue 34, "the API's serving path"): the same raw requests
+(a long request line, many headers, a long header) sent to the real worker (Jetty) and to our real server process
+(gunicorn, ``tests/fixtures/api_server.py``), status and body compared.
+
+Jetty refuses a request whose request line and headers together exceed its ``requestHeaderSize`` (8 KiB): 414 while
+still reading the request line, 431 once in the headers. Below that, Connect answers the request (a long unknown
+connector name: its JSON 404).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from connect_state.dev.connect_rest import ConnectRestClient
+from connect_state.tables.schemas import ACTIVE_TOPICS
+from tests.fixtures.api_server import no_kafka_settings, serving_api
+
+READ_TIMEOUT_S = 10.0
+
+
+@pytest.fixture(scope="module")
+def ours(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Our server with an empty ``active_topics`` table: ``GET /connectors/<name>/topics`` answers as Connect does
+    for a connector without active topics."""
+    settings = no_kafka_settings(Path(tmp_path_factory.mktemp("api")))
+    write_deltalake(f"{settings['delta.root']}/{ACTIVE_TOPICS.name}", pa.Table.from_pylist([], schema=ACTIVE_TOPICS.schema))
+    with serving_api(settings) as url:
+        yield url
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    host, port = url.split("//", 1)[1].rsplit(":", 1)
+    return host, int(port)
+
+
+def raw_answer(url: str, request: bytes) -> tuple[int, bytes]:
+    """Send ``request`` as is on a new connection; the answer's status and body (read to the connection's close)."""
+    with socket.create_connection(_host_port(url), timeout=READ_TIMEOUT_S) as sock:
+        sock.sendall(request)
+        received = b""
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except (ConnectionResetError, TimeoutError):
+                break
+            if not chunk:
+                break
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    match = re.match(rb"HTTP/1\.[01] (\d{3})", head)
+    assert match is not None, received[:200]
+    if re.search(rb"(?im)^transfer-encoding:\s*chunked", head):
+        body = _unchunked(body)
+    return int(match.group(1)), body
+
+
+def _unchunked(body: bytes) -> bytes:
+    out = b""
+    while body:
+        size_line, _, body = body.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out, body = out + body[:size], body[size + 2 :]
+    return out
+
+
+def get(path: str, headers: list[tuple[str, str]] = ()) -> bytes:  # type: ignore[assignment]
+    lines = [f"GET {path} HTTP/1.1", "Host: 127.0.0.1", "Accept: application/json", *(f"{k}: {v}" for k, v in headers)]
+    return ("\r\n".join([*lines, "Connection: close", "", ""])).encode()
+
+
+def many(count: int) -> list[tuple[str, str]]:
+    return [(f"X-Probe-{i}", "v") for i in range(count)]
+
+
+CASES = {
+    "name of 5,000 characters": get(f"/connectors/{'a' * 5000}/topics"),
+    "name of 8,000 characters": get(f"/connectors/{'b' * 8000}/topics"),
+    "name of 8,200 characters": get(f"/connectors/{'c' * 8200}/topics"),
+    "name of 10,000 characters": get(f"/connectors/{'d' * 10000}/topics"),
+    "name of 100,000 characters": get(f"/connectors/{'e' * 100000}/topics"),
+    "status of a 5,000-character name": get(f"/connectors/{'f' * 5000}/status"),
+    "120 headers": get("/connectors/x/topics", many(120)),
+    "500 headers (6.5 KB)": get("/connectors/x/topics", many(500)),
+    "700 headers (9 KB)": get("/connectors/x/topics", many(700)),
+    "5,000 headers": get("/connectors/x/topics", many(5000)),
+    "a header of 7,000 bytes": get("/connectors/x/topics", [("X-Big", "v" * 7000)]),
+    "a header of 9,000 bytes": get("/connectors/x/topics", [("X-Big", "v" * 9000)]),
+    "a header of 100,000 bytes": get("/connectors/x/topics", [("X-Big", "v" * 100000)]),
+    "line and headers of 4,500 bytes each": get(f"/connectors/{'g' * 4500}/topics", [("X-Big", "v" * 4500)]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_refusals_answer_as_connect_does(case: str, connect: ConnectRestClient, ours: str) -> None:
+    request = CASES[case]
+    theirs_status, theirs_body = raw_answer(connect.base_url, request)
+    our_status, our_body = raw_answer(ours, request)
+    print(f"{case}: Connect {theirs_status} {theirs_body[:4000]!r} / ours {our_status} {our_body[:4000]!r}")
+    assert (our_status, our_body) == (theirs_status, theirs_body)
