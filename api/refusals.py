@@ -16,12 +16,16 @@ answers gunicorn's own 414 and 431 with Jetty's page. What stays different (stat
 * more than :data:`MAX_HEADER_LINES` header lines that together fit in 8 KiB (tiny headers): Jetty answers the
   request, we answer 431;
 * a request line of 8,191 or 8,192 bytes: Jetty's buffer may still hold it with nothing else, ours does not (414);
+* headers gunicorn refuses itself (one header line over 8 KiB, more than :data:`MAX_HEADER_LINES` lines) get Jetty's
+  page with ``/badMessage`` as its URI where Jetty names the request's path: gunicorn's parser gives up before it
+  hands the path on;
 * Jetty counts the bytes as received; we count them as gunicorn parsed them (the header names and values, ``: `` and
   CRLF), so a header written with extra spaces around its value counts a few bytes less here.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
 from typing import Any
@@ -44,9 +48,18 @@ LIMITS = {
 """gunicorn's limits: nothing that fits in Jetty's buffer is refused by them (up to :data:`MAX_HEADER_LINES`)."""
 
 
-def jetty_error_page(status: HTTPStatus) -> bytes:
-    """The body of Jetty's ``ErrorHandler`` for a request refused before it reached the application."""
-    title = f"{status.value} {status.phrase}"
+JETTY_VERSION = "12.0.34"
+"""The Jetty the pinned Kafka ships (``jvm/kafka/lib/jetty-server-*.jar``): its error page names it."""
+
+#: Jetty's reason phrases where Python's differ.
+_PHRASES = {HTTPStatus.REQUEST_URI_TOO_LONG: "URI Too Long"}
+
+
+def jetty_error_page(status: HTTPStatus, uri: str = "/badMessage") -> bytes:
+    """The body of Jetty's ``ErrorHandler`` for a request refused before it reached the application: ``uri`` is the
+    request's path when Jetty had read it (headers too large), ``/badMessage`` when it had not (line too long)."""
+    phrase = _PHRASES.get(status, status.phrase)
+    title = f"{status.value} {phrase}"
     return (
         "<html>\n<head>\n"
         '<meta http-equiv="Content-Type" content="text/html;charset=ISO-8859-1"/>\n'
@@ -54,18 +67,20 @@ def jetty_error_page(status: HTTPStatus) -> bytes:
         "</head>\n<body>\n"
         f"<h2>HTTP ERROR {title}</h2>\n"
         "<table>\n"
-        f"<tr><th>URI:</th><td>/badMessage</td></tr>\n"
+        f"<tr><th>URI:</th><td>{html.escape(uri, quote=False)}</td></tr>\n"
         f"<tr><th>STATUS:</th><td>{status.value}</td></tr>\n"
-        f"<tr><th>MESSAGE:</th><td>{status.phrase}</td></tr>\n"
-        "</table>\n\n</body>\n</html>\n"
-    ).encode("latin-1")
+        f"<tr><th>MESSAGE:</th><td>{phrase}</td></tr>\n"
+        "</table>\n"
+        f'<hr/><a href="https://jetty.org/">Powered by Jetty:// {JETTY_VERSION}</a><hr/>\n'
+        "\n</body>\n</html>\n"
+    ).encode("latin-1", errors="replace")
 
 
 def jetty_refusal(status: HTTPStatus) -> bytes:
     """The whole answer (status line, headers, body) Jetty writes for ``status``; it closes the connection after."""
     body = jetty_error_page(status)
     head = (
-        f"HTTP/1.1 {status.value} {status.phrase}\r\n"
+        f"HTTP/1.1 {status.value} {_PHRASES.get(status, status.phrase)}\r\n"
         "Content-Type: text/html;charset=iso-8859-1\r\n"
         f"Content-Length: {len(body)}\r\n"
         "Connection: close\r\n\r\n"
@@ -73,7 +88,10 @@ def jetty_refusal(status: HTTPStatus) -> bytes:
     return head.encode("latin-1") + body
 
 
-_REFUSED = {LimitRequestLine: HTTPStatus.REQUEST_URI_TOO_LONG, LimitRequestHeaders: HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE}
+_REFUSED = {
+    LimitRequestLine: HTTPStatus.REQUEST_URI_TOO_LONG,
+    LimitRequestHeaders: HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+}
 
 
 class JettyRefusalsWorker(ThreadWorker):  # type: ignore[misc]
@@ -118,7 +136,7 @@ class HeaderBudget:
         if header_bytes(environ) <= REQUEST_HEADER_SIZE:
             return self.app(environ, start_response)
         status = HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
-        body = jetty_error_page(status)
+        body = jetty_error_page(status, environ.get("PATH_INFO") or "/")
         start_response(
             f"{status.value} {status.phrase}",
             [

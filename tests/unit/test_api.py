@@ -26,8 +26,8 @@ from flask.testing import FlaskClient
 import connect_state.api.resources as api_resources
 from connect_state.api import close_app, create_app
 from connect_state.api.errors import ConnectRestException
-from connect_state.api.resources import get_settings, get_tables, get_writer
 from connect_state.api.refusals import JettyRefusalsWorker
+from connect_state.api.resources import get_settings, get_tables, get_writer
 from connect_state.api.server import AccessLogger, bind_address, gunicorn_options
 from connect_state.core.errors import KafkaWriteError, TableNotFoundError
 from connect_state.core.settings import Settings
