@@ -155,7 +155,7 @@ def _hot_path() -> tuple[str, str] | None:
 
 
 def _bodies() -> KeptBodies:
-    return current_app.extensions[EXTENSION]  # type: ignore[no-any-return]
+    return current_app.extensions[EXTENSION]
 
 
 def _not_modified(etag: str) -> Response:

@@ -94,7 +94,7 @@ _REFUSED = {
 }
 
 
-class JettyRefusalsWorker(ThreadWorker):  # type: ignore[misc]
+class JettyRefusalsWorker(ThreadWorker):
     """gunicorn's threaded worker, answering its own 414 and 431 (a limit of :data:`LIMITS` exceeded) as Jetty does;
     its other refusals are gunicorn's."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -74,13 +74,19 @@ def _unchunked(body: bytes) -> bytes:
     return out
 
 
-def get(path: str, headers: list[tuple[str, str]] = ()) -> bytes:  # type: ignore[assignment]
+def get(path: str, headers: Sequence[tuple[str, str]] = ()) -> bytes:
     lines = [f"GET {path} HTTP/1.1", "Host: 127.0.0.1", "Accept: application/json", *(f"{k}: {v}" for k, v in headers)]
     return ("\r\n".join([*lines, "Connection: close", "", ""])).encode()
 
 
 def many(count: int) -> list[tuple[str, str]]:
     return [(f"X-Probe-{i}", "v") for i in range(count)]
+
+
+def sized(total: int) -> bytes:
+    """A GET whose request line and headers are ``total`` bytes, blank line included."""
+    base = len(get("/connectors/x/topics", [("X-Big", "")]))
+    return get("/connectors/x/topics", [("X-Big", "v" * (total - base))])
 
 
 CASES = {
@@ -97,6 +103,8 @@ CASES = {
     "a header of 7,000 bytes": get("/connectors/x/topics", [("X-Big", "v" * 7000)]),
     "a header of 9,000 bytes": get("/connectors/x/topics", [("X-Big", "v" * 9000)]),
     "a header of 100,000 bytes": get("/connectors/x/topics", [("X-Big", "v" * 100000)]),
+    "line and headers of 8,192 bytes": sized(8192),
+    "line and headers of 8,193 bytes": sized(8193),
     "line and headers of 4,500 bytes each": get(f"/connectors/{'g' * 4500}/topics", [("X-Big", "v" * 4500)]),
 }
 
