@@ -46,6 +46,7 @@ def create_app(
         dashboard,
         data_loss,
         deletions,
+        etags,
         health,
         heartbeats,
         history,
@@ -78,6 +79,7 @@ def create_app(
     write_slots.init_app(app, settings)  # after auth: a refused request takes no slot
     audit.init_app(app, settings)
     lag.init_app(app)
+    etags.init_app(app)  # last: after who asks and may they; its after_request runs before the lag header's
     for views in (topics_views, connectors, heartbeats, deletions, offsets, data_loss, connect_read, restart, history,
                   openapi, health, metrics, dashboard, leases, audit, revive):  # fmt: skip
         app.register_blueprint(views.bp)

@@ -285,6 +285,15 @@ def tables_served() -> list[str]:
     return list(tables.served) if isinstance(tables, _ServedTables) else []
 
 
+def note_served(names: Sequence[str]) -> None:
+    """Count ``names`` among the tables the current request read (an answer served from what an earlier request
+    read: :mod:`connect_state.api.etags`)."""
+    tables = get_tables()
+    if isinstance(tables, _ServedTables):
+        for name in names:
+            tables._served(name)
+
+
 def get_writer() -> RecordWriter:
     """The app's Kafka writer (shared by all requests of the process; created on first use)."""
     if "writer" not in g:

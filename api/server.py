@@ -34,6 +34,7 @@ from connect_state.api import close_app, create_app
 from connect_state.api.audit import audit_trail
 from connect_state.api.auth import ClientAuth, auth_config, tls_client_auth
 from connect_state.api.network import UnprotectedApiError, check_listening
+from connect_state.api.refusals import LIMITS, HeaderBudget, JettyRefusalsWorker
 from connect_state.core.errors import ConnectStateError
 from connect_state.core.settings import Settings, add_config_arguments, settings_from_args
 
@@ -98,8 +99,9 @@ class ApiServer(BaseApplication):
         for key, value in self.options.items():
             self.cfg.set(key, value)
 
-    def load(self) -> Flask:
-        return self.application
+    def load(self) -> Any:
+        """The app behind :class:`~connect_state.api.refusals.HeaderBudget` (Jetty's 8 KiB for line and headers)."""
+        return HeaderBudget(self.application)
 
 
 def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: int | None = None) -> dict[str, Any]:
@@ -126,7 +128,9 @@ def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: 
         "bind": [bind_address(settings.api_host, settings.api_port)],
         "workers": workers,
         "threads": threads if threads is not None else settings.api_threads,
-        "worker_class": "gthread",
+        # gthread, answering its own 414 and 431 as Connect's Jetty does, with limits at Jetty's (api/refusals.py)
+        "worker_class": JettyRefusalsWorker,
+        **LIMITS,
         "accesslog": "-",
         "logger_class": AccessLogger,
         "errorlog": "-",

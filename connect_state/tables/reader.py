@@ -380,6 +380,12 @@ class TableReader:
         snapshot = self._snapshots.get(spec.name)
         return snapshot.loaded_at if snapshot is not None and snapshot.version >= 0 else None
 
+    def loaded_version(self, spec: TableSpec) -> tuple[int, float | None] | None:
+        """The version of the rows :meth:`rows` answers from and its commit's own timestamp (None before any read):
+        the same in every process that loaded that version, and different for a table removed and written again."""
+        snapshot = self._snapshots.get(spec.name)
+        return (snapshot.version, snapshot.committed_at) if snapshot is not None and snapshot.version >= 0 else None
+
     def rows_as_of(self, spec: TableSpec) -> float | None:
         """A time (epoch seconds) before which every commit the rows of :meth:`rows` reflect was made (None before any
         read): the earlier of their load and their last commit's own timestamp plus :data:`COMMIT_CLOCK_MARGIN_S`

@@ -26,6 +26,7 @@ from flask.testing import FlaskClient
 import connect_state.api.resources as api_resources
 from connect_state.api import close_app, create_app
 from connect_state.api.errors import ConnectRestException
+from connect_state.api.refusals import JettyRefusalsWorker
 from connect_state.api.resources import get_settings, get_tables, get_writer
 from connect_state.api.server import AccessLogger, bind_address, gunicorn_options
 from connect_state.core.errors import KafkaWriteError, TableNotFoundError
@@ -441,7 +442,7 @@ def test_gunicorn_options(settings: Settings, writer: RecordingWriter) -> None:
     app = create_app(settings, writer=writer)
     options = gunicorn_options(settings, app, workers=2, threads=8)
     assert options["bind"] == [f"{settings.api_host}:{settings.api_port}"]
-    assert (options["workers"], options["threads"], options["worker_class"]) == (2, 8, "gthread")
+    assert (options["workers"], options["threads"], options["worker_class"]) == (2, 8, JettyRefusalsWorker)
     assert options["accesslog"] == "-"
     assert options["logger_class"] is AccessLogger
     assert options["control_socket_disable"] is True
