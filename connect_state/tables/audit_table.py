@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from connect_state.core.errors import TableNotFoundError
 from connect_state.core.settings import Settings
 from connect_state.core.storage import deltalake_options
 from connect_state.tables.reader import TableReader
-from connect_state.tables.schemas import AUDIT
+from connect_state.tables.schemas import AUDIT, iso_utc
 
 __all__ = ["AuditTable", "audit_time", "from_table_row", "iso_time", "row_id", "to_table_rows"]
 
@@ -45,9 +46,8 @@ def audit_time(text: str) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def iso_time(at: datetime) -> str:
-    """``at`` as an audit row's ``time``: UTC, microseconds, ``Z``."""
-    return at.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+#: ``at`` as an audit row's ``time``: UTC, microseconds, ``Z``.
+iso_time = partial(iso_utc, timespec="microseconds")
 
 
 def _json_or_none(value: object) -> str | None:
