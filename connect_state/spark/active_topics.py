@@ -30,6 +30,7 @@ from connect_state.spark.foldjob import (
     RecordKind,
     column_frame,
     group_fold,
+    matched_rows,
     nullable_values,
     rejected,
 )
@@ -83,25 +84,13 @@ def fast_parse(kafka: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
     """:func:`classify`'s bulk path (:data:`~connect_state.spark.foldjob.FastParse`): the topic statuses and
     tombstones in Connect's canonical form (:func:`connect_state.formats.status_arrow.match_topic_statuses`)."""
     found = match_topic_statuses(kafka.column(0), kafka.column(1))
-    rows = len(found.connector)
-    chosen = kafka.filter(found.matched)
-    empty_text = pa.nulls(rows, pa.string())
-    empty_bytes = pa.nulls(rows, pa.binary())
     columns = {
-        "record_kind": pa.array([str(RecordKind.TOPIC)] * rows, pa.string()),
         "connector": found.connector,
         "topic": found.topic,
         "task": found.task,
         "discover_timestamp": found.discover_timestamp,
-        "kafka_topic": chosen.column(2),
-        "kafka_partition": chosen.column(3),
-        "kafka_offset": chosen.column(4),
-        "kafka_timestamp": chosen.column(5),
-        "raw_key": empty_bytes,
-        "raw_value": empty_bytes,
-        "reason": empty_text,
     }
-    return pa.RecordBatch.from_arrays(list(columns.values()), schema=PARSED_SCHEMA), found.matched
+    return matched_rows(kafka, found.matched, RecordKind.TOPIC, columns, PARSED_SCHEMA)
 
 
 def _change_frame(changes: ChangeColumns, connector: str) -> pd.DataFrame:

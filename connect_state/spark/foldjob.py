@@ -277,6 +277,28 @@ a mask of those records; every other record goes to the step's exact :data:`Clas
 rows the classifier would for the records it takes."""
 
 
+def matched_rows(
+    kafka: pa.RecordBatch,
+    matched: pa.BooleanArray,
+    kind: RecordKind,
+    columns: Mapping[str, pa.Array],
+    schema: pa.Schema,
+) -> tuple[pa.RecordBatch, pa.BooleanArray]:
+    """A bulk path's result (:data:`FastParse`): the ``matched`` Kafka rows as rows of ``schema`` of ``kind``, with
+    ``columns`` (one value per matched row) and their coordinates; the other columns (raw bytes, reason) null."""
+    chosen = kafka.filter(matched)
+    given = {
+        "record_kind": pa.array([str(kind)] * chosen.num_rows, pa.string()),
+        **columns,
+        "kafka_topic": chosen.column(2),
+        "kafka_partition": chosen.column(3),
+        "kafka_offset": chosen.column(4),
+        "kafka_timestamp": chosen.column(5),
+    }
+    arrays = [given.get(field.name, pa.nulls(chosen.num_rows, field.type)) for field in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema), matched
+
+
 def _classified_batch(kafka: pa.RecordBatch, classify: Classifier, schema: pa.Schema) -> pa.RecordBatch | None:
     """The exact parse step over the rows of an Arrow batch of Kafka rows (None when it yields no row)."""
     columns = [kafka.column(i).to_pylist() for i in range(6)]

@@ -29,6 +29,7 @@ from connect_state.spark.foldjob import (
     FoldSpec,
     RecordKind,
     group_fold,
+    matched_rows,
     rejected,
     rows_frame,
 )
@@ -83,11 +84,7 @@ def fast_parse(kafka: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
     tombstones in the form the coordinator writes (:func:`connect_state.formats.consumer_offsets_arrow.
     match_offset_commits`)."""
     found = match_offset_commits(kafka.column(0), kafka.column(1))
-    rows = len(found.group)
-    chosen = kafka.filter(found.matched)
-    empty_text = pa.nulls(rows, pa.string())
     columns = {
-        "record_kind": pa.array([str(RecordKind.RECORD)] * rows, pa.string()),
         "group_id": found.group,
         "topic": found.topic,
         "partition": found.partition,
@@ -96,15 +93,8 @@ def fast_parse(kafka: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
         "metadata": found.metadata,
         "commit_timestamp": found.commit_timestamp,
         "change": pa.array(np.where(found.tombstone, sink_fold.REMOVED, sink_fold.SET), pa.string()),
-        "kafka_topic": chosen.column(2),
-        "kafka_partition": chosen.column(3),
-        "kafka_offset": chosen.column(4),
-        "kafka_timestamp": chosen.column(5),
-        "raw_key": pa.nulls(rows, pa.binary()),
-        "raw_value": pa.nulls(rows, pa.binary()),
-        "reason": empty_text,
     }
-    return pa.RecordBatch.from_arrays(list(columns.values()), schema=PARSED_SCHEMA), found.matched
+    return matched_rows(kafka, found.matched, RecordKind.RECORD, columns, PARSED_SCHEMA)
 
 
 def _output_frame(batch: pd.DataFrame, order: np.ndarray, changed: list[tuple[int, str]]) -> pd.DataFrame:

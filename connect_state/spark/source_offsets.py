@@ -302,17 +302,17 @@ class SourceOffsetsTask(QueryTask):
         self.available_now = available_now
         self.max_offsets_per_trigger = max_offsets_per_trigger
         self.topic_check_seconds = topic_check_seconds
-        query, self.writer = start_with_writer(spark, settings, available_now, max_offsets_per_trigger)
+        query = self.start_query()
         self.next_topic_check = time.monotonic() + topic_check_seconds
-        super().__init__(query, poll_seconds)
+        super().__init__(query, poll_seconds, restart=self.start_query)
 
-    def restart(self) -> None:
-        """Start the query again after a failure (with the subscription the tables and the checkpoint give now)."""
-        if self.query.isActive:
-            self.query.stop()
-        self.query, self.writer = start_with_writer(
+    def start_query(self) -> StreamingQuery:
+        """Start the query (again, after a failure or for new topics), with the subscription the tables and the
+        checkpoint give now."""
+        query, self.writer = start_with_writer(
             self.spark, self.settings, self.available_now, self.max_offsets_per_trigger
         )
+        return query
 
     def new_topics(self, look_now: bool = False) -> frozenset[str]:
         """The connector offsets topics configured since the query started: what its last micro-batch saw, or, with
@@ -331,6 +331,4 @@ class SourceOffsetsTask(QueryTask):
         if new_topics:
             log.info("restarting %s to subscribe to %s", self.name, sorted(new_topics))
             stop_between_batches(self.query)
-            self.query, self.writer = start_with_writer(
-                self.spark, self.settings, self.available_now, self.max_offsets_per_trigger
-            )
+            self.query = self.start_query()
