@@ -149,12 +149,12 @@ def fold_spec(settings: Settings) -> FoldSpec:
     latest merged into ``active_topics``; rows whose (connector, topic) has no record left in the topic are ghosts."""
     return FoldSpec(
         JOB_NAME,
-        lambda _spark: [settings.status_storage_topic],
-        classify,
-        PARSED_SCHEMA,
-        ("record_kind", "connector"),
-        fold_group,
-        OUTPUT_SCHEMA,
+        topics=lambda _spark: [settings.status_storage_topic],
+        classify=classify,
+        parsed=PARSED_SCHEMA,
+        group_by=("record_kind", "connector"),
+        fold=fold_group,
+        output=OUTPUT_SCHEMA,
         history=ACTIVE_TOPICS_HISTORY,
         history_kind=RecordKind.CHANGE,
         current=ACTIVE_TOPICS,

@@ -183,12 +183,12 @@ def fold_spec(settings: Settings) -> FoldSpec:
     config_topic = settings.config_storage_topic
     return FoldSpec(
         JOB_NAME,
-        lambda _spark: [config_topic, settings.status_storage_topic],
-        partial(classify, config_topic=config_topic),
-        PARSED_SCHEMA,
-        ("group_kind", "connector"),
-        fold_function(settings.connector_class_types),
-        OUTPUT_SCHEMA,
+        topics=lambda _spark: [config_topic, settings.status_storage_topic],
+        classify=partial(classify, config_topic=config_topic),
+        parsed=PARSED_SCHEMA,
+        group_by=("group_kind", "connector"),
+        fold=fold_function(settings.connector_class_types),
+        output=OUTPUT_SCHEMA,
         history=CONNECTOR_EVENTS,
         history_kind=RecordKind.EVENT,
         current=CONNECTORS,

@@ -149,12 +149,12 @@ def fold_spec(settings: Settings) -> FoldSpec:
     ``sink_offsets`` rows whose (group, topic, partition) has no offset-commit record left there are ghosts."""
     return FoldSpec(
         JOB_NAME,
-        lambda _spark: [settings.consumer_offsets_topic],
-        classify,
-        PARSED_SCHEMA,
-        ("group_kind", "group_id"),
-        fold_group,
-        OUTPUT_SCHEMA,
+        topics=lambda _spark: [settings.consumer_offsets_topic],
+        classify=classify,
+        parsed=PARSED_SCHEMA,
+        group_by=("group_kind", "group_id"),
+        fold=fold_group,
+        output=OUTPUT_SCHEMA,
         history=SINK_OFFSETS_HISTORY,
         history_kind=RecordKind.HISTORY,
         current=SINK_OFFSETS,

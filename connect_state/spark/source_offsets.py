@@ -217,12 +217,12 @@ def fold_spec(settings: Settings) -> FoldSpec:
     offsets topic, or whose offsets topic is gone, are ghosts."""
     return FoldSpec(
         JOB_NAME,
-        lambda spark: source_topics(spark, settings),
-        classify,
-        PARSED_SCHEMA,
-        ("group_kind", "offsets_topic", "connector"),
-        fold_group,
-        OUTPUT_SCHEMA,
+        topics=lambda spark: source_topics(spark, settings),
+        classify=classify,
+        parsed=PARSED_SCHEMA,
+        group_by=("group_kind", "offsets_topic", "connector"),
+        fold=fold_group,
+        output=OUTPUT_SCHEMA,
         history=SOURCE_OFFSETS_HISTORY,
         history_kind=RecordKind.HISTORY,
         current=SOURCE_OFFSETS,
