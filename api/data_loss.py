@@ -21,8 +21,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from connect_state.api.openapi import ANY, documented, json_answer
 from connect_state.api.resources import get_tables
-from connect_state.api.rows import iso_ms
-from connect_state.tables.schemas import DATA_LOSS
+from connect_state.tables.schemas import DATA_LOSS, iso_utc
 
 bp = Blueprint("data_loss", __name__)
 
@@ -49,7 +48,7 @@ def data_loss_body(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                 "earliest_offset": row.get("earliest_offset"),
                 "cause": row.get("cause"),
                 "batch_id": row.get("batch_id"),
-                "detected_at": iso_ms(row.get("detected_at")),
+                "detected_at": iso_utc(row.get("detected_at")),
             }
             for row in ordered
         ]

@@ -26,10 +26,10 @@ from flask import Blueprint, Response, jsonify
 
 from connect_state.api.openapi import ANY, documented, json_answer
 from connect_state.api.resources import get_settings, get_tables
-from connect_state.api.rows import iso_ms, json_or_text
+from connect_state.api.rows import json_or_text
 from connect_state.cleanup.reconciler import FAILED, PENDING, step_order
 from connect_state.security.redaction import redact_config, settings_patterns
-from connect_state.tables.schemas import CONNECTOR_DELETIONS
+from connect_state.tables.schemas import CONNECTOR_DELETIONS, iso_utc
 
 bp = Blueprint("deletions", __name__, url_prefix="/connectors")
 
@@ -58,7 +58,7 @@ def deletions_body(name: str, rows: Iterable[Mapping[str, Any]]) -> dict[str, An
         deletions.append(
             {
                 "deletion_offset": offset,
-                "deleted_at": iso_ms(first.get("deleted_at")),
+                "deleted_at": iso_utc(first.get("deleted_at")),
                 "type": first.get("connector_type"),
                 "config": json_or_text(first.get("config")),
                 "status": deletion_status(str(row["status"]) for row in steps),
@@ -69,8 +69,8 @@ def deletions_body(name: str, rows: Iterable[Mapping[str, Any]]) -> dict[str, An
                         "attempts": row.get("attempts") or 0,
                         "detail": row.get("detail"),
                         "error": row.get("error"),
-                        "next_attempt_at": iso_ms(row.get("next_attempt_at")),
-                        "updated_at": iso_ms(row.get("updated_at")),
+                        "next_attempt_at": iso_utc(row.get("next_attempt_at")),
+                        "updated_at": iso_utc(row.get("updated_at")),
                     }
                     for row in steps
                 ],

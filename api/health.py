@@ -27,8 +27,9 @@ from connect_state.api.lag import watermarks
 from connect_state.api.openapi import documented, json_answer
 from connect_state.api.resources import app_resources, get_settings
 from connect_state.core.errors import KafkaWriteError, TopicNotFoundError
+from connect_state.core.partitions import Partition
 from connect_state.kafka.log import TopicLog
-from connect_state.progress.freshness import Partition, TableLag, Watermark, query_topics, table_lag
+from connect_state.progress.freshness import TableLag, Watermark, query_topics, table_lag
 from connect_state.tables.schemas import TABLE_QUERIES, now_ms
 
 bp = Blueprint("health", __name__)

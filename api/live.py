@@ -45,13 +45,14 @@ from flask import g
 from connect_state.api.fresh import offset_records, query_watermarks, sink_records, topic_records
 from connect_state.api.resources import app_resources, get_settings, get_tables
 from connect_state.core.errors import RecordFormatError
+from connect_state.core.partitions import Partition
 from connect_state.folds import active_topics as topics_fold
 from connect_state.folds import sink_offsets as sinks_fold
 from connect_state.folds import source_offsets as offsets_fold
 from connect_state.folds.connector_states import ConnectorRecord, fold_status_past_row
 from connect_state.formats.status import TopicStatusKey, parse_status_record
 from connect_state.kafka.follower import TopicFollower
-from connect_state.kafka.log import LogRecord, Partition
+from connect_state.kafka.log import LogRecord
 from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     CONNECTORS,

@@ -5,13 +5,12 @@
   the config snapshot has it (Connect's 404 ``"Connector <name> not found"`` otherwise);
 * :func:`expanded_connectors`: ``GET /connectors?expand=...``; :func:`redacted` / :func:`redacted_info`: configs with
   their secrets redacted (:mod:`connect_state.security.redaction`, issue 13);
-* cells as the answers show them: :func:`iso_ms` (a timestamp), :func:`json_or_text` (a JSON column).
+* :func:`json_or_text`: a JSON cell as the answers show it (a timestamp: :func:`~connect_state.tables.schemas.iso_utc`).
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 from connect_state.api import live
@@ -64,15 +63,6 @@ def expanded_connectors(expand: list[str]) -> dict[str, dict[str, object]]:
         if isinstance(expansions.get("info"), dict):
             expansions["info"] = redacted_info(expansions["info"])  # type: ignore[arg-type]
     return body
-
-
-def iso_ms(value: datetime | None) -> str | None:
-    """A timestamp cell as UTC ISO-8601 with milliseconds and ``Z`` (a naive one is UTC)."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def json_or_text(text: object) -> Any:

@@ -44,7 +44,7 @@ from connect_state.formats.status import (
     topic_status_key,
 )
 from connect_state.spark import active_topics as job
-from connect_state.spark.foldjob import classify_records
+from connect_state.spark.foldjob import FoldWriter, classify_records
 from connect_state.spark.kafka_source import read_topic_batch
 from connect_state.tables.schemas import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS
 
@@ -71,11 +71,11 @@ TASKS_PER_CONNECTOR = 4
 JOB = JobUnderTest(
     topic_setting="status.storage.topic",
     start=job.start,
-    writer=(job.ActiveTopicsWriter, "__call__"),
+    writer=(FoldWriter, "__call__"),
     writer_parts=(
-        (job.ActiveTopicsWriter, "_write_history", "history append"),
-        (job.ActiveTopicsWriter, "_merge_current", "active_topics MERGE"),
-        (job.ActiveTopicsWriter, "write_rejected", "rejected MERGE"),
+        (FoldWriter, "insert_history", "history append"),
+        (FoldWriter, "merge_current", "active_topics MERGE"),
+        (FoldWriter, "write_rejected", "rejected MERGE"),
     ),
     start_what="creating the tables, emptying active_topics, starting the query",
 )

@@ -47,6 +47,7 @@ from connect_state.formats.config import (
 )
 from connect_state.formats.status import Status, connector_status_key, serialize_status, task_status_key
 from connect_state.spark import connector_states as job
+from connect_state.spark.foldjob import FoldWriter
 from connect_state.tables.schemas import CONNECTOR_EVENTS, CONNECTORS, REJECTED_RECORDS
 
 if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
@@ -74,11 +75,11 @@ WORKERS = ("10.0.0.1:8083", "10.0.0.2:8083", "10.0.0.3:8083")
 JOB = JobUnderTest(
     topic_setting="status.storage.topic",
     start=job.start,
-    writer=(job.ConnectorStatesWriter, "__call__"),
+    writer=(FoldWriter, "__call__"),
     writer_parts=(
-        (job.ConnectorStatesWriter, "insert_history", "connector_events append"),
-        (job.ConnectorStatesWriter, "_merge_connectors", "connectors MERGE"),
-        (job.ConnectorStatesWriter, "write_rejected", "rejected MERGE"),
+        (FoldWriter, "insert_history", "connector_events append"),
+        (FoldWriter, "merge_current", "connectors MERGE"),
+        (FoldWriter, "write_rejected", "rejected MERGE"),
     ),
     start_what="creating the tables, starting the query",
 )

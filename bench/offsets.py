@@ -70,6 +70,7 @@ from connect_state.formats.offsets import offset_key_bytes, serialize_offset_val
 from connect_state.spark import active_topics as topics_job
 from connect_state.spark import connector_states as states_job
 from connect_state.spark import source_offsets as offsets_job
+from connect_state.spark.foldjob import FoldWriter
 from connect_state.tables.schemas import CONNECTORS, REJECTED_RECORDS, SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY
 
 if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
@@ -107,7 +108,7 @@ JOB = JobUnderTest(
     writer=(offsets_job.SourceOffsetsWriter, "__call__"),
     writer_parts=(
         (offsets_job.SourceOffsetsWriter, "insert_history", "history append"),
-        (offsets_job.SourceOffsetsWriter, "_merge_current", "source_offsets MERGE"),
+        (offsets_job.SourceOffsetsWriter, "merge_current", "source_offsets MERGE"),
         (offsets_job.SourceOffsetsWriter, "write_rejected", "rejected MERGE"),
     ),
     start_what="creating the tables, emptying source_offsets, starting the query",
@@ -322,7 +323,7 @@ def run_connector_states(spark: SparkSession, settings: Settings, work: Workload
     run = run_job(
         lambda: states_job.start(spark, settings, available_now=True),
         timeout_s,
-        (states_job.ConnectorStatesWriter, "__call__"),
+        (FoldWriter, "__call__"),
         (),
     )
     table = spark.read.format("delta").load(str(settings.table_path(CONNECTORS.name)))
@@ -548,7 +549,7 @@ def run_topics_job(spark: SparkSession, settings: Settings, timeout_s: float) ->
     run = run_job(
         lambda: topics_job.start(spark, settings, available_now=True),
         timeout_s,
-        (topics_job.ActiveTopicsWriter, "__call__"),
+        (FoldWriter, "__call__"),
         (),
     )
     return f"active_topics folded in {run.seconds:.2f} s"

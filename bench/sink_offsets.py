@@ -48,6 +48,7 @@ from connect_state.formats.consumer_offsets import (
 )
 from connect_state.formats.javalang import java_string_hashcode
 from connect_state.spark import sink_offsets as job
+from connect_state.spark.foldjob import FoldWriter
 from connect_state.tables.schemas import REJECTED_RECORDS, SINK_OFFSETS, SINK_OFFSETS_HISTORY
 
 if __package__ in (None, ""):  # run as a script (bench/ is not installed): make the repository root importable
@@ -73,11 +74,11 @@ FIRST_COMMIT_MS = 1_764_000_000_000
 JOB = JobUnderTest(
     topic_setting="consumer.offsets.topic",
     start=job.start,
-    writer=(job.SinkOffsetsWriter, "__call__"),
+    writer=(FoldWriter, "__call__"),
     writer_parts=(
-        (job.SinkOffsetsWriter, "insert_history", "history append"),
-        (job.SinkOffsetsWriter, "_merge_current", "sink_offsets MERGE"),
-        (job.SinkOffsetsWriter, "write_rejected", "rejected MERGE"),
+        (FoldWriter, "insert_history", "history append"),
+        (FoldWriter, "merge_current", "sink_offsets MERGE"),
+        (FoldWriter, "write_rejected", "rejected MERGE"),
     ),
     start_what="creating the tables, emptying sink_offsets, starting the query",
 )

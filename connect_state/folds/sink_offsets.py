@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from connect_state.core.errors import RecordFormatError
+from connect_state.core.partitions import Partition
 from connect_state.formats.consumer_offsets import OffsetCommitKey, OffsetCommitValue, parse_consumer_offsets_record
 
 SET = "set"
@@ -31,8 +32,7 @@ REMOVED = "removed"
 UPSERT = "upsert"
 DELETE = "delete"
 
-TopicPartitionKey = tuple[str, int]
-GroupOffsets = dict[TopicPartitionKey, int]
+GroupOffsets = dict[Partition, int]
 """The state of one group: (topic, partition) -> the ``__consumer_offsets`` offset of its current commit."""
 
 
@@ -108,7 +108,7 @@ def fold_group_offsets(
 
 def fold_group_columns(
     state: GroupOffsets,
-    keys: Sequence[TopicPartitionKey],
+    keys: Sequence[Partition],
     commits: Sequence[bool],
     kafka_offsets: Sequence[int],
 ) -> tuple[GroupOffsets, list[tuple[int, str]]]:
@@ -120,7 +120,7 @@ def fold_group_columns(
     only tombstones, absent from ``state``, changes nothing.
     """
     new_state = dict(state)
-    last: dict[TopicPartitionKey, int] = {}
+    last: dict[Partition, int] = {}
     for index, (key, commit, kafka_offset) in enumerate(zip(keys, commits, kafka_offsets, strict=True)):
         present = key in new_state
         if commit:
@@ -145,9 +145,9 @@ def _change(record: OffsetCommitRecord, change: str) -> SinkOffsetChange:
     )
 
 
-def committed_offsets(records: Iterable[OffsetCommitRecord]) -> dict[str, dict[TopicPartitionKey, int]]:
+def committed_offsets(records: Iterable[OffsetCommitRecord]) -> dict[str, dict[Partition, int]]:
     """Every group's committed offsets after the whole topic: the reference the job must agree with."""
-    result: dict[str, dict[TopicPartitionKey, int]] = {}
+    result: dict[str, dict[Partition, int]] = {}
     for record in sorted(records, key=lambda r: (r.kafka_partition, r.kafka_offset)):
         group = result.setdefault(record.group_id, {})
         if record.commit is None:

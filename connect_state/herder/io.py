@@ -18,10 +18,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from connect_state.connect.offset_stores import ConnectorOffsetStores
+from connect_state.core.partitions import Partition
 from connect_state.folds.config_snapshot import ConnectorConfigView
 
 #: A consumer group's partition, ``(topic, partition)``.
-GroupPartition = tuple[str, int]
+GroupPartition = Partition
 Row = Mapping[str, Any]
 
 __all__ = ["GroupAdmin", "GroupPartition", "HerderIO", "OpenTransaction", "RecordWriter"]

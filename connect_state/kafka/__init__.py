@@ -30,7 +30,7 @@ from connect_state.core.errors import (
 )
 from connect_state.kafka.admin import ClusterDescription, KafkaAdmin
 from connect_state.kafka.config import kafka_python_config
-from connect_state.kafka.groups import ConsumerGroupAdmin, GroupPartition
+from connect_state.kafka.groups import ConsumerGroupAdmin
 from connect_state.kafka.log import ConfigTopicTail, LogRecord, OffsetsCache, TopicLogReader, TopicOffsets
 from connect_state.kafka.partitioner import murmur2, partition_for_key, to_positive
 from connect_state.kafka.producer import InternalTopicWriter, Message, Record, RecordPosition, Transaction
@@ -43,7 +43,6 @@ __all__ = [
     "ConsumerGroupAdminError",
     "ConsumerGroupAdminTimeout",
     "GroupNotEmptyError",
-    "GroupPartition",
     "InternalTopicWriter",
     "KafkaAdmin",
     "KafkaUnavailableError",

@@ -32,9 +32,10 @@ from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
 
+from connect_state.core.partitions import Partition
 from connect_state.core.settings import Settings
 from connect_state.kafka.admin import SafeConsumer
-from connect_state.kafka.log import LogRecord, Partition, reader_consumer_config
+from connect_state.kafka.log import LogRecord, reader_consumer_config
 
 log = logging.getLogger(__name__)
 

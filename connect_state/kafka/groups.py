@@ -45,6 +45,7 @@ from connect_state.core.errors import (
     KafkaWriteError,
     describe_error,
 )
+from connect_state.core.partitions import Partition
 from connect_state.core.settings import Settings
 from connect_state.kafka.admin import KafkaAdmin
 
@@ -54,9 +55,6 @@ T = TypeVar("T")
 
 CLIENT_ID = "connect-state-group-admin"
 _RETRY_BACKOFF_S = 0.2
-
-GroupPartition = tuple[str, int]
-"""``(topic, partition)`` of a consumer group's committed offset."""
 
 # Broker errors meaning "the group has members": only members may commit (UNKNOWN_MEMBER_ID for a commit from the
 # admin's empty member id), offsets of subscribed topics cannot be deleted, a group with members cannot be deleted.
@@ -133,10 +131,10 @@ class ConsumerGroupAdmin(KafkaAdmin):
 
     # --- the calls ---------------------------------------------------------------------------------------------
 
-    def list_group_offsets(self, group_id: str) -> dict[GroupPartition, int]:
+    def list_group_offsets(self, group_id: str) -> dict[Partition, int]:
         """``listConsumerGroupOffsets``: the group's committed offsets; none for a group that does not exist."""
 
-        def call(admin: KafkaAdminClient) -> dict[GroupPartition, int]:
+        def call(admin: KafkaAdminClient) -> dict[Partition, int]:
             try:
                 offsets = admin.list_group_offsets({group_id: None}).get(group_id, {})
             except kafka_errors.GroupIdNotFoundError:
@@ -145,7 +143,7 @@ class ConsumerGroupAdmin(KafkaAdmin):
 
         return self._call("list offsets", group_id, call)
 
-    def alter_group_offsets(self, group_id: str, offsets: Mapping[GroupPartition, int]) -> None:
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[Partition, int]) -> None:
         """``alterConsumerGroupOffsets``: commit ``offsets`` for the group (which must have no members)."""
         if not offsets:
             return
@@ -156,7 +154,7 @@ class ConsumerGroupAdmin(KafkaAdmin):
 
         self._call("alter offsets", group_id, call)
 
-    def delete_group_offsets(self, group_id: str, partitions: Iterable[GroupPartition]) -> None:
+    def delete_group_offsets(self, group_id: str, partitions: Iterable[Partition]) -> None:
         """``deleteConsumerGroupOffsets``: forget the group's committed offsets of ``partitions``."""
         request = [TopicPartition(t, p) for t, p in partitions]
         if not request:

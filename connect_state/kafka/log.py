@@ -28,6 +28,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka import errors as kafka_errors
 
 from connect_state.core.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout, describe_error
+from connect_state.core.partitions import Partition
 from connect_state.core.settings import Settings
 from connect_state.folds.config_snapshot import ConfigSnapshot, ConnectorConfigView
 from connect_state.kafka.admin import KafkaAdmin, SafeConsumer
@@ -44,9 +45,6 @@ log = logging.getLogger(__name__)
 
 CLIENT_ID = "connect-state-reader"
 _POLL_MS = 200
-
-Partition = tuple[str, int]
-"""``(topic, partition)``."""
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,12 @@ from kafka import IsolationLevel, OffsetSpec, TopicPartition
 from kafka import errors as kafka_errors
 
 from connect_state.core.errors import describe_error
+from connect_state.core.partitions import Partition
 from connect_state.core.settings import Settings
 from connect_state.kafka.admin import KafkaAdmin
 from connect_state.kafka.errors import write_error
 
 CLIENT_ID = "connect-state-jobs-positions"
-
-Partition = tuple[str, int]
 
 
 class TopicPositions:

@@ -26,14 +26,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from connect_state.core.partitions import Partition
 from connect_state.core.settings import Settings
 from connect_state.tables.schemas import TABLE_QUERIES
 
 HEADER = "X-Connect-State-Lag"
 UNKNOWN = "unknown"
 UNTRACKED = "untracked"
-
-Partition = tuple[str, int]
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-TopicPartition = tuple[str, int]
-"""``(topic, partition)``."""
+from connect_state.core.partitions import Partition
 
-Positions = dict[TopicPartition, int]
+Positions = dict[Partition, int]
 """The next offset to read of each ``(topic, partition)``."""
 
 
@@ -100,16 +99,16 @@ class DataLoss:
         )
 
 
-def partitions_to_check(previous: Mapping[TopicPartition, int], planned: Mapping[TopicPartition, int]) -> list:
+def partitions_to_check(previous: Mapping[Partition, int], planned: Mapping[Partition, int]) -> list:
     """The partitions whose log start offset :func:`detect_losses` needs: those the batch reads (planned end past
     the start) and those whose offsets went back."""
     return sorted(tp for tp, start in previous.items() if tp in planned and planned[tp] != start)
 
 
 def detect_losses(
-    previous: Mapping[TopicPartition, int],
-    planned: Mapping[TopicPartition, int],
-    earliest: Mapping[TopicPartition, int],
+    previous: Mapping[Partition, int],
+    planned: Mapping[Partition, int],
+    earliest: Mapping[Partition, int],
 ) -> list[DataLoss]:
     """What batch ``N`` cannot read: ``previous`` is ``offsets/N-1`` (where it starts), ``planned`` ``offsets/N``
     (where it ends), ``earliest`` the log start offsets of :func:`partitions_to_check` (a partition missing there
@@ -136,9 +135,9 @@ def detect_losses(
 
 
 def starts_past(
-    start: Mapping[TopicPartition, int],
-    planned: Mapping[TopicPartition, int],
-    frontier: Mapping[TopicPartition, int],
+    start: Mapping[Partition, int],
+    planned: Mapping[Partition, int],
+    frontier: Mapping[Partition, int],
 ) -> bool:
     """Whether batch ``N``, from ``start`` (``offsets/N-1``) to ``planned`` (``offsets/N``), reads only records at or
     past ``frontier`` (end offsets taken at some moment): every partition it reads that the frontier has starts at
@@ -147,11 +146,11 @@ def starts_past(
     return all(start.get(tp, 0) >= frontier[tp] for tp in planned if tp in frontier)
 
 
-def watermark_rows(query: str, positions: Mapping[TopicPartition, int], batch_id: int) -> list[tuple]:
+def watermark_rows(query: str, positions: Mapping[Partition, int], batch_id: int) -> list[tuple]:
     """The ``watermarks`` rows of a query's batch (without ``committed_at``): ``(query, topic, partition,
     next_offset, batch_id)``, sorted."""
     return [(query, topic, partition, offset, batch_id) for (topic, partition), offset in sorted(positions.items())]
 
 
-def topics_of(positions: Iterable[TopicPartition]) -> set[str]:
+def topics_of(positions: Iterable[Partition]) -> set[str]:
     return {topic for topic, _ in positions}

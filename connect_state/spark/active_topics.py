@@ -1,22 +1,17 @@
 """KIP-558 active topics, the Spark pipeline: the status topic folded into the ``active_topics`` Delta table.
 
 ``connect-status`` → :func:`classify` (:mod:`connect_state.formats.status`) → :func:`fold_group`
-(:mod:`connect_state.folds.active_topics`, per connector, in ``applyInPandasWithState``) → :class:`ActiveTopicsWriter`
-(``foreachBatch``): Delta tables ``active_topics`` (current set), ``active_topics_history`` (every change) and
+(:mod:`connect_state.folds.active_topics`, per connector, in ``applyInPandasWithState``) → ``foreachBatch``
+(:func:`fold_spec`): Delta tables ``active_topics`` (current set), ``active_topics_history`` (every change) and
 ``rejected_records``. The console script is ``connect-state-active-topics`` (jobs/active_topics.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.streaming.state import GroupState
 
 from connect_state.core.errors import RecordFormatError
 from connect_state.core.settings import Settings
@@ -31,21 +26,14 @@ from connect_state.formats.status_arrow import match_topic_statuses
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS,
     FoldJob,
-    FoldWriter,
-    KindCounts,
+    FoldSpec,
     RecordKind,
-    classify_records,
     column_frame,
-    fold_groups,
-    fold_reconciler,
+    group_fold,
+    matched_rows,
     nullable_values,
-    passed_through,
     rejected,
-    start_fold_query,
-    table_columns,
 )
-from connect_state.spark.kafka_source import read_internal_topic
-from connect_state.spark.reconcile import Reconciler
 from connect_state.tables.merge_spec import (
     MergeSpec,
     matched_delete,
@@ -96,25 +84,13 @@ def fast_parse(kafka: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
     """:func:`classify`'s bulk path (:data:`~connect_state.spark.foldjob.FastParse`): the topic statuses and
     tombstones in Connect's canonical form (:func:`connect_state.formats.status_arrow.match_topic_statuses`)."""
     found = match_topic_statuses(kafka.column(0), kafka.column(1))
-    rows = len(found.connector)
-    chosen = kafka.filter(found.matched)
-    empty_text = pa.nulls(rows, pa.string())
-    empty_bytes = pa.nulls(rows, pa.binary())
     columns = {
-        "record_kind": pa.array([str(RecordKind.TOPIC)] * rows, pa.string()),
         "connector": found.connector,
         "topic": found.topic,
         "task": found.task,
         "discover_timestamp": found.discover_timestamp,
-        "kafka_topic": chosen.column(2),
-        "kafka_partition": chosen.column(3),
-        "kafka_offset": chosen.column(4),
-        "kafka_timestamp": chosen.column(5),
-        "raw_key": empty_bytes,
-        "raw_value": empty_bytes,
-        "reason": empty_text,
     }
-    return pa.RecordBatch.from_arrays(list(columns.values()), schema=PARSED_SCHEMA), found.matched
+    return matched_rows(kafka, found.matched, RecordKind.TOPIC, columns, PARSED_SCHEMA)
 
 
 def _change_frame(changes: ChangeColumns, connector: str) -> pd.DataFrame:
@@ -136,18 +112,13 @@ def _change_frame(changes: ChangeColumns, connector: str) -> pd.DataFrame:
     return column_frame(columns, n, OUTPUT_SCHEMA)
 
 
-def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
-    """``applyInPandasWithState`` body, per (record_kind, connector): fold topic records (column at a time,
-    :func:`connect_state.folds.active_topics_columns.fold_topic_columns`), pass rejected through."""
-    record_kind, connector = key
-    batch = pd.concat(list(frames), ignore_index=True)
-    if record_kind == RecordKind.REJECTED:
-        yield passed_through(batch, OUTPUT_SCHEMA)
-        return
-    current = state_from_json(state.get[0]) if state.exists else {}
+def _fold(key: tuple, batch: pd.DataFrame, state_json: str | None) -> tuple[str, pd.DataFrame]:
+    """A connector's topic records folded column at a time
+    (:func:`connect_state.folds.active_topics_columns.fold_topic_columns`)."""
+    _kind, connector = key
     new_state, changes = fold_topic_columns(
         connector,
-        current,
+        state_from_json(state_json) if state_json is not None else {},
         batch["topic"].tolist(),
         [None if v is None else int(v) for v in nullable_values(batch["task"])],
         [None if v is None else int(v) for v in nullable_values(batch["discover_timestamp"])],
@@ -155,14 +126,11 @@ def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) ->
         batch["kafka_offset"].tolist(),
         batch["kafka_timestamp"].tolist(),
     )
-    state.update((state_to_json(new_state),))
-    yield _change_frame(changes, connector)
+    return state_to_json(new_state), _change_frame(changes, connector)
 
 
-def fold_stream(kafka_rows: DataFrame) -> DataFrame:
-    """Kafka source rows → the fold's output rows (changes and rejected records)."""
-    parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA, fast_parse)
-    return fold_groups(parsed.groupBy("record_kind", "connector"), fold_group, OUTPUT_SCHEMA, STATE_SCHEMA)
+#: ``applyInPandasWithState`` body, per (record_kind, connector): topic records folded, rejected ones passed through.
+fold_group = group_fold(OUTPUT_SCHEMA, _fold)
 
 
 #: A batch's latest change of each (connector, topic) into ``active_topics``: a removal deletes the row.
@@ -176,53 +144,29 @@ CURRENT_MERGE = MergeSpec(
 )
 
 
-class ActiveTopicsWriter(FoldWriter):
-    """``foreachBatch`` sink: the changes appended to the history and merged into the current sets, once per batch."""
-
-    job_name = JOB_NAME
-
-    def write(self, changes: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        n_changes = self.write_history(changes, RecordKind.CHANGE, ACTIVE_TOPICS_HISTORY, batch_id, counts)
-        if n_changes:
-            latest = changes.filter(F.col("latest")).select(*table_columns(ACTIVE_TOPICS), "change")
-            self.merge_current(latest, ACTIVE_TOPICS, CURRENT_MERGE, batch_id, n_changes)
-        return f"{n_changes} active-topic changes"
-
-
-def start(
-    spark: SparkSession,
-    settings: Settings,
-    available_now: bool = False,
-    max_offsets_per_trigger: int | None = None,
-) -> StreamingQuery:
-    """Create the tables if needed and start the query (it runs until stopped, or until caught up)."""
-    rows = read_internal_topic(spark, settings, settings.status_storage_topic, max_offsets_per_trigger)
-    writer = ActiveTopicsWriter(settings.delta_root, settings.checkpoint_path(JOB_NAME))
-    return start_fold_query(
-        spark,
-        settings,
+def fold_spec(settings: Settings) -> FoldSpec:
+    """The status topic's changes of active-topic sets appended to ``active_topics_history``, each (connector, topic)'s
+    latest merged into ``active_topics``; rows whose (connector, topic) has no record left in the topic are ghosts."""
+    return FoldSpec(
         JOB_NAME,
-        fold_stream(rows),
-        writer,
-        tables=(ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY),
-        current_tables=(ACTIVE_TOPICS,),
-        available_now=available_now,
-        reconciler=reconciler(settings),
-    )
-
-
-def reconciler(settings: Settings) -> Reconciler:
-    """``active_topics`` rows whose (connector, topic) has no record left in the status topic are ghosts."""
-    return fold_reconciler(
-        settings,
-        ACTIVE_TOPICS,
-        lambda _spark: [settings.status_storage_topic],
-        classify,
-        PARSED_SCHEMA,
-        [RecordKind.TOPIC],
-        ["connector", "topic"],
+        topics=lambda _spark: [settings.status_storage_topic],
+        classify=classify,
+        parsed=PARSED_SCHEMA,
+        group_by=("record_kind", "connector"),
+        fold=fold_group,
+        output=OUTPUT_SCHEMA,
+        history=ACTIVE_TOPICS_HISTORY,
+        history_kind=RecordKind.CHANGE,
+        current=ACTIVE_TOPICS,
+        current_kind=RecordKind.CHANGE,
+        merge=CURRENT_MERGE,
+        summary="{history} active-topic changes",
         fast=fast_parse,
+        state=STATE_SCHEMA,
+        latest="latest",
+        op="change",
     )
 
 
-JOB = FoldJob(JOB_NAME, start)
+JOB = FoldJob(JOB_NAME, fold_spec)
+start = JOB.start_query

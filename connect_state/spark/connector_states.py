@@ -2,23 +2,21 @@
 
 ``connect-configs`` + ``connect-status`` → :func:`classify` (:mod:`connect_state.formats.config`,
 :mod:`connect_state.formats.status`) → :func:`fold_function` (:mod:`connect_state.folds.connector_states`, per
-connector, in ``applyInPandasWithState``) → :class:`ConnectorStatesWriter` (``foreachBatch``): Delta tables
-``connectors`` (one row per connector, deleted ones flagged) and ``connector_events`` (every transition). The console
-script is ``connect-state-connector-states`` (jobs/connector_states.py).
+connector, in ``applyInPandasWithState``) → ``foreachBatch`` (:func:`fold_spec`): Delta tables ``connectors`` (one
+row per connector, deleted ones flagged) and ``connector_events`` (every transition). The console script is
+``connect-state-connector-states`` (jobs/connector_states.py).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from functools import partial
 from typing import Any, cast
 
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.types import ArrayType
 
 from connect_state.core.errors import RecordFormatError
@@ -40,22 +38,13 @@ from connect_state.spark.foldjob import (
     RECORD_COLUMNS,
     FoldFunction,
     FoldJob,
-    FoldWriter,
-    KindCounts,
+    FoldSpec,
     RecordKind,
-    classify_records,
     column_frame,
-    fold_groups,
-    fold_reconciler,
+    group_fold,
     nullable_values,
-    passed_through,
     rejected,
-    start_fold_query,
-    table_columns,
-    with_group_kind,
 )
-from connect_state.spark.kafka_source import read_internal_topic
-from connect_state.spark.reconcile import Reconciler
 from connect_state.tables.merge_spec import MergeSpec, matched_update, not_matched_insert, source_values
 from connect_state.tables.schemas import BIGINT, BOOLEAN, CONNECTOR_EVENTS, CONNECTORS, INT, STRING
 
@@ -163,31 +152,13 @@ def fold_function(class_types: Mapping[str, str] | None = None) -> FoldFunction:
     ``class_types`` (``connector.class.types``) decide connector types before guessing."""
     known = dict(class_types or {})
 
-    def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
-        group_kind, connector = key
-        batch = pd.concat(list(frames), ignore_index=True)
-        if group_kind == RecordKind.REJECTED:
-            yield passed_through(batch, OUTPUT_SCHEMA)
-            return
-        current = state_from_json(state.get[0]) if state.exists else ConnectorState(connector)
+    def fold(key: tuple, batch: pd.DataFrame, state_json: str | None) -> tuple[str, pd.DataFrame]:
+        _kind, connector = key
+        current = state_from_json(state_json) if state_json is not None else ConnectorState(connector)
         new_state, events = fold_connector(current, _records(connector, batch))
-        state.update((state_to_json(new_state),))
-        yield _output_frame(events, new_state, known)
+        return state_to_json(new_state), _output_frame(events, new_state, known)
 
-    return fold_group
-
-
-def fold_stream(kafka_rows: DataFrame, config_topic: str, class_types: Mapping[str, str] | None = None) -> DataFrame:
-    """Kafka rows of both topics → the fold's output: connector rows, events and rejected records.
-
-    Config and status records of one connector must meet in one group, so groups are (``connector``, name) for
-    everything that folds and (``rejected``, null) for the quarantine.
-    """
-    parsed = classify_records(
-        kafka_rows, lambda key, value, kafka: classify(key, value, kafka, config_topic), PARSED_SCHEMA
-    )
-    grouped = with_group_kind(parsed, "connector").groupBy("group_kind", "connector")
-    return fold_groups(grouped, fold_function(class_types), OUTPUT_SCHEMA)
+    return group_fold(OUTPUT_SCHEMA, fold)
 
 
 # The ``tasks`` column, parsed from the fold's JSON.
@@ -204,58 +175,30 @@ CURRENT_MERGE = MergeSpec(
 )
 
 
-class ConnectorStatesWriter(FoldWriter):
-    """``foreachBatch`` sink: events appended to ``connector_events``, connector rows merged into ``connectors``."""
-
-    job_name = JOB_NAME
-
-    def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        n_events = self.write_history(batch, RecordKind.EVENT, CONNECTOR_EVENTS, batch_id, counts)
-        n_rows = counts.rows(RecordKind.ROW)
-        if n_rows:
-            source = batch.filter(F.col("record_kind") == RecordKind.ROW).select(
-                *table_columns(CONNECTORS, name=F.col("connector"), tasks=F.from_json("tasks_json", TASKS_TYPE))
-            )
-            self.merge_current(source, CONNECTORS, CURRENT_MERGE, batch_id, n_rows)
-        return f"{n_rows} connectors updated, {n_events} events"
-
-
-def start(
-    spark: SparkSession,
-    settings: Settings,
-    available_now: bool = False,
-    max_offsets_per_trigger: int | None = None,
-) -> StreamingQuery:
-    """Create the tables if needed and start the query over the config and status topics."""
-    topics = [settings.config_storage_topic, settings.status_storage_topic]
-    rows = read_internal_topic(spark, settings, topics, max_offsets_per_trigger)
-    writer = ConnectorStatesWriter(settings.delta_root, settings.checkpoint_path(JOB_NAME))
-    return start_fold_query(
-        spark,
-        settings,
-        JOB_NAME,
-        fold_stream(rows, settings.config_storage_topic, settings.connector_class_types),
-        writer,
-        tables=(CONNECTORS, CONNECTOR_EVENTS),
-        current_tables=(CONNECTORS,),
-        available_now=available_now,
-        reconciler=reconciler(settings),
-    )
-
-
-def reconciler(settings: Settings) -> Reconciler:
-    """``connectors`` rows of a name with no record left in the config and status topics are ghosts (a from-scratch
-    fold has no such connector, not even a deleted one)."""
+def fold_spec(settings: Settings) -> FoldSpec:
+    """Connector rows merged into ``connectors`` and events appended to ``connector_events``, from the config and status
+    topics. Config and status records of one connector meet in one group: groups are (``connector``, name) for
+    everything that folds and (``rejected``, null) for the quarantine. ``connectors`` rows of a name with no record left
+    in the topics are ghosts (a from-scratch fold has no such connector, not even a deleted one)."""
     config_topic = settings.config_storage_topic
-    return fold_reconciler(
-        settings,
-        CONNECTORS,
-        lambda _spark: [config_topic, settings.status_storage_topic],
-        lambda key, value, kafka: classify(key, value, kafka, config_topic),
-        PARSED_SCHEMA,
-        [RecordKind.CONFIG, RecordKind.STATUS, RecordKind.UNREADABLE_COMMIT],
-        [F.col("connector").alias("name")],
+    return FoldSpec(
+        JOB_NAME,
+        topics=lambda _spark: [config_topic, settings.status_storage_topic],
+        classify=partial(classify, config_topic=config_topic),
+        parsed=PARSED_SCHEMA,
+        group_by=("group_kind", "connector"),
+        fold=fold_function(settings.connector_class_types),
+        output=OUTPUT_SCHEMA,
+        history=CONNECTOR_EVENTS,
+        history_kind=RecordKind.EVENT,
+        current=CONNECTORS,
+        current_kind=RecordKind.ROW,
+        merge=CURRENT_MERGE,
+        summary="{current} connectors updated, {history} events",
+        group_kind="connector",
+        columns=lambda: {"name": F.col("connector"), "tasks": F.from_json("tasks_json", TASKS_TYPE)},
     )
 
 
-JOB = FoldJob(JOB_NAME, start)
+JOB = FoldJob(JOB_NAME, fold_spec)
+start = JOB.start_query

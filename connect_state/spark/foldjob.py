@@ -1,9 +1,9 @@
 """What every fold pipeline shares: the record kinds, pandas frames that keep nulls, the parse step over Kafka rows,
-the ``foreachBatch`` writer skeleton with idempotent Delta writes and rejected-record quarantine, and starting the query
+the ``foreachBatch`` writer with idempotent Delta writes and rejected-record quarantine, and starting the query
 (catch-up or continuous).
 
-A pipeline (see :mod:`connect_state.spark.active_topics`) supplies its parse and fold functions, its tables and what
-it writes per batch.
+A pipeline (see :mod:`connect_state.spark.active_topics`) is declared as a :class:`FoldSpec`: its topics, its parse
+and fold functions, its tables and how its rows go into them; :func:`start_fold` runs it.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ from connect_state.spark.delta_io import (
     retry_on_conflict,
     spark_schema,
 )
-from connect_state.spark.kafka_source import read_topic_batch
-from connect_state.spark.reconcile import RECONCILE_INTERVAL_S, Reconciler
+from connect_state.spark.kafka_source import read_internal_topic, read_topic_batch
+from connect_state.spark.reconcile import RECONCILE_INTERVAL_S, Reconciler, session_conf
 from connect_state.spark.retention import RetentionPass
 from connect_state.spark.streaming import QueryTask, Run, checkpoint_query_id, job_logger
 from connect_state.spark.watermarks import WatermarkStore, watermark_store
@@ -225,13 +225,6 @@ def rejected(key: bytes | None, value: bytes | None, reason: str, kafka: dict) -
     return {"record_kind": RecordKind.REJECTED, "raw_key": key, "raw_value": value, "reason": reason, **kafka}
 
 
-def with_group_kind(parsed: DataFrame, kind: str) -> DataFrame:
-    """``parsed`` with a ``group_kind`` column: ``rejected`` for rejected rows, ``kind`` for the rest, so the fold's
-    groups keep the quarantine apart."""
-    is_rejected = F.col("record_kind") == RecordKind.REJECTED
-    return parsed.withColumn("group_kind", F.when(is_rejected, F.lit(str(RecordKind.REJECTED))).otherwise(F.lit(kind)))
-
-
 def table_columns(spec: TableSpec, **given: Column) -> list[Column]:
     """``spec``'s columns, in its order, from a fold's output rows: those ``given`` as given, ``kafka_timestamp`` (epoch
     ms there) as a timestamp, the table's other timestamps the time of the write (:func:`write_time`), the rest by
@@ -247,11 +240,6 @@ def table_columns(spec: TableSpec, **given: Column) -> list[Column]:
         else:
             columns.append(F.col(field.name))
     return columns
-
-
-def passed_through(batch: pd.DataFrame, schema: pa.Schema) -> pd.DataFrame:
-    """The rows of a group of rejected records, unchanged, as the fold's output (``schema``)."""
-    return pandas_frame(batch.to_dict("records"), schema)
 
 
 # The Kafka source columns a parse step reads, in the order it reads them.
@@ -288,6 +276,28 @@ FastParse = Callable[[pa.RecordBatch], tuple[pa.RecordBatch | None, pa.BooleanAr
 (columns ``key, value, topic, partition, offset, timestamp``). It returns the rows for the records it recognised and
 a mask of those records; every other record goes to the step's exact :data:`Classifier`. It must give exactly the
 rows the classifier would for the records it takes."""
+
+
+def matched_rows(
+    kafka: pa.RecordBatch,
+    matched: pa.BooleanArray,
+    kind: RecordKind,
+    columns: Mapping[str, pa.Array],
+    schema: pa.Schema,
+) -> tuple[pa.RecordBatch, pa.BooleanArray]:
+    """A bulk path's result (:data:`FastParse`): the ``matched`` Kafka rows as rows of ``schema`` of ``kind``, with
+    ``columns`` (one value per matched row) and their coordinates; the other columns (raw bytes, reason) null."""
+    chosen = kafka.filter(matched)
+    given = {
+        "record_kind": pa.array([str(kind)] * chosen.num_rows, pa.string()),
+        **columns,
+        "kafka_topic": chosen.column(2),
+        "kafka_partition": chosen.column(3),
+        "kafka_offset": chosen.column(4),
+        "kafka_timestamp": chosen.column(5),
+    }
+    arrays = [given.get(field.name, pa.nulls(chosen.num_rows, field.type)) for field in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema), matched
 
 
 def _classified_batch(kafka: pa.RecordBatch, classify: Classifier, schema: pa.Schema) -> pa.RecordBatch | None:
@@ -341,38 +351,91 @@ def fold_groups(
     )
 
 
-def fold_reconciler(
-    settings: Settings,
-    table: TableSpec,
-    topics: Callable[[SparkSession], Sequence[str]],
-    classify: Classifier,
-    schema: pa.Schema,
-    kinds: Sequence[str],
-    columns: Sequence[str | Column],
-    conf: Mapping[str, str] | None = None,
-    fast: FastParse | None = None,
-) -> Reconciler:
-    """The :class:`Reconciler` of a pipeline's current ``table``: the key ``columns`` of the rows of ``kinds`` that the
-    pipeline's parse step (``classify``, ``schema``, its bulk path ``fast``) makes of every record of ``topics`` (a
-    batch read)."""
+def group_fold(
+    output: pa.Schema, fold: Callable[[tuple, pd.DataFrame, str | None], tuple[str, pd.DataFrame]]
+) -> FoldFunction:
+    """A fold step whose groups of rejected records (the key's first column ``rejected``) pass through unchanged, as
+    rows of ``output``; every other group's rows (one frame) go to ``fold(key, rows, its state JSON or None)``, which
+    returns the group's new state JSON and its output rows."""
 
-    def live_keys(spark: SparkSession, names: Sequence[str]) -> DataFrame:
-        parsed = classify_records(read_topic_batch(spark, settings, names), classify, schema, fast)
-        return parsed.filter(F.col("record_kind").isin(*[str(kind) for kind in kinds])).select(*columns)
+    def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+        batch = pd.concat(list(frames), ignore_index=True)
+        if key[0] == RecordKind.REJECTED:
+            yield pandas_frame(batch.to_dict("records"), output)
+            return
+        new_state, rows = fold(key, batch, state.get[0] if state.exists else None)
+        state.update((new_state,))
+        yield rows
 
-    return Reconciler(
-        table,
-        str(settings.delta_root / table.name),
-        topics,
-        live_keys,
-        shared_positions(settings),
-        dict(conf or {}),
-        job_logger(table.name),
-    )
+    return fold_group
+
+
+@dataclass(frozen=True)
+class FoldSpec:
+    """One fold pipeline, declared (:func:`start_fold` runs it).
+
+    The records of ``topics`` (of the session; subscribed by pattern with ``as_pattern``,
+    :func:`~connect_state.spark.kafka_source.read_internal_topic`) → the parse step (``classify``, rows of ``parsed``;
+    its bulk path ``fast``) → ``fold`` per group of ``group_by`` (its state rows of ``state``; with ``group_kind``, the
+    rows that fold are grouped under that kind in a ``group_kind`` column and rejected ones apart) → rows of ``output``
+    → :meth:`FoldWriter.write`: the batch's ``history_kind`` rows inserted into ``history``, its ``current_kind`` rows
+    (with ``latest``: only those whose ``latest`` column is true) merged into ``current`` by ``merge``, with their
+    ``change`` column as ``op``. ``columns`` makes the tables' columns that are not the output's by name
+    (:func:`table_columns`): the reconciler reads ``current``'s key with them from the parse step's rows, rejected ones
+    aside. ``conf`` is set on the session while the query starts and while it reconciles; ``summary`` is a batch's
+    log line (``{history}``, ``{current}``: its rows of each).
+    """
+
+    name: str
+    topics: Callable[[SparkSession], Sequence[str]]
+    classify: Classifier
+    parsed: pa.Schema
+    group_by: Sequence[str]
+    fold: FoldFunction
+    output: pa.Schema
+    history: TableSpec
+    history_kind: RecordKind
+    current: TableSpec
+    current_kind: RecordKind
+    merge: MergeSpec
+    summary: str
+    fast: FastParse | None = None
+    group_kind: str | None = None
+    state: pa.Schema = STATE_SCHEMA
+    latest: str | None = None
+    op: str | None = None
+    columns: Callable[[], Mapping[str, Column]] = dict
+    conf: Mapping[str, str] | None = None
+    as_pattern: bool = False
+
+    def fold_stream(self, kafka_rows: DataFrame) -> DataFrame:
+        """Kafka rows → the fold's output rows (its tables' rows and the rejected records)."""
+        parsed = classify_records(kafka_rows, self.classify, self.parsed, self.fast)
+        if self.group_kind is not None:
+            is_rejected = F.col("record_kind") == RecordKind.REJECTED
+            kind = F.when(is_rejected, F.lit(str(RecordKind.REJECTED))).otherwise(F.lit(self.group_kind))
+            parsed = parsed.withColumn("group_kind", kind)
+        return fold_groups(parsed.groupBy(*self.group_by), self.fold, self.output, self.state)
+
+    def reconciler(self, settings: Settings) -> Reconciler:
+        """The :class:`Reconciler` of ``current``: its key of the parse step's rows of every record of the topics (a
+        batch read)."""
+
+        def live_keys(spark: SparkSession, names: Sequence[str]) -> DataFrame:
+            parsed = classify_records(read_topic_batch(spark, settings, names), self.classify, self.parsed, self.fast)
+            given = self.columns()
+            keys = [given.get(name, F.col(name)).alias(name) for name in self.current.key]
+            return parsed.filter(F.col("record_kind") != RecordKind.REJECTED).select(*keys)
+
+        path, log = str(settings.delta_root / self.current.name), job_logger(self.current.name)
+        return Reconciler(
+            self.current, path, self.topics, live_keys, shared_positions(settings), dict(self.conf or {}), log
+        )
 
 
 class FoldWriter:
-    """Base of a job's ``foreachBatch`` sink: persists the batch, calls :meth:`write`, quarantines rejected rows.
+    """A job's ``foreachBatch`` sink: persists the batch, calls :meth:`write` (a :class:`FoldSpec`'s tables; a
+    writer without one overrides it), quarantines rejected rows.
 
     Every Delta write of a batch is tagged with (this query's id + table, batch id), so a batch replayed after a crash
     changes nothing that already committed. The query id comes from the checkpoint, so a new checkpoint never collides
@@ -398,7 +461,10 @@ class FoldWriter:
     job_name = "fold"
     reconcile_interval_s = RECONCILE_INTERVAL_S
 
-    def __init__(self, delta_root: Location, checkpoint: Location) -> None:
+    def __init__(self, delta_root: Location, checkpoint: Location, spec: FoldSpec | None = None) -> None:
+        self.spec = spec
+        if spec is not None:
+            self.job_name = spec.name
         self.delta_root = delta_root
         self.checkpoint = str(checkpoint)
         self.rejected_path = str(delta_root / REJECTED_RECORDS.name)
@@ -653,9 +719,22 @@ class FoldWriter:
         return True
 
     def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        """Write the batch's non-rejected rows (``counts``: how many of each kind the batch has); return a short
-        summary for the log."""
-        raise NotImplementedError
+        """Write the batch's non-rejected rows (``counts``: how many of each kind the batch has) into the
+        :class:`FoldSpec`'s history and current tables; return a short summary for the log."""
+        fold = self.spec
+        if fold is None:
+            raise NotImplementedError
+        given = fold.columns()
+        n_history = self.write_history(batch, fold.history_kind, fold.history, batch_id, counts, **given)
+        n_current = counts.rows(fold.current_kind)
+        if n_current:
+            rows = batch.filter(F.col("record_kind") == fold.current_kind)
+            if fold.latest is not None:
+                rows = rows.filter(F.col(fold.latest))
+            op = [F.col("change").alias(fold.op)] if fold.op is not None else []
+            source = rows.select(*table_columns(fold.current, **given), *op)
+            self.merge_current(source, fold.current, fold.merge, batch_id, n_current)
+        return fold.summary.format(history=n_history, current=n_current)
 
     def write_rejected(self, rejected: DataFrame, batch_id: int) -> None:
         """Insert rejected records, keyed by their Kafka coordinates (a record is quarantined once)."""
@@ -745,15 +824,56 @@ def start_fold_query(
     return stream.trigger(**trigger).start()
 
 
+def start_fold(
+    spark: SparkSession,
+    settings: Settings,
+    fold: FoldSpec,
+    available_now: bool = False,
+    max_offsets_per_trigger: int | None = None,
+    *,
+    topics: Sequence[str] | None = None,
+    writer: FoldWriter | None = None,
+) -> StreamingQuery:
+    """Create ``fold``'s tables if needed and start its query (:func:`start_fold_query`, with its reconciler) over
+    ``topics`` (default: the fold's) into ``writer`` (default: a :class:`FoldWriter` of ``fold``), the fold's
+    ``conf`` set on the session meanwhile. It runs until stopped, or until caught up."""
+    with session_conf(spark, fold.conf or {}):
+        names = fold.topics(spark) if topics is None else topics
+        rows = read_internal_topic(spark, settings, names, max_offsets_per_trigger, as_pattern=fold.as_pattern)
+        writer = writer or FoldWriter(settings.delta_root, settings.checkpoint_path(fold.name), fold)
+        return start_fold_query(
+            spark,
+            settings,
+            fold.name,
+            fold.fold_stream(rows),
+            writer,
+            tables=(fold.current, fold.history),
+            current_tables=(fold.current,),
+            available_now=available_now,
+            reconciler=fold.reconciler(settings),
+        )
+
+
 @dataclass(frozen=True)
 class FoldJob:
-    """A job that is one fold query (:class:`~connect_state.spark.streaming.Job`): nothing to check, one task."""
+    """A job that is one fold query (:class:`~connect_state.spark.streaming.Job`), declared by ``spec`` (of the
+    settings): nothing to check, one task."""
 
     name: str
-    start_query: Callable[[SparkSession, Settings, bool, int | None], StreamingQuery]
+    spec: Callable[[Settings], FoldSpec]
 
     def check(self, settings: Settings) -> None:
         return None
+
+    def start_query(
+        self,
+        spark: SparkSession,
+        settings: Settings,
+        available_now: bool = False,
+        max_offsets_per_trigger: int | None = None,
+    ) -> StreamingQuery:
+        """Create the tables if needed and start the query (:func:`start_fold`)."""
+        return start_fold(spark, settings, self.spec(settings), available_now, max_offsets_per_trigger)
 
     def start(self, spark: SparkSession, settings: Settings, available_now: bool, max_offsets: int | None) -> Run:
         def start_query() -> StreamingQuery:

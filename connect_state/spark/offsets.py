@@ -12,11 +12,10 @@ The console script is ``connect-state-offsets`` (jobs/offsets.py).
 from __future__ import annotations
 
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming import StreamingQuery
 
 from connect_state.core.settings import Settings
 from connect_state.spark import sink_offsets, source_offsets
-from connect_state.spark.streaming import QueryTask, Run
+from connect_state.spark.streaming import Run
 
 JOB_NAME = "offsets"
 
@@ -30,11 +29,8 @@ class OffsetsJob:
         return None
 
     def start(self, spark: SparkSession, settings: Settings, available_now: bool, max_offsets: int | None) -> Run:
-        def start_sink() -> StreamingQuery:
-            return sink_offsets.start(spark, settings, available_now, max_offsets)
-
         source = source_offsets.SourceOffsetsTask(spark, settings, available_now, max_offsets)
-        return Run([source, QueryTask(start_sink(), restart=start_sink)])
+        return Run([source, *sink_offsets.JOB.start(spark, settings, available_now, max_offsets).tasks])
 
 
 JOB = OffsetsJob()

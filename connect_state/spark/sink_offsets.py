@@ -2,8 +2,8 @@
 
 ``__consumer_offsets`` (``consumer.offsets.topic``) → :func:`classify` (:mod:`connect_state.formats.consumer_offsets`:
 the group coordinator's records; the offset commits in the coordinator's own form in bulk, :func:`fast_parse`)
-→ :func:`fold_group` (:mod:`connect_state.folds.sink_offsets`, per consumer group) → :class:`SinkOffsetsWriter`
-(``foreachBatch``): Delta tables ``sink_offsets`` (committed offsets of every group) and ``sink_offsets_history``;
+→ :func:`fold_group` (:mod:`connect_state.folds.sink_offsets`, per consumer group) → ``foreachBatch``
+(:func:`fold_spec`): Delta tables ``sink_offsets`` (committed offsets of every group) and ``sink_offsets_history``;
 malformed records go to ``rejected_records``. Part of the offsets job (:mod:`connect_state.spark.offsets`).
 
 **Reading ``__consumer_offsets``.** Spark's default (Admin-based) offset fetching drops internal topics
@@ -14,15 +14,9 @@ the stream captures the setting at start, and the session's previous value is re
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.streaming.state import GroupState
 
 from connect_state.core.errors import RecordFormatError
 from connect_state.core.settings import Settings
@@ -31,21 +25,14 @@ from connect_state.formats.consumer_offsets import OffsetCommitKey, parse_consum
 from connect_state.formats.consumer_offsets_arrow import match_offset_commits
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS,
-    FoldWriter,
-    KindCounts,
+    FoldJob,
+    FoldSpec,
     RecordKind,
-    classify_records,
-    fold_groups,
-    fold_reconciler,
-    passed_through,
+    group_fold,
+    matched_rows,
     rejected,
     rows_frame,
-    start_fold_query,
-    table_columns,
-    with_group_kind,
 )
-from connect_state.spark.kafka_source import read_internal_topic
-from connect_state.spark.reconcile import Reconciler
 from connect_state.tables.merge_spec import (
     MergeSpec,
     matched_delete,
@@ -97,11 +84,7 @@ def fast_parse(kafka: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
     tombstones in the form the coordinator writes (:func:`connect_state.formats.consumer_offsets_arrow.
     match_offset_commits`)."""
     found = match_offset_commits(kafka.column(0), kafka.column(1))
-    rows = len(found.group)
-    chosen = kafka.filter(found.matched)
-    empty_text = pa.nulls(rows, pa.string())
     columns = {
-        "record_kind": pa.array([str(RecordKind.RECORD)] * rows, pa.string()),
         "group_id": found.group,
         "topic": found.topic,
         "partition": found.partition,
@@ -110,15 +93,8 @@ def fast_parse(kafka: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
         "metadata": found.metadata,
         "commit_timestamp": found.commit_timestamp,
         "change": pa.array(np.where(found.tombstone, sink_fold.REMOVED, sink_fold.SET), pa.string()),
-        "kafka_topic": chosen.column(2),
-        "kafka_partition": chosen.column(3),
-        "kafka_offset": chosen.column(4),
-        "kafka_timestamp": chosen.column(5),
-        "raw_key": pa.nulls(rows, pa.binary()),
-        "raw_value": pa.nulls(rows, pa.binary()),
-        "reason": empty_text,
     }
-    return pa.RecordBatch.from_arrays(list(columns.values()), schema=PARSED_SCHEMA), found.matched
+    return matched_rows(kafka, found.matched, RecordKind.RECORD, columns, PARSED_SCHEMA)
 
 
 def _output_frame(batch: pd.DataFrame, order: np.ndarray, changed: list[tuple[int, str]]) -> pd.DataFrame:
@@ -131,17 +107,12 @@ def _output_frame(batch: pd.DataFrame, order: np.ndarray, changed: list[tuple[in
     return rows_frame(batch, np.concatenate([order, current]), OUTPUT_SCHEMA, {"record_kind": kinds, "change": changes})
 
 
-def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
-    """``applyInPandasWithState`` body, per (group kind, consumer group): :func:`~connect_state.folds.sink_offsets.
-    fold_group_columns` over the batch's columns, in (Kafka partition, offset) order."""
-    group_kind, _group = key
-    batch = pd.concat(list(frames), ignore_index=True)
-    if group_kind == RecordKind.REJECTED:
-        yield passed_through(batch, OUTPUT_SCHEMA)
-        return
+def _fold(key: tuple, batch: pd.DataFrame, state_json: str | None) -> tuple[str, pd.DataFrame]:
+    """A consumer group's records: :func:`~connect_state.folds.sink_offsets.fold_group_columns` over the batch's
+    columns, in (Kafka partition, offset) order."""
     kafka_offsets = batch["kafka_offset"].to_numpy(dtype=np.int64)
     order = np.lexsort((kafka_offsets, batch["kafka_partition"].to_numpy(dtype=np.int64)))
-    current = sink_fold.state_from_json(state.get[0]) if state.exists else {}
+    current = sink_fold.state_from_json(state_json) if state_json is not None else {}
     new_state, changed = sink_fold.fold_group_columns(
         current,
         list(
@@ -154,14 +125,11 @@ def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) ->
         (batch["change"].to_numpy(dtype=object)[order] == sink_fold.SET).tolist(),
         kafka_offsets[order].tolist(),
     )
-    state.update((sink_fold.state_to_json(new_state),))
-    yield _output_frame(batch, order, changed)
+    return sink_fold.state_to_json(new_state), _output_frame(batch, order, changed)
 
 
-def fold_stream(kafka_rows: DataFrame) -> DataFrame:
-    """Kafka rows of ``__consumer_offsets`` → history rows, current-table rows and rejected records."""
-    parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA, fast_parse)
-    return fold_groups(with_group_kind(parsed, "group").groupBy("group_kind", "group_id"), fold_group, OUTPUT_SCHEMA)
+#: ``applyInPandasWithState`` body, per (group kind, consumer group).
+fold_group = group_fold(OUTPUT_SCHEMA, _fold)
 
 
 #: A batch's latest commit of each (group, topic, partition) into ``sink_offsets``: a deletion deletes the row.
@@ -175,62 +143,31 @@ CURRENT_MERGE = MergeSpec(
 )
 
 
-class SinkOffsetsWriter(FoldWriter):
-    """``foreachBatch`` sink: history appended, committed offsets merged into ``sink_offsets``."""
-
-    job_name = JOB_NAME
-
-    def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        n_history = self.write_history(batch, RecordKind.HISTORY, SINK_OFFSETS_HISTORY, batch_id, counts)
-        n_current = counts.rows(RecordKind.CURRENT)
-        if n_current:
-            current = batch.filter(F.col("record_kind") == RecordKind.CURRENT)
-            source = current.select(*table_columns(SINK_OFFSETS), F.col("change").alias("op"))
-            self.merge_current(source, SINK_OFFSETS, CURRENT_MERGE, batch_id, n_current)
-        return f"{n_history} offset commits, {n_current} committed offsets changed"
-
-
-def reconciler(settings: Settings) -> Reconciler:
-    """``sink_offsets`` rows whose (group, topic, partition) has no offset-commit record left in
-    ``__consumer_offsets`` are ghosts (read with the consumer-based offset fetching, as the query reads it)."""
-    return fold_reconciler(
-        settings,
-        SINK_OFFSETS,
-        lambda _spark: [settings.consumer_offsets_topic],
-        classify,
-        PARSED_SCHEMA,
-        [RecordKind.RECORD],
-        ["group_id", "topic", "partition"],
-        conf={DEPRECATED_OFFSET_FETCHING: "true"},
+def fold_spec(settings: Settings) -> FoldSpec:
+    """Every offset commit appended to ``sink_offsets_history`` and the committed offsets merged into ``sink_offsets``,
+    from ``__consumer_offsets`` (read with the consumer-based offset fetching, the query and the reconciler alike);
+    ``sink_offsets`` rows whose (group, topic, partition) has no offset-commit record left there are ghosts."""
+    return FoldSpec(
+        JOB_NAME,
+        topics=lambda _spark: [settings.consumer_offsets_topic],
+        classify=classify,
+        parsed=PARSED_SCHEMA,
+        group_by=("group_kind", "group_id"),
+        fold=fold_group,
+        output=OUTPUT_SCHEMA,
+        history=SINK_OFFSETS_HISTORY,
+        history_kind=RecordKind.HISTORY,
+        current=SINK_OFFSETS,
+        current_kind=RecordKind.CURRENT,
+        merge=CURRENT_MERGE,
+        summary="{history} offset commits, {current} committed offsets changed",
         fast=fast_parse,
+        group_kind="group",
+        op="op",
+        conf={DEPRECATED_OFFSET_FETCHING: "true"},
     )
 
 
-def start(
-    spark: SparkSession,
-    settings: Settings,
-    available_now: bool = False,
-    max_offsets_per_trigger: int | None = None,
-) -> StreamingQuery:
-    """Create the tables if needed and start the sink-offsets query over ``__consumer_offsets``."""
-    previous = spark.conf.get(DEPRECATED_OFFSET_FETCHING, None)
-    spark.conf.set(DEPRECATED_OFFSET_FETCHING, "true")
-    try:
-        rows = read_internal_topic(spark, settings, settings.consumer_offsets_topic, max_offsets_per_trigger)
-        writer = SinkOffsetsWriter(settings.delta_root, settings.checkpoint_path(JOB_NAME))
-        return start_fold_query(
-            spark,
-            settings,
-            JOB_NAME,
-            fold_stream(rows),
-            writer,
-            tables=(SINK_OFFSETS, SINK_OFFSETS_HISTORY),
-            current_tables=(SINK_OFFSETS,),
-            available_now=available_now,
-            reconciler=reconciler(settings),
-        )
-    finally:
-        if previous is None:
-            spark.conf.unset(DEPRECATED_OFFSET_FETCHING)
-        else:
-            spark.conf.set(DEPRECATED_OFFSET_FETCHING, previous)
+#: The sink-offsets query: one of the offsets job's two (:mod:`connect_state.spark.offsets`).
+JOB = FoldJob(JOB_NAME, fold_spec)
+start = JOB.start_query

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -35,7 +34,6 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.streaming.state import GroupState
 
 from connect_state.connect.offset_stores import offsets_topics
 from connect_state.core.errors import RecordFormatError
@@ -49,23 +47,16 @@ from connect_state.spark.checkpoint import latest_positions
 from connect_state.spark.delta_io import table_exists
 from connect_state.spark.foldjob import (
     RECORD_COLUMNS,
+    FoldSpec,
     FoldWriter,
-    KindCounts,
     RecordKind,
-    classify_records,
     column_frame,
-    fold_groups,
-    fold_reconciler,
+    group_fold,
     nullable_values,
-    passed_through,
     rejected,
-    start_fold_query,
-    table_columns,
-    with_group_kind,
+    start_fold,
 )
-from connect_state.spark.kafka_source import read_internal_topic
 from connect_state.spark.offsets_guard import offsets_records_topics
-from connect_state.spark.reconcile import Reconciler
 from connect_state.spark.streaming import QueryTask, job_logger, stop_between_batches
 from connect_state.tables.merge_spec import (
     MergeSpec,
@@ -193,24 +184,17 @@ def _output_frame(
     return column_frame(columns, n, OUTPUT_SCHEMA)
 
 
-def fold_group(key: tuple, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
-    """``applyInPandasWithState`` body, per (group kind, offsets topic, connector)."""
-    group_kind, offsets_topic, _connector = key
-    batch = pd.concat(list(frames), ignore_index=True)
-    if group_kind == RecordKind.REJECTED:
-        yield passed_through(batch, OUTPUT_SCHEMA)
-        return
-    current = source_fold.state_from_json(state.get[0]) if state.exists else source_fold.OffsetsState()
+def _fold(key: tuple, batch: pd.DataFrame, state_json: str | None) -> tuple[str, pd.DataFrame]:
+    """An offsets topic's records of a connector folded (:func:`connect_state.folds.source_offsets.
+    fold_connector_offsets`)."""
+    _kind, offsets_topic, _connector = key
+    current = source_fold.state_from_json(state_json) if state_json is not None else source_fold.OffsetsState()
     new_state, changes, rows = source_fold.fold_connector_offsets(current, _offset_records(batch))
-    state.update((source_fold.state_to_json(new_state),))
-    yield _output_frame(offsets_topic, changes, rows)
+    return source_fold.state_to_json(new_state), _output_frame(offsets_topic, changes, rows)
 
 
-def fold_stream(kafka_rows: DataFrame) -> DataFrame:
-    """Kafka rows of the offsets topics → history rows, current-table rows and rejected records."""
-    parsed = classify_records(kafka_rows, classify, PARSED_SCHEMA)
-    grouped = with_group_kind(parsed, "connector").groupBy("group_kind", "offsets_topic", "connector")
-    return fold_groups(grouped, fold_group, OUTPUT_SCHEMA)
+#: ``applyInPandasWithState`` body, per (group kind, offsets topic, connector).
+fold_group = group_fold(OUTPUT_SCHEMA, _fold)
 
 
 #: A batch's latest record of each (offsets topic, key) into ``source_offsets``: a tombstone deletes the row; a key
@@ -227,13 +211,36 @@ CURRENT_MERGE = MergeSpec(
 )
 
 
-class SourceOffsetsWriter(FoldWriter):
-    """``foreachBatch`` sink: history appended, current rows merged; then a look for newly configured topics."""
+def fold_spec(settings: Settings) -> FoldSpec:
+    """Every record appended to ``source_offsets_history`` and the live keys merged into ``source_offsets``, from the
+    offsets topics (subscribed by pattern); ``source_offsets`` rows whose exact key bytes have no record left in their
+    offsets topic, or whose offsets topic is gone, are ghosts."""
+    return FoldSpec(
+        JOB_NAME,
+        topics=lambda spark: source_topics(spark, settings),
+        classify=classify,
+        parsed=PARSED_SCHEMA,
+        group_by=("group_kind", "offsets_topic", "connector"),
+        fold=fold_group,
+        output=OUTPUT_SCHEMA,
+        history=SOURCE_OFFSETS_HISTORY,
+        history_kind=RecordKind.HISTORY,
+        current=SOURCE_OFFSETS,
+        current_kind=RecordKind.CURRENT,
+        merge=CURRENT_MERGE,
+        summary="{history} offset records, {current} current rows changed",
+        group_kind="connector",
+        op="op",
+        columns=lambda: {"key": F.col("raw_key"), "value": F.col("raw_value")},
+        as_pattern=True,
+    )
 
-    job_name = JOB_NAME
+
+class SourceOffsetsWriter(FoldWriter):
+    """:func:`fold_spec`'s ``foreachBatch`` sink, then a look for newly configured topics."""
 
     def __init__(self, settings: Settings, subscribed: list[str], watch_topics: bool) -> None:
-        super().__init__(settings.delta_root, settings.checkpoint_path(JOB_NAME))
+        super().__init__(settings.delta_root, settings.checkpoint_path(JOB_NAME), fold_spec(settings))
         self.settings = settings
         self.subscribed = frozenset(subscribed)
         self.watch_topics = watch_topics
@@ -248,22 +255,6 @@ class SourceOffsetsWriter(FoldWriter):
                 self.log.info("new connector offsets topics %s: the query restarts to read them", sorted(new))
             self.new_topics = new
 
-    def write(self, batch: DataFrame, batch_id: int, counts: KindCounts) -> str:
-        key = F.col("raw_key")
-        n_history = self.write_history(batch, RecordKind.HISTORY, SOURCE_OFFSETS_HISTORY, batch_id, counts, key=key)
-        n_current = counts.rows(RecordKind.CURRENT)
-        if n_current:
-            self._merge_current(batch.filter(F.col("record_kind") == RecordKind.CURRENT), batch_id, n_current)
-        return f"{n_history} offset records, {n_current} current rows changed"
-
-    def _merge_current(self, current: DataFrame, batch_id: int, n_rows: int) -> None:
-        columns = table_columns(SOURCE_OFFSETS, key=F.col("raw_key"), value=F.col("raw_value"))
-        source = current.select(*columns, F.col("change").alias("op"))
-        inserts = source.filter(F.col("op") == source_fold.UPSERT).select(*SOURCE_OFFSETS.column_names)
-        if self.append_if_new(SOURCE_OFFSETS, inserts, batch_id):
-            return
-        self.merge_current(source, SOURCE_OFFSETS, CURRENT_MERGE, batch_id, n_rows)
-
 
 def start_with_writer(
     spark: SparkSession,
@@ -275,34 +266,11 @@ def start_with_writer(
     topics it has seen (continuous runs)."""
     topics = source_topics(spark, settings)
     log.info("source offsets: reading %s", ", ".join(topics))
-    rows = read_internal_topic(spark, settings, topics, max_offsets_per_trigger, as_pattern=True)
     writer = SourceOffsetsWriter(settings, topics, watch_topics=not available_now)
-    query = start_fold_query(
-        spark,
-        settings,
-        JOB_NAME,
-        fold_stream(rows),
-        writer,
-        tables=(SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY),
-        current_tables=(SOURCE_OFFSETS,),
-        available_now=available_now,
-        reconciler=reconciler(settings),
+    query = start_fold(
+        spark, settings, fold_spec(settings), available_now, max_offsets_per_trigger, topics=topics, writer=writer
     )
     return query, writer
-
-
-def reconciler(settings: Settings) -> Reconciler:
-    """``source_offsets`` rows whose exact key bytes have no record left in their offsets topic, or whose offsets
-    topic is gone, are ghosts."""
-    return fold_reconciler(
-        settings,
-        SOURCE_OFFSETS,
-        lambda spark: source_topics(spark, settings),
-        classify,
-        PARSED_SCHEMA,
-        [RecordKind.RECORD],
-        ["offsets_topic", F.col("raw_key").alias("key")],
-    )
 
 
 def start(
@@ -334,17 +302,17 @@ class SourceOffsetsTask(QueryTask):
         self.available_now = available_now
         self.max_offsets_per_trigger = max_offsets_per_trigger
         self.topic_check_seconds = topic_check_seconds
-        query, self.writer = start_with_writer(spark, settings, available_now, max_offsets_per_trigger)
+        query = self.start_query()
         self.next_topic_check = time.monotonic() + topic_check_seconds
-        super().__init__(query, poll_seconds)
+        super().__init__(query, poll_seconds, restart=self.start_query)
 
-    def restart(self) -> None:
-        """Start the query again after a failure (with the subscription the tables and the checkpoint give now)."""
-        if self.query.isActive:
-            self.query.stop()
-        self.query, self.writer = start_with_writer(
+    def start_query(self) -> StreamingQuery:
+        """Start the query (again, after a failure or for new topics), with the subscription the tables and the
+        checkpoint give now."""
+        query, self.writer = start_with_writer(
             self.spark, self.settings, self.available_now, self.max_offsets_per_trigger
         )
+        return query
 
     def new_topics(self, look_now: bool = False) -> frozenset[str]:
         """The connector offsets topics configured since the query started: what its last micro-batch saw, or, with
@@ -363,6 +331,4 @@ class SourceOffsetsTask(QueryTask):
         if new_topics:
             log.info("restarting %s to subscribe to %s", self.name, sorted(new_topics))
             stop_between_batches(self.query)
-            self.query, self.writer = start_with_writer(
-                self.spark, self.settings, self.available_now, self.max_offsets_per_trigger
-            )
+            self.query = self.start_query()

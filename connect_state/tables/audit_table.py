@@ -21,6 +21,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from connect_state.tables.reader import TableReader
 from connect_state.tables.retention import RetentionPolicy
 from connect_state.tables.retention_io import Cleaned, clean_table
 from connect_state.tables.scan import Filter, TableScan
-from connect_state.tables.schemas import AUDIT
+from connect_state.tables.schemas import AUDIT, iso_utc
 
 __all__ = ["AuditQuery", "AuditTable", "audit_time", "from_table_row", "iso_time", "row_id", "to_table_rows"]
 
@@ -54,9 +55,8 @@ def audit_time(text: str) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def iso_time(at: datetime) -> str:
-    """``at`` as an audit row's ``time``: UTC, microseconds, ``Z``."""
-    return at.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+#: ``at`` as an audit row's ``time``: UTC, microseconds, ``Z``.
+iso_time = partial(iso_utc, timespec="microseconds")
 
 
 def _json_or_none(value: object) -> str | None:

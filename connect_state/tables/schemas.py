@@ -7,7 +7,7 @@ it as is; the jobs derive Spark's ``StructType`` from it with pyspark's own Arro
 Every column and every nested field is nullable, as Spark writes them. Timestamps are UTC microseconds, which is how
 Delta stores Spark's TIMESTAMP (Arrow ``timestamp[us, tz=UTC]`` is Spark's ``TimestampType``); ``*_timestamp``
 columns that mirror Connect fields keep Connect's epoch-millisecond longs; :func:`now_ms`, :func:`epoch_ms` and
-:func:`timestamp` convert between the two.
+:func:`timestamp` convert between the two; :func:`iso_utc` writes a timestamp as the API shows it.
 """
 
 from __future__ import annotations
@@ -55,6 +55,14 @@ def timestamp(ms: int | None) -> datetime | None: ...
 def timestamp(ms: int | None) -> datetime | None:
     """Epoch milliseconds as a :data:`TIMESTAMP` column's value (UTC); None as None."""
     return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def iso_utc(value: datetime | None, timespec: str = "milliseconds") -> str | None:
+    """A timestamp (naive: UTC) as the API shows it: UTC ISO-8601 to ``timespec``, with ``Z``; None as None."""
+    if value is None:
+        return None
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)

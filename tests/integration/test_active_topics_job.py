@@ -22,6 +22,7 @@ from connect_state.formats.status import (
 )
 from connect_state.spark import active_topics as job
 from connect_state.spark.delta_io import ensure_table, spark_schema
+from connect_state.spark.foldjob import FoldWriter
 from connect_state.tables.schemas import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, REJECTED_RECORDS
 from tests.fixtures.spark import await_query
 from tests.integration.helpers import (
@@ -202,7 +203,7 @@ def test_writer_replay_of_a_committed_batch_changes_nothing(spark, tmp_path, sta
     checkpoint = tmp_path / "ckpt"
     checkpoint.mkdir()
     (checkpoint / "metadata").write_text('{"id":"00000000-0000-0000-0000-000000000001"}\n')
-    writer = job.ActiveTopicsWriter(settings.delta_root, checkpoint)
+    writer = FoldWriter(settings.delta_root, checkpoint, job.fold_spec(settings))
     batch = spark.createDataFrame(
         [
             ("change", "c", "t1", "added", False, 0, 10, "s", 1, 5, 100, None, None, None),

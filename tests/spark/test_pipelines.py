@@ -54,7 +54,7 @@ from connect_state.security.guards import Guards
 from connect_state.spark import active_topics, connector_states, heartbeats, sink_offsets, source_offsets
 from connect_state.spark.cleanup import SparkCleanupIO
 from connect_state.spark.delta_io import table_exists
-from connect_state.spark.foldjob import start_fold_query
+from connect_state.spark.foldjob import FoldSpec, FoldWriter, start_fold_query
 from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
@@ -163,14 +163,20 @@ def rejected_reasons(spark: SparkSession, settings: Settings) -> list[str]:
 # --- active topics --------------------------------------------------------------------------------------------------
 
 
-def run_active_topics(spark: SparkSession, settings: Settings, topics: KafkaTopics) -> None:
-    writer = active_topics.ActiveTopicsWriter(settings.delta_root, settings.checkpoint_path(active_topics.JOB_NAME))
-    folded = active_topics.fold_stream(topics.stream())
+def run_fold(
+    spark: SparkSession, settings: Settings, topics: KafkaTopics, fold: FoldSpec, writer: FoldWriter | None = None
+) -> None:
+    """``fold`` over the test's topics (its writer by default) until caught up, without a reconciler (no broker)."""
+    writer = writer or FoldWriter(settings.delta_root, settings.checkpoint_path(fold.name), fold)
     query = start_fold_query(
-        spark, settings, active_topics.JOB_NAME, folded, writer, (ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY),
-        (ACTIVE_TOPICS,), available_now=True,
+        spark, settings, fold.name, fold.fold_stream(topics.stream()), writer, (fold.current, fold.history),
+        (fold.current,), available_now=True,
     )  # fmt: skip
     await_query(query)
+
+
+def run_active_topics(spark: SparkSession, settings: Settings, topics: KafkaTopics) -> None:
+    run_fold(spark, settings, topics, active_topics.fold_spec(settings))
 
 
 def topic_record(connector: str, topic: str, task: int = 0) -> tuple[str, bytes, bytes]:
@@ -249,13 +255,8 @@ def status_record(connector: str, state: str) -> tuple[str, bytes, bytes | None]
 
 
 def run_connector_states(spark: SparkSession, settings: Settings, topics: KafkaTopics) -> None:
-    name = connector_states.JOB_NAME
-    writer = connector_states.ConnectorStatesWriter(settings.delta_root, settings.checkpoint_path(name))
-    folded = connector_states.fold_stream(topics.stream(), "connect-configs")
-    query = start_fold_query(
-        spark, settings, name, folded, writer, (CONNECTORS, CONNECTOR_EVENTS), (CONNECTORS,), available_now=True
-    )
-    await_query(query)
+    assert settings.config_storage_topic == "connect-configs"
+    run_fold(spark, settings, topics, connector_states.fold_spec(settings))
 
 
 def test_connector_states_pipeline(spark, settings, topics, started):
@@ -294,13 +295,8 @@ def offset_record(
 
 
 def run_source_offsets(spark: SparkSession, settings: Settings, topics: KafkaTopics) -> None:
-    name = source_offsets.JOB_NAME
     writer = source_offsets.SourceOffsetsWriter(settings, ["connect-offsets"], watch_topics=False)
-    query = start_fold_query(
-        spark, settings, name, source_offsets.fold_stream(topics.stream()), writer,
-        (SOURCE_OFFSETS, SOURCE_OFFSETS_HISTORY), (SOURCE_OFFSETS,), available_now=True,
-    )  # fmt: skip
-    await_query(query)
+    run_fold(spark, settings, topics, source_offsets.fold_spec(settings), writer)
 
 
 def test_source_offsets_pipeline(spark, settings, topics, started):
@@ -327,13 +323,7 @@ def commit_record(group: str, partition: int, offset: int | None) -> tuple[str, 
 
 
 def run_sink_offsets(spark: SparkSession, settings: Settings, topics: KafkaTopics) -> None:
-    name = sink_offsets.JOB_NAME
-    writer = sink_offsets.SinkOffsetsWriter(settings.delta_root, settings.checkpoint_path(name))
-    query = start_fold_query(
-        spark, settings, name, sink_offsets.fold_stream(topics.stream()), writer,
-        (SINK_OFFSETS, SINK_OFFSETS_HISTORY), (SINK_OFFSETS,), available_now=True,
-    )  # fmt: skip
-    await_query(query)
+    run_fold(spark, settings, topics, sink_offsets.fold_spec(settings))
 
 
 def test_sink_offsets_pipeline(spark, settings, topics, started):

@@ -1,0 +1,3 @@
+"""A Kafka partition as the code passes it around: ``(topic, partition number)``."""
+
+Partition = tuple[str, int]
