@@ -21,7 +21,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +54,9 @@ def audit_time(text: str) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-#: ``at`` as an audit row's ``time``: UTC, microseconds, ``Z``.
-iso_time = partial(iso_utc, timespec="microseconds")
+def iso_time(value: datetime) -> str:
+    """An audit row's time: UTC ISO-8601 to the microsecond, with ``Z``."""
+    return iso_utc(value, "microseconds") or ""
 
 
 def _json_or_none(value: object) -> str | None:
