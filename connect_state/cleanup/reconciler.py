@@ -59,7 +59,7 @@ import functools
 import inspect
 import json
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -994,29 +994,26 @@ class CleanupReconciler:
         config topic)."""
         if self._creations is None:
             creations: dict[str, list[int]] = {}
-            for key, value, offset in self._all_config_records():
-                if not key.startswith(CONNECTOR_PREFIX.encode()):
-                    continue
-                try:
-                    record = parse_config_record(key, value)
-                except RecordFormatError:
-                    continue
-                if record.value is not None:
-                    creations.setdefault(record.key.connector, []).append(offset)  # type: ignore[union-attr]
+            for name, alive, offset in self._connector_records():
+                if alive:
+                    creations.setdefault(name, []).append(offset)
             self._creations = creations
         return self._creations
 
-    def _live_connectors(self) -> set[str]:
-        """The names whose latest ``connector-<name>`` record in the config topic is not a tombstone."""
-        live: dict[str, bool] = {}
-        for key, value, _offset in self._all_config_records():
+    def _connector_records(self) -> Iterator[tuple[str, bool, int]]:
+        """The config topic's readable ``connector-<name>`` records in order: name, whether not a tombstone, offset."""
+        for key, value, offset in self._all_config_records():
             if not key.startswith(CONNECTOR_PREFIX.encode()):
                 continue
             try:
                 record = parse_config_record(key, value)
             except RecordFormatError:
                 continue
-            live[record.key.connector] = record.value is not None  # type: ignore[union-attr]
+            yield record.key.connector, record.value is not None, offset  # type: ignore[union-attr]
+
+    def _live_connectors(self) -> set[str]:
+        """The names whose latest ``connector-<name>`` record in the config topic is not a tombstone."""
+        live = {name: alive for name, alive, _offset in self._connector_records()}
         return {name for name, alive in live.items() if alive}
 
     def _reset_active_topics(self, deletion: Deletion) -> StepResult:
