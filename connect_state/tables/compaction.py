@@ -1,0 +1,114 @@
+"""Compaction of a table appended in time order, one small data file per append (the audit table: one file per spool
+flush), into few large files each covering its own stretch of time (issue 33, finding 7). No Spark, no Flask.
+
+**Why.** :class:`connect_state.tables.scan.TableScan` prunes files by their statistics: the newest page reads the
+newest file or two whatever the table's size, but a total filtered by a column every file holds (a connector, a
+principal) opens every file, and opening a file costs about half a millisecond. A thousand flushes make a thousand
+files; compacted, they are a handful.
+
+**What.** :func:`plan` (array arithmetic on the files' ``add`` statistics) leaves the newest :data:`NEWEST_KEPT` files
+(by their greatest time) alone, and when more than ``small_files`` of the older ones are small (fewer rows than half
+of ``file_bytes``), picks the stretch of time from the oldest small file's first row up to the first row of the kept
+files. :func:`compact` reads every row in that stretch (from whichever files hold them), sorts them by time (ties by
+``id``), and commits them in one ``replaceWhere`` overwrite whose predicate is that stretch, written in that order as
+files of about ``file_bytes`` (deltalake's ``target_file_size``): each file a contiguous run of time, so the files
+cover disjoint stretches and a newest-first read still stops after a file or two. The rows in the stretch are
+replaced, every other row is untouched (a file straddling a bound keeps its rows outside it). Then a vacuum, as the
+retention's (:mod:`connect_state.tables.retention_io`): only files unreferenced longer than the table's
+``delta.deletedFileRetentionDuration`` (7 days) are deleted, so a reader still on an older version keeps its files.
+
+**No conflict.** The caller holds the only writer's lock (the audit spool's ``flock``), and this process's
+commit lock of the table (:func:`connect_state.tables.small_writes.commit_lock`) is taken around the commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import write_deltalake
+
+from connect_state.tables import small_writes
+from connect_state.tables.scan import FileStats, TableScan
+
+__all__ = ["NEWEST_KEPT", "Compacted", "Stretch", "compact", "plan"]
+
+NEWEST_KEPT = 10
+"""The newest data files (by their greatest time) a compaction leaves as they are: the newest page's, and the ones
+the next flushes' ids are looked up in."""
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """The time range to rewrite, epoch microseconds, ``start`` inclusive, ``end`` exclusive."""
+
+    start: int
+    end: int
+
+    def predicate(self, column: str) -> str:
+        return f"`{column}` >= '{_iso(self.start)}' AND `{column}` < '{_iso(self.end)}'"
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """What a compaction did: the files before and after, and the rows rewritten."""
+
+    files_before: int
+    files_after: int
+    rows: int
+
+    def line(self) -> str:
+        return f"compacted {self.rows} rows: {self.files_before} data files -> {self.files_after}"
+
+
+def _iso(micros: int) -> str:
+    seconds, rest = divmod(micros, 1_000_000)
+    return datetime.fromtimestamp(seconds, tz=UTC).replace(microsecond=rest).isoformat().replace("+00:00", "Z")
+
+
+def plan(stats: FileStats, time: str, small_files: int, file_bytes: int) -> Stretch | None:
+    """The stretch of time to compact (see the module doc), or None: at most ``small_files`` small files older than
+    the newest :data:`NEWEST_KEPT` (or ``small_files`` 0: never), or statistics missing."""
+    bounds = stats.bounds(time)
+    if small_files <= 0 or bounds is None or len(stats) <= NEWEST_KEPT:
+        return None
+    low, high, known, _is_time = bounds
+    if not known.all():
+        return None
+    newest = np.argsort(high, kind="stable")[-NEWEST_KEPT:]
+    end = int(low[newest].min())
+    older = high < end
+    small = older & (stats.sizes < max(file_bytes // 2, 1))
+    if int(small.sum()) <= small_files:
+        return None
+    return Stretch(int(low[small].min()), end)
+
+
+def compact(
+    scan: TableScan, path: str, stretch: Stretch, time: str, file_bytes: int, options: Mapping[str, str] | None
+) -> Compacted:
+    """Rewrite the rows of ``stretch`` in the table at ``path`` (``scan`` reads its latest version) as files of about
+    ``file_bytes`` sorted by time, then vacuum (see the module doc)."""
+    storage = dict(options or {}) or None
+    start = pa.scalar(stretch.start, pa.int64()).cast(scan.schema.field(time).type)
+    end = pa.scalar(stretch.end, pa.int64()).cast(scan.schema.field(time).type)
+    rows = scan.rows([(time, ">=", start.as_py()), (time, "<", end.as_py())], scan.schema.names)
+    keys = [(time, "ascending"), ("id", "ascending")] if "id" in rows.column_names else [(time, "ascending")]
+    rows = rows.take(pc.sort_indices(rows, sort_keys=keys))
+    with small_writes.commit_lock(path):
+        write_deltalake(
+            path,
+            rows,
+            mode="overwrite",
+            predicate=stretch.predicate(time),
+            target_file_size=file_bytes,
+            storage_options=storage,
+        )
+        table = small_writes.latest(path, storage)
+        table.vacuum(dry_run=False)
+        after = len(table.get_add_actions(flatten=True))
+    return Compacted(len(scan.source.stats()), after, rows.num_rows)
