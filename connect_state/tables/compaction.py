@@ -11,8 +11,9 @@ files; compacted, they are a handful.
 of ``file_bytes``), picks the stretch of time from the oldest small file's first row up to the first row of the kept
 files. :func:`compact` reads every row in that stretch (from whichever files hold them), sorts them by time (ties by
 ``id``), and commits them in one ``replaceWhere`` overwrite whose predicate is that stretch, written in that order as
-files of about ``file_bytes`` (deltalake's ``target_file_size``): each file a contiguous run of time, so the files
-cover disjoint stretches and a newest-first read still stops after a file or two. The rows in the stretch are
+files of about ``file_bytes`` (deltalake's ``target_file_size``) in row groups of :data:`ROW_GROUP_ROWS`: each file
+and each row group a contiguous run of time, so the files cover disjoint stretches and a newest-first read still
+stops after a file or two, decoding only the row groups of the stretch it reads. The rows in the stretch are
 replaced, every other row is untouched (a file straddling a bound keeps its rows outside it). Then a vacuum, as the
 retention's (:mod:`connect_state.tables.retention_io`): only files unreferenced longer than the table's
 ``delta.deletedFileRetentionDuration`` (7 days) are deleted, so a reader still on an older version keeps its files.
@@ -30,16 +31,21 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import write_deltalake
+from deltalake import WriterProperties, write_deltalake
 
 from connect_state.tables import small_writes
 from connect_state.tables.scan import FileStats, TableScan
 
-__all__ = ["NEWEST_KEPT", "Compacted", "Stretch", "compact", "plan"]
+__all__ = ["NEWEST_KEPT", "ROW_GROUP_ROWS", "Compacted", "Stretch", "compact", "plan"]
 
 NEWEST_KEPT = 10
 """The newest data files (by their greatest time) a compaction leaves as they are: the newest page's, and the ones
 the next flushes' ids are looked up in."""
+
+
+ROW_GROUP_ROWS = 8_192
+"""Rows per Parquet row group of a compacted file: each a run of time with its own statistics, so that a page's read
+of a stretch of time (:meth:`connect_state.tables.scan.TableScan.newest`) decodes only the row groups it covers."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,7 @@ def compact(
             mode="overwrite",
             predicate=stretch.predicate(time),
             target_file_size=file_bytes,
+            writer_properties=WriterProperties(max_row_group_size=ROW_GROUP_ROWS),
             storage_options=storage,
         )
         table = small_writes.latest(path, storage)
