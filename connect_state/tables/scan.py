@@ -431,6 +431,19 @@ class TableScan:
             return self.schema.empty_table().select(wanted)
         return pa.concat_tables(found)
 
+    def _newest_first(self, order: str, filters: Sequence[Filter]) -> tuple[np.ndarray, list[Any]]:
+        """The candidate files by their greatest ``order``, descending (files without statistics first), and those
+        maximums (None: unknown)."""
+        candidates = self.candidates(filters)
+        bounds = self.source.stats().bounds(order)
+        if bounds is None:
+            return candidates, [None] * len(candidates)
+        _low, high, known, _is_time = bounds
+        unknown = candidates[~known[candidates]]
+        ranked = candidates[known[candidates]]
+        ranked = ranked[np.argsort(high[ranked], kind="stable")[::-1]]
+        return np.concatenate([unknown, ranked]), [None] * len(unknown) + list(high[ranked])
+
 
 WHOLE_FILE_ROWS = 10_000
 """A file of at most this many rows is read whole by :meth:`TableScan.newest` when a stretch first reaches it (one
