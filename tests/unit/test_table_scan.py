@@ -158,3 +158,15 @@ def test_arrow_files_scan_like_a_table() -> None:
     scan = TableScan(ArrowFiles(data, 3))
     assert sorted(scan.newest("n", [("k", "=", "x")], 2, ["n"]).column("n").to_pylist()) == [6, 8]
     assert scan.count([("k", "=", "y")]) == 5
+
+
+def test_newest_by_stretch_reads_on_until_the_page_is_complete() -> None:
+    """A small file read whole brings old rows; the page is only complete once ``limit`` rows are at or after the
+    stretch read so far: here the big file's older matches must still be read."""
+    big = [{"n": 2 * i, "k": "x" if i % 100 == 0 else "y"} for i in range(20_000)]
+    small = [{"n": 39_999 if i == 0 else 1 + 10 * i, "k": "x"} for i in range(50)]  # one new row, 49 old ones
+    data = pa.Table.from_pylist(big + small)
+    scan = TableScan(ArrowFiles(data, 20_000))
+    newest = scan.newest("n", [("k", "=", "x")], 20, ["n"])
+    matching = sorted(row["n"] for row in big + small if row["k"] == "x")
+    assert sorted(newest.column("n").to_pylist())[-20:] == matching[-20:]
