@@ -35,7 +35,9 @@ offset and inode) to the table, skipping ids the table already has, then moves t
 every ``api.audit.flush.interval.ms`` (``0``: after each audited request), starting in each serving process (replaying
 what an earlier process left unflushed). A crash between the append and the mark replays rows the id check then
 skips; Kafka or the object store being away only delays the flush. Processes sharing a spool serialise their
-flushes with ``flock`` on ``<file>.lock``. A failing sink is logged and never changes the answer.
+flushes with ``flock`` on ``<file>.lock``. A failing sink is logged and never changes the answer. After a flush the
+background thread also runs the table's retention and, when due, its compaction (``api.audit.compact.*``: the small
+files of past flushes rewritten as few large ones sorted by time, :mod:`connect_state.tables.compaction`).
 
 ``GET /audit`` (role ``admin``) answers the table's rows plus the spool's unflushed ones (the file's, without the
 table), oldest first, filtered by ``connector``, ``principal``, ``outcome``, ``since`` and ``until`` (epoch ms or
@@ -145,6 +147,7 @@ class AuditTrail:
             self.flush()
             if self.table is not None:
                 self.upkeep.maybe_run(self.table)
+                self.compact()
             if stop.wait(self.interval_s):
                 return
 
@@ -166,6 +169,20 @@ class AuditTrail:
         except Exception as err:  # the object store is away, the table unreadable: the spool keeps the rows
             log.error("Cannot flush the audit spool %s to %s: %s", self.path, self.table.location, err)
             return 0
+
+    def compact(self) -> None:
+        """Compact the table when due (:meth:`AuditTable.compact`, ``api.audit.compact.*``); errors logged."""
+        if self.table is None:
+            return
+        try:
+            done = self.table.compact(
+                self.settings.api_audit_compact_small_files, self.settings.api_audit_compact_file_bytes
+            )
+        except Exception as err:  # the object store is away: the next round tries again
+            log.warning("Cannot compact the audit table %s: %s", self.table.location, err)
+            return
+        if done is not None:
+            log.info("audit table %s: %s", self.table.location, done.line())
 
     @staticmethod
     def _end_torn_line(path: Path) -> None:

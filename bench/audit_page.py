@@ -9,9 +9,11 @@ query below: one more flush is committed (one row), and the API's page (:meth:`A
 matching and the total) is timed right after that commit and again on the same version; the baseline of the same run
 is the full read the API did before (every row loaded, converted and sorted in Python, :meth:`AuditTable.rows`, then
 :func:`connect_state.api.audit.select_rows`). Each page is checked against the full read's answer on the small
-table. Printed last, per
-query: the median at ``--large`` over the median at ``--small`` (the target: about 1), and ours over the full read at
-``--large``. Nothing here is a pass/fail threshold.
+table. Each table is measured twice: as the flusher wrote it, then after the flusher's compaction
+(:meth:`AuditTable.compact` with the default ``api.audit.compact.*``: more than 100 small files older than the newest
+10 rewritten sorted by time as files of about 100 MiB; timed; pages checked again on the small table). Printed last,
+per phase and query: the median at ``--large`` over the median at ``--small`` (the target: about 1), and ours over the
+full read at ``--large``. Nothing here is a pass/fail threshold.
 
     .venv/bin/python bench/audit_page.py --small 1000 --large 1000000
 """
@@ -96,6 +98,10 @@ QUERIES: dict[str, Callable[[int], AuditQuery]] = {
 }
 
 
+PHASES = ("flushed", "compacted")
+"""Each table is measured as the flusher wrote it, then after the flusher's compaction (``AuditTable.compact``)."""
+
+
 def _ms(second: int) -> int:
     return int((T0 + timedelta(seconds=max(0, second))).timestamp() * 1000)
 
@@ -135,49 +141,63 @@ def measure(args: argparse.Namespace, work_dir: Path) -> None:
                 assert table.page(make(rows)) == select_rows(full_rows, **vars(make(rows))), name
             print("check: every page equals the full read's answer", flush=True)
         added = rows
-        for name, make in QUERIES.items():
-            query = make(rows)
-            after_commit, again = [], []
-            for _ in range(args.repeat):
-                append_flush(root, added)
-                added += 1
-                took, answer = timed(lambda query=query, table=table: table.page(query))
-                after_commit.append(took)
-                table.reader.scan(AUDIT).files_read.clear()
-                took, same = timed(lambda query=query, table=table: table.page(query))
-                again.append(took)
-                assert same == answer
-            read = len(table.reader.scan(AUDIT).files_read)
-            files = len(table.reader.scan(AUDIT).source.stats())
-            medians[(name, rows, "cold")] = statistics.median(after_commit)
-            medians[(name, rows, "warm")] = statistics.median(again)
-            print(
-                f"{name:>20}: total {answer[0]:>9,}, {len(answer[1])} rows; median "
-                f"{statistics.median(after_commit) * 1000:7.1f} ms after a commit, "
-                f"{statistics.median(again) * 1000:7.1f} ms again; {read} file reads (count and page) of "
-                f"{files:,} files",
-                flush=True,
-            )
+        for phase in PHASES:
+            if phase == "compacted":
+                file_bytes = settings.api_audit_compact_file_bytes
+                took, done = timed(lambda table=table, size=file_bytes: table.compact(args.compact_small_files, size))
+                print(
+                    f"--- compaction ({done.line() if done is not None else 'not due'}) in {took * 1000:.1f} ms",
+                    flush=True,
+                )
+                if rows == args.small:
+                    full_rows = table.rows()
+                    for name, make in QUERIES.items():
+                        assert table.page(make(rows)) == select_rows(full_rows, **vars(make(rows))), name
+            for name, make in QUERIES.items():
+                query = make(rows)
+                after_commit, again = [], []
+                for _ in range(args.repeat):
+                    append_flush(root, added)
+                    added += 1
+                    took, answer = timed(lambda query=query, table=table: table.page(query))
+                    after_commit.append(took)
+                    table.reader.scan(AUDIT).files_read.clear()
+                    took, same = timed(lambda query=query, table=table: table.page(query))
+                    again.append(took)
+                    assert same == answer
+                read = len(table.reader.scan(AUDIT).files_read)
+                files = len(table.reader.scan(AUDIT).source.stats())
+                medians[(name, rows, "cold", phase)] = statistics.median(after_commit)
+                medians[(name, rows, "warm", phase)] = statistics.median(again)
+                print(
+                    f"{phase:>9} {name:>20}: total {answer[0]:>9,}, {len(answer[1])} rows; median "
+                    f"{statistics.median(after_commit) * 1000:7.1f} ms after a commit, "
+                    f"{statistics.median(again) * 1000:7.1f} ms again; {read} file reads (count and page) of "
+                    f"{files:,} files",
+                    flush=True,
+                )
         full = []
         for _ in range(1 if rows == args.large else min(args.repeat, 3)):
             fresh = AuditTable(settings, spool)
             took, answer = timed(lambda fresh=fresh: select_rows(fresh.rows(), limit=100))
             full.append(took)
-        medians[("full read", rows, "cold")] = statistics.median(full)
+        medians[("full read", rows, "cold", "flushed")] = statistics.median(full)
         print(
             f"{'baseline full read':>20}: total {answer[0]:>9,}; median {statistics.median(full) * 1000:7.1f} ms",
             flush=True,
         )
     print(f"load average {load_average()}", flush=True)
-    for name in QUERIES:
-        for when in ("cold", "warm"):
-            small, large = medians[(name, args.small, when)], medians[(name, args.large, when)]
-            print(
-                f"{name} ({'after a commit' if when == 'cold' else 'again'}): {small * 1000:.1f} ms at {args.small:,} "
-                f"rows, {large * 1000:.1f} ms at {args.large:,}; ratio large/small {large / small:.2f}; ours / full "
-                f"read at {args.large:,}: {large / medians[('full read', args.large, 'cold')]:.4f}",
-                flush=True,
-            )
+    full_large = medians[("full read", args.large, "cold", "flushed")]
+    for phase in PHASES:
+        for name in QUERIES:
+            for when in ("cold", "warm"):
+                small, large = medians[(name, args.small, when, phase)], medians[(name, args.large, when, phase)]
+                print(
+                    f"{phase}: {name} ({'after a commit' if when == 'cold' else 'again'}): {small * 1000:.1f} ms at "
+                    f"{args.small:,} rows, {large * 1000:.1f} ms at {args.large:,}; ratio large/small "
+                    f"{large / small:.2f}; ours / full read at {args.large:,}: {large / full_large:.4f}",
+                    flush=True,
+                )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -186,6 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--large", type=int, default=1_000_000, help="rows of the large table (1000000)")
     parser.add_argument("--rows-per-file", type=int, default=1_000, help="rows per data file, i.e. per flush (1000)")
     parser.add_argument("--repeat", type=int, default=5, help="timed pages per query and table (5)")
+    parser.add_argument(
+        "--compact-small-files",
+        type=int,
+        default=100,
+        help="api.audit.compact.small.files for the compaction between the two measures (100, the default)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     return parser
 

@@ -178,6 +178,8 @@ class Settings:
     api_audit_table: bool
     api_audit_flush_interval_ms: int
     api_audit_refusals_window_ms: int
+    api_audit_compact_small_files: int
+    api_audit_compact_file_bytes: int
     api_request_timeout_ms: int
     api_threads: int
     api_write_concurrency: int

@@ -8,7 +8,8 @@ and no Spark here.
 ``GET /audit``'s page (:meth:`AuditTable.page`) is bounded by its filters and page before anything is read
 (:class:`connect_state.tables.scan.TableScan`): rows are appended in time order, one data file per flush, so the newest
 page is in the newest file or two, found from the files' ``time`` statistics; the total adds up the row counts of the
-files every row of which matches, reading only the filtered columns of the others.
+files every row of which matches, reading only the filtered columns of the others. The flusher compacts the table
+(:meth:`AuditTable.compact`), so that the files past flushes left are few, each covering its own stretch of time.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from deltalake import write_deltalake
 from connect_state.core.errors import TableNotFoundError
 from connect_state.core.settings import Settings
 from connect_state.core.storage import deltalake_options
+from connect_state.tables.compaction import Compacted, compact, plan
 from connect_state.tables.reader import TableReader
 from connect_state.tables.retention import RetentionPolicy
 from connect_state.tables.retention_io import Cleaned, clean_table
@@ -230,6 +232,23 @@ class AuditTable:
         with self._lock, self.lock_file.open("a") as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             return clean_table(self.reader.delta_root, policy, cutoff, self.reader.storage_options)
+
+    def compact(self, small_files: int, file_bytes: int) -> Compacted | None:
+        """The table's compaction (:mod:`connect_state.tables.compaction`: more than ``small_files`` small files
+        older than the newest few rewritten as files of about ``file_bytes`` sorted by time, then a vacuum), under the
+        spool's ``flock`` so that no process's flush interleaves; None: not due (a look at the file list only)."""
+        if small_files <= 0:
+            return None
+        with self._lock, self.lock_file.open("a") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                scan = self.reader.scan(AUDIT)
+            except TableNotFoundError:
+                return None
+            stretch = plan(scan.source.stats(), "time", small_files, file_bytes)
+            if stretch is None:
+                return None
+            return compact(scan, self.location, stretch, "time", file_bytes, self.reader.storage_options)
 
     def page(self, query: AuditQuery) -> tuple[int, list[dict[str, Any]]]:
         """How many rows match ``query`` (the table's and the spool's unflushed ones), and the newest ``limit`` of

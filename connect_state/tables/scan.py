@@ -358,9 +358,58 @@ class TableScan:
 
     def newest(self, order: str, filters: Sequence[Filter], limit: int, columns: Sequence[str]) -> pa.Table:
         """The matching rows with the ``limit`` greatest values of ``order`` (and any row tied with the last of
-        them), ``columns`` plus ``order``, in no particular order. Files are read newest first, one, then two, four...
-        at a time, until ``limit`` rows are found and every file left ends before the ``limit``-th newest."""
+        them), ``columns`` plus ``order``, in no particular order. Read newest first by stretches of ``order``: the
+        newest stretch holding about ``limit`` rows by the files' statistics (a file's rows taken as spread evenly
+        between its minimum and maximum), then stretches twice, four times... as large, until ``limit`` matching
+        rows are found at or after the stretch's start. A file of up to :data:`WHOLE_FILE_ROWS` rows is read whole
+        when a stretch first reaches it; a larger one is read by stretch, the bounds pushed down (a file sorted by
+        time, as a compacted one is, is read only in the row groups the stretch covers). Files without statistics of
+        ``order`` are read first, whole; an ``order`` whose statistics are not numbers or times is read newest file
+        first."""
         wanted = list(dict.fromkeys([*columns, order]))
+        candidates = self.candidates(filters)
+        stats = self.source.stats()
+        bounds = stats.bounds(order)
+        if bounds is None or bounds[0].dtype == object or stats.rows is None or (stats.rows[candidates] < 0).any():
+            return self._newest_by_file(order, filters, limit, wanted)
+        low, high, known, is_time = bounds
+        unknown, ranked = candidates[~known[candidates]], candidates[known[candidates]]
+        found = [self._read(unknown, wanted, filters)] if len(unknown) else []
+        if not len(ranked):
+            return pa.concat_tables(found) if found else self.schema.empty_table().select(wanted)
+        lows, highs, counts = low[ranked], high[ranked], stats.rows[ranked]
+        recorded = np.maximum(highs - TIMESTAMP_SLACK_US, lows) if is_time else highs  # for the estimate only
+        small, done = counts <= WHOLE_FILE_ROWS, np.zeros(len(ranked), bool)
+        oldest, end, target = int(lows.min()), None, limit
+        while True:
+            start = _stretch_start(lows, recorded, counts, target, oldest, end)
+            inside = ~done & (highs >= start) & (True if end is None else lows < end)
+            whole, done = inside & small, done | (inside & small)
+            bounded: list[Filter] = [*filters, (order, ">=", _value(start, is_time))]
+            if end is not None:
+                bounded.append((order, "<", _value(end, is_time)))
+            for files, where in ((ranked[whole], filters), (ranked[inside & ~small], bounded)):
+                rows = self._read(files, wanted, where) if len(files) else None
+                if rows is not None and rows.num_rows:
+                    found.append(rows)
+            if start <= oldest:
+                break
+            data = pa.concat_tables(found) if found else None
+            if data is not None and data.num_rows >= limit:
+                threshold = _kth_greatest(data.column(order), limit)
+                if threshold is not None and _micros(threshold) >= start:
+                    found = [data.filter(pc.greater_equal(data.column(order), threshold))]
+                    break
+            end, target = start, target * 2
+        if not found:
+            return self.schema.empty_table().select(wanted)
+        data = pa.concat_tables(found)
+        threshold = _kth_greatest(data.column(order), limit)
+        return data if threshold is None else data.filter(pc.greater_equal(data.column(order), threshold))
+
+    def _newest_by_file(self, order: str, filters: Sequence[Filter], limit: int, wanted: list[str]) -> pa.Table:
+        """:meth:`newest` by whole files: newest first (by their maximum), one, then two, four... at a time, until
+        ``limit`` rows are found and every file left ends before the ``limit``-th newest."""
         files, highs = self._newest_first(order, filters)
         found: list[pa.Table] = []
         count, threshold, start, step = 0, None, 0, 1
@@ -394,6 +443,38 @@ class TableScan:
         ranked = candidates[known[candidates]]
         ranked = ranked[np.argsort(high[ranked], kind="stable")[::-1]]
         return np.concatenate([unknown, ranked]), [None] * len(unknown) + list(high[ranked])
+
+
+WHOLE_FILE_ROWS = 10_000
+"""A file of at most this many rows is read whole by :meth:`TableScan.newest` when a stretch first reaches it (one
+open, not one per stretch); larger ones are read by stretch."""
+
+
+def _stretch_start(
+    lows: np.ndarray, highs: np.ndarray, counts: np.ndarray, target: int, oldest: int, end: int | None
+) -> int:
+    """The latest start ``t`` (below ``end``) at which the files hold about ``target`` rows at or after ``t`` (each
+    file's rows taken as spread evenly over its range, ends included); ``oldest`` when they hold fewer."""
+    spans = (highs - lows + 1).astype(np.float64)
+
+    def newer(t: int) -> float:
+        return float((counts * np.clip((highs - t + 1) / spans, 0.0, 1.0)).sum())
+
+    if newer(oldest) <= target:
+        return oldest
+    below, above = oldest, int(highs.max()) + 1  # newer(below) > target >= newer(above)
+    while above - below > 1:
+        middle = (below + above) // 2
+        if newer(middle) > target:
+            below = middle
+        else:
+            above = middle
+    return below if end is None else min(below, end - 1)
+
+
+def _value(number: int, is_time: bool) -> Any:
+    """A statistics number as a filter's value (a time: epoch microseconds as an aware datetime)."""
+    return EPOCH + dt.timedelta(microseconds=number) if is_time else number
 
 
 def _kth_greatest(column: pa.ChunkedArray, k: int) -> Any:

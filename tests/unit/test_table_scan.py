@@ -70,7 +70,7 @@ def test_a_page_across_files_reads_no_more_than_it_needs(delta_root: Path) -> No
     scan = TableReader(delta_root).scan(AUDIT)
     newest = scan.newest("time", [], PER_FILE + 1, ["id"])
     assert newest.num_rows == PER_FILE + 1
-    assert len(scan.files_read) == 3  # one file, then two: the page spans the newest two; a third for the step
+    assert len(scan.files_read) == 2  # the page spans the newest two files: the stretch holding 51 rows is in them
 
 
 def test_time_filters_prune_files(delta_root: Path) -> None:
@@ -122,7 +122,7 @@ def test_heartbeats_newest_with_ties_across_files(tmp_path: Path) -> None:
     scan = TableReader(tmp_path).scan(HEARTBEATS)
     newest = scan.newest("emitted_at", [("connector", "=", "s")], 2, ["record_index"])
     assert sorted(newest.column("record_index").to_pylist()) == [10, 11, 12, 13, 20, 21, 22, 23]
-    assert len(scan.files_read) == 3  # the oldest file too: read with the second step, then cut by the threshold
+    assert len(scan.files_read) == 2  # the two files at the tied time; the oldest one, before it, never opened
 
 
 def test_statistics_decide_conservatively() -> None:
@@ -158,3 +158,15 @@ def test_arrow_files_scan_like_a_table() -> None:
     scan = TableScan(ArrowFiles(data, 3))
     assert sorted(scan.newest("n", [("k", "=", "x")], 2, ["n"]).column("n").to_pylist()) == [6, 8]
     assert scan.count([("k", "=", "y")]) == 5
+
+
+def test_newest_by_stretch_reads_on_until_the_page_is_complete() -> None:
+    """A small file read whole brings old rows; the page is only complete once ``limit`` rows are at or after the
+    stretch read so far: here the big file's older matches must still be read."""
+    big = [{"n": 2 * i, "k": "x" if i % 100 == 0 else "y"} for i in range(20_000)]
+    small = [{"n": 39_999 if i == 0 else 1 + 10 * i, "k": "x"} for i in range(50)]  # one new row, 49 old ones
+    data = pa.Table.from_pylist(big + small)
+    scan = TableScan(ArrowFiles(data, 20_000))
+    newest = scan.newest("n", [("k", "=", "x")], 20, ["n"])
+    matching = sorted(row["n"] for row in big + small if row["k"] == "x")
+    assert sorted(newest.column("n").to_pylist())[-20:] == matching[-20:]
