@@ -11,7 +11,8 @@ order.
 The demo turns on both operator features (:data:`DEMO_SETTINGS`, given to every child before the user's ``--set``
 flags, which win): the quiet source's config asks for KIP-910 heartbeats every 30 s (``heartbeat.interval.ms``) and
 for KIP-883 offset cleanup on deletion (``cleanup.offsets.on.delete``); the FileStream heartbeat provider and a
-logging deletion hook are registered.
+logging deletion hook are registered, and the heartbeat topic is created on the first heartbeat
+(``heartbeat.topics.create``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ FEED_INTERVAL_S = 5.0
 JOB_MODULES = ("connect_state.jobs.all",)
 DEMO_SETTINGS = {
     "heartbeat.providers": f"{FILE_SOURCE_CLASS}=connect_state.dev.demo_heartbeats:provider",
+    "heartbeat.topics.create": "true",  # the local broker has no connect-heartbeats topic until the first heartbeat
     "cleanup.hooks": "connect_state.dev.demo_hooks:log_deletion",
     "jobs.metrics.port": "8091",  # the jobs driver's Prometheus endpoint
 }

@@ -109,6 +109,7 @@ def test_two_instances_of_the_leased_jobs_act_once_and_take_over_after_a_crash(s
             "trigger.interval": "1 seconds",
             "heartbeat.interval.ms": "600000",
             "heartbeat.records.topic": unique("lease-heartbeats"),
+            "heartbeat.topics.create": "true",  # a fresh topic of the test, created by the first heartbeat
             "heartbeat.providers": PROVIDERS,
             "cleanup.hooks": "tests.integration.drivers:COUNTING",
             "cleanup.retry.backoff.ms": "1",
