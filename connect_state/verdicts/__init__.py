@@ -1,0 +1,1 @@
+"""Verdicts: what is wrong with a connector, judged from the tables and the topics (issue 35)."""
