@@ -86,8 +86,7 @@ from connect_state.core.vocabulary import ConnectorType
 from connect_state.formats import jsonconv
 from connect_state.formats.offsets import BadOffsetsRequest, parse_offsets_request, sink_offset, sink_partition
 from connect_state.herder import OffsetsChange, OffsetsRestore, row_config
-from connect_state.herder.restore import iso_ms
-from connect_state.tables.schemas import SINK_OFFSETS, SOURCE_OFFSETS
+from connect_state.tables.schemas import SINK_OFFSETS, SOURCE_OFFSETS, iso_utc
 
 bp = Blueprint("offsets", __name__, url_prefix="/connectors")
 
@@ -270,7 +269,7 @@ def restore_connector_offsets(connector: str) -> Response:
     if at is None:
         raise ConnectRestException(400, "The at parameter is required: epoch milliseconds or an ISO-8601 time")
     apply = _apply_arg()
-    g.audit_note = f"offsets restore to {iso_ms(at)} ({at}){'' if apply else ', dry run'}"
+    g.audit_note = f"offsets restore to {iso_utc(at)} ({at}){'' if apply else ', dry run'}"
     return _restore_answer(
         connector, get_herder().restore_connector_offsets(connector, at, TablesOffsetsHistory(), apply)
     )

@@ -38,9 +38,8 @@ from connect_state.api.openapi import (
 from connect_state.api.resources import get_tables
 from connect_state.core.errors import TableNotFoundError
 from connect_state.herder import InitialState
-from connect_state.herder.restore import iso_ms
 from connect_state.tables import history_reads as reads
-from connect_state.tables.schemas import CONNECTOR_DELETIONS, CONNECTOR_EVENTS, epoch_ms
+from connect_state.tables.schemas import CONNECTOR_DELETIONS, CONNECTOR_EVENTS, epoch_ms, iso_utc
 
 __all__ = ["TablesConnectorHistory", "bp"]
 
@@ -107,7 +106,7 @@ def restore_connector(connector: str) -> Response:
     """The connector's config at or before ``at`` written again in ``initial_state`` (see the module)."""
     at = time_arg("at")
     state = _initial_state_arg()
-    when = "before its last deletion" if at is None else f"{iso_ms(at)} ({at})"
+    when = "before its last deletion" if at is None else f"{iso_utc(at)} ({at})"
     g.audit_note = f"connector restore to {when}, {state.value}"
     restored = get_herder().restore_connector(connector, at, state, TablesConnectorHistory())
     response = jsonify(restored.as_json())

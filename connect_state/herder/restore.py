@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -42,6 +41,7 @@ from connect_state.formats.offsets import OffsetPair, sink_offset, sink_partitio
 from connect_state.herder.errors import BadRequestError, ConnectError
 from connect_state.herder.offsets import OffsetsHerder, log, row_config
 from connect_state.security.guards import checked_stores
+from connect_state.tables.schemas import iso_utc
 
 __all__ = [
     "OffsetsHistory",
@@ -77,21 +77,16 @@ class OffsetsHistory(Protocol):
         ...
 
 
-def iso_ms(ms: int) -> str:
-    """Epoch milliseconds as ISO-8601 UTC with milliseconds (``2026-11-22T10:00:00.000Z``)."""
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def restore_before_history_message(name: str, at: int, kept_from: int | None) -> str:
     """Ours: 400 for a restore to a time the history does not cover; says what is kept."""
     if kept_from is None:
         return (
-            f"Cannot restore the offsets of connector {name} to {iso_ms(at)} ({at}): no history is kept for it yet "
+            f"Cannot restore the offsets of connector {name} to {iso_utc(at)} ({at}): no history is kept for it yet "
             "(no record of it in connector_events)"
         )
     return (
-        f"Cannot restore the offsets of connector {name} to {iso_ms(at)} ({at}): the history kept for it starts at "
-        f"{iso_ms(kept_from)} ({kept_from}), its first record in connector_events (before it, the connector did not "
+        f"Cannot restore the offsets of connector {name} to {iso_utc(at)} ({at}): the history kept for it starts at "
+        f"{iso_utc(kept_from)} ({kept_from}), its first record in connector_events (before it, the connector did not "
         "exist or its records are no longer kept); choose a time at or after it"
     )
 
@@ -133,9 +128,9 @@ class OffsetsRestore:
     @property
     def message(self) -> str:
         if self.applied:
-            return f"{offsets_success_message('altered', bool(self.managed))} (restored to {iso_ms(self.at)})"
+            return f"{offsets_success_message('altered', bool(self.managed))} (restored to {iso_utc(self.at)})"
         if not self.changes:
-            return f"The offsets are already those of {iso_ms(self.at)}: nothing to write"
+            return f"The offsets are already those of {iso_utc(self.at)}: nothing to write"
         return f"Dry run: nothing written; apply=true writes these {len(self.changes)} change(s)"
 
 
@@ -191,7 +186,7 @@ class RestoreHerder(OffsetsHerder):
         else:
             row = self._fenced(name, view)
             managed = self._modify_source_offsets(name, row, pairs, f"POST /connectors/{name}/offsets/restore")
-        log.info("Offsets of connector %s restored to %s (%d partitions)", name, iso_ms(at), len(pairs))
+        log.info("Offsets of connector %s restored to %s (%d partitions)", name, iso_utc(at), len(pairs))
         return OffsetsRestore(kind, basis, at, partitions, applied=True, managed=managed)
 
     def _current_offsets(self, name: str, kind: ConnectorType, config: Mapping[str, Any]) -> Sequence[Entry]:

@@ -39,7 +39,7 @@ from connect_state.formats.config import (
 )
 from connect_state.herder.base import HerderBase, log
 from connect_state.herder.errors import BadRequestError, ConflictError, NotFoundError
-from connect_state.herder.restore import iso_ms
+from connect_state.tables.schemas import iso_utc
 
 __all__ = [
     "ConnectorHistory",
@@ -98,8 +98,8 @@ def no_deletion_message(name: str) -> str:
 
 def no_config_before_message(name: str, at: int, first: int | None) -> str:
     """Ours: 400 when the history holds no config of the connector at or before ``at``."""
-    since = f"; its first config kept is of {iso_ms(first)} ({first})" if first is not None else ""
-    return f"No config of connector {name} at or before {iso_ms(at)} ({at}) in the history{since}"
+    since = f"; its first config kept is of {iso_utc(first)} ({first})" if first is not None else ""
+    return f"No config of connector {name} at or before {iso_utc(at)} ({at}) in the history{since}"
 
 
 def config_not_kept_message(name: str, offset: int) -> str:
@@ -136,7 +136,7 @@ class ConnectorRestore:
     def messages(self) -> list[str]:
         lines = [
             f"Connector {self.name} restored {self.initial_state.value} with its config of config-topic offset "
-            f"{self.config_offset}" + (f" ({iso_ms(self.config_time)})" if self.config_time is not None else "")
+            f"{self.config_offset}" + (f" ({iso_utc(self.config_time)})" if self.config_time is not None else "")
         ]
         if self.hooks_ran:
             lines.append(

@@ -42,7 +42,7 @@ from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.core.errors import TableNotFoundError
 from connect_state.core.storage import Location
-from connect_state.tables.scan import DeltaFiles, TableScan
+from connect_state.tables.scan import DeltaFiles, TableScan, filter_expression
 from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
@@ -187,19 +187,6 @@ def read_by_file(table: DeltaTable, columns: Sequence[str], previous: _Files | N
     return _Files(data, tuple(parts), layout)
 
 
-_COMPARISONS = {
-    "=": lambda field, value: field == value,
-    "==": lambda field, value: field == value,
-    "!=": lambda field, value: field != value,
-    "<": lambda field, value: field < value,
-    "<=": lambda field, value: field <= value,
-    ">": lambda field, value: field > value,
-    ">=": lambda field, value: field >= value,
-    "in": lambda field, value: field.isin(list(value)),
-    "not in": lambda field, value: ~field.isin(list(value)),
-}
-
-
 ROW_CACHE_MAX_ROWS = 10_000
 """A table with at most this many rows keeps all of them as dicts for reads without filters (see the module doc)."""
 VALUE_CACHE_MAX_ROWS = 1_000
@@ -207,19 +194,6 @@ VALUE_CACHE_MAX_ROWS = 1_000
 VALUE_CACHE_MAX_TOTAL_ROWS = 200_000
 """At most this many rows of one table and column are kept as dicts per snapshot; further values are read through
 Arrow each time."""
-
-
-def filter_expression(filters: Sequence[Filter]) -> pc.Expression:
-    """The pyarrow expression of ANDed ``(column, op, value)`` filters (the ops of deltalake's DNF filters)."""
-    expression: pc.Expression | None = None
-    for column, op, value in filters:
-        if op not in _COMPARISONS:
-            raise ValueError(f"unsupported filter operator {op!r} (supported: {', '.join(_COMPARISONS)})")
-        term = _COMPARISONS[op](pc.field(column), value)
-        expression = term if expression is None else expression & term
-    if expression is None:
-        raise ValueError("no filters")
-    return expression
 
 
 COMMIT_CLOCK_MARGIN_S = 0.25
@@ -472,8 +446,10 @@ class TableReader:
                 taken = self._take(spec, data, column, value)
                 data = taken if taken is not None else data.slice(0, 0)
                 rest = [f for j, f in enumerate(filters) if j != i]
-                return data.filter(filter_expression(rest)) if rest else data
-        return data.filter(filter_expression(filters))
+                filters = rest
+                break
+        expression = filter_expression(filters)
+        return data if expression is None else data.filter(expression)
 
     def _is_latest(self, spec: TableSpec, data: pa.Table) -> bool:
         """Whether ``data`` is the table's latest loaded snapshot (or the reader has loaded none: a caller's own)."""
@@ -485,7 +461,7 @@ class TableReader:
         a scan of an older snapshot a slow request still holds (whose index would replace the latest's)."""
         if self._is_latest(spec, data):
             return self._index(spec, data, column).take(value)
-        found = data.filter(filter_expression([(column, "=", value)]))
+        found = data.filter(pc.field(column) == value)
         return found if found.num_rows else None
 
     def _files_of(self, spec: TableSpec, data: pa.Table) -> _Files | None:

@@ -141,6 +141,7 @@ _OPS: dict[str, Callable[[Any, Any], Any]] = {
     ">": lambda field_, value: field_ > value,
     ">=": lambda field_, value: field_ >= value,
     "in": lambda field_, value: field_.isin(list(value)),
+    "not in": lambda field_, value: ~field_.isin(list(value)),
 }
 
 
@@ -169,7 +170,7 @@ def _may(low: np.ndarray, high: np.ndarray, op: str, value: Any) -> np.ndarray:
         return high > value
     if op == ">=":
         return high >= value
-    return np.ones(len(low), bool)  # "!=": a file of one value only could be excluded; not worth it
+    return np.ones(len(low), bool)  # "!=", "not in": a file of one value only could be excluded; not worth it
 
 
 def _every(low: np.ndarray, high: np.ndarray, op: str, value: Any) -> np.ndarray:
@@ -178,6 +179,8 @@ def _every(low: np.ndarray, high: np.ndarray, op: str, value: Any) -> np.ndarray
         return (low == value) & (high == value)
     if op == "in":
         return (low == high) & np.isin(low, list(value))
+    if op == "not in":
+        return (low == high) & ~np.isin(low, list(value))
     if op == "<":
         return high < value
     if op == "<=":

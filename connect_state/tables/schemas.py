@@ -57,10 +57,17 @@ def timestamp(ms: int | None) -> datetime | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-def iso_utc(value: datetime | None, timespec: str = "milliseconds") -> str | None:
-    """A timestamp (naive: UTC) as the API shows it: UTC ISO-8601 to ``timespec``, with ``Z``; None as None."""
+@overload
+def iso_utc(value: datetime | int, timespec: str = "milliseconds") -> str: ...
+@overload
+def iso_utc(value: datetime | int | None, timespec: str = "milliseconds") -> str | None: ...
+def iso_utc(value: datetime | int | None, timespec: str = "milliseconds") -> str | None:
+    """A timestamp (naive: UTC; an int: epoch milliseconds) as the API shows it: UTC ISO-8601 to ``timespec``, with
+    ``Z``; None as None."""
     if value is None:
         return None
+    if isinstance(value, int):
+        value = timestamp(value)
     aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
     return aware.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
 
