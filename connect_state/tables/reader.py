@@ -42,7 +42,7 @@ from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.core.errors import TableNotFoundError
 from connect_state.core.storage import Location
-from connect_state.tables.scan import DeltaFiles, TableScan, filter_expression
+from connect_state.tables.scan import DeltaFiles, FileCounts, TableScan, filter_expression
 from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
@@ -238,6 +238,7 @@ class TableReader:
         self._log_dirs: dict[str, str] = {}
         # table -> (its DeltaTable, the version scanned, the scan of that version): see scan
         self._scans: dict[str, tuple[DeltaTable, int, TableScan]] = {}
+        self._counts: dict[str, FileCounts] = {}
 
     def path(self, spec: TableSpec) -> Location:
         return self.delta_root / spec.name
@@ -344,7 +345,8 @@ class TableReader:
             if kept is not None and kept[0] is table and kept[1] == version:
                 return kept[2]
             local = os.fspath(self.path(spec)) if self.delta_root.is_local else None
-            scan = TableScan(DeltaFiles(table, self.storage_options, local))
+            counts = self._counts.setdefault(spec.name, FileCounts(spec.counted)) if spec.counted else None
+            scan = TableScan(DeltaFiles(table, self.storage_options, local), counts)
             self._scans[spec.name] = (table, version, scan)
             return scan
 

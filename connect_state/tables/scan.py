@@ -10,7 +10,10 @@ writer records, Spark's and delta-rs'):
   statistics may hold one (the others are never opened), with the filter and the columns pushed down to the Parquet
   reader (which skips row groups by their own statistics);
 * :meth:`TableScan.count`: how many rows match, adding up the row counts of files whose statistics prove every row
-  matches (never opened) and counting in the others, reading only the filtered columns;
+  matches (never opened) and counting in the others, reading only the filtered columns. Statistics cannot help a
+  filter on a column every file holds every value of (the audit's connector, principal, outcome); for those a
+  :class:`FileCounts` keeps each data file's row counts per distinct value, read once per file and process (data
+  files never change), so a total on them adds up small count tables instead of reading every file again;
 * :meth:`TableScan.newest`: at least the ``limit`` rows with the greatest ``order`` (a time) that match: files are
   read newest first (by their maximum) until ``limit`` rows are found and no file left can hold a newer one. On a
   table appended in time order (the audit table, the history tables) a page reads a file or two, whatever the
@@ -43,6 +46,7 @@ __all__ = [
     "ArrowFiles",
     "DataFile",
     "DeltaFiles",
+    "FileCounts",
     "FileStats",
     "Filter",
     "TableScan",
@@ -319,19 +323,58 @@ def _arrow_stats(schema: pa.Schema, parts: Mapping[str, pa.Table]) -> pa.Table:
     return pa.table({name: pa.array(values, types[name]) for name, values in columns.items()})
 
 
-class TableScan:
-    """Bounded reads of one table version (see the module doc)."""
+COUNT = "rows"
+"""The count column of a :class:`FileCounts` table."""
 
-    def __init__(self, source: FileSource) -> None:
+
+class FileCounts:
+    """Each data file's row counts per distinct value of ``columns`` (together), kept by path across table versions
+    (a Delta data file is never rewritten in place), read the first time a total needs them."""
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        self.columns = tuple(columns)
+        self._by_path: dict[str, pa.Table] = {}
+        self._lock = threading.Lock()
+
+    def table(self, scan: TableScan) -> pa.Table:
+        """The counts of every file of ``scan``'s version: ``columns``, :data:`COUNT` and ``file`` (the file's index
+        in the version's statistics). Files not known yet are read (``columns`` only); files the version no longer
+        has are forgotten."""
+        stats = scan.source.stats()
+        with self._lock:
+            missing = [i for i, path in enumerate(stats.paths) if path not in self._by_path]
+        for i in missing:
+            rows = scan.read_files([i], self.columns, [])
+            counted = rows.group_by(list(self.columns), use_threads=False).aggregate([([], "count_all")])
+            with self._lock:
+                self._by_path[stats.paths[i]] = counted.rename_columns([*self.columns, COUNT])
+        with self._lock:
+            live = set(stats.paths)
+            for gone in [path for path in self._by_path if path not in live]:
+                del self._by_path[gone]
+            parts = [self._by_path[path].select([*self.columns, COUNT]) for path in stats.paths]
+        if not parts:
+            empty = {c: pa.array([], scan.schema.field(c).type) for c in self.columns}
+            return pa.table({**empty, COUNT: pa.array([], pa.int64()), "file": pa.array([], pa.int64())})
+        files = np.repeat(np.arange(len(parts)), [part.num_rows for part in parts])
+        return pa.concat_tables(parts).combine_chunks().append_column("file", pa.array(files, pa.int64()))
+
+
+class TableScan:
+    """Bounded reads of one table version (see the module doc); ``counts``: the table's :class:`FileCounts`."""
+
+    def __init__(self, source: FileSource, counts: FileCounts | None = None) -> None:
         self.source = source
+        self.counts = counts
         self.files_read: list[str] = []
         self._lock = threading.Lock()
+        self._counted: pa.Table | None = None
 
     @property
     def schema(self) -> pa.Schema:
         return self.source.schema
 
-    def _read(self, indices: Iterable[Any], columns: Sequence[str], filters: Sequence[Filter]) -> pa.Table:
+    def read_files(self, indices: Iterable[Any], columns: Sequence[str], filters: Sequence[Filter]) -> pa.Table:
         stats = self.source.stats()
         files = [stats.file(int(i)) for i in indices]
         with self._lock:
@@ -344,20 +387,44 @@ class TableScan:
 
     def rows(self, filters: Sequence[Filter], columns: Sequence[str]) -> pa.Table:
         """Every row matching ``filters``, ``columns`` only, from the files that may hold one."""
-        return self._read(self.candidates(filters), columns, filters)
+        return self.read_files(self.candidates(filters), columns, filters)
 
     def count(self, filters: Sequence[Filter]) -> int:
-        """How many rows match: files proven to match whole counted from their statistics, the others read (only the
-        filtered columns)."""
+        """How many rows match: files proven to match whole counted from their statistics; with :attr:`counts` and a
+        filter on its columns, files whose statistics prove the other filters (a time range) from their value counts;
+        the others read (only the filtered columns)."""
         stats = self.source.stats()
         maybe = may_match(stats, filters)
+        total = 0
+        counted = [f for f in filters if self.counts is not None and f[0] in self.counts.columns]
+        if counted:
+            others = [f for f in filters if f not in counted]
+            from_counts = maybe & (all_match(stats, others) if others else np.ones(len(stats), bool))
+            if from_counts.any():
+                table = self._value_counts()
+                where = filter_expression(counted)
+                if not from_counts.all():
+                    where = pc.field("file").isin(pa.array(np.flatnonzero(from_counts), pa.int64())) & where
+                total += int(pc.sum(table.filter(where).column(COUNT)).as_py() or 0)
+                maybe &= ~from_counts
         whole = maybe & all_match(stats, filters)
-        total = int(stats.rows[whole].sum()) if stats.rows is not None else 0
+        total += int(stats.rows[whole].sum()) if stats.rows is not None else 0
         partial = np.flatnonzero(maybe & ~whole)
         if len(partial):
             columns = sorted({column for column, _, _ in filters}) or [self.schema.names[0]]
-            total += self._read(partial, columns, filters).num_rows
+            total += self.read_files(partial, columns, filters).num_rows
         return total
+
+    def _value_counts(self) -> pa.Table:
+        """The version's :class:`FileCounts` table, built once per version."""
+        assert self.counts is not None
+        with self._lock:
+            kept = self._counted
+        if kept is None:
+            kept = self.counts.table(self)
+            with self._lock:
+                self._counted = kept
+        return kept
 
     def newest(self, order: str, filters: Sequence[Filter], limit: int, columns: Sequence[str]) -> pa.Table:
         """The matching rows with the ``limit`` greatest values of ``order`` (and any row tied with the last of
@@ -377,7 +444,7 @@ class TableScan:
             return self._newest_by_file(order, filters, limit, wanted)
         low, high, known, is_time = bounds
         unknown, ranked = candidates[~known[candidates]], candidates[known[candidates]]
-        found = [self._read(unknown, wanted, filters)] if len(unknown) else []
+        found = [self.read_files(unknown, wanted, filters)] if len(unknown) else []
         if not len(ranked):
             return pa.concat_tables(found) if found else self.schema.empty_table().select(wanted)
         lows, highs, counts = low[ranked], high[ranked], stats.rows[ranked]
@@ -392,7 +459,7 @@ class TableScan:
             if end is not None:
                 bounded.append((order, "<", _value(end, is_time)))
             for files, where in ((ranked[whole], filters), (ranked[inside & ~small], bounded)):
-                rows = self._read(files, wanted, where) if len(files) else None
+                rows = self.read_files(files, wanted, where) if len(files) else None
                 if rows is not None and rows.num_rows:
                     found.append(rows)
             if start <= oldest:
@@ -421,7 +488,7 @@ class TableScan:
                 break  # this file and every later one end before the page's oldest row
             batch = files[start : start + step]
             start, step = start + step, step * 2
-            rows = self._read(batch, wanted, filters)
+            rows = self.read_files(batch, wanted, filters)
             if rows.num_rows:
                 found.append(rows)
                 count += rows.num_rows

@@ -80,6 +80,9 @@ class TableSpec:
     schema: pa.Schema
     key: tuple[str, ...]
     description: str
+    counted: tuple[str, ...] = ()
+    """Columns whose row counts per distinct value (together) are kept per data file by the API's reader, so that a
+    total filtered on them reads no data file twice (:class:`connect_state.tables.scan.FileCounts`)."""
 
     @property
     def column_names(self) -> list[str]:
@@ -483,6 +486,7 @@ AUDIT = TableSpec(
         "(deltalake, from its write-ahead spool api.audit.file, connect_state/api/audit.py), not by a Spark job; "
         "not in ALL_TABLES (the jobs' tables)."
     ),
+    counted=("connector", "principal", "outcome"),
 )
 
 # Which streaming query (checkpoint name) writes each table: the tables' freshness is its query's watermark.

@@ -9,10 +9,12 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from connect_state.tables.audit_table import AuditQuery, AuditTable, to_table_rows
 from connect_state.tables.reader import TableReader
-from connect_state.tables.scan import ArrowFiles, FileStats, TableScan, all_match, may_match
+from connect_state.tables.scan import ArrowFiles, FileCounts, FileStats, TableScan, all_match, may_match
 from connect_state.tables.schemas import AUDIT, HEARTBEATS
 from tests.unit.helpers import write_table
 
@@ -170,3 +172,54 @@ def test_newest_by_stretch_reads_on_until_the_page_is_complete() -> None:
     newest = scan.newest("n", [("k", "=", "x")], 20, ["n"])
     matching = sorted(row["n"] for row in big + small if row["k"] == "x")
     assert sorted(newest.column("n").to_pylist())[-20:] == matching[-20:]
+
+
+def test_filtered_totals_come_from_per_file_value_counts_read_once(delta_root: Path) -> None:
+    """A total filtered by connector, principal or outcome (no statistics can prune them: every file holds every
+    value) reads each data file once per process; later totals, other values, and the next versions add up the kept
+    counts, reading only files not seen before."""
+    reader = TableReader(delta_root)
+    scan = reader.scan(AUDIT)
+    assert scan.count([("connector", "=", "c3")]) == FILES * PER_FILE // 5
+    assert len(scan.files_read) == FILES  # counts of every file, read once
+    by_principal = [("principal", "=", "alice"), ("outcome", "=", "failed")]
+    assert scan.count(by_principal) == expected(AuditQuery(principal="alice", outcome="failed"))[0]
+    assert scan.count([("connector", "in", ["c1", "c4"])]) == 2 * FILES * PER_FILE // 5
+    assert len(scan.files_read) == FILES  # nothing read again
+    from deltalake import write_deltalake
+
+    write_deltalake(delta_root / AUDIT.name, to_table_rows([audit_row(FILES * PER_FILE)]), mode="append")
+    newer = reader.scan(AUDIT)
+    assert newer is not scan
+    assert newer.count([("connector", "=", f"c{FILES * PER_FILE % 5}")]) == FILES * PER_FILE // 5 + 1
+    assert len(newer.files_read) == 1  # the new file only
+    since = T0 + timedelta(seconds=120)
+    mixed = [("connector", "=", "c0"), ("time", ">=", since), ("time", "<", since + timedelta(seconds=60))]
+    assert newer.count(mixed) == sum(1 for n in range(120, 180) if n % 5 == 0)
+    assert len(newer.files_read) == 1 + 2  # the two files straddling a bound; the one inside from its counts
+
+
+@given(
+    connector=st.sampled_from([None, "c0", "c4", "nobody"]),
+    principal=st.sampled_from([None, "alice", "bob"]),
+    outcome=st.sampled_from([None, "failed", "succeeded"]),
+    since=st.one_of(st.none(), st.integers(0, FILES * PER_FILE)),
+    width=st.integers(0, FILES * PER_FILE),
+    file_rows=st.integers(1, 2 * PER_FILE),
+)
+@settings(max_examples=60, deadline=None)
+def test_counts_equal_a_count_of_the_filtered_rows(
+    connector: str | None, principal: str | None, outcome: str | None, since: int | None, width: int, file_rows: int
+) -> None:
+    data = to_table_rows(every_row())
+    query = AuditQuery(
+        connector=connector,
+        principal=principal,
+        outcome=outcome,
+        since=None if since is None else int((T0 + timedelta(seconds=since)).timestamp() * 1000),
+        until=None if since is None else int((T0 + timedelta(seconds=since + width)).timestamp() * 1000),
+    )
+    filters = query.table_filters()
+    scan = TableScan(ArrowFiles(data, file_rows), FileCounts(AUDIT.counted))
+    assert scan.count(filters) == expected(query)[0]
+    assert scan.count(filters) == TableScan(ArrowFiles(data, file_rows)).count(filters)
