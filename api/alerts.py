@@ -8,7 +8,7 @@
   long after the condition began, or ended, the receiver had it).
 * ``POST /connectors/<connector>/silence?for=2h&comment=...`` (role ``operate`` on the connector): no notification for
   the connector's alerts until then (an alert that fires meanwhile is notified when the silence ends, if it still
-  fires). 201 with the silence. ``for``: ``30m``, ``2h``, ``1d`` (at most 30 days).
+  fires). 201 with the silence. ``for``: ``30m``, ``2h``, ``1d`` (at most 30 days; default 1h).
 * ``DELETE /connectors/<connector>/silence`` (role ``operate``): lifts the connector's silences in force; 200 with them,
   404 when there is none.
 * ``GET /silences`` (``?all=true`` with those ended or lifted) and ``GET /connectors/<connector>/silences``.
@@ -38,6 +38,7 @@ from connect_state.tables.schemas import ALERT_DELIVERIES, ALERT_SILENCES, ALERT
 bp = Blueprint("alerts", __name__)
 
 MAX_SILENCE_MS = 30 * 86_400_000
+DEFAULT_SILENCE = "1h"
 _TIMES = {"started_at", "fired_at", "resolved_at", "updated_at", "created_at", "next_attempt_at", "delivered_at",
           "starts_at", "ends_at", "lifted_at"}  # fmt: skip
 
@@ -114,10 +115,10 @@ def _principal() -> str:
     "Mute the connector's alerts for a while",
     {"201": json_answer(ANY, "Silence")},
     400,
-    params=[query("for", STRING, required=True), query("comment", STRING)],
+    params=[query("for", STRING), query("comment", STRING)],
 )
 def silence_connector(connector: str) -> tuple[Response, int]:
-    text = request.args.get("for", "")
+    text = request.args.get("for", DEFAULT_SILENCE)
     try:
         duration = parse_duration(text, "for")
     except ConfigError as err:
