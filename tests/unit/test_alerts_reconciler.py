@@ -86,7 +86,11 @@ class MemoryIO:
 
 
 CHANNELS = parse_channels(
-    {"hook": "webhook:http://127.0.0.1:1/hook", "slack": "slack:http://127.0.0.1:1/s", "am": "alertmanager:http://am:9093"}
+    {
+        "hook": "webhook:http://127.0.0.1:1/hook",
+        "slack": "slack:http://127.0.0.1:1/s",
+        "am": "alertmanager:http://am:9093",
+    }
 )
 
 
@@ -181,8 +185,16 @@ def test_an_unreachable_receiver_is_retried_with_backoff_and_loses_nothing(caplo
 def test_retries_can_be_bounded() -> None:
     io, clock = MemoryIO(), Clock()
     io.receivers["hook"] = Receiver(up=False)
-    r = AlertsReconciler(io, [STALLED], CHANNELS[:1], Backoff(1000, 2000, max_attempts=2),
-                         generator_url="http://api", resend_ms=60_000, clock=clock, log=logging.getLogger("t"))  # fmt: skip
+    r = AlertsReconciler(
+        io,
+        [STALLED],
+        CHANNELS[:1],
+        Backoff(1000, 2000, max_attempts=2),
+        generator_url="http://api",
+        resend_ms=60_000,
+        clock=clock,
+        log=logging.getLogger("t"),
+    )
     io.current = [stalled("orders", 0)]
     for _ in range(4):
         r.run_pass()
@@ -194,7 +206,7 @@ def test_retries_can_be_bounded() -> None:
 def test_backoff_doubles_up_to_its_maximum() -> None:
     backoff = Backoff(1000, 8000)
     assert [backoff.delay_ms(n) for n in range(1, 7)] == [1000, 2000, 4000, 8000, 8000, 8000]
-    with pytest.raises(ConfigError, match="alerts.retry.backoff.max.ms"):
+    with pytest.raises(ConfigError, match=r"alerts\.retry\.backoff\.max\.ms"):
         Backoff(1000, 500)
 
 
