@@ -303,3 +303,20 @@ def test_a_bad_channel_names_the_key(value: str, message: str) -> None:
 def test_alertmanager_endpoint() -> None:
     (channel,) = parse_channels({"am": "alertmanager:http://am:9093/"})
     assert (channel.kind, channel.endpoint) == (ChannelKind.ALERTMANAGER, "http://am:9093/api/v2/alerts")
+
+
+def test_firing_alerts_are_sent_to_alertmanager_again_every_resend_interval() -> None:
+    io, clock = MemoryIO(), Clock()
+    r = reconciler(io, clock)
+    io.current = [stalled("orders", clock.now - 120_000)]
+    r.run_pass()
+    clock.now += 30_000
+    r.run_pass()
+    assert len(io.receivers["am"].got) == 1 and len(io.receivers["hook"].got) == 1
+    clock.now += 31_000
+    r.run_pass()
+    assert len(io.receivers["am"].got) == 2, "sent again after 60 s: Alertmanager keeps it while it fires"
+    assert len(io.receivers["hook"].got) == 1, "the other channels are told once"
+    (_, again) = io.receivers["am"].got[1]
+    assert again[0]["endsAt"] == "1970-01-01T00:21:41.000Z"  # four resend intervals after this send
+    assert len([d for d in io.delivery_rows.values() if d.channel == "am"]) == 1, "repeats are not recorded"

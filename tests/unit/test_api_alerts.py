@@ -98,3 +98,52 @@ def test_no_tables_yet(client: FlaskClient) -> None:
     assert client.get("/alerts").get_json() == {"alerts": []}
     assert client.get("/alerts/deliveries").get_json() == {"deliveries": []}
     assert client.get("/silences").get_json() == {"silences": []}
+
+
+class Sent:
+    def __init__(self) -> None:
+        self.bodies: list[dict] = []
+
+    def send(self, channel, data: bytes):  # type: ignore[no-untyped-def]
+        from connect_state.alerts.reconciler import SendResult
+
+        self.bodies.append(json.loads(data))
+        return SendResult(True, 200)
+
+
+def test_a_silence_made_through_the_api_holds_the_jobs_notification(
+    make_client: MakeClient, settings: Settings
+) -> None:
+    """The API's silence and the job's pass meet in the alert_silences table."""
+    import logging
+    import time
+
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from connect_state.alerts.channels import Backoff, parse_channels
+    from connect_state.alerts.reconciler import AlertsReconciler
+    from connect_state.alerts.rules import load_rules
+
+    now = int(time.time() * 1000)
+    verdicts = pa.Table.from_pylist(
+        [{"connector": "orders", "verdict": "failed", "since": now - 600_000, "evidence": "{}"}],
+        schema=pa.schema([("connector", pa.string()), ("verdict", pa.string()), ("since", pa.timestamp("ms", tz="UTC")),
+                          ("evidence", pa.string())]),
+    )  # fmt: skip
+    write_deltalake(str(settings.table_path("connector_verdicts")), verdicts)
+    client = make_client()
+    assert client.post("/connectors/orders/silence?for=1h").status_code == 201
+    sent = Sent()
+    job = AlertsReconciler(DeltaAlertsIO(settings, sent), load_rules(None), parse_channels({"h": "webhook:http://h"}),
+                           Backoff(1000, 2000), generator_url="http://api", resend_ms=60_000,
+                           clock=lambda: int(time.time() * 1000), log=logging.getLogger("t"))  # fmt: skip
+    job.run_pass()
+    assert sent.bodies == []
+    (alert,) = client.get("/alerts?connector=orders").get_json()["alerts"]
+    assert (alert["state"], alert["silenced"], alert["notified"]) == ("firing", True, False)
+    assert client.delete("/connectors/orders/silence").status_code == 200
+    job.run_pass()
+    assert [(b["status"], b["connector"], b["rule"]) for b in sent.bodies] == [
+        ("firing", "orders", "ConnectorUnhealthy")
+    ]
