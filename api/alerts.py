@@ -1,8 +1,9 @@
 """Alerts (issue 35): what the alerts job raised and sent, and the operators' silences.
 
 * ``GET /alerts`` (``?state=pending|firing|resolved``, ``?connector=``, ``?id=``): the ``alerts`` table, newest first:
-  ``{"alerts": [{"id", "rule", "kind", "connector", "subject", "severity", "summary", "detail", "labels", "state",
-  "started_at", "fired_at", "resolved_at", "notified", "silenced", "updated_at"}]}`` (times ISO-8601 UTC).
+  ``{"alerts": [{"id", "rule", "kind", "connector", "subject", "severity", "summary", "detail", "labels", "values",
+  "state", "started_at", "fired_at", "resolved_at", "notified", "silenced", "updated_at"}]}`` (times ISO-8601 UTC;
+  ``labels`` and ``values`` JSON: what identifies the alert, and what it is now, e.g. the verdict).
 * ``GET /alerts/deliveries`` (``?alert=<id>``, ``?status=pending|delivered|failed``, ``?channel=``): one row per
   notification and channel, newest first: attempts, the last error, when it was delivered and ``latency_ms`` (how
   long after the condition began, or ended, the receiver had it).

@@ -35,7 +35,9 @@ class Event(StrEnum):
 @dataclass(frozen=True)
 class Condition:
     """Something wrong, seen at a pass: ``subject`` tells apart several of one kind for one connector (the step of
-    a cleanup, the partition of a heartbeat, the lost range); ``since_ms``: when it began."""
+    a cleanup, the partition of a heartbeat, the lost range); ``since_ms``: when it began. ``labels`` say which
+    (they never change while it lasts: Alertmanager tells alerts apart by them); ``values`` what it is now (the
+    verdict, the number of failures: they may change, and fill the rule's summary)."""
 
     when: ConditionKind
     connector: str | None
@@ -43,6 +45,7 @@ class Condition:
     since_ms: int
     detail: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
+    values: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ class Alert:
     notified: bool = False
     silenced: bool = False
     updated_at: int = 0
+    values: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> AlertKey:
@@ -148,7 +152,7 @@ def _matches(rule: Rule, condition: Condition, now_ms: int) -> bool:
     if rule.when != condition.when or not rule.covers(condition.connector):
         return False
     if rule.when == ConditionKind.VERDICT:
-        return condition.labels.get("verdict") in rule.verdicts
+        return condition.values.get("verdict") in rule.verdicts
     if rule.when == ConditionKind.DATA_LOSS:  # a loss is an event: its alert fires for the rule's window
         return now_ms - condition.since_ms < rule.window_ms
     return True
@@ -157,7 +161,8 @@ def _matches(rule: Rule, condition: Condition, now_ms: int) -> bool:
 def _step(
     rule: Rule, condition: Condition, before: Alert | None, silences: Sequence[Silence], now_ms: int
 ) -> tuple[Alert, Event | None]:
-    summary = summary_of(rule, condition.connector, condition.labels, condition.subject, condition.detail)
+    fill = {**condition.labels, **condition.values}
+    summary = summary_of(rule, condition.connector, fill, condition.subject, condition.detail)
     if before is None:
         started = min(condition.since_ms, now_ms)
         alert = Alert(
@@ -173,11 +178,12 @@ def _step(
             state=AlertState.PENDING,
             started_at=started,
             updated_at=now_ms,
+            values=dict(condition.values),
         )
     else:
         alert = before
-        if (alert.summary, alert.detail, dict(alert.labels)) != (summary, condition.detail, dict(condition.labels)):
-            alert = replace(alert, summary=summary, detail=condition.detail, labels=dict(condition.labels))
+        if (alert.summary, alert.detail, dict(alert.values)) != (summary, condition.detail, dict(condition.values)):
+            alert = replace(alert, summary=summary, detail=condition.detail, values=dict(condition.values))
     muted = silenced(condition.connector, silences, now_ms)
     event: Event | None = None
     if alert.state == AlertState.PENDING and now_ms - alert.started_at >= rule.for_ms:

@@ -21,7 +21,7 @@ def iso(ms: int | None) -> str | None:
 
 def labels_of(alert: Alert) -> dict[str, str]:
     """The alert's identity as Alertmanager labels: alertname, severity, kind, connector, subject and the
-    condition's own (the verdict, the step, the partition...)."""
+    condition's own (the step, the topic...), none of which changes while the alert lasts."""
     labels = {"alertname": alert.rule, "severity": str(alert.severity), "kind": str(alert.when), "source": SOURCE}
     if alert.connector is not None:
         labels["connector"] = alert.connector
@@ -46,6 +46,7 @@ def webhook_body(alert: Alert, event: Event, now_ms: int, generator_url: str) ->
         "summary": alert.summary,
         "detail": alert.detail,
         "labels": dict(alert.labels),
+        "values": dict(alert.values),
         "started_at": iso(alert.started_at),
         "fired_at": iso(alert.fired_at),
         "resolved_at": iso(alert.resolved_at),
@@ -84,7 +85,7 @@ def alertmanager_body(alert: Alert, event: Event, now_ms: int, generator_url: st
     ``ends_after_ms`` from now (Alertmanager resolves it then unless it is sent again, as Prometheus does); a
     resolved one's is when it resolved."""
     ends = alert.resolved_at if event == Event.RESOLVED else now_ms + ends_after_ms
-    annotations = {"summary": alert.summary}
+    annotations = {"summary": alert.summary, **alert.values}
     if alert.detail:
         annotations["description"] = alert.detail
     return [

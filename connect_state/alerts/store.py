@@ -86,7 +86,7 @@ def verdict_conditions(rows: Iterable[Mapping[str, Any]]) -> list[Condition]:
             "",
             epoch_ms(row.get("since") or row.get("updated")) or 0,
             str(row.get("evidence") or ""),
-            {"verdict": str(row["verdict"])},
+            values={"verdict": str(row["verdict"])},
         )
         for row in rows
         if row.get("connector") and row.get("verdict")
@@ -130,7 +130,7 @@ def heartbeat_conditions(rows: Iterable[Mapping[str, Any]]) -> list[Condition]:
                     str(last.get("partition") or ""),
                     epoch_ms(first["emitted_at"]) or 0,
                     str(last.get("error") or last["outcome"]),
-                    {"outcome": str(last["outcome"]), "failures": str(len(failing))},
+                    values={"outcome": str(last["outcome"]), "failures": str(len(failing))},
                 )
             )
     return conditions
@@ -164,6 +164,7 @@ def alert_row(alert: Alert) -> dict[str, Any]:
         "summary": alert.summary,
         "detail": alert.detail,
         "labels": json.dumps(dict(alert.labels), sort_keys=True),
+        "values": json.dumps(dict(alert.values), sort_keys=True),
         "state": str(alert.state),
         "started_at": timestamp(alert.started_at),
         "fired_at": timestamp(alert.fired_at),
@@ -192,6 +193,7 @@ def alert_of(row: Mapping[str, Any]) -> Alert:
         notified=bool(row["notified"]),
         silenced=bool(row["silenced"]),
         updated_at=epoch_ms(row["updated_at"]) or 0,
+        values=json.loads(row["values"] or "{}"),
     )
 
 

@@ -532,6 +532,7 @@ ALERTS = TableSpec(
             ("summary", STRING),
             ("detail", STRING),
             ("labels", STRING),
+            ("values", STRING),
             ("state", STRING),
             ("started_at", TIMESTAMP),
             ("fired_at", TIMESTAMP),

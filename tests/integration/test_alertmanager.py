@@ -79,9 +79,12 @@ def test_alertmanager_routes_our_alert_and_its_resolution(tmp_path: Path) -> Non
                 "kind": "verdict",
                 "source": "connect-state",
                 "connector": "orders",
-                "verdict": "stalled",
             }
-            assert held["annotations"] == {"summary": "connector orders is stalled", "description": '{"lag": 120}'}
+            assert held["annotations"] == {
+                "summary": "connector orders is stalled",
+                "verdict": "stalled",
+                "description": '{"lag": 120}',
+            }
             assert held["status"]["state"] == "active"
             assert held["generatorURL"].startswith("http://127.0.0.1:8090/alerts?id=")
             (routed,) = wait_until(lambda: receiver.bodies("/from-am"), 15, "Alertmanager notified its receiver")
@@ -90,7 +93,7 @@ def test_alertmanager_routes_our_alert_and_its_resolution(tmp_path: Path) -> Non
             fired_at = receiver.times("/from-am")[0]
 
             (generic,) = receiver.bodies("/hook")
-            assert (generic["status"], generic["rule"], generic["connector"], generic["labels"]) == (
+            assert (generic["status"], generic["rule"], generic["connector"], generic["values"]) == (
                 "firing", "ConnectorUnhealthy", "orders", {"verdict": "stalled"})  # fmt: skip
             (slack,) = receiver.bodies("/slack")
             assert slack["text"] == "[FIRING] ConnectorUnhealthy: connector orders is stalled"

@@ -23,7 +23,9 @@ LOSS = Rule("Lost", ConditionKind.DATA_LOSS, window_ms=600_000)
 
 
 def stalled(connector: str, since: int) -> Condition:
-    return Condition(ConditionKind.VERDICT, connector, "", since, "lag 120, commits still", {"verdict": "stalled"})
+    return Condition(
+        ConditionKind.VERDICT, connector, "", since, "lag 120, commits still", values={"verdict": "stalled"}
+    )
 
 
 class Clock:
@@ -243,16 +245,17 @@ def test_a_data_loss_fires_for_the_rules_window() -> None:
 def test_rules_match_verdicts_and_connector_globs() -> None:
     rule = Rule("OrdersDown", ConditionKind.VERDICT, verdicts=frozenset({Verdict.FAILED}), connectors="orders-*")
     conditions = [
-        Condition(ConditionKind.VERDICT, "orders-1", "", 0, labels={"verdict": "failed"}),
-        Condition(ConditionKind.VERDICT, "orders-2", "", 0, labels={"verdict": "healthy"}),
-        Condition(ConditionKind.VERDICT, "billing", "", 0, labels={"verdict": "failed"}),
+        Condition(ConditionKind.VERDICT, "orders-1", "", 0, values={"verdict": "failed"}),
+        Condition(ConditionKind.VERDICT, "orders-2", "", 0, values={"verdict": "healthy"}),
+        Condition(ConditionKind.VERDICT, "billing", "", 0, values={"verdict": "failed"}),
     ]
     fired = evaluate([rule], conditions, [], {}, 10)
     assert [a.connector for a, _ in fired.notifications] == ["orders-1"]
 
 
 ALERT = Alert("abc", "Stuck", ConditionKind.VERDICT, "orders", "", Severity.CRITICAL, "connector orders is stalled",
-              "lag 120", {"verdict": "stalled"}, AlertState.FIRING, 1_000_000, fired_at=1_060_000)  # fmt: skip
+              "lag 120", {}, AlertState.FIRING, 1_000_000, fired_at=1_060_000,
+              values={"verdict": "stalled"})  # fmt: skip
 
 
 def test_the_bodies() -> None:
@@ -267,7 +270,8 @@ def test_the_bodies() -> None:
         "subject": "",
         "summary": "connector orders is stalled",
         "detail": "lag 120",
-        "labels": {"verdict": "stalled"},
+        "labels": {},
+        "values": {"verdict": "stalled"},
         "started_at": "1970-01-01T00:16:40.000Z",
         "fired_at": "1970-01-01T00:17:40.000Z",
         "resolved_at": None,
@@ -280,8 +284,8 @@ def test_the_bodies() -> None:
     assert alertmanager_body(ALERT, Event.FIRING, 1_060_000, "http://api/a", 240_000) == [
         {
             "labels": {"alertname": "Stuck", "severity": "critical", "kind": "verdict", "source": "connect-state",
-                       "connector": "orders", "verdict": "stalled"},
-            "annotations": {"summary": "connector orders is stalled", "description": "lag 120"},
+                       "connector": "orders"},
+            "annotations": {"summary": "connector orders is stalled", "verdict": "stalled", "description": "lag 120"},
             "startsAt": "1970-01-01T00:17:40.000Z",
             "endsAt": "1970-01-01T00:21:40.000Z",
             "generatorURL": "http://api/a",
@@ -320,3 +324,21 @@ def test_firing_alerts_are_sent_to_alertmanager_again_every_resend_interval() ->
     (_, again) = io.receivers["am"].got[1]
     assert again[0]["endsAt"] == "1970-01-01T00:21:41.000Z"  # four resend intervals after this send
     assert len([d for d in io.delivery_rows.values() if d.channel == "am"]) == 1, "repeats are not recorded"
+
+
+def test_a_verdict_that_changes_within_the_rule_is_one_alert_with_the_same_labels() -> None:
+    rule = Rule("Down", ConditionKind.VERDICT, verdicts=frozenset({Verdict.STALLED, Verdict.FAILED}),
+                summary="{connector} is {verdict}")  # fmt: skip
+    io, clock = MemoryIO(), Clock()
+    r = reconciler(io, clock, [rule])
+    io.current = [stalled("orders", clock.now - 1000)]
+    r.run_pass()
+    clock.now += 61_000
+    io.current = [Condition(ConditionKind.VERDICT, "orders", "", clock.now, "trace", values={"verdict": "failed"})]
+    r.run_pass()
+    assert len(io.receivers["hook"].got) == 1, "still the same alert: no second notification"
+    (alert,) = io.alert_rows.values()
+    assert (alert.summary, alert.values) == ("orders is failed", {"verdict": "failed"})
+    first, again = (body[0] for _, body in io.receivers["am"].got)
+    assert first["labels"] == again["labels"], "Alertmanager sees the same alert (its identity is its labels)"
+    assert (first["annotations"]["verdict"], again["annotations"]["verdict"]) == ("stalled", "failed")

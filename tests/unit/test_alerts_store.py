@@ -41,7 +41,7 @@ def test_a_partition_whose_latest_heartbeats_fail_since_the_first_of_them() -> N
             "p0",
             MS + 2000,
             "no answer in 10 s",
-            {"outcome": "timed_out", "failures": "2"},
+            values={"outcome": "timed_out", "failures": "2"},
         )
     ]
 
@@ -67,7 +67,8 @@ def test_failed_cleanup_steps_only() -> None:
 
 def test_verdicts_and_losses() -> None:
     (verdict,) = verdict_conditions([{"connector": "o", "verdict": "stalled", "since": at(5), "evidence": "{}"}])
-    assert (verdict.connector, verdict.since_ms, verdict.labels) == ("o", MS + 5000, {"verdict": "stalled"})
+    assert (verdict.connector, verdict.since_ms, verdict.labels, verdict.values) == (
+        "o", MS + 5000, {}, {"verdict": "stalled"})  # fmt: skip
     (loss,) = data_loss_conditions(
         [{"query": "offsets", "topic": "t", "partition": 0, "expected_offset": 5, "earliest_offset": None,
           "cause": "partition_gone", "batch_id": 1, "detected_at": at(9)}]

@@ -68,12 +68,13 @@ def test_alerts_and_deliveries(make_client: MakeClient, settings: Settings) -> N
         Severity.CRITICAL,
         "orders is stalled",
         "lag",
-        {"verdict": "stalled"},
+        {},
         AlertState.FIRING,
         1_000,
         fired_at=61_000,
         notified=True,
         updated_at=61_000,
+        values={"verdict": "stalled"},
     )
     io.record_alerts([alert])
     delivery = Delivery("a1", Event.FIRING, "hook", ChannelKind.WEBHOOK, DeliveryStatus.PENDING, 61_000, 62_000, 1,
