@@ -17,7 +17,7 @@ export PYSPARK_PYTHON        := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP        ?= 127.0.0.1
 
-.PHONY: help setup venv dev-venv jars browser run test test-unit lint format bench cluster-env clean distclean
+.PHONY: help setup venv dev-venv jars browser alerting-tools run test test-unit lint format bench cluster-env clean distclean
 
 help:
 	@echo "make run     set everything up and start broker, Connect worker, demo connectors, jobs and API"
@@ -27,7 +27,7 @@ help:
 
 # `make run` needs the package with its spark extra and the jars; `make test` also the test, lint and packing tools and
 # the browser of the dashboard's test.
-setup: venv dev-venv jars browser
+setup: venv dev-venv jars browser alerting-tools
 
 # The dashboard's test drives Debian's headless chromium through its chromedriver (Selenium): installed when missing
 # (as root, like CI; elsewhere through sudo).
@@ -35,6 +35,16 @@ browser:
 	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; \
+	fi
+
+# The alerts' tests: promtool (Debian's prometheus: `promtool check/test rules` of connect_state/alerts/
+# prometheus-rules.yml) and a real Alertmanager (prometheus-alertmanager), installed when missing, like the browser.
+# Neither is started as a service here: the tests start Alertmanager on a free loopback port.
+alerting-tools:
+	@if ! command -v promtool >/dev/null || ! command -v prometheus-alertmanager >/dev/null; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
+	    prometheus prometheus-alertmanager; \
 	fi
 
 $(CONSTRAINTS): conf/versions.env

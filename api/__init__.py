@@ -39,6 +39,7 @@ def create_app(
     ``api.follow.consumer.offsets``).
     """
     from connect_state.api import (
+        alerts,
         audit,
         auth,
         connect_read,
@@ -81,7 +82,7 @@ def create_app(
     lag.init_app(app)
     etags.init_app(app)  # last: after who asks and may they; its after_request runs before the lag header's
     for views in (topics_views, connectors, heartbeats, deletions, offsets, data_loss, connect_read, restart, history,
-                  openapi, health, metrics, dashboard, leases, audit, revive):  # fmt: skip
+                  openapi, health, metrics, dashboard, leases, audit, revive, alerts):  # fmt: skip
         app.register_blueprint(views.bp)
     auth.check_routes(app)  # every route says which role it needs
     return app

@@ -164,7 +164,9 @@ ROUTE_ROLES: Mapping[str, Role] = {
     "offsets.reset_connector_offsets": Role.OFFSETS,
     "offsets.restore_connector_offsets": Role.OFFSETS,
     "connectors.delete_connector": Role.DELETE,
-    "revive.restore_connector": Role.ADMIN,  # writes a whole connector config, as POST /connectors would
+    "revive.restore_connector": Role.ADMIN,
+    "alerts.silence_connector": Role.OPERATE,  # issue 35: mute a connector's alerts, and lift it
+    "alerts.lift_silence": Role.OPERATE,  # writes a whole connector config, as POST /connectors would
     # connect-state's own reads
     "deletions.get_deletions": Role.READ,
     "heartbeats.get_heartbeats": Role.READ,
@@ -178,6 +180,10 @@ ROUTE_ROLES: Mapping[str, Role] = {
     "data_loss.get_data_loss": Role.READ,
     "leases.get_leases": Role.READ,
     "leases.get_lease": Role.READ,
+    "alerts.get_alerts": Role.READ,
+    "alerts.get_deliveries": Role.READ,
+    "alerts.get_silences": Role.READ,
+    "alerts.get_connector_silences": Role.READ,
     "metrics.metrics": Role.READ,
     "openapi.openapi_json": Role.READ,
     "dashboard.page": Role.READ,

@@ -203,6 +203,15 @@ class Settings:
     heartbeat_allowed_topics: str
     heartbeat_topics_create: bool
     heartbeat_provider_timeout_ms: int
+    alerts_rules_file: str
+    alerts_channels: dict[str, str]
+    alerts_evaluation_interval_ms: int
+    alerts_retry_backoff_ms: int
+    alerts_retry_backoff_max_ms: int
+    alerts_retry_max_attempts: int
+    alerts_delivery_timeout_ms: int
+    alerts_generator_url: str
+    alerts_alertmanager_resend_interval_ms: int
     connector_class_types: dict[str, str]
     offsets_alter_rules: dict[str, str]
     offsets_alter_timeout_ms: int

@@ -526,3 +526,84 @@ TABLE_PROPERTIES = {
     "delta.enableDeletionVectors": "false",
     "delta.checkpointPolicy": "classic",
 }
+
+
+# The alerts job's tables (issue 35; connect_state/alerts): written with deltalake by the job (alerts, deliveries) and
+# the API (silences); not in ALL_TABLES (the Spark jobs' tables).
+ALERTS = TableSpec(
+    name="alerts",
+    schema=pa.schema(
+        [
+            ("id", STRING),
+            ("rule", STRING),
+            ("kind", STRING),
+            ("connector", STRING),
+            ("subject", STRING),
+            ("severity", STRING),
+            ("summary", STRING),
+            ("detail", STRING),
+            ("labels", STRING),
+            ("values", STRING),
+            ("state", STRING),
+            ("started_at", TIMESTAMP),
+            ("fired_at", TIMESTAMP),
+            ("resolved_at", TIMESTAMP),
+            ("notified", BOOLEAN),
+            ("silenced", BOOLEAN),
+            ("updated_at", TIMESTAMP),
+        ]
+    ),
+    key=("id",),
+    description=(
+        "Issue 35: every alert (a rule over one subject: a connector's verdict, a cleanup step, a source partition's "
+        "heartbeats, a lost range): state pending/firing/resolved, when its condition began, fired and resolved, "
+        "whether its firing notification was sent and whether a silence holds it (connect_state/alerts/engine.py)."
+    ),
+)
+
+ALERT_DELIVERIES = TableSpec(
+    name="alert_deliveries",
+    schema=pa.schema(
+        [
+            ("alert_id", STRING),
+            ("event", STRING),
+            ("channel", STRING),
+            ("kind", STRING),
+            ("status", STRING),
+            ("attempts", INT),
+            ("created_at", TIMESTAMP),
+            ("next_attempt_at", TIMESTAMP),
+            ("delivered_at", TIMESTAMP),
+            ("http_status", INT),
+            ("last_error", STRING),
+            ("latency_ms", BIGINT),
+        ]
+    ),
+    key=("alert_id", "event", "channel"),
+    description=(
+        "Issue 35: one row per notification (firing or resolved) of an alert and channel: pending until the channel "
+        "answered 2xx (delivered, with the time and how long after the condition began or ended), retried with "
+        "backoff meanwhile (attempts, next attempt, last error), failed once given up (connect_state/alerts)."
+    ),
+)
+
+ALERT_SILENCES = TableSpec(
+    name="alert_silences",
+    schema=pa.schema(
+        [
+            ("id", STRING),
+            ("connector", STRING),
+            ("starts_at", TIMESTAMP),
+            ("ends_at", TIMESTAMP),
+            ("created_by", STRING),
+            ("comment", STRING),
+            ("lifted_at", TIMESTAMP),
+            ("lifted_by", STRING),
+        ]
+    ),
+    key=("id",),
+    description=(
+        "Issue 35: operators' silences of a connector's alerts (POST /connectors/<name>/silence), from starts_at to "
+        "ends_at unless lifted (DELETE): no notification is sent for the connector's alerts meanwhile."
+    ),
+)

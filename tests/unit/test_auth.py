@@ -81,6 +81,12 @@ ROUTES: dict[str, tuple[str, str, Role | None]] = {
     "dashboard.timeline": ("GET", f"/ui/timeline/{CONNECTOR}", Role.READ),
     "static": ("GET", "/static/dashboard.js", Role.READ),
     "audit.get_audit": ("GET", "/audit", Role.ADMIN),
+    "alerts.get_alerts": ("GET", "/alerts", Role.READ),
+    "alerts.get_deliveries": ("GET", "/alerts/deliveries", Role.READ),
+    "alerts.get_silences": ("GET", "/silences", Role.READ),
+    "alerts.get_connector_silences": ("GET", f"/connectors/{CONNECTOR}/silences", Role.READ),
+    "alerts.silence_connector": ("POST", f"/connectors/{CONNECTOR}/silence", Role.OPERATE),
+    "alerts.lift_silence": ("DELETE", f"/connectors/{CONNECTOR}/silence", Role.OPERATE),
     "health.health": ("GET", "/health", None),  # public
 }
 
