@@ -71,7 +71,7 @@ def _position_offset(position: object) -> int | None:
     return offset if isinstance(offset, int) else None
 
 
-class Herder(RestoreHerder, ReviveHerder):
+class Herder(ReviveHerder, RestoreHerder):
     """Connect's herder for the writes connect-state makes through Kafka."""
 
     # --- target states -----------------------------------------------------------------------------------------------
