@@ -148,7 +148,7 @@ def test_a_deleted_source_restored_with_its_offsets_resumes_from_them(spark, con
     finally:
         job.close()
     assert hook_calls == [source]
-    catch_up()  # the tombstone is in the history now
+    await_query(source_offsets.start(spark, settings, available_now=True), 240.0)  # the tombstone in the history
     append_lines(source_file, ["d", "e"])
 
     # An at before any history: 400 saying what is kept, nothing written.
