@@ -147,7 +147,7 @@ def test_a_deleted_source_restored_with_its_offsets_resumes_from_them(spark, con
         job.run_pass()
     finally:
         job.close()
-    assert hook_calls == [source]
+    assert hook_calls.count(source) == 1  # (the pass cleans the session's other deletions too)
     await_query(source_offsets.start(spark, settings, available_now=True), 240.0)  # the tombstone in the history
     append_lines(source_file, ["d", "e"])
 
