@@ -1,8 +1,11 @@
 """A deleted connector brought back (connect_state/herder/revive.py) without Flask, over :class:`FakeHerderIO` and a
 history in memory: its refusals in order (409 when it exists, 404 without a deletion, 400 without a config at or
 before the time, 404 when the config was not kept), the records written (target state first, then the config, secrets
-as written), the version chosen with and without ``at``, and the cleanup hooks that already ran. Against the real
-worker: tests/integration/test_connector_restore_connect.py."""
+as written), the version chosen with and without ``at``, and the cleanup hooks that already ran. With its offsets:
+the time they are read as of (the deletion's by default and for an ``at`` after it), written after the config as PATCH
+writes them (a partition without an offset then is reset), STOPPED only, a sink's group with members a 409 writing
+nothing, a failed offsets write saying the connector is back without them. Against the real worker:
+tests/integration/test_connector_restore_connect.py."""
 
 from __future__ import annotations
 
