@@ -1,4 +1,4 @@
-"""Query-string arguments shared by the endpoints: a time and a page size, with Connect-style 400s."""
+"""Query-string arguments shared by the endpoints: a time, a page size and a flag, with Connect-style 400s."""
 
 from __future__ import annotations
 
@@ -33,3 +33,14 @@ def limit_arg(default: int, maximum: int) -> int:
     if not 1 <= limit <= maximum:
         raise ConnectRestException(400, f"limit must be an integer between 1 and {maximum}, got {raw!r}")
     return limit
+
+
+def flag_arg(name: str) -> bool:
+    """The query argument ``name`` as ``true`` or ``false`` (any case; absent or empty: false); anything else a 400
+    (a write is never guessed)."""
+    text = request.args.get(name)
+    if text is None or text == "" or text.lower() == "false":
+        return False
+    if text.lower() == "true":
+        return True
+    raise ConnectRestException(400, f"Invalid {name} {text!r}: expected true or false")

@@ -1,16 +1,20 @@
 """A deleted connector brought back (ours, issue 36).
 
-* ``POST /connectors/<name>/restore[?at=<t>][&initial_state=<S>]`` -> 201
+* ``POST /connectors/<name>/restore[?at=<t>][&initial_state=<S>][&offsets=true]`` -> 201
   ``{"name", "connector_class", "initial_state", "config_offset", "config_timestamp", "deletion_offset", "deleted_at",
-  "cleanup_hooks_ran", "message"}``: the connector created again with its last config at or before ``at`` (epoch ms or
-  ISO-8601; default: the config its last deletion removed), secrets as Connect had them and never in the answer, in
-  ``initial_state`` (KIP-980's ``RUNNING``, ``PAUSED`` or ``STOPPED``, any case; default ``STOPPED``). 409
-  ``"Connector <name> already exists"``, 404 when the history holds no deletion of it; the decision is the herder's
-  (:mod:`connect_state.herder.revive`). A bad ``at`` or ``initial_state`` is a 400 before anything else. Role
-  ``admin`` (it writes a whole connector config, as ``POST /connectors`` would); the audit row's ``message`` names the
-  time restored to and the records written are in its ``written``.
+  "cleanup_hooks_ran", "offsets_at", "offsets", "message"}``: the connector created again with its last config at or
+  before ``at`` (epoch ms or ISO-8601; default: the config its last deletion removed), secrets as Connect had them and
+  never in the answer, in ``initial_state`` (KIP-980's ``RUNNING``, ``PAUSED`` or ``STOPPED``, any case; default
+  ``STOPPED``); with ``offsets=true`` (STOPPED only) its offsets as of ``at`` (default: as of its deletion) written
+  after the config, ``offsets`` listing each partition as the offsets restore does (``null`` without
+  ``offsets=true``). 409 ``"Connector <name> already exists"``, 404 when the history holds no deletion of it; the
+  decision is the herder's (:mod:`connect_state.herder.revive`). A bad ``at``, ``initial_state`` or ``offsets`` is a
+  400 before anything else. Role ``admin`` (it writes a whole connector config, as ``POST /connectors`` would); the
+  audit row's ``message`` names the time restored to and the records and group changes written are in its
+  ``written``.
 
-The history is read from ``connector_events`` and ``connector_deletions`` (:class:`TablesConnectorHistory`).
+The history is read from ``connector_events`` and ``connector_deletions`` (:class:`TablesConnectorHistory`), the
+offsets from the offsets history tables (:class:`~connect_state.api.offsets_history.TablesOffsetsHistory`).
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ from typing import Any
 
 from flask import Blueprint, Response, g, jsonify, request
 
-from connect_state.api.args import time_arg
+from connect_state.api.args import flag_arg, time_arg
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.herder_io import get_herder
+from connect_state.api.offsets_history import TablesOffsetsHistory
 from connect_state.api.openapi import (
+    ANY,
     INT,
     NULLABLE_INT,
     NULLABLE_STRING,
@@ -86,13 +92,19 @@ RESTORE_ANSWER = obj(
     deletion_offset=NULLABLE_INT,
     deleted_at=NULLABLE_INT,
     cleanup_hooks_ran=array_of(STRING),
+    offsets_at=NULLABLE_INT,
+    offsets={
+        "type": "array",
+        "nullable": True,
+        "items": obj(partition={"type": "object"}, current=ANY, restored=ANY, change=STRING),
+    },
     message=STRING,
 )
 
 
 @bp.post("/<connector>/restore")
 @documented(
-    "Bring back a deleted connector with its last config (secrets as written, never shown)",
+    "Bring back a deleted connector with its last config (secrets as written, never shown), and its offsets",
     {"201": json_answer(RESTORE_ANSWER, "Written: the version restored, and the cleanup hooks that already ran")},
     400,
     404,
@@ -100,15 +112,22 @@ RESTORE_ANSWER = obj(
     params=[
         query("at", TIME, description="the config at or before this time (default: before its last deletion)"),
         query("initial_state", {"type": "string", "enum": list(InitialState), "default": "STOPPED"}),
+        query(
+            "offsets",
+            {"type": "boolean", "default": False},
+            description="also its offsets as of at (default: as of its deletion); STOPPED only",
+        ),
     ],
 )
 def restore_connector(connector: str) -> Response:
     """The connector's config at or before ``at`` written again in ``initial_state`` (see the module)."""
     at = time_arg("at")
     state = _initial_state_arg()
+    with_offsets = flag_arg("offsets")
     when = "before its last deletion" if at is None else f"{iso_utc(at)} ({at})"
-    g.audit_note = f"connector restore to {when}, {state.value}"
-    restored = get_herder().restore_connector(connector, at, state, TablesConnectorHistory())
+    g.audit_note = f"connector restore to {when}, {state.value}{', with its offsets' if with_offsets else ''}"
+    offsets = TablesOffsetsHistory() if with_offsets else None
+    restored = get_herder().restore_connector(connector, at, state, TablesConnectorHistory(), offsets)
     response = jsonify(restored.as_json())
     response.status_code = 201
     return response

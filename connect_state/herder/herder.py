@@ -18,7 +18,8 @@
   ``status-topic-<topic>:connector-<name>`` key of the connector's active topics read to the status topic's end.
 * **offsets alter and reset** (KIP-875, KIP-618): :class:`~connect_state.herder.offsets.OffsetsHerder`.
 * **offsets restored as of a time** (ours, issue 36): :class:`~connect_state.herder.restore.RestoreHerder`.
-* **a deleted connector brought back** (ours, issue 36): :class:`~connect_state.herder.revive.ReviveHerder`.
+* **a deleted connector brought back**, with its offsets when asked (ours, issue 36):
+  :class:`~connect_state.herder.revive.ReviveHerder`.
 
 Decided as Connect's leader would (issue 10): existence, target state and task count come from the config topic read
 to its end offset at the request (:meth:`HerderIO.connector`), not from the lagging ``connectors`` table, so a stop
@@ -71,7 +72,7 @@ def _position_offset(position: object) -> int | None:
     return offset if isinstance(offset, int) else None
 
 
-class Herder(RestoreHerder, ReviveHerder):
+class Herder(ReviveHerder, RestoreHerder):
     """Connect's herder for the writes connect-state makes through Kafka."""
 
     # --- target states -----------------------------------------------------------------------------------------------

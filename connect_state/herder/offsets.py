@@ -65,6 +65,7 @@ from connect_state.folds.config_snapshot import ConnectorConfigView
 from connect_state.formats.offsets import (
     BadOffsetsRequest,
     OffsetPair,
+    SinkOffset,
     normalize_source_offsets,
     offset_key_bytes,
     parse_sink_offsets,
@@ -255,6 +256,11 @@ class OffsetsHerder(HerderBase):
         managed = self._alter_offsets(
             name, row, ConnectorType.SINK, {(o.topic, o.partition): o.offset for o in offsets}
         )
+        self._write_sink_offsets(name, group, offsets)
+        return managed
+
+    def _write_sink_offsets(self, name: str, group: str, offsets: Sequence[SinkOffset]) -> None:
+        """The group's non-null offsets altered, its null ones deleted (the group must have no members)."""
         admin = self.io.admin()
         try:
             admin.alter_group_offsets(
@@ -267,7 +273,6 @@ class OffsetsHerder(HerderBase):
         except ConsumerGroupAdminError as err:
             log.error("Failed to alter consumer group offsets for connector %s: %s", name, err)
             raise ConnectError(sink_alter_failed_message(name)) from err
-        return managed
 
     def _reset_sink_offsets(self, name: str, row: Row) -> bool:
         """``Worker.modifySinkConnectorOffsets`` (reset) and ``resetSinkConnectorOffsets``: delete the group."""

@@ -14,11 +14,25 @@ Connect had, and the answer never shows them. In order:
 2. 404 :func:`no_deletion_message` when the history holds no deletion of the connector;
 3. 400 :func:`no_config_before_message` when it holds no config of it at or before ``at``; 404
    :func:`config_not_kept_message` when that version's config was recorded before configs were kept in events;
-4. the two records, acknowledged in order.
+4. with its offsets asked for (``offsets=true``; an :class:`~connect_state.herder.restore.OffsetsHistory`): 400
+   :func:`offsets_need_stopped_message` unless the state asked is STOPPED; the offsets as of ``at`` (default, or an
+   ``at`` after the deletion: as of the deletion's time, before the KIP-883 cleanup removed any), from the history
+   tables' as-of answer, against those the offsets stores (source) or the consumer group (sink) hold now
+   (:func:`~connect_state.herder.restore.offsets_difference`: a partition with an offset now and none then is reset),
+   checked as a ``PATCH /connectors/<name>/offsets`` is (sink: the offsets' shape, the consumer-group guard, and 409
+   :func:`group_has_members_message` when the group has members; source: ``validateFormat``; both: the class's
+   ``alterOffsets`` rule), all before anything is written;
+5. the two records, acknowledged in order;
+6. the offsets that differ, written as PATCH writes them (source: offsets-topic records with Connect's key bytes,
+   in the connector's stores, after a round of zombie fencing and in a transaction with exactly-once support; sink:
+   the group's offsets altered and deleted through the admin). A failure there leaves the connector restored STOPPED
+   without them; the message says so and how to write them (``POST /connectors/<name>/offsets/restore``).
 
-The answer (:class:`ConnectorRestore`) names the version restored and, when the KIP-883 cleanup of the deletion that
-ended that version already ran hooks (``connector_deletions`` rows ``hook:<name>`` succeeded), which ones: the
-external resources they removed are not restored. The history read is the caller's (:class:`ConnectorHistory`).
+The answer (:class:`ConnectorRestore`) names the version restored, the offsets written (per partition, as the offsets
+restore shows them) and, when the KIP-883 cleanup of the deletion that ended that version already ran hooks
+(``connector_deletions`` rows ``hook:<name>`` succeeded), which ones: the external resources they removed are not
+restored; when that cleanup removed its offsets, the message says so too. The history read is the caller's
+(:class:`ConnectorHistory`, :class:`~connect_state.herder.restore.OffsetsHistory`).
 """
 
 from __future__ import annotations
@@ -29,7 +43,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-from connect_state.core.vocabulary import TargetState
+from connect_state.core.vocabulary import ConnectorType, TargetState
 from connect_state.formats.config import (
     ConfigWrite,
     connector_config_key,
@@ -37,8 +51,22 @@ from connect_state.formats.config import (
     serialize_target_state,
     target_state_key,
 )
-from connect_state.herder.base import HerderBase, log
-from connect_state.herder.errors import BadRequestError, ConflictError, NotFoundError
+from connect_state.formats.offsets import (
+    BadOffsetsRequest,
+    OffsetPair,
+    SinkOffset,
+    normalize_source_offsets,
+    parse_sink_offsets,
+)
+from connect_state.herder.base import log
+from connect_state.herder.errors import BadRequestError, ConflictError, HerderError, NotFoundError, for_status
+from connect_state.herder.restore import (
+    OffsetsHistory,
+    PartitionRestore,
+    RestoreChange,
+    RestoreHerder,
+    offsets_difference,
+)
 from connect_state.tables.schemas import iso_utc
 
 __all__ = [
@@ -49,8 +77,11 @@ __all__ = [
     "already_exists_message",
     "config_not_kept_message",
     "connector_restore_records",
+    "group_has_members_message",
     "no_config_before_message",
     "no_deletion_message",
+    "offsets_need_stopped_message",
+    "offsets_not_written_message",
 ]
 
 Row = Mapping[str, Any]
@@ -58,6 +89,7 @@ Row = Mapping[str, Any]
 CONFIG_EVENTS = ("created", "reconfigured")
 DELETED = "deleted"
 HOOK_STEP_PREFIX = "hook:"
+OFFSETS_STEP = "offsets"
 SUCCEEDED = "succeeded"
 
 
@@ -82,7 +114,8 @@ class ConnectorHistory(Protocol):
         ...
 
     def deletion_steps(self, name: str, deletion_offset: int) -> Sequence[Row]:
-        """The ``connector_deletions`` rows (``step``, ``status``) of the deletion at that config-topic offset."""
+        """The ``connector_deletions`` rows (``step``, ``status``, ``detail``) of the deletion at that config-topic
+        offset."""
         ...
 
 
@@ -110,6 +143,31 @@ def config_not_kept_message(name: str, offset: int) -> str:
     )
 
 
+def offsets_need_stopped_message(name: str, state: InitialState) -> str:
+    """Ours: 400 for offsets asked with a target state other than STOPPED."""
+    return (
+        f"Cannot restore connector {name} {state.value} with its offsets: Connect modifies the offsets of STOPPED "
+        "connectors only. Restore it STOPPED (the default) with its offsets, then resume it. Nothing was written."
+    )
+
+
+def group_has_members_message(name: str, group: str, members: int) -> str:
+    """Ours: 409 when a deleted sink's consumer group has members (its offsets cannot be written)."""
+    return (
+        f"Cannot restore the offsets of sink connector {name}: its consumer group {group} has {members} active "
+        "member(s) (zombie tasks, or another consumer using the group); its offsets can only be written while it has "
+        "none. Nothing was written."
+    )
+
+
+def offsets_not_written_message(name: str, at: int, why: str) -> str:
+    """Ours: the connector was restored, its offsets were not written (``why``); how to write them."""
+    return (
+        f"{why} Connector {name} was restored STOPPED with its config, without its offsets as of {iso_utc(at)}: "
+        f"POST /connectors/{name}/offsets/restore?at={at}&apply=true writes them."
+    )
+
+
 def connector_restore_records(name: str, config: Mapping[str, str | None], state: InitialState) -> list[ConfigWrite]:
     """``target-state-<name>`` then ``connector-<name>``, as ``putConnectorConfig`` with a target state writes them."""
     return [
@@ -131,6 +189,9 @@ class ConnectorRestore:
     deletion_offset: int | None
     deleted_at: int | None
     hooks_ran: list[str]
+    offsets_at: int | None = None
+    offsets: list[PartitionRestore] | None = None
+    offsets_removed: str | None = None
 
     @property
     def messages(self) -> list[str]:
@@ -138,6 +199,20 @@ class ConnectorRestore:
             f"Connector {self.name} restored {self.initial_state.value} with its config of config-topic offset "
             f"{self.config_offset}" + (f" ({iso_utc(self.config_time)})" if self.config_time is not None else "")
         ]
+        if self.offsets is not None and self.offsets_at is not None:
+            changed = [p for p in self.offsets if p.change != RestoreChange.UNCHANGED]
+            when = iso_utc(self.offsets_at)
+            lines.append(
+                f"Its offsets as of {when} written: {len(changed)} partition(s)"
+                + (f", {len(self.offsets) - len(changed)} already there" if len(changed) < len(self.offsets) else "")
+                if changed
+                else f"Its offsets as of {when} are already in place: nothing written"
+            )
+        if self.offsets_removed is not None:
+            lines.append(
+                f"The KIP-883 cleanup of its deletion had removed its offsets ({self.offsets_removed})"
+                + ("" if self.offsets is not None else ": offsets=true restores them from the history")
+            )
         if self.hooks_ran:
             lines.append(
                 f"The KIP-883 cleanup of its deletion already ran the hooks {', '.join(self.hooks_ran)}: the external "
@@ -155,6 +230,8 @@ class ConnectorRestore:
             "deletion_offset": self.deletion_offset,
             "deleted_at": self.deleted_at,
             "cleanup_hooks_ran": self.hooks_ran,
+            "offsets_at": self.offsets_at,
+            "offsets": None if self.offsets is None else [p.as_json() for p in self.offsets],
             "message": "\n".join(self.messages),
         }
 
@@ -169,16 +246,35 @@ def _time(row: Row) -> int | None:
     return int(value) if value is not None else None
 
 
-class ReviveHerder(HerderBase):
+@dataclass(frozen=True)
+class _OffsetsPlan:
+    """The offsets a restore writes after the config, checked: the partitions (for the answer) and the writes."""
+
+    at: int
+    partitions: list[PartitionRestore]
+    kind: ConnectorType
+    source: list[OffsetPair]
+    sink: list[SinkOffset]
+    group: str | None
+
+
+class ReviveHerder(RestoreHerder):
     """Bringing back a deleted connector (``POST /connectors/<name>/restore``)."""
 
     def restore_connector(
-        self, name: str, at: int | None, state: InitialState, history: ConnectorHistory
+        self,
+        name: str,
+        at: int | None,
+        state: InitialState,
+        history: ConnectorHistory,
+        offsets: OffsetsHistory | None = None,
     ) -> ConnectorRestore:
-        """Write the connector's last config at or before ``at`` (default: before its last deletion) in ``state``
-        (see the module)."""
+        """Write the connector's last config at or before ``at`` (default: before its last deletion) in ``state``,
+        and with ``offsets`` its offsets as of that time (see the module)."""
         if self.io.connector(name).exists:
             raise ConflictError(already_exists_message(name))
+        if offsets is not None and state is not InitialState.STOPPED:
+            raise BadRequestError(offsets_need_stopped_message(name, state))
         events = sorted(history.config_events(name), key=lambda row: int(row["kafka_offset"]))
         deletions = [row for row in events if row["event"] == DELETED]
         if not deletions:
@@ -201,18 +297,33 @@ class ReviveHerder(HerderBase):
             raise NotFoundError(config_not_kept_message(name, offset))
         deletion = next((row for row in deletions if int(row["kafka_offset"]) > offset), None)
         deletion_offset = int(deletion["kafka_offset"]) if deletion is not None else None
-        hooks = (
-            sorted(
-                str(row["step"])[len(HOOK_STEP_PREFIX) :]
-                for row in history.deletion_steps(name, deletion_offset)
-                if str(row["step"]).startswith(HOOK_STEP_PREFIX) and row.get("status") == SUCCEEDED
-            )
-            if deletion_offset is not None
-            else []
+        deleted_at = _time(deletion) if deletion is not None else None
+        steps = list(history.deletion_steps(name, deletion_offset)) if deletion_offset is not None else []
+        hooks = sorted(
+            str(row["step"])[len(HOOK_STEP_PREFIX) :]
+            for row in steps
+            if str(row["step"]).startswith(HOOK_STEP_PREFIX) and row.get("status") == SUCCEEDED
         )
+        removed = next(
+            (
+                str(row.get("detail") or "done")
+                for row in steps
+                if row["step"] == OFFSETS_STEP and row.get("status") == SUCCEEDED
+            ),
+            None,
+        )
+        row = {"connector_class": config.get("connector.class"), "config": json.dumps(config)}
+        plan = None
+        if offsets is not None:
+            offsets_at = deleted_at if deleted_at is not None and (at is None or at > deleted_at) else at
+            if offsets_at is None:  # the version's deletion without a time: none to go by
+                raise NotFoundError(no_deletion_message(name))
+            plan = self._offsets_plan(name, row, offsets_at, offsets)
         check = f"GET /connectors/{name} shows whether it was created; retrying answers 409 once the config is written."
         self._send_config(connector_restore_records(name, config, state), f"the restore of connector {name}", check)
         log.info("Connector %s restored %s with its config of offset %d", name, state.value, offset)
+        if plan is not None:
+            self._write_restored_offsets(name, row, plan)
         connector_class = config.get("connector.class")
         return ConnectorRestore(
             name,
@@ -221,6 +332,62 @@ class ReviveHerder(HerderBase):
             offset,
             _time(version),
             deletion_offset,
-            _time(deletion) if deletion is not None else None,
+            deleted_at,
             hooks,
+            offsets_at=plan.at if plan is not None else None,
+            offsets=plan.partitions if plan is not None else None,
+            offsets_removed=removed,
         )
+
+    def _offsets_plan(self, name: str, row: Row, at: int, history: OffsetsHistory) -> _OffsetsPlan:
+        """The offsets as of ``at`` against those now, checked as PATCH checks them; nothing written."""
+        kind, _ = self.connector_type(name, row)
+        config = json.loads(row["config"])
+        partitions = offsets_difference(
+            self._current_offsets(name, kind, config), history.offsets_as_of(name, kind, config, at)
+        )
+        pairs: list[OffsetPair] = [
+            (dict(p.partition), p.restored if isinstance(p.restored, dict) else None)
+            for p in partitions
+            if p.change != RestoreChange.UNCHANGED
+        ]
+        if not pairs:
+            return _OffsetsPlan(at, partitions, kind, [], [], None)
+        if kind == ConnectorType.SINK:
+            sink, group = self._checked_sink_offsets(name, row, pairs)
+            return _OffsetsPlan(at, partitions, kind, [], sink, group)
+        try:
+            source = normalize_source_offsets(pairs)
+        except BadOffsetsRequest as err:
+            raise for_status(err.status, err.message) from None
+        self._alter_offsets(name, row, kind, source)
+        return _OffsetsPlan(at, partitions, kind, source, [], None)
+
+    def _checked_sink_offsets(self, name: str, row: Row, pairs: list[OffsetPair]) -> tuple[list[SinkOffset], str]:
+        """PATCH's sink checks (the offsets' shape, the group guard, ``alterOffsets``), and none of the group's
+        members may be left; the offsets and the group."""
+        try:
+            sink = parse_sink_offsets(pairs)
+        except BadOffsetsRequest as err:
+            raise for_status(err.status, err.message) from None
+        group = self._checked_group(name, row)
+        members = self.io.admin().group_members(group)
+        if members:
+            raise ConflictError(group_has_members_message(name, group, members))
+        self._alter_offsets(name, row, ConnectorType.SINK, {(o.topic, o.partition): o.offset for o in sink})
+        return sink, group
+
+    def _write_restored_offsets(self, name: str, row: Row, plan: _OffsetsPlan) -> None:
+        """The planned offsets written after the config (the connector STOPPED now): PATCH's writes."""
+        try:
+            if plan.group is not None:
+                self._write_sink_offsets(name, plan.group, plan.sink)
+            elif plan.source:
+                self._fenced(name, self.io.connector(name))
+                self._write_source_offsets(
+                    name, json.loads(row["config"]), plan.source, f"POST /connectors/{name}/restore"
+                )
+        except HerderError as err:
+            log.error("Connector %s restored without its offsets: %s", name, err.message)
+            raise type(err)(offsets_not_written_message(name, plan.at, err.message)) from err
+        log.info("Offsets of restored connector %s written as of %s", name, iso_utc(plan.at))

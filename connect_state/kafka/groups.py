@@ -165,6 +165,15 @@ class ConsumerGroupAdmin(KafkaAdmin):
 
         self._call("delete offsets", group_id, call)
 
+    def group_members(self, group_id: str) -> int:
+        """``describeConsumerGroups`` for one group: how many members it has (0 for a group that does not exist)."""
+
+        def call(admin: KafkaAdminClient) -> int:
+            described = admin.describe_groups([group_id]).get(group_id) or {}
+            return len(described.get("members") or [])
+
+        return self._call("describe group", group_id, call)
+
     def delete_group(self, group_id: str) -> bool:
         """``deleteConsumerGroups`` for one group: True when deleted, False when it did not exist.
 

@@ -7,13 +7,22 @@ installed console script. A bulk pause chosen by a regular expression shows in C
 back; not found, refused and unreachable exit with their codes and Connect's messages. The API's audit file (a row
 for every write request that reaches it, allowed or not) shows that what the command line refuses itself (a regex
 matching nothing, a declined confirmation) sends nothing.
+
+The README's incident walk-through ("An incident on the command line") is run as written there: its fenced block's
+commands, read from README.md (names and times mapped to the test's), against a bad deploy made through Connect's
+REST; Connect's ``GET /offsets`` and the connectors' output topics show both connectors carry on where they were. Bad
+input through the command line (an ``--at`` before any history, a restore of a name that exists, a regex matching
+nothing) exits with its documented code and leaves the config topic's end offset where it was.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +42,14 @@ from tests.fixtures.spark import await_query
 from tests.integration.helpers import (
     connect_offsets,
     connector_state,
+    delete_and_wait,
     job_settings,
+    read_topic,
     run_connector_states,
     unique,
     wait_state,
 )
+from tests.integration.test_connector_restore_connect import config_topic_end
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 WAIT_S = 60.0
@@ -248,3 +260,108 @@ def test_unreachable_api_from_the_console_script(tmp_path: Path) -> None:
     assert result.stderr == f"Error: cannot reach {url} (context gone): Connection refused\n"
     assert result.stdout == ""
     assert config.read_bytes() == before
+
+
+# --- the README's incident walk-through -----------------------------------------------------------------------------
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+WALK_THROUGH = "### An incident on the command line"
+README_TIMES = {"since": "2026-11-22T09:00:00Z", "before": "2026-11-22T09:30:00Z"}
+README_NAMES = ("orders-audit-source", "orders-source")  # the longer first: one is the other's prefix
+
+
+def walk_through_commands() -> list[str]:
+    """The ``connect-state`` commands of the README's incident walk-through, as written (comments dropped)."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index(WALK_THROUGH) :]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block is not None, "the walk-through has no fenced bash block"
+    lines = [" ".join(shlex.split(line, comments=True)) for line in block.group(1).splitlines()]
+    return [line for line in lines if line]
+
+
+def iso(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+
+
+def test_the_readmes_incident_walk_through(spark, connect, served, run, tmp_path):
+    commands = walk_through_commands()
+    written = " ".join(commands)
+    assert all(name in written for name in README_NAMES) and all(t in written for t in README_TIMES.values())
+    moved, deleted = unique("cli-orders"), unique("cli-orders-audit")
+    names = dict(zip(README_NAMES, (deleted, moved), strict=True))
+    files = {name: tmp_path / f"{name}.txt" for name in (moved, deleted)}
+    topics = {name: unique("cli-orders-topic") for name in (moved, deleted)}
+    partition = {name: {"filename": str(file)} for name, file in files.items()}
+
+    def at_position(name: str, position: int) -> None:
+        expected = [{"partition": partition[name], "offset": {"position": position}}]
+        connect.wait_for(
+            lambda: connect_offsets(connect, name) == expected, WAIT_S, description=f"{name} at {position}"
+        )
+
+    since = int(time.time() * 1000)
+    for name in (moved, deleted):
+        append_lines(files[name], ["a", "b", "c"])
+        connect.create_connector(name, file_source_config(name, files[name], topics[name]))
+    for name in (moved, deleted):
+        at_position(name, 6)
+    before = int(time.time() * 1000)
+    time.sleep(1.0)  # the deploy's records get later Kafka timestamps
+
+    # The bad deploy, through Connect's own REST: one stopped and moved back to the start; the other stopped, its
+    # offsets reset (tombstoned), deleted.
+    for name in (moved, deleted):
+        assert connect.put(connect.connector_path(name, "stop"))[0] == 204
+    for name in (moved, deleted):
+        wait_state(connect, name, "STOPPED", 0, WAIT_S)
+    patch = {"offsets": [{"partition": partition[moved], "offset": {"position": 0}}]}
+    assert connect.patch(connect.connector_path(moved, "offsets"), patch)[0] == 200
+    assert connect.delete(connect.connector_path(deleted, "offsets"))[0] == 200
+    delete_and_wait(connect, deleted)
+    for name in (moved, deleted):
+        append_lines(files[name], ["d", "e"])
+    run_connector_states(spark, served.settings)
+    await_query(source_offsets.start(spark, served.settings, available_now=True), 240.0)
+
+    # Bad input first: each exits with its documented code and writes nothing.
+    end = config_topic_end(served.settings)
+    early = run("offsets", "restore", moved, "--at", "1", "--apply")
+    assert early.exit_code == ExitCode.REFUSED and "the history kept for it starts at" in error_line(early)
+    early = run("restore", "connector", deleted, "--offsets", "--at", "1")
+    assert early.exit_code == ExitCode.REFUSED and "its first config kept is of" in error_line(early)
+    exists = run("restore", "connector", moved, "--offsets")
+    assert exists.exit_code == ExitCode.REFUSED
+    assert error_line(exists) == f"Error: Connector {moved} already exists"
+    nothing = run("resume", "connector", "-e", "cli-orders-nothing-.*", "--yes")
+    assert nothing.exit_code == ExitCode.NOT_FOUND and "no connector matches" in error_line(nothing)
+    assert config_topic_end(served.settings) == end
+
+    # The walk-through, command by command as the README has it.
+    times = {README_TIMES["since"]: iso(since), README_TIMES["before"]: iso(before)}
+    for command in commands:
+        args = shlex.split(command)[1:]
+        args = [names.get(arg, times.get(arg, arg)) for arg in args]
+        result = run(*args)
+        assert result.exit_code == 0, (command, result.output)
+        if args[:2] == ["offsets", "get"]:
+            assert (
+                json.loads(run(*args, "-o", "json").stdout) == connect.get(connect.connector_path(moved, "offsets"))[1]
+            )
+        if args[:2] == ["offsets", "restore"]:
+            assert "altered" in result.stdout  # position 0 now, 6 then
+            at_position(moved, 6 if "--apply" in args else 0)
+        if args[:2] == ["restore", "connector"]:
+            rows = [line.split() for line in result.stdout.splitlines()]
+            assert ["restored"] in [row[-1:] for row in rows[1:]], result.stdout  # none now (reset), 6 then
+            wait_state(connect, deleted, "STOPPED", 0, WAIT_S)
+            at_position(deleted, 6)  # Connect's own view of the offsets written
+    assert connect.get(connect.connector_path(moved, "config"))[0] == 200
+
+    # Both carry on where they were: d and e after a, b, c, nothing sent twice.
+    for name in (moved, deleted):
+        wait_state(connect, name, "RUNNING", 1, WAIT_S)
+        at_position(name, 10)
+        assert [r.value.decode() for r in read_topic(served.settings.bootstrap_servers, topics[name])] == list("abcde")
+    for name in (moved, deleted):
+        connect.delete_connector(name)

@@ -118,10 +118,16 @@ class RecordingTransaction:
 class FakeAdmin:
     """A consumer-group admin that records calls; ``errors`` maps a method name to the exception it raises."""
 
-    def __init__(self, errors: Mapping[str, Exception] | None = None, groups: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        errors: Mapping[str, Exception] | None = None,
+        groups: Iterable[str] = (),
+        members: Mapping[str, int] | None = None,
+    ) -> None:
         self.calls: list[tuple[str, str, object]] = []
         self.errors = dict(errors or {})
         self.groups = set(groups)
+        self.members = dict(members or {})
 
     def _record(self, method: str, group_id: str, argument: object) -> None:
         self.calls.append((method, group_id, argument))
@@ -140,6 +146,10 @@ class FakeAdmin:
         partitions = sorted(partitions)
         if partitions:
             self._record("delete_group_offsets", group_id, partitions)
+
+    def group_members(self, group_id: str) -> int:
+        self._record("group_members", group_id, None)
+        return self.members.get(group_id, 0)
 
     def delete_group(self, group_id: str) -> bool:
         self._record("delete_group", group_id, None)

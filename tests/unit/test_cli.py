@@ -388,6 +388,18 @@ def test_restore_connector_sends_its_time_and_initial_state(api: FakeApi, at_api
     assert len(api.seen) == 3
 
 
+def test_restore_connector_with_its_offsets_sends_the_flag_and_shows_them(api: FakeApi, at_api: Run) -> None:
+    change = {"partition": {"filename": "/in"}, "current": None, "restored": {"position": 4}, "change": "restored"}
+    body = {"name": "a", "offsets": [change], "message": "Connector a restored STOPPED ...\nIts offsets as of ..."}
+    api.answer("POST", "/connectors/a/restore", 201, body)
+    done = at_api("restore", "connector", "a", "--offsets")
+    assert done.exit_code == 0, done.output
+    assert [seen.query for seen in api.seen] == [{"initial_state": ["STOPPED"], "offsets": ["true"]}]
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["PARTITION", "CURRENT", "RESTORED", "CHANGE"]
+    assert "restored" in lines[1] and lines[-1] == "Its offsets as of ..."
+
+
 def test_history_passes_its_filters_and_says_where_the_next_page_starts(api: FakeApi, at_api: Run) -> None:
     events = [
         {
