@@ -36,12 +36,12 @@ from connect_state.connect.offset_stores import (
 )
 from connect_state.connect.rest import connector_not_found_message, offsets_success_message, sink_list_failed_message
 from connect_state.core.errors import ConsumerGroupAdminError
+from connect_state.core.times import iso_utc
 from connect_state.core.vocabulary import ConnectorType
 from connect_state.formats.offsets import OffsetPair, sink_offset, sink_partition
 from connect_state.herder.errors import BadRequestError, ConnectError
 from connect_state.herder.offsets import OffsetsHerder, log, row_config
 from connect_state.security.guards import checked_stores
-from connect_state.tables.schemas import iso_utc
 
 __all__ = [
     "OffsetsHistory",

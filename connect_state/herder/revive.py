@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from connect_state.core.times import iso_utc
 from connect_state.core.vocabulary import ConnectorType, TargetState
 from connect_state.formats.config import (
     ConfigWrite,
@@ -67,7 +68,6 @@ from connect_state.herder.restore import (
     RestoreHerder,
     offsets_difference,
 )
-from connect_state.tables.schemas import iso_utc
 
 __all__ = [
     "ConnectorHistory",

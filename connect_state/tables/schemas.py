@@ -7,17 +7,20 @@ it as is; the jobs derive Spark's ``StructType`` from it with pyspark's own Arro
 Every column and every nested field is nullable, as Spark writes them. Timestamps are UTC microseconds, which is how
 Delta stores Spark's TIMESTAMP (Arrow ``timestamp[us, tz=UTC]`` is Spark's ``TimestampType``); ``*_timestamp``
 columns that mirror Connect fields keep Connect's epoch-millisecond longs; :func:`now_ms`, :func:`epoch_ms` and
-:func:`timestamp` convert between the two; :func:`iso_utc` writes a timestamp as the API shows it.
+:func:`timestamp` (:mod:`connect_state.core.times`, imported here for the tables' users) convert between the two;
+:func:`iso_utc` writes a timestamp as the API shows it.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import overload
 
 import pyarrow as pa
+
+from connect_state.core.times import epoch_ms as epoch_ms
+from connect_state.core.times import iso_utc as iso_utc
+from connect_state.core.times import now_ms as now_ms
+from connect_state.core.times import timestamp as timestamp
 
 # The Arrow types of the tables, named after the Spark SQL types pyspark derives from them.
 STRING = pa.string()
@@ -26,50 +29,6 @@ BIGINT = pa.int64()
 BOOLEAN = pa.bool_()
 BINARY = pa.binary()
 TIMESTAMP = pa.timestamp("us", tz="UTC")
-
-
-def now_ms() -> int:
-    """The wall clock in epoch milliseconds: the tables' times."""
-    return int(time.time() * 1000)
-
-
-@overload
-def epoch_ms(value: datetime | int) -> int: ...
-@overload
-def epoch_ms(value: object) -> int | None: ...
-def epoch_ms(value: object) -> int | None:
-    """A table timestamp (a datetime, naive ones taken as UTC; or epoch ms already) as epoch milliseconds; None as
-    None."""
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-        return int(aware.timestamp() * 1000)
-    return int(value)  # type: ignore[call-overload]
-
-
-@overload
-def timestamp(ms: int) -> datetime: ...
-@overload
-def timestamp(ms: int | None) -> datetime | None: ...
-def timestamp(ms: int | None) -> datetime | None:
-    """Epoch milliseconds as a :data:`TIMESTAMP` column's value (UTC); None as None."""
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
-
-
-@overload
-def iso_utc(value: datetime | int, timespec: str = "milliseconds") -> str: ...
-@overload
-def iso_utc(value: datetime | int | None, timespec: str = "milliseconds") -> str | None: ...
-def iso_utc(value: datetime | int | None, timespec: str = "milliseconds") -> str | None:
-    """A timestamp (naive: UTC; an int: epoch milliseconds) as the API shows it: UTC ISO-8601 to ``timespec``, with
-    ``Z``; None as None."""
-    if value is None:
-        return None
-    if isinstance(value, int):
-        value = timestamp(value)
-    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-    return aware.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
