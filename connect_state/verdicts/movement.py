@@ -42,7 +42,7 @@ class Counter:
         counts from itself: growth before this process saw the key is not known."""
         samples = self._samples.setdefault(key, deque())
         samples.append((now_ms, total))
-        while len(samples) > 1 and samples[1][0] <= now_ms - window_ms:
+        while len(samples) > 1 and samples[0][0] < now_ms - window_ms:
             samples.popleft()
         start_ms, start_total = samples[0]
         return max(0, total - start_total), start_ms
