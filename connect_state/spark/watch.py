@@ -195,7 +195,7 @@ class VerdictWatch:
     def _forget(self, names: set[str]) -> None:
         keys = {(kind, name) for name in names for kind in ("commits", "lag", "offsets", "out")}
         self.movement.forget_except(keys)  # type: ignore[arg-type]
-        self.drops.forget_except(set(names))  # type: ignore[arg-type]
+        self.drops.forget_except(set(names))
 
     def _evidence(
         self,

@@ -28,7 +28,7 @@ from connect_state.connect.filestream import FILE_SOURCE_CLASS
 from connect_state.core.settings import Settings
 from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
-from connect_state.spark.all_jobs import every_job
+from connect_state.spark.all_jobs import every_job, select_jobs
 from connect_state.spark.streaming import run_continuous
 from tests.integration.helpers import (
     api_client,
@@ -74,9 +74,12 @@ def settings(stack_settings: Settings, tmp_path_factory: pytest.TempPathFactory)
 
 @pytest.fixture(scope="module")
 def jobs(spark: Any, settings: Settings) -> Iterator[None]:
-    """Every job (watch included) running continuously for the module."""
-    every = every_job(hooks={})
-    with running("connect-state-jobs", lambda stop: run_continuous(every, spark, settings, stop=stop), 240):
+    """The jobs whose tables the verdicts read, and the watch job, running continuously for the module; the tests
+    start once the API answers ``GET /verdicts`` (the connector-states job has created its table)."""
+    needed = select_jobs(every_job(hooks={}), "active_topics,connector_states,offsets,heartbeats,watch")
+    with running("connect-state-jobs", lambda stop: run_continuous(needed, spark, settings, stop=stop), 240):
+        client = api_client(settings)
+        wait(lambda: client.get("/verdicts").status_code == 200, "connectors table", timeout_s=300)
         yield
 
 
