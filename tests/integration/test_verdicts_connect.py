@@ -9,7 +9,7 @@ with ``-s`` to see the timings, which bench/RESULTS.md keeps).
 * a source that read its file and has nothing new, with a KIP-910 provider (the demo's): ``idle``;
 * a sink restarted (``includeTasks=true``) more often than ``verdict.flapping.count``: ``flapping``;
 * a sink with ``errors.tolerance=all`` and a dead-letter queue fed records its converter rejects: ``dropping``;
-* a two-task sink one of whose tasks fails on a record it cannot convert: ``degraded``.
+* a two-task sink one of whose tasks ran on a worker that left (the task UNASSIGNED): ``degraded``.
 """
 
 from __future__ import annotations
@@ -81,6 +81,12 @@ def jobs(spark: Any, settings: Settings) -> Iterator[None]:
         client = api_client(settings)
         wait(lambda: client.get("/verdicts").status_code == 200, "connectors table", timeout_s=300)
         yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def timings() -> Iterator[None]:
+    yield
+    print("\nverdict timings: " + ", ".join(f"{case}: {s:.1f} s" for case, s in TIMINGS.items()))
 
 
 @pytest.fixture
@@ -296,24 +302,37 @@ def test_a_sink_sending_records_to_its_dead_letter_queue_is_dropping(api, connec
     assert task_states(connect, name) == ["RUNNING"]
 
 
-def test_a_sink_with_one_failed_task_of_two_is_degraded(api, connect, settings, tmp_path, created):
+def test_a_sink_whose_worker_left_is_degraded(
+    api, connect, settings, stack_settings, tmp_path, created, extra_connect_worker
+):
+    """A second worker of the same cluster runs one of the sink's two tasks, then stops: its task is UNASSIGNED (the
+    remaining worker waits scheduled.rebalance.max.delay.ms, 5 minutes, before it takes the task over)."""
+    extra = extra_connect_worker(
+        {
+            "group.id": stack_settings.connect_group_id,
+            "config.storage.topic": stack_settings.config_storage_topic,
+            "offset.storage.topic": stack_settings.offset_storage_topic,
+            "status.storage.topic": stack_settings.status_storage_topic,
+        }
+    )
     name, topic = unique("verdict-degraded"), unique("verdict-degraded-topic")
     create_topic(settings, topic, 2)
     created.append(name)
-    config = file_sink_config(
-        name,
-        tmp_path / "degraded.txt",
-        [topic],
-        **{"tasks.max": "2", "value.converter": JSON, "value.converter.schemas.enable": "false"},
+    connect.create_connector(name, file_sink_config(name, tmp_path / "degraded.txt", [topic], **{"tasks.max": "2"}))
+    workers = wait(
+        lambda: (
+            connect.is_running(name, min_tasks=2)
+            and {t["worker_id"] for t in (connect.connector_status(name) or {}).get("tasks", [])}
+        ),
+        "two RUNNING tasks",
     )
-    connect.create_connector(name, config)
-    connect.wait_until_running(name, WAIT_S, min_tasks=2)
-    produce_values(settings.bootstrap_servers, topic, [(0, b"{not json")])  # only the task reading partition 0 fails
-    wait(lambda: sorted(task_states(connect, name)) == ["FAILED", "RUNNING"], "one FAILED task of two")
-    failed_at = time.monotonic()
-    found = wait_verdict(api, name, "degraded", failed_at, "degraded (one task of two failed)")
-    assert len(found["evidence"]["failed_tasks"]) == 1 and found["evidence"]["running"] == 1, found
-    assert sorted(task["verdict"] for task in found["tasks"]) == ["failed", "healthy"]
+    assert len(workers) == 2, f"the tasks should run on both workers: {workers}"
+    extra.stop()
+    wait(lambda: "UNASSIGNED" in task_states(connect, name), "an UNASSIGNED task")
+    lost_at = time.monotonic()
+    found = wait_verdict(api, name, "degraded", lost_at, "degraded (a worker left: task UNASSIGNED)")
+    assert len(found["evidence"]["unassigned_tasks"]) == 1 and found["evidence"]["running"] == 1, found
+    assert sorted(task["verdict"] for task in found["tasks"]) == ["degraded", "healthy"]
 
 
 def test_the_api_answers_like_connect_for_unknown_names_and_bad_states(api):
@@ -322,4 +341,3 @@ def test_the_api_answers_like_connect_for_unknown_names_and_bad_states(api):
     assert missing.get_json() == {"error_code": 404, "message": "Connector no-such-connector not found"}
     bad = api.get("/verdicts?state=sleepy")
     assert bad.status_code == 400 and "healthy" in bad.get_json()["message"]
-    print("\nverdict timings: " + ", ".join(f"{case}: {s:.1f} s" for case, s in TIMINGS.items()))
