@@ -4,7 +4,8 @@
 ``&expand=verdict`` says of it (Connect leaves out a connector without a status yet: it is listed with ``-``; the
 verdict is connect-state's, issue 35: ``-`` from an API without it, which ignores the expansion as Connect does).
 The table's columns are :data:`COLUMNS`; a module with more to say of each connector adds a column with
-:func:`add_column` (its value may ask the API once per listing through :meth:`Listing.get`). ``-o json|yaml``: each connector's expansion.
+:func:`add_column` (its value may ask the API once per listing through :meth:`Listing.get`). ``-o json|yaml``: each
+connector's expansion.
 
 ``describe connector NAME`` gathers ``GET /connectors/<name>`` (404 when it does not exist; its config redacted by the
 API), ``/status``, ``/topics`` and ``/offsets``. ``-o json|yaml``: the four answers as they are (an error as Connect's
