@@ -61,6 +61,7 @@ def create_app(
         restart,
         revive,
         same_origin,
+        verdicts,
         write_slots,
     )
     from connect_state.api import topics as topics_views
@@ -82,7 +83,7 @@ def create_app(
     lag.init_app(app)
     etags.init_app(app)  # last: after who asks and may they; its after_request runs before the lag header's
     for views in (topics_views, connectors, heartbeats, deletions, offsets, data_loss, connect_read, restart, history,
-                  openapi, health, metrics, dashboard, leases, audit, revive, alerts):  # fmt: skip
+                  openapi, health, metrics, dashboard, leases, audit, revive, verdicts, alerts):  # fmt: skip
         app.register_blueprint(views.bp)
     auth.check_routes(app)  # every route says which role it needs
     return app

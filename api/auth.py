@@ -170,6 +170,8 @@ ROUTE_ROLES: Mapping[str, Role] = {
     # connect-state's own reads
     "deletions.get_deletions": Role.READ,
     "heartbeats.get_heartbeats": Role.READ,
+    "verdicts.get_verdict": Role.READ,
+    "verdicts.list_verdicts": Role.READ,
     "history.get_events": Role.READ,
     "history.get_config_versions": Role.READ,
     "history.get_offsets_as_of": Role.READ,

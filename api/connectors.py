@@ -35,6 +35,7 @@ from connect_state.api.herder_io import get_herder
 from connect_state.api.openapi import STRING, array_of, documented, empty, json_answer, query_list, ref
 from connect_state.api.resources import get_tables
 from connect_state.api.rows import expanded_connectors, is_configured, status_row
+from connect_state.api.verdicts import configured_verdicts
 from connect_state.connect.rest import connector_state_info, status_not_found_message
 from connect_state.tables.schemas import CONNECTORS
 
@@ -43,15 +44,21 @@ bp = Blueprint("connectors", __name__, url_prefix="/connectors")
 
 @bp.get("")
 @documented(
-    "The configured connectors, or with expand=status/info a map of their expansions",
+    "The configured connectors, or with expand=status/info/verdict a map of their expansions",
     {"200": json_answer({"oneOf": [array_of(STRING), {"type": "object"}]}, "names or expansions")},
-    params=[query_list("expand", ["status", "info"])],
+    params=[query_list("expand", ["status", "info", "verdict"])],
 )
 def list_connectors() -> Response:
     """``GET /connectors``: a JSON list of the configured connectors' names, sorted; with ``expand``, their
-    expansions (issue 14)."""
+    expansions (issue 14); ``expand=verdict`` adds each one's verdict (issue 35, :mod:`connect_state.api.verdicts`)."""
     if "expand" in request.args:
-        return jsonify(expanded_connectors(request.args.getlist("expand")))
+        expand = request.args.getlist("expand")
+        body = expanded_connectors(expand)
+        if "verdict" in expand:
+            views = configured_verdicts()
+            for name, expansions in body.items():
+                expansions["verdict"] = views.get(name)
+        return jsonify(body)
     rows = get_tables().rows(CONNECTORS, columns=["name", "config", "deleted"])
     return jsonify(sorted({row["name"] for row in rows if is_configured(row)}))
 

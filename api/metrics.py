@@ -10,7 +10,10 @@
 * per table, measured at each scrape from the ``watermarks`` table and the topics' end offsets (as the
   ``X-Connect-State-Lag`` header and ``GET /health``): ``connect_state_table_records_behind{table}``,
   ``connect_state_table_lag_seconds{table}`` (how old the table's view is: 0 when current) and
-  ``connect_state_table_last_commit_age_seconds{table}`` (since its query last committed a batch); NaN when unknown.
+  ``connect_state_table_last_commit_age_seconds{table}`` (since its query last committed a batch); NaN when unknown;
+* ``connect_state_connector_verdict{connector,verdict}`` (issue 35): 1 for each connector's current verdict, 0 for
+  the others, from ``connector_verdicts`` (the watch job's); ``verdict`` takes the verdicts' closed set only, and a
+  connector no longer in the table loses its series.
 
 Each app has a registry of its own (several apps in one process, as in the tests, never share counters). The jobs'
 metrics are served by the jobs driver (:mod:`connect_state.spark.metrics`), not here: the API never imports Spark.
@@ -29,7 +32,9 @@ from connect_state.api.health import current_lags
 from connect_state.api.lag import watermarks
 from connect_state.api.limits import WRITE_METHODS
 from connect_state.api.openapi import documented
+from connect_state.api.verdicts import verdict_rows
 from connect_state.tables.schemas import TABLE_QUERIES
+from connect_state.verdicts.vocabulary import VERDICT_GAUGE, Verdict
 
 bp = Blueprint("metrics", __name__)
 
@@ -83,6 +88,21 @@ class ApiMetrics:
             ("table",),
             registry=self.registry,
         )
+        self.verdict = Gauge(
+            VERDICT_GAUGE,
+            "1 for the connector's current verdict, 0 for the others (issue 35)",
+            ("connector", "verdict"),
+            registry=self.registry,
+        )
+
+    def refresh_verdicts(self) -> None:
+        """Set the verdict gauge from ``connector_verdicts`` (in an app context): one series per connector and
+        verdict; connectors gone from the table lose theirs."""
+        rows = verdict_rows()
+        self.verdict.clear()
+        for name, row in rows.items():
+            for member in Verdict:
+                self.verdict.labels(name, member.value).set(1 if row["verdict"] == member.value else 0)
 
     def refresh_tables(self) -> None:
         """Set the per-table gauges (in an app context)."""
@@ -140,4 +160,8 @@ def metrics() -> Response:
         state.refresh_tables()
     except Exception:  # the request counters are still worth a scrape
         current_app.logger.warning("cannot measure the tables' lag for /metrics", exc_info=True)
+    try:
+        state.refresh_verdicts()
+    except Exception:
+        current_app.logger.warning("cannot read the verdicts for /metrics", exc_info=True)
     return Response(generate_latest(state.registry), mimetype=CONTENT_TYPE_LATEST)

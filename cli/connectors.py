@@ -1,9 +1,11 @@
 """``get connectors`` and ``describe connector NAME``.
 
 ``get connectors`` lists every connector (``GET /connectors``) with what ``GET /connectors?expand=status&expand=info``
-says of it (Connect leaves out a connector without a status yet: it is listed with ``-``). The table's columns are
-:data:`COLUMNS`; a module with more to say of each connector adds a column with :func:`add_column` (its value may ask
-the API once per listing through :meth:`Listing.get`). ``-o json|yaml``: each connector's expansion.
+``&expand=verdict`` says of it (Connect leaves out a connector without a status yet: it is listed with ``-``; the
+verdict is connect-state's, issue 35: ``-`` from an API without it, which ignores the expansion as Connect does).
+The table's columns are :data:`COLUMNS`; a module with more to say of each connector adds a column with
+:func:`add_column` (its value may ask the API once per listing through :meth:`Listing.get`). ``-o json|yaml``: each
+connector's expansion.
 
 ``describe connector NAME`` gathers ``GET /connectors/<name>`` (404 when it does not exist; its config redacted by the
 API), ``/status``, ``/topics`` and ``/offsets``. ``-o json|yaml``: the four answers as they are (an error as Connect's
@@ -68,6 +70,7 @@ COLUMNS: list[Column] = [
     Column("TYPE", _type),
     Column("STATE", lambda listing, name: (_status(listing, name).get("connector") or {}).get("state")),
     Column("TASKS", _tasks),
+    Column("VERDICT", lambda listing, name: (listing.entries[name].get("verdict") or {}).get("verdict")),
 ]
 
 
@@ -85,10 +88,10 @@ def get() -> None:
 @output_option
 @pass_session
 def get_connectors(session: Session, output: str) -> None:
-    """Every connector with its type, state and tasks running/total."""
+    """Every connector with its type, state, tasks running/total and verdict."""
     client = session.client()
     names = client.get("/connectors")
-    expanded = client.get("/connectors", {"expand": ["status", "info"]})
+    expanded = client.get("/connectors", {"expand": ["status", "info", "verdict"]})
     listing = Listing(client, {name: expanded.get(name) or {} for name in names})
     emit(
         listing.entries,

@@ -47,10 +47,11 @@ function table(headers, rows) {
 // --- the connector list ------------------------------------------------------------------------------------------
 
 async function loadConnectors() {
-  const res = await api("GET", "/connectors?expand=status&expand=info");
+  const res = await api("GET", "/connectors?expand=status&expand=info&expand=verdict");
   let entries = [];
   if (res.ok && res.data && !Array.isArray(res.data)) {
-    entries = Object.entries(res.data).map(([name, v]) => ({ name, status: v.status || null }));
+    entries = Object.entries(res.data)
+      .map(([name, v]) => ({ name, status: v.status || null, verdict: v.verdict || null }));
   } else if (res.ok && Array.isArray(res.data)) {
     entries = await Promise.all(res.data.map(async (name) => {
       const st = await api("GET", `/connectors/${enc(name)}/status`);
@@ -69,14 +70,23 @@ function renderList() {
     const s = c.status || {};
     const cs = (s.connector || {}).state || "";
     const tasks = s.tasks || [];
-    const text = [c.name, cs, s.type || ""].join(" ").toLowerCase();
+    const verdict = (c.verdict && c.verdict.verdict) || "";
+    const text = [c.name, cs, s.type || "", verdict].join(" ").toLowerCase();
     if (filter && !text.includes(filter)) continue;
     const summary = tasks.length ? tasks.map((t) => t.state).join(", ") : "0";
     const row = el("tr", { class: "connector" + (c.name === state.selected ? " selected" : ""), "data-name": c.name,
       onclick: () => select(c.name) }, el("td", {}, c.name), el("td", {}, stateBadge(cs)), el("td", {}, s.type || ""),
-      el("td", { class: "tasks" }, `${tasks.length} (${summary})`));
+      el("td", { class: "tasks" }, `${tasks.length} (${summary})`), el("td", {}, verdictBadge(c.verdict)));
     body.append(row);
   }
+}
+
+// The watch job's verdict (issue 35): a badge whose tooltip is the evidence.
+function verdictBadge(v) {
+  if (!v) return "";
+  const badge = el("span", { class: "state verdict-" + v.verdict }, v.verdict);
+  badge.title = JSON.stringify(v.evidence || {}) + (v.since ? " since " + v.since : "");
+  return badge;
 }
 
 async function loadHealth() {

@@ -212,6 +212,14 @@ class Settings:
     alerts_delivery_timeout_ms: int
     alerts_generator_url: str
     alerts_alertmanager_resend_interval_ms: int
+    verdict_trigger_interval: str
+    verdict_sink_stall_ms: int
+    verdict_source_stall_ms: int
+    verdict_flapping_count: int
+    verdict_flapping_window_ms: int
+    verdict_dropping_records: int
+    verdict_dropping_window_ms: int
+    verdict_overrides: dict[str, str]
     connector_class_types: dict[str, str]
     offsets_alter_rules: dict[str, str]
     offsets_alter_timeout_ms: int

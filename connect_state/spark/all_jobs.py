@@ -1,7 +1,8 @@
 """Every connect-state job, in dependency order: what ``connect-state-jobs`` runs in one Spark driver.
 
 Active topics, connector states (which the offsets, heartbeats and cleanup jobs read), offsets, heartbeats, cleanup,
-alerts (which reads what the others wrote):
+watch (the verdicts, over all the others' tables), alerts (which reads what the others wrote,
+the verdicts included):
 :func:`~connect_state.spark.streaming.run_catch_up` runs them one after the other in this order,
 :func:`~connect_state.spark.streaming.run_continuous` side by side.
 """
@@ -18,6 +19,7 @@ from connect_state.spark.alerts import AlertsJob
 from connect_state.spark.cleanup import CleanupJob
 from connect_state.spark.heartbeats import HeartbeatsJob
 from connect_state.spark.streaming import Job
+from connect_state.spark.watch import WatchJob
 
 
 def every_job(
@@ -31,6 +33,7 @@ def every_job(
         offsets.JOB,
         HeartbeatsJob(providers),
         CleanupJob(hooks),
+        WatchJob(),
         AlertsJob(),
     ]
 

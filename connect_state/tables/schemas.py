@@ -345,6 +345,44 @@ HEARTBEATS = TableSpec(
     ),
 )
 
+CONNECTOR_VERDICTS = TableSpec(
+    name="connector_verdicts",
+    schema=pa.schema(
+        [
+            ("connector", STRING),
+            ("type", STRING),
+            ("verdict", STRING),
+            ("since", TIMESTAMP),
+            ("evidence", STRING),
+            ("tasks", STRING),
+            ("thresholds", STRING),
+            ("updated", TIMESTAMP),
+        ]
+    ),
+    key=("connector",),
+    description=(
+        "Issue 35: each connector's current verdict (connect_state/verdicts/vocabulary.py), since when, its evidence "
+        "(JSON: numbers and times), each task's verdict and evidence (JSON by task id) and the thresholds it was "
+        "judged by (JSON); written by the watch job (connect_state/spark/watch.py, through deltalake); not in "
+        "ALL_TABLES."
+    ),
+)
+
+VERDICT_HISTORY = TableSpec(
+    name="verdict_history",
+    schema=pa.schema(
+        [
+            ("connector", STRING),
+            ("verdict", STRING),
+            ("previous", STRING),
+            ("at", TIMESTAMP),
+            ("evidence", STRING),
+        ]
+    ),
+    key=("connector", "at"),
+    description="Issue 35: one row per change of a connector's verdict: the new one, the previous one, when, why.",
+)
+
 WATERMARKS = TableSpec(
     name="watermarks",
     schema=pa.schema(

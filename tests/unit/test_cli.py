@@ -170,20 +170,21 @@ def test_unreachable_api(run: Run) -> None:
 def test_get_connectors_table(api: FakeApi, at_api: Run) -> None:
     api.connectors({"orders-a": "RUNNING", "orders-b": "PAUSED"}, tasks=2)
     api.answer("GET", "/connectors", 200, ["new-one", "orders-a", "orders-b"])  # no status yet: left out of expand
+    api.answers[("GET", "/connectors?expand")][1]["orders-a"]["verdict"] = {"verdict": "stalled"}  # issue 35
     result = at_api("get", "connectors")
     assert result.exit_code == 0, result.output
     assert (
         result.stdout.splitlines()
         == table(
-            ["NAME", "TYPE", "STATE", "TASKS"],
+            ["NAME", "TYPE", "STATE", "TASKS", "VERDICT"],
             [
-                ["new-one", None, None, None],
-                ["orders-a", "source", "RUNNING", "2/2"],
-                ["orders-b", "source", "PAUSED", "0/2"],
+                ["new-one", None, None, None, None],
+                ["orders-a", "source", "RUNNING", "2/2", "stalled"],
+                ["orders-b", "source", "PAUSED", "0/2", None],
             ],
         ).splitlines()
     )
-    assert [seen.query for seen in api.seen] == [{}, {"expand": ["status", "info"]}]
+    assert [seen.query for seen in api.seen] == [{}, {"expand": ["status", "info", "verdict"]}]
 
 
 def test_get_connectors_json_and_yaml(api: FakeApi, at_api: Run) -> None:
