@@ -169,6 +169,8 @@ ROUTE_ROLES: Mapping[str, Role] = {
     "deletions.get_deletions": Role.READ,
     "heartbeats.get_heartbeats": Role.READ,
     "history.get_events": Role.READ,
+    "availability.get_connector_availability": Role.READ,
+    "availability.get_availability": Role.READ,
     "history.get_config_versions": Role.READ,
     "history.get_offsets_as_of": Role.READ,
     "history.get_partition_history": Role.READ,
