@@ -149,6 +149,20 @@ def _coverage(since: int, until: int, now: int) -> av.Coverage:
     return av.Coverage(now, kept_from, _known_until(now), _lost(since))
 
 
+def _refuse_before_first(connector: str, until: int) -> None:
+    """400 when the connector's first event is at or after ``until`` (it has no event before it)."""
+    scan = get_tables().scan(CONNECTOR_EVENTS)
+    times = scan.rows([("connector", "=", connector)], ["kafka_timestamp"]).column("kafka_timestamp").to_pylist()
+    first = min((epoch_ms(t) for t in times if t is not None), default=None)
+    if first is not None:
+        raise ConnectRestException(
+            400,
+            f"Invalid window: it ends at {iso(until)} ({until}), before the history kept for connector {connector}: "
+            f"it starts at {iso(first)} ({first}), its first record in connector_events (before it, the connector "
+            "did not exist or its records are no longer kept)",
+        )
+
+
 def _kept(coverage: av.Coverage) -> dict[str, Any]:
     return {"kept_from": coverage.kept_from, "known_until": coverage.known_until}
 
@@ -178,14 +192,8 @@ def get_connector_availability(connector: str) -> Response:
     since, until, now = _window()
     coverage = _coverage(since, until, now)
     events = _events(connector, until).get(connector, [])
-    if events and until <= events[0].at:
-        first = events[0].at
-        raise ConnectRestException(
-            400,
-            f"Invalid window: it ends at {iso(until)} ({until}), before the history kept for connector {connector}: "
-            f"it starts at {iso(first)} ({first}), its first record in connector_events (before it, the connector "
-            "did not exist or its records are no longer kept)",
-        )
+    if not events:
+        _refuse_before_first(connector, until)
     report = av.connector_availability(events, since, until, coverage)
     return jsonify({"connector": connector, **av.report_json(report), **_kept(coverage)})
 

@@ -65,6 +65,8 @@ ROUTES: dict[str, tuple[str, str, Role | None]] = {
     "revive.restore_connector": ("POST", f"/connectors/{CONNECTOR}/restore", Role.ADMIN),
     "deletions.get_deletions": ("GET", f"/connectors/{CONNECTOR}/deletions", Role.READ),
     "heartbeats.get_heartbeats": ("GET", f"/connectors/{CONNECTOR}/heartbeats", Role.READ),
+    "availability.get_connector_availability": ("GET", f"/connectors/{CONNECTOR}/availability", Role.READ),
+    "availability.get_availability": ("GET", "/availability", Role.READ),
     "history.get_events": ("GET", f"/connectors/{CONNECTOR}/events", Role.READ),
     "history.get_config_versions": ("GET", f"/connectors/{CONNECTOR}/history/configs", Role.READ),
     "history.get_offsets_as_of": ("GET", f"/connectors/{CONNECTOR}/history/offsets", Role.READ),
