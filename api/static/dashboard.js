@@ -164,6 +164,71 @@ async function loadDetail(name) {
   $("#deletions").replaceChildren(deletions.ok && dels.length ? el("pre", {}, JSON.stringify(dels, null, 2)) :
     el("p", { class: "muted" }, "none"));
   $("#chart").replaceChildren(timeline.ok ? drawTimeline(timeline.data) : el("p", { class: "muted" }, errorText(timeline)));
+  await loadAvailability(name);
+}
+
+// --- availability (GET /connectors/<name>/availability, GET /availability): SVG by hand ------------------------------
+
+const AVAILABILITY = { running: "#2e9d58", degraded: "#e38b2c", failed: "#c83c3c", paused: "#d9a400",
+  stopped: "#6b7686", unknown: "#c9ced6" };
+function windowQuery() {
+  const until = Date.now();
+  return `since=${until - Number($("#window").value)}&until=${until}`;
+}
+function pct(share) { return (100 * (share || 0)).toFixed(1) + "%"; }
+function legend(body) {
+  const r = body.recovery || {};
+  return el("div", { class: "legend" },
+    Object.keys(AVAILABILITY).map((k) => el("span", { class: "share", "data-state": k },
+      el("span", { class: "swatch", style: `background:${AVAILABILITY[k]}` }), `${k} ${pct(body.shares[k])}`)),
+    el("span", {}, `failures ${body.failures}`), el("span", {}, `recovery mean ${fmtMs(r.mean_ms) || "-"}, worst ${fmtMs(r.worst_ms) || "-"}`),
+    el("span", {}, `restarts ${body.restarts}`));
+}
+
+async function loadAvailability(name) {
+  const res = await api("GET", `/connectors/${enc(name)}/availability?${windowQuery()}`);
+  if (state.selected !== name) return;
+  $("#availability").replaceChildren(...(res.ok ? [drawAvailability(res.data), legend(res.data)] :
+    [el("p", { class: "muted" }, errorText(res))]));
+}
+
+function drawAvailability(body) {
+  const W = 900, H = 64, L = 4, R = 4, bandY = 4, bandH = 26;
+  const root = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, id: "availability-chart" });
+  const x = (t) => L + ((t - body.since) / Math.max(body.until - body.since, 1)) * (W - L - R);
+  for (const seg of body.segments) {
+    const why = seg.reason ? ` (${seg.reason})` : "";
+    root.append(svg("rect", { x: x(seg.start), y: bandY, width: Math.max(x(seg.end) - x(seg.start), 1), height: bandH,
+      fill: AVAILABILITY[seg.state] || "#999", class: "segment", "data-state": seg.state },
+      `${seg.state}${why}: ${fmtTime(seg.start)} – ${fmtTime(seg.end)} (${fmtMs(seg.end - seg.start)})`));
+  }
+  const axis = (t, anchor) => { const n = svg("text", { x: x(t), y: H - 6, "text-anchor": anchor }); n.textContent = fmtTime(t); root.append(n); };
+  axis(body.since, "start"); axis(body.until, "end");
+  return root;
+}
+
+async function loadFleet() {
+  const res = await api("GET", `/availability?${windowQuery()}`);
+  $("#fleet").replaceChildren(res.ok ? drawFleet(res.data) : el("p", { class: "muted" }, errorText(res)));
+}
+
+function drawFleet(body) {
+  const rows = [...body.connectors, { connector: `all ${body.connector_count}`, shares: body.shares }];
+  const W = 320, rowH = 18, labelW = 120, H = rows.length * rowH + 4;
+  const root = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, id: "fleet-chart" });
+  rows.forEach((row, i) => {
+    const y = 2 + i * rowH;
+    const n = svg("text", { x: 0, y: y + 12 }); n.textContent = row.connector.slice(0, 18); root.append(n);
+    let at = labelW;
+    for (const k of Object.keys(AVAILABILITY)) {
+      const w = (row.shares[k] || 0) * (W - labelW);
+      if (w <= 0) continue;
+      root.append(svg("rect", { x: at, y, width: w, height: rowH - 4, fill: AVAILABILITY[k], class: "fleet-bar",
+        "data-connector": row.connector, "data-state": k }, `${row.connector}: ${k} ${pct(row.shares[k])}`));
+      at += w;
+    }
+  });
+  return root;
 }
 
 function errorText(res) { return `${res.status}: ${(res.data && res.data.message) || res.data || ""}`; }
@@ -238,7 +303,7 @@ function drawTimeline(data) {
 
 async function refresh() {
   try {
-    await Promise.all([loadConnectors(), loadHealth()]);
+    await Promise.all([loadConnectors(), loadHealth(), loadFleet()]);
     if (state.selected) await loadDetail(state.selected);
     $("#updated").textContent = "updated " + new Date().toLocaleTimeString();
   } catch (err) {
@@ -255,6 +320,7 @@ function schedule() {
 $("#filter").addEventListener("input", renderList);
 $("#refresh").addEventListener("click", refresh);
 $("#interval").addEventListener("change", schedule);
+$("#window").addEventListener("change", refresh);
 const initial = decodeURIComponent(location.hash.slice(1));
 refresh().then(() => { if (initial) select(initial); });
 schedule();
