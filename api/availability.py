@@ -105,7 +105,7 @@ def _known_until(now: int) -> int | None:
         return None
     if lag.age_ms is not None:
         return now - lag.age_ms
-    committed = [mark.committed_at for mark in marks if mark.committed_at is not None]
+    committed = [mark.committed_at_ms for mark in marks if mark.committed_at_ms is not None]
     return max(committed) if committed else None
 
 

@@ -6,8 +6,9 @@ from the events replayed up to that moment (the connector's status, its committe
 
 * ``failed``: the connector or one of its tasks (``0 .. task_count - 1``) is ``FAILED``;
 * ``stopped`` / ``paused``: the connector's status is ``STOPPED`` / ``PAUSED``;
-* ``running``: the connector is ``RUNNING`` and every task is ``RUNNING``;
-* ``degraded``: it exists and none of the above (starting, ``UNASSIGNED``, ``RESTARTING``, a task without a status);
+* ``running``: the connector is ``RUNNING``, its tasks are committed and every task is ``RUNNING``;
+* ``degraded``: it exists and none of the above (starting: no tasks committed yet, ``UNASSIGNED``, ``RESTARTING``, a
+  task without a status);
 * ``unknown``, with its :class:`Unknown` reason, in this order of precedence: ``before_history`` (before what
   ``connector_events`` keeps: its retention), ``records_lost`` (a ``data_loss`` row of the connector-state job: from
   the last event before the lost offsets to when the loss was detected), ``jobs_behind`` (after the job's last
@@ -198,7 +199,7 @@ def report_json(report: Report) -> dict[str, Any]:
 class _Replay:
     exists: bool = False
     status: str | None = None
-    task_count: int = 0
+    task_count: int | None = None  # None: no tasks committed yet (or since its deletion)
     tasks: dict[int, str] = field(default_factory=dict)
 
     def apply(self, event: Event) -> bool:
@@ -207,7 +208,7 @@ class _Replay:
         if event.kind == "created":
             self.exists = True
         elif event.kind == "deleted":
-            self.exists = False
+            self.exists, self.task_count = False, None
         elif event.kind == "tasks_committed":
             self.task_count = int(details.get("task_count") or 0)
         elif event.kind in ("status_changed", "task_status_changed"):
@@ -224,14 +225,14 @@ class _Replay:
     def state(self) -> Availability:
         if not self.exists:
             return Availability.UNKNOWN
-        tasks = [self.tasks.get(task) for task in range(self.task_count)]
+        tasks = [self.tasks.get(task) for task in range(self.task_count or 0)]
         if self.status == State.FAILED or State.FAILED in tasks:
             return Availability.FAILED
         if self.status == State.STOPPED:
             return Availability.STOPPED
         if self.status == State.PAUSED:
             return Availability.PAUSED
-        if self.status == State.RUNNING and all(task == State.RUNNING for task in tasks):
+        if self.status == State.RUNNING and self.task_count is not None and all(t == State.RUNNING for t in tasks):
             return Availability.RUNNING
         return Availability.DEGRADED
 

@@ -122,7 +122,9 @@ def test_a_connector_s_availability_matches_what_connect_showed(observed: dict[s
     # Running, less the reconfiguration's few hundred milliseconds of stopping and starting the task (degraded).
     assert running - 2 * TOLERANCE_MS <= durations["running"] <= running + TOLERANCE_MS, body
     states = [segment["state"] for segment in body["segments"]]
-    assert states[:4] == ["unknown", "degraded", "running", "paused"], states
+    events = api.get(f"/connectors/{name}/events?limit=1000").get_json()["events"]
+    trail = [(e["kafka_timestamp"], e["event"], e["details"].get("task"), e["details"].get("to")) for e in events]
+    assert states[:4] == ["unknown", "degraded", "running", "paused"], (body["segments"], trail, observed)
     assert "failed" in states and states[-1] == "running", states
 
 

@@ -9,8 +9,9 @@ import pytest
 from flask.testing import FlaskClient
 
 from connect_state.api import availability as view
+from connect_state.core.settings import Settings
 from tests.unit.conftest import MakeClient
-from tests.unit.fakes import InMemoryTables
+from tests.unit.fakes import InMemoryTables, InMemoryTopics
 from tests.unit.helpers import assert_connect_error
 from tests.unit.test_api_connectors import connector
 from tests.unit.test_api_history import event, ts
@@ -141,3 +142,26 @@ def test_records_lost_and_jobs_behind_are_unknown(make_client: MakeClient, monke
     assert body["unknown_ms"]["records_lost"] == DAY + 1000 - 3_600_000
     assert body["unknown_ms"]["jobs_behind"] == 3_600_000
     assert body["known_until"] == NOW - 3_600_000
+
+
+@pytest.mark.parametrize("behind", [0, 2])
+def test_known_until_is_the_job_s_last_batch_while_records_wait_past_its_watermark(
+    make_client: MakeClient, kafka_log: InMemoryTopics, settings: Settings, monkeypatch: pytest.MonkeyPatch, behind: int
+) -> None:
+    monkeypatch.setattr(view, "now_ms", lambda: NOW)
+    committed = NOW - 3_600_000
+    config, status = settings.config_storage_topic, settings.status_storage_topic
+    for _ in range(3):
+        kafka_log.append(config, 0, b"k", b"v")
+    marks = [
+        {"query": "connector_states", "topic": config, "partition": 0, "next_offset": 3 - behind, "batch_id": 1,
+         "committed_at": ts(committed)},
+    ] + [
+        {"query": "connector_states", "topic": status, "partition": p, "next_offset": 0, "batch_id": 1,
+         "committed_at": ts(committed)}
+        for p in range(kafka_log.partition_count(status))
+    ]  # fmt: skip
+    client = make_client(tables=InMemoryTables({**TABLES, "watermarks": marks}))
+    body = client.get(f"/connectors/src/availability?since={T0}").get_json()
+    assert body["known_until"] == (committed if behind else None)
+    assert body["unknown_ms"]["jobs_behind"] == (3_600_000 if behind else 0)

@@ -138,7 +138,7 @@ def test_the_gaps_are_unknown_by_precedence() -> None:
 
 
 def test_after_now_is_future_and_a_deleted_connector_is_not_existing() -> None:
-    events = [ev(0, "created"), status(0, "RUNNING"), ev(50, "deleted")]
+    events = [ev(0, "created"), ev(0, "tasks_committed", task_count=0), status(0, "RUNNING"), ev(50, "deleted")]
     report = connector_availability(events, 0, 200, Coverage(now=150))
     assert [(s.start, s.end, s.state, s.reason) for s in report.segments] == [
         (0, 50, Availability.RUNNING, None),
@@ -150,7 +150,9 @@ def test_after_now_is_future_and_a_deleted_connector_is_not_existing() -> None:
 
 def test_summary_adds_connector_time() -> None:
     a = connector_availability(LIFE, 0, 1000, Coverage(NOW))
-    b = connector_availability([ev(0, "created"), status(0, "RUNNING")], 0, 1000, Coverage(NOW))
+    b = connector_availability(
+        [ev(0, "created"), ev(0, "tasks_committed", task_count=0), status(0, "RUNNING")], 0, 1000, Coverage(NOW)
+    )
     body = summarize(0, 1000, [a, b]).as_json()
     assert body["connector_count"] == 2
     assert body["durations_ms"]["running"] == 1350
@@ -223,3 +225,21 @@ def test_a_window_split_in_two_adds_up_to_the_whole(
     left = connector_availability(events, since, middle, Coverage(NOW)).durations()
     right = connector_availability(events, middle, until, Coverage(NOW)).durations()
     assert whole == {state: left[state] + right[state] for state in Availability}
+
+
+def test_running_before_its_tasks_are_committed_is_degraded_and_a_deletion_forgets_them() -> None:
+    events = [
+        ev(0, "created"),
+        status(10, "RUNNING"),
+        ev(20, "tasks_committed", task_count=0),  # a connector with no task at all runs
+        ev(30, "deleted"),
+        ev(40, "created"),
+        status(40, "RUNNING"),
+    ]
+    report = connector_availability(events, 0, 50, Coverage(NOW))
+    assert [(s.start, s.end, s.state) for s in report.segments] == [
+        (0, 20, Availability.DEGRADED),
+        (20, 30, Availability.RUNNING),
+        (30, 40, Availability.UNKNOWN),
+        (40, 50, Availability.DEGRADED),
+    ]
