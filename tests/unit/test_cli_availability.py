@@ -15,7 +15,7 @@ from connect_state.cli.errors import ExitCode
 from connect_state.cli.main import cli
 from connect_state.tables.availability import Coverage, connector_availability, report_json, summarize
 from tests.unit.fake_api import FakeApi, fake_api
-from tests.unit.test_availability import LIFE
+from tests.unit.test_availability import LIFE, task
 from tests.unit.test_cli import Run, one_error_line
 
 
@@ -38,7 +38,8 @@ def at_api(api: FakeApi, tmp_path: Path) -> Run:
 
 
 T0 = 1_767_225_600_000
-REPORT = connector_availability(LIFE, 0, 1000, Coverage(now=10_000))
+# LIFE and a second restart (of a task no longer committed): 1 failure, 2 restarts
+REPORT = connector_availability([*LIFE, task(960, 0, "RESTARTING")], 0, 1000, Coverage(now=10_000))
 BODY = {"connector": "a", **report_json(REPORT), "kept_from": None, "known_until": None}
 
 
@@ -51,7 +52,7 @@ def test_one_connector_table_with_its_timeline(api: FakeApi, at_api: Run) -> Non
     assert lines[0] == "a: 1970-01-01T00:00:00.000Z .. 1970-01-01T00:00:01.000Z; unknown: not_existing 0.1s"
     assert lines[1].split() == ["RUNNING", "DEGRADED", "FAILED", "PAUSED", "STOPPED", "UNKNOWN", "FAILURES",
                                 "RECOVERY", "MEAN", "WORST", "RESTARTS"]  # fmt: skip
-    assert lines[2].split() == ["35.00%", "30.00%", "10.00%", "10.00%", "5.00%", "10.00%", "1", "0.2s", "0.2s", "1"]
+    assert lines[2].split() == ["35.00%", "30.00%", "10.00%", "10.00%", "5.00%", "10.00%", "1", "0.2s", "0.2s", "2"]
     assert "1970-01-01T00:00:00.500Z  1970-01-01T00:00:00.600Z  0.1s  failed" in result.stdout
     assert "0.1s  unknown   not_existing" in result.stdout
 
