@@ -193,17 +193,22 @@ async function loadAvailability(name) {
 }
 
 function drawAvailability(body) {
+  // The band starts where the connector came to exist in the window (before it: not existing, said under the band).
   const W = 900, H = 64, L = 4, R = 4, bandY = 4, bandH = 26;
   const root = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, id: "availability-chart" });
-  const x = (t) => L + ((t - body.since) / Math.max(body.until - body.since, 1)) * (W - L - R);
+  const first = body.segments.find((seg) => seg.reason !== "not_existing");
+  const t0 = first ? first.start : body.since;
+  const x = (t) => L + ((Math.max(t, t0) - t0) / Math.max(body.until - t0, 1)) * (W - L - R);
   for (const seg of body.segments) {
+    if (seg.end <= t0) continue;
     const why = seg.reason ? ` (${seg.reason})` : "";
     root.append(svg("rect", { x: x(seg.start), y: bandY, width: Math.max(x(seg.end) - x(seg.start), 1), height: bandH,
       fill: AVAILABILITY[seg.state] || "#999", class: "segment", "data-state": seg.state },
       `${seg.state}${why}: ${fmtTime(seg.start)} – ${fmtTime(seg.end)} (${fmtMs(seg.end - seg.start)})`));
   }
-  const axis = (t, anchor) => { const n = svg("text", { x: x(t), y: H - 6, "text-anchor": anchor }); n.textContent = fmtTime(t); root.append(n); };
-  axis(body.since, "start"); axis(body.until, "end");
+  const axis = (t, anchor, prefix) => { const n = svg("text", { x: x(t), y: H - 6, "text-anchor": anchor });
+    n.textContent = prefix + fmtTime(t); root.append(n); };
+  axis(t0, "start", t0 > body.since ? "created " : ""); axis(body.until, "end", "");
   return root;
 }
 
@@ -212,8 +217,19 @@ async function loadFleet() {
   $("#fleet").replaceChildren(res.ok ? drawFleet(res.data) : el("p", { class: "muted" }, errorText(res)));
 }
 
+function existingShares(body) {
+  // Shares of the time the connector existed in the window (its "not existing" time left out).
+  const total = Object.values(body.durations_ms).reduce((a, b) => a + b, 0) - (body.unknown_ms.not_existing || 0);
+  const shares = {};
+  for (const k of Object.keys(AVAILABILITY)) {
+    shares[k] = ((body.durations_ms[k] || 0) - (k === "unknown" ? body.unknown_ms.not_existing || 0 : 0)) / Math.max(total, 1);
+  }
+  return shares;
+}
+
 function drawFleet(body) {
-  const rows = [...body.connectors, { connector: `all ${body.connector_count}`, shares: body.shares }];
+  const rows = [...body.connectors.map((c) => ({ connector: c.connector, shares: existingShares(c) })),
+    { connector: `all ${body.connector_count}`, shares: existingShares(body) }];
   const W = 320, rowH = 18, labelW = 120, H = rows.length * rowH + 4;
   const root = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, id: "fleet-chart" });
   rows.forEach((row, i) => {
@@ -224,7 +240,7 @@ function drawFleet(body) {
       const w = (row.shares[k] || 0) * (W - labelW);
       if (w <= 0) continue;
       root.append(svg("rect", { x: at, y, width: w, height: rowH - 4, fill: AVAILABILITY[k], class: "fleet-bar",
-        "data-connector": row.connector, "data-state": k }, `${row.connector}: ${k} ${pct(row.shares[k])}`));
+        "data-connector": row.connector, "data-state": k }, `${row.connector}: ${k} ${pct(row.shares[k])} of the time it existed`));
       at += w;
     }
   });

@@ -148,6 +148,10 @@ def test_the_dashboard_shows_the_real_connectors_and_its_pause_is_honoured(
     assert "paused" not in drawn
     wait_for(browser, "#availability .legend", "running")
     wait_for(browser, f'#fleet-chart rect.fleet-bar[data-connector="{source}"][data-state="running"]')
+    bar = browser.find_element(
+        By.CSS_SELECTOR, f'#fleet-chart rect.fleet-bar[data-connector="{source}"][data-state="running"]'
+    )
+    assert float(bar.get_attribute("width")) > 100, "running most of the time it existed: over half of the 200 px bar"
 
     # Pause behind a confirmation: cancel writes nothing, confirm does, the server's answer is shown, and the real
     # worker pauses the connector.
