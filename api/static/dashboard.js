@@ -177,10 +177,11 @@ function windowQuery() {
 }
 function pct(share) { return (100 * (share || 0)).toFixed(1) + "%"; }
 function legend(body) {
-  const r = body.recovery || {};
+  // Shares of the time it existed in the window, as the band shows it (the API's shares are of the whole window).
+  const r = body.recovery || {}, shares = existingShares(body);
   return el("div", { class: "legend" },
     Object.keys(AVAILABILITY).map((k) => el("span", { class: "share", "data-state": k },
-      el("span", { class: "swatch", style: `background:${AVAILABILITY[k]}` }), `${k} ${pct(body.shares[k])}`)),
+      el("span", { class: "swatch", style: `background:${AVAILABILITY[k]}` }), `${k} ${pct(shares[k])}`)),
     el("span", {}, `failures ${body.failures}`), el("span", {}, `recovery mean ${fmtMs(r.mean_ms) || "-"}, worst ${fmtMs(r.worst_ms) || "-"}`),
     el("span", {}, `restarts ${body.restarts}`));
 }
