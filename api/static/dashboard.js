@@ -320,8 +320,8 @@ function drawTimeline(data) {
 
 async function refresh() {
   try {
-    await Promise.all([loadConnectors(), loadHealth(), loadFleet()]);
-    if (state.selected) await loadDetail(state.selected);
+    await Promise.all([loadConnectors(), loadHealth()]);
+    await Promise.all([loadFleet(), state.selected ? loadDetail(state.selected) : null]);
     $("#updated").textContent = "updated " + new Date().toLocaleTimeString();
   } catch (err) {
     $("#updated").textContent = "refresh failed: " + err;
