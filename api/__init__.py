@@ -42,6 +42,7 @@ def create_app(
         alerts,
         audit,
         auth,
+        availability,
         connect_read,
         connectors,
         dashboard,
@@ -83,7 +84,8 @@ def create_app(
     lag.init_app(app)
     etags.init_app(app)  # last: after who asks and may they; its after_request runs before the lag header's
     for views in (topics_views, connectors, heartbeats, deletions, offsets, data_loss, connect_read, restart, history,
-                  openapi, health, metrics, dashboard, leases, audit, revive, verdicts, alerts):  # fmt: skip
+                  openapi, health, metrics, dashboard, leases, audit, revive, verdicts, alerts,
+                  availability):  # fmt: skip
         app.register_blueprint(views.bp)
     auth.check_routes(app)  # every route says which role it needs
     return app

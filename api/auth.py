@@ -173,6 +173,8 @@ ROUTE_ROLES: Mapping[str, Role] = {
     "verdicts.get_verdict": Role.READ,
     "verdicts.list_verdicts": Role.READ,
     "history.get_events": Role.READ,
+    "availability.get_connector_availability": Role.READ,
+    "availability.get_availability": Role.READ,
     "history.get_config_versions": Role.READ,
     "history.get_offsets_as_of": Role.READ,
     "history.get_partition_history": Role.READ,

@@ -14,5 +14,6 @@ Delta (an import-linter contract in pyproject.toml keeps it so). One module per 
 * the commands, each module adding its own through ``register(root)``: :mod:`~connect_state.cli.context_commands`,
   :mod:`~connect_state.cli.connectors` (``get connectors``, ``describe connector``),
   :mod:`~connect_state.cli.actions` (``pause|resume|stop|restart connector``), :mod:`~connect_state.cli.offsets`
-  (``offsets get|patch|reset``), :mod:`~connect_state.cli.timeline` (``history``, ``deletions``, ``heartbeats``).
+  (``offsets get|patch|reset``), :mod:`~connect_state.cli.timeline` (``history``, ``deletions``, ``heartbeats``),
+  :mod:`~connect_state.cli.availability` (``availability [NAME]``).
 """

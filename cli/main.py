@@ -11,13 +11,13 @@ from pathlib import Path
 
 import click
 
-from connect_state.cli import actions, connectors, context_commands, offsets, revive, timeline
+from connect_state.cli import actions, availability, connectors, context_commands, offsets, revive, timeline
 from connect_state.cli.contexts import CONFIG_ENV
 from connect_state.cli.errors import ExitCode
 from connect_state.cli.session import DEFAULT_TIMEOUT_S, Session, complete_contexts
 
 PROG = "connect-state"
-MODULES = (context_commands, connectors, actions, offsets, revive, timeline)
+MODULES = (context_commands, connectors, actions, offsets, revive, timeline, availability)
 
 EPILOG = "\b\nExit codes:\n" + "\n".join(f"  {code.value}  {code.name.lower().replace('_', ' ')}" for code in ExitCode)
 

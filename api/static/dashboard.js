@@ -174,6 +174,88 @@ async function loadDetail(name) {
   $("#deletions").replaceChildren(deletions.ok && dels.length ? el("pre", {}, JSON.stringify(dels, null, 2)) :
     el("p", { class: "muted" }, "none"));
   $("#chart").replaceChildren(timeline.ok ? drawTimeline(timeline.data) : el("p", { class: "muted" }, errorText(timeline)));
+  await loadAvailability(name);
+}
+
+// --- availability (GET /connectors/<name>/availability, GET /availability): SVG by hand ------------------------------
+
+const AVAILABILITY = { running: "#2e9d58", degraded: "#e38b2c", failed: "#c83c3c", paused: "#d9a400",
+  stopped: "#6b7686", unknown: "#c9ced6" };
+function windowQuery() {
+  const until = Date.now();
+  return `since=${until - Number($("#window").value)}&until=${until}`;
+}
+function pct(share) { return (100 * (share || 0)).toFixed(1) + "%"; }
+function legend(body) {
+  // Shares of the time it existed in the window, as the band shows it (the API's shares are of the whole window).
+  const r = body.recovery || {}, shares = existingShares(body);
+  return el("div", { class: "legend" },
+    Object.keys(AVAILABILITY).map((k) => el("span", { class: "share", "data-state": k },
+      el("span", { class: "swatch", style: `background:${AVAILABILITY[k]}` }), `${k} ${pct(shares[k])}`)),
+    el("span", {}, `failures ${body.failures}`), el("span", {}, `recovery mean ${fmtMs(r.mean_ms) || "-"}, worst ${fmtMs(r.worst_ms) || "-"}`),
+    el("span", {}, `restarts ${body.restarts}`));
+}
+
+async function loadAvailability(name) {
+  const res = await api("GET", `/connectors/${enc(name)}/availability?${windowQuery()}`);
+  if (state.selected !== name) return;
+  $("#availability").replaceChildren(...(res.ok ? [drawAvailability(res.data), legend(res.data)] :
+    [el("p", { class: "muted" }, errorText(res))]));
+}
+
+function drawAvailability(body) {
+  // The band starts where the connector came to exist in the window (before it: not existing, said under the band).
+  const W = 900, H = 64, L = 4, R = 4, bandY = 4, bandH = 26;
+  const root = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, id: "availability-chart" });
+  const first = body.segments.find((seg) => seg.reason !== "not_existing");
+  const t0 = first ? first.start : body.since;
+  const x = (t) => L + ((Math.max(t, t0) - t0) / Math.max(body.until - t0, 1)) * (W - L - R);
+  for (const seg of body.segments) {
+    if (seg.end <= t0) continue;
+    const why = seg.reason ? ` (${seg.reason})` : "";
+    root.append(svg("rect", { x: x(seg.start), y: bandY, width: Math.max(x(seg.end) - x(seg.start), 1), height: bandH,
+      fill: AVAILABILITY[seg.state] || "#999", class: "segment", "data-state": seg.state },
+      `${seg.state}${why}: ${fmtTime(seg.start)} – ${fmtTime(seg.end)} (${fmtMs(seg.end - seg.start)})`));
+  }
+  const axis = (t, anchor, prefix) => { const n = svg("text", { x: x(t), y: H - 6, "text-anchor": anchor });
+    n.textContent = prefix + fmtTime(t); root.append(n); };
+  axis(t0, "start", t0 > body.since ? "created " : ""); axis(body.until, "end", "");
+  return root;
+}
+
+async function loadFleet() {
+  const res = await api("GET", `/availability?${windowQuery()}`);
+  $("#fleet").replaceChildren(res.ok ? drawFleet(res.data) : el("p", { class: "muted" }, errorText(res)));
+}
+
+function existingShares(body) {
+  // Shares of the time the connector existed in the window (its "not existing" time left out).
+  const total = Object.values(body.durations_ms).reduce((a, b) => a + b, 0) - (body.unknown_ms.not_existing || 0);
+  const shares = {};
+  for (const k of Object.keys(AVAILABILITY)) {
+    shares[k] = ((body.durations_ms[k] || 0) - (k === "unknown" ? body.unknown_ms.not_existing || 0 : 0)) / Math.max(total, 1);
+  }
+  return shares;
+}
+
+function drawFleet(body) {
+  const rows = [...body.connectors.map((c) => ({ connector: c.connector, shares: existingShares(c) })),
+    { connector: `all ${body.connector_count}`, shares: existingShares(body) }];
+  const W = 320, rowH = 18, labelW = 120, H = rows.length * rowH + 4;
+  const root = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, id: "fleet-chart" });
+  rows.forEach((row, i) => {
+    const y = 2 + i * rowH;
+    const n = svg("text", { x: 0, y: y + 12 }); n.textContent = row.connector.slice(0, 18); root.append(n);
+    let at = labelW;
+    for (const k of Object.keys(AVAILABILITY)) {
+      const w = (row.shares[k] || 0) * (W - labelW);
+      if (w <= 0) continue;
+      root.append(svg("rect", { x: at, y, width: w, height: rowH - 4, fill: AVAILABILITY[k], class: "fleet-bar",
+        "data-connector": row.connector, "data-state": k }, `${row.connector}: ${k} ${pct(row.shares[k])} of the time it existed`));
+      at += w;
+    }
+  });
+  return root;
 }
 
 function errorText(res) { return `${res.status}: ${(res.data && res.data.message) || res.data || ""}`; }
@@ -249,7 +331,7 @@ function drawTimeline(data) {
 async function refresh() {
   try {
     await Promise.all([loadConnectors(), loadHealth()]);
-    if (state.selected) await loadDetail(state.selected);
+    await Promise.all([loadFleet(), state.selected ? loadDetail(state.selected) : null]);
     $("#updated").textContent = "updated " + new Date().toLocaleTimeString();
   } catch (err) {
     $("#updated").textContent = "refresh failed: " + err;
@@ -265,6 +347,7 @@ function schedule() {
 $("#filter").addEventListener("input", renderList);
 $("#refresh").addEventListener("click", refresh);
 $("#interval").addEventListener("change", schedule);
+$("#window").addEventListener("change", refresh);
 const initial = decodeURIComponent(location.hash.slice(1));
 refresh().then(() => { if (initial) select(initial); });
 schedule();

@@ -125,7 +125,7 @@ def test_the_dashboard_shows_the_real_connectors_and_its_pause_is_honoured(
     assert browser.find_elements(By.CSS_SELECTOR, f'tr[data-name="{other}"]')
     browser.find_element(By.ID, "filter").send_keys(source)
     WebDriverWait(browser, UI_WAIT_S).until(lambda b: not b.find_elements(By.CSS_SELECTOR, f'tr[data-name="{other}"]'))
-    assert browser.find_element(By.ID, "health").text.startswith("health: ")
+    wait_for(browser, "#health", "health: ")
 
     # One connector: status, active topics, offsets and the timeline drawn from the tables.
     browser.find_element(By.CSS_SELECTOR, f'tr[data-name="{source}"]').click()
@@ -137,6 +137,21 @@ def test_the_dashboard_shows_the_real_connectors_and_its_pause_is_honoured(
     bands = browser.find_elements(By.CSS_SELECTOR, "#timeline rect.band")
     assert "RUNNING" in {band.get_attribute("data-state") for band in bands}
     assert browser.find_elements(By.CSS_SELECTOR, "#timeline .offset-line")
+    # Its availability chart (GET /connectors/<name>/availability): the window's stretches as SVG bands, the shares
+    # beside them; and every connector's shares as bars under the list (GET /availability).
+    wait_for(browser, '#availability-chart rect.segment[data-state="running"]')
+    drawn = {
+        seg.get_attribute("data-state")
+        for seg in browser.find_elements(By.CSS_SELECTOR, "#availability-chart rect.segment")
+    }
+    assert drawn <= {"running", "degraded", "unknown"}, drawn  # created in the window: unknown (not existing) before
+    assert "paused" not in drawn
+    wait_for(browser, "#availability .legend", "running")
+    wait_for(browser, f'#fleet-chart rect.fleet-bar[data-connector="{source}"][data-state="running"]')
+    bar = browser.find_element(
+        By.CSS_SELECTOR, f'#fleet-chart rect.fleet-bar[data-connector="{source}"][data-state="running"]'
+    )
+    assert float(bar.get_attribute("width")) > 100, "running most of the time it existed: over half of the 200 px bar"
 
     # Pause behind a confirmation: cancel writes nothing, confirm does, the server's answer is shown, and the real
     # worker pauses the connector.
@@ -156,6 +171,7 @@ def test_the_dashboard_shows_the_real_connectors_and_its_pause_is_honoured(
     assert browser.execute_script("window.__noReload = true; return window.__noReload;")
     browser.find_element(By.ID, "refresh").click()
     wait_for(browser, "#status", "PAUSED")
+    wait_for(browser, '#availability-chart rect.segment[data-state="paused"]')  # the pause, drawn
     browser.find_element(By.ID, "filter").clear()
     Select(browser.find_element(By.ID, "interval")).select_by_value("5")
     wait_for(browser, f'tr[data-name="{source}"]', "PAUSED")

@@ -67,6 +67,8 @@ ROUTES: dict[str, tuple[str, str, Role | None]] = {
     "heartbeats.get_heartbeats": ("GET", f"/connectors/{CONNECTOR}/heartbeats", Role.READ),
     "verdicts.get_verdict": ("GET", f"/connectors/{CONNECTOR}/verdict", Role.READ),
     "verdicts.list_verdicts": ("GET", "/verdicts", Role.READ),
+    "availability.get_connector_availability": ("GET", f"/connectors/{CONNECTOR}/availability", Role.READ),
+    "availability.get_availability": ("GET", "/availability", Role.READ),
     "history.get_events": ("GET", f"/connectors/{CONNECTOR}/events", Role.READ),
     "history.get_config_versions": ("GET", f"/connectors/{CONNECTOR}/history/configs", Role.READ),
     "history.get_offsets_as_of": ("GET", f"/connectors/{CONNECTOR}/history/offsets", Role.READ),
