@@ -203,6 +203,11 @@ class Settings:
     heartbeat_allowed_topics: str
     heartbeat_topics_create: bool
     heartbeat_provider_timeout_ms: int
+    restart_auto_connectors: str
+    restart_auto_backoff_base_ms: int
+    restart_auto_backoff_max_ms: int
+    restart_auto_max_attempts: int
+    restart_auto_reset_after_ms: int
     connector_class_types: dict[str, str]
     offsets_alter_rules: dict[str, str]
     offsets_alter_timeout_ms: int

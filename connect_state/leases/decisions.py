@@ -34,6 +34,7 @@ from connect_state.core.errors import ConfigError, ConnectStateError
 #: The leases connect-state takes: one per job whose side effects must not happen twice.
 CLEANUP_LEASE = "cleanup"
 HEARTBEATS_LEASE = "heartbeats"
+RESTARTS_LEASE = "restarts"
 
 
 class LeaseLost(ConnectStateError):

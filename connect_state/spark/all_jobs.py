@@ -1,6 +1,7 @@
 """Every connect-state job, in dependency order: what ``connect-state-jobs`` runs in one Spark driver.
 
-Active topics, connector states (which the offsets, heartbeats and cleanup jobs read), offsets, heartbeats, cleanup:
+Active topics, connector states (which the offsets, heartbeats, cleanup and restarts jobs read), offsets, heartbeats,
+cleanup, restarts:
 :func:`~connect_state.spark.streaming.run_catch_up` runs them one after the other in this order,
 :func:`~connect_state.spark.streaming.run_continuous` side by side.
 """
@@ -15,6 +16,7 @@ from connect_state.heartbeats.provider import HeartbeatProvider
 from connect_state.spark import active_topics, connector_states, offsets
 from connect_state.spark.cleanup import CleanupJob
 from connect_state.spark.heartbeats import HeartbeatsJob
+from connect_state.spark.restarts import RestartsJob
 from connect_state.spark.streaming import Job
 
 
@@ -23,7 +25,14 @@ def every_job(
 ) -> list[Job]:
     """The jobs in dependency order; the cleanup hooks and heartbeat providers are loaded from the settings by the
     jobs' ``check`` unless given."""
-    return [active_topics.JOB, connector_states.JOB, offsets.JOB, HeartbeatsJob(providers), CleanupJob(hooks)]
+    return [
+        active_topics.JOB,
+        connector_states.JOB,
+        offsets.JOB,
+        HeartbeatsJob(providers),
+        CleanupJob(hooks),
+        RestartsJob(),
+    ]
 
 
 def select_jobs(jobs: Sequence[Job], names: str | None) -> list[Job]:
