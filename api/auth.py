@@ -167,6 +167,8 @@ ROUTE_ROLES: Mapping[str, Role] = {
     "revive.restore_connector": Role.ADMIN,  # writes a whole connector config, as POST /connectors would
     # connect-state's own reads
     "deletions.get_deletions": Role.READ,
+    "restarts.get_connector_restarts": Role.READ,
+    "restarts.get_restarts": Role.READ,
     "heartbeats.get_heartbeats": Role.READ,
     "history.get_events": Role.READ,
     "history.get_config_versions": Role.READ,

@@ -24,6 +24,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -40,6 +41,9 @@ __all__ = [
     "RestartsIO",
     "RestartsReconciler",
     "StatusChange",
+    "attempt_from_row",
+    "attempt_view",
+    "attempts_view",
     "decide",
     "health_from_row",
     "judge",
@@ -175,6 +179,57 @@ class Attempt:
     outcome: Outcome = Outcome.PENDING
     outcome_at: int | None = None
     detail: str | None = None
+
+
+def attempt_from_row(row: Mapping[str, Any]) -> Attempt:
+    """A ``connector_restarts`` row (timestamps as datetimes or epoch ms) as an :class:`Attempt`."""
+    return Attempt(
+        connector=str(row["connector"]),
+        requested_at=_ms(row["requested_at"]) or 0,
+        attempt=int(row.get("attempt") or 0),
+        reason=str(row.get("reason") or ""),
+        trace=row.get("trace"),
+        failed_since=_ms(row.get("failed_since")),
+        outcome=Outcome(row["outcome"]),
+        outcome_at=_ms(row.get("outcome_at")),
+        detail=row.get("detail"),
+    )
+
+
+def _ms(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        return int(aware.timestamp() * 1000)
+    return int(value)
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def attempt_view(attempt: Attempt) -> dict[str, Any]:
+    """One attempt as the API shows it (times UTC ISO-8601 with milliseconds)."""
+    return {
+        "connector": attempt.connector,
+        "requested_at": _iso(attempt.requested_at),
+        "attempt": attempt.attempt,
+        "reason": attempt.reason,
+        "trace": attempt.trace,
+        "failed_since": _iso(attempt.failed_since),
+        "outcome": str(attempt.outcome),
+        "outcome_at": _iso(attempt.outcome_at),
+        "detail": attempt.detail,
+    }
+
+
+def attempts_view(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``connector_restarts`` rows as the API lists them: newest request first."""
+    attempts = sorted(map(attempt_from_row, rows), key=lambda a: (a.requested_at, a.connector), reverse=True)
+    return [attempt_view(a) for a in attempts]
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from connect_state.herder.errors import NotEstablishedError
 from connect_state.kafka import ConfigTopicTail, InternalTopicWriter, TopicLogReader
 from connect_state.leases.decisions import RESTARTS_LEASE
 from connect_state.restarts.policy import RestartPolicy, policy_from_settings
-from connect_state.restarts.reconciler import Attempt, Outcome, RestartsReconciler, StatusChange
+from connect_state.restarts.reconciler import Attempt, RestartsReconciler, StatusChange, attempt_from_row
 from connect_state.spark.leases import LeasedTask
 from connect_state.spark.streaming import PeriodicTask, Run, job_logger
 from connect_state.tables import small_writes
@@ -163,22 +163,7 @@ class RestartsJobIO:
 
     def attempts(self) -> list[Attempt]:
         table = self._read(CONNECTOR_RESTARTS.name, CONNECTOR_RESTARTS.column_names)
-        if table is None:
-            return []
-        return [
-            Attempt(
-                connector=row["connector"],
-                requested_at=epoch_ms(row["requested_at"]),
-                attempt=int(row["attempt"] or 0),
-                reason=row["reason"] or "",
-                trace=row["trace"],
-                failed_since=epoch_ms(row["failed_since"]),
-                outcome=Outcome(row["outcome"]),
-                outcome_at=epoch_ms(row["outcome_at"]),
-                detail=row["detail"],
-            )
-            for row in table.to_pylist()
-        ]
+        return [attempt_from_row(row) for row in table.to_pylist()] if table is not None else []
 
     def status_changes(self, connectors: Iterable[str]) -> dict[str, list[StatusChange]]:
         names = pa.array(sorted(set(connectors)), pa.string())

@@ -64,6 +64,8 @@ ROUTES: dict[str, tuple[str, str, Role | None]] = {
     "connectors.delete_connector": ("DELETE", f"/connectors/{CONNECTOR}", Role.DELETE),
     "revive.restore_connector": ("POST", f"/connectors/{CONNECTOR}/restore", Role.ADMIN),
     "deletions.get_deletions": ("GET", f"/connectors/{CONNECTOR}/deletions", Role.READ),
+    "restarts.get_connector_restarts": ("GET", f"/connectors/{CONNECTOR}/restarts", Role.READ),
+    "restarts.get_restarts": ("GET", "/restarts", Role.READ),
     "heartbeats.get_heartbeats": ("GET", f"/connectors/{CONNECTOR}/heartbeats", Role.READ),
     "history.get_events": ("GET", f"/connectors/{CONNECTOR}/events", Role.READ),
     "history.get_config_versions": ("GET", f"/connectors/{CONNECTOR}/history/configs", Role.READ),
