@@ -3,6 +3,7 @@ config that may only tighten) and the passes (paused or stopped never, outcomes 
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from connect_state.core.errors import ConfigError, ConnectStateError
-from connect_state.core.settings import load_settings
+from connect_state.core.settings import Settings, load_settings
 from connect_state.restarts.policy import RestartPolicy, policy_from_settings
 from connect_state.restarts.reconciler import (
     Action,
@@ -24,6 +25,9 @@ from connect_state.restarts.reconciler import (
     health_from_row,
     judge,
 )
+from connect_state.tables.schemas import CONNECTOR_RESTARTS
+from tests.unit.conftest import MakeClient
+from tests.unit.helpers import write_table
 
 MINUTE = 60_000
 POLICY = RestartPolicy(connectors=("orders-*", "billing"), backoff_base_ms=MINUTE, backoff_max_ms=60 * MINUTE)
@@ -254,3 +258,30 @@ def test_a_pending_attempt_without_effect_is_closed_by_the_next() -> None:
     now[0] = 2 * MINUTE
     reconciler.run_pass()
     assert [(a.attempt, a.outcome) for a in io.recorded.values()] == [(1, Outcome.NO_EFFECT), (2, Outcome.PENDING)]
+
+
+# --- the API ---------------------------------------------------------------------------------------------------------
+
+
+def restart_row(connector: str, minute: int, outcome: str) -> dict[str, Any]:
+    at = dt.datetime(2026, 11, 28, 13, minute, tzinfo=dt.UTC)
+    return {"connector": connector, "requested_at": at, "attempt": 1, "reason": "task 0 FAILED", "trace": "t",
+            "failed_since": at - dt.timedelta(seconds=2), "outcome": outcome, "outcome_at": None, "detail": None,
+            "updated_at": at}  # fmt: skip
+
+
+def test_the_api_lists_restarts_newest_first_and_by_outcome(settings: Settings, make_client: MakeClient) -> None:
+    client = make_client()
+    assert client.get("/restarts").get_json() == {"restarts": []}  # no table yet: auto-restart never acted
+    rows = [restart_row("a", 1, "recovered"), restart_row("b", 2, "pending"), restart_row("a", 3, "failed-again")]
+    write_table(settings.delta_root, CONNECTOR_RESTARTS, rows)
+    client = make_client()
+    answer = client.get("/connectors/a/restarts").get_json()
+    assert answer["name"] == "a"
+    assert [(r["requested_at"], r["outcome"]) for r in answer["restarts"]] == [
+        ("2026-11-28T13:03:00.000Z", "failed-again"), ("2026-11-28T13:01:00.000Z", "recovered")]  # fmt: skip
+    assert answer["restarts"][0]["failed_since"] == "2026-11-28T13:02:58.000Z"
+    pending = client.get("/restarts?outcome=pending&outcome=recovered").get_json()["restarts"]
+    assert [(r["connector"], r["outcome"]) for r in pending] == [("b", "pending"), ("a", "recovered")]
+    bad = client.get("/restarts?outcome=fine")
+    assert bad.status_code == 400 and bad.get_json()["message"].startswith("Unknown outcome fine: expected one of")
