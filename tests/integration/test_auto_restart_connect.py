@@ -14,12 +14,13 @@ Timings (FAILED → request → RUNNING) are printed for bench/RESULTS.md.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 from flask.testing import FlaskClient
 from pyspark.sql import SparkSession
 
@@ -29,7 +30,7 @@ from connect_state.dev.filestream import file_sink_config
 from connect_state.restarts.reconciler import health_from_row
 from connect_state.spark import connector_states
 from connect_state.spark.restarts import RestartsJob
-from connect_state.tables.schemas import CONNECTORS
+from connect_state.tables.schemas import CONNECTORS, WATERMARKS
 from connect_state.tables.small_writes import read
 from tests.integration.helpers import api_client, continuous_job, create_topic, job_settings, unique
 
@@ -37,7 +38,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 PREFIX = "autorestart"
 BASE_MS = 3000  # backoff base: restart at once, then 2 x 3 s after it
-WAIT_S = 60.0
+WAIT_S = 180.0  # generous: a loaded two-core machine can take over a minute for a micro-batch
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,25 @@ def settings(stack_settings: Settings, tmp_path_factory: pytest.TempPathFactory)
 def states_job(spark: SparkSession, settings: Settings) -> Iterator[None]:
     """The connector-state job, continuously, for the module: the ``connectors`` table the restarts job reads."""
     with continuous_job(connector_states.JOB, spark, settings):
+        wait_until(lambda: caught_up(settings), "the connector-state job's first batch")
         yield
+
+
+def wait_until(predicate: Callable[[], object], what: str) -> Any:
+    deadline = time.monotonic() + WAIT_S
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, f"timed out after {WAIT_S:g} s waiting for {what}"
+        time.sleep(0.5)
+    return value
+
+
+def caught_up(settings: Settings) -> bool:
+    """The connector-state query has committed a batch (its ``watermarks`` rows)."""
+    try:
+        rows = read(str(settings.table_path(WATERMARKS.name)), ["query"]).to_pylist()
+    except DeltaTableNotFoundError:
+        return False
+    return any(row["query"] == "connector_states" for row in rows)
 
 
 def failing_sink(settings: Settings, connect: ConnectRestClient, created: list[str], name: str, blocker: Path) -> int:
@@ -86,7 +105,7 @@ def table_health(settings: Settings, name: str) -> Any:
     """The connector as the ``connectors`` table has it now (None before the job folded it)."""
     try:
         rows = read(str(settings.table_path(CONNECTORS.name)), CONNECTORS.column_names).to_pylist()
-    except Exception:
+    except DeltaTableNotFoundError:
         return None
     found = [health_from_row(row) for row in rows if row["name"] == name]
     return found[0] if found else None
@@ -175,9 +194,9 @@ def test_backoff_maximum_and_never_while_paused_or_not_opted_in(
     first, second = ms(rows[0]["requested_at"]), ms(rows[1]["requested_at"])
     assert second - first >= 2 * BASE_MS, rows  # (1² + 1) x base after the first
     assert resumed[0]["attempt"] == 1 and restarts(api, not_opted) == []
-    failed = ms(rows[0]["failed_since"])
+    failed, again = ms(rows[0]["failed_since"]), ms(rows[0]["outcome_at"])
     print(
         f"\nTIMING keeps failing: created -> FAILED {failed - created_at} ms; FAILED -> restart request "
-        f"{first - failed} ms (job running, trigger 1 s); request -> FAILED again {ms(rows[0]['outcome_at']) - first} ms; second "
+        f"{first - failed} ms (job running, trigger 1 s); request -> FAILED again {again - first} ms; second "
         f"request {second - first} ms after the first"
     )
