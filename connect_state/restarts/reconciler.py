@@ -426,6 +426,9 @@ class RestartsReconciler:
         except ConnectStateError as err:
             attempt = replace(attempt, outcome=Outcome.NOT_SENT, outcome_at=self.clock(), detail=str(err))
             log.warning("%s: restart request %d not sent: %s", health.name, decision.attempt, err)
+        except Exception as err:  # after the write, perhaps: recorded as pending, so the backoff holds
+            self.io.record([*updates, replace(attempt, detail=f"the request may have been written: {err!r}")])
+            raise
         else:
             log.info("%s: restart %d requested (%s)", health.name, decision.attempt, decision.why)
             summary.restarted.append(health.name)

@@ -57,7 +57,6 @@ JOB_NAME = "restarts"
 CLIENT_ID = "connect-state-restarts"
 log = job_logger(JOB_NAME)
 
-_CONNECTOR_COLUMNS = ["name", "target_state", "config", "connector_state", "connector_trace", "tasks", "deleted"]
 _ALL = source_values(CONNECTOR_RESTARTS.column_names)
 RESTARTS_MERGE = MergeSpec(
     " AND ".join(f"t.{k} = s.{k}" for k in CONNECTOR_RESTARTS.key),
@@ -156,7 +155,7 @@ class RestartsJobIO:
     # --- reads -----------------------------------------------------------------------------------------------------
 
     def connectors(self) -> list[Mapping[str, Any]]:
-        table = self._read(CONNECTORS.name, _CONNECTOR_COLUMNS)
+        table = self._read(CONNECTORS.name, CONNECTORS.column_names)  # the whole row: the herder's restart plan
         rows = table.to_pylist() if table is not None else []
         self.rows = {str(row["name"]): row for row in rows}
         return rows

@@ -190,7 +190,7 @@ class FakeIO:
         self.recorded: dict[tuple[str, int], Attempt] = {}
         self.restarts: list[str] = []
         self.changes: dict[str, list[StatusChange]] = {}
-        self.fail_with: ConnectStateError | None = None
+        self.fail_with: Exception | None = None
 
     def connectors(self) -> list[Mapping[str, Any]]:
         return self.rows
@@ -248,6 +248,19 @@ def test_a_request_that_cannot_be_written_is_recorded_not_sent() -> None:
     RestartsReconciler(io, POLICY, lambda: 0).run_pass()
     (only,) = io.recorded.values()
     assert (only.outcome, only.detail) == (Outcome.NOT_SENT, "Kafka unreachable")
+
+
+def test_an_unexpected_error_after_the_request_is_recorded_so_the_backoff_holds() -> None:
+    io = FakeIO([row("orders-1", "FAILED")])
+    io.fail_with = KeyError("connector_worker_id")
+    reconciler = RestartsReconciler(io, POLICY, lambda: 0)
+    with pytest.raises(KeyError):
+        reconciler.run_pass()
+    (only,) = io.recorded.values()
+    assert only.outcome == Outcome.PENDING and "may have been written" in (only.detail or "")
+    io.fail_with = None
+    reconciler.run_pass()
+    assert io.restarts == []  # within the backoff
 
 
 def test_a_pending_attempt_without_effect_is_closed_by_the_next() -> None:
