@@ -18,6 +18,9 @@ turned into the answer by :func:`connect_state.restarts.reconciler.attempts_view
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from flask import Blueprint, Response, jsonify, request
 
 from connect_state.api.errors import ConnectRestException
@@ -30,7 +33,7 @@ from connect_state.tables.schemas import CONNECTOR_RESTARTS
 bp = Blueprint("restarts", __name__)
 
 
-def attempt_rows(filters: list[tuple[str, str, object]] | None) -> list[dict[str, object]]:
+def attempt_rows(filters: Sequence[tuple[str, str, Any]] | None) -> list[dict[str, Any]]:
     """The ``connector_restarts`` rows matching ``filters``; none before the table exists."""
     try:
         return get_tables().rows(CONNECTOR_RESTARTS, filters=filters)
