@@ -65,10 +65,11 @@ def states_job(spark: SparkSession, settings: Settings) -> Iterator[None]:
         yield
 
 
-def wait_until(predicate: Callable[[], object], what: str) -> Any:
+def wait_until(predicate: Callable[[], object], what: str, seen: Callable[[], object] = lambda: None) -> Any:
+    """``predicate()`` once truthy; fails after :data:`WAIT_S` naming ``what`` and what ``seen()`` says then."""
     deadline = time.monotonic() + WAIT_S
     while not (value := predicate()):
-        assert time.monotonic() < deadline, f"timed out after {WAIT_S:g} s waiting for {what}"
+        assert time.monotonic() < deadline, f"timed out after {WAIT_S:g} s waiting for {what}; seen: {seen()}"
         time.sleep(0.5)
     return value
 
@@ -141,10 +142,10 @@ def test_a_failed_sink_fixed_is_restarted_once_and_recovers(
     started = int(time.time() * 1000)
     with continuous_job(RestartsJob(), spark, settings):
         connect.wait_until_running(name, WAIT_S)
-        rows = connect.wait_for(
+        rows = wait_until(
             lambda: (r := restarts(api, name)) and r[-1]["outcome"] == "recovered" and r,
-            WAIT_S,
-            description=f"{name}'s restart recorded as recovered",
+            f"{name}'s restart recorded as recovered",
+            lambda: f"{restarts(api, name)}; the table: {table_health(settings, name)}",
         )
     assert len(rows) == 1, rows
     (row,) = rows
