@@ -47,6 +47,7 @@ __all__ = [
     "decide",
     "health_from_row",
     "judge",
+    "overlay",
 ]
 
 log = logging.getLogger("connect_state.restarts")
@@ -243,6 +244,23 @@ class Decision:
     due_at: int | None = None
 
 
+def overlay(health: ConnectorHealth, changes: Sequence[StatusChange]) -> ConnectorHealth:
+    """``health`` with each status replaced by the latest status change of its connector or task (``changes``, oldest
+    first): the ``connectors`` table and ``connector_events`` are written apart, so the events (the same status
+    records) may be ahead of the row a pass read."""
+    connector_state = health.connector_state
+    tasks = dict(health.tasks)
+    for change in changes:
+        if change.task is None:
+            connector_state = change.to
+        elif change.to is None:
+            tasks.pop(change.task, None)
+        else:
+            trace = health.tasks.get(change.task, (None, None))[1] if change.to == State.FAILED else None
+            tasks[change.task] = (change.to, trace)
+    return replace(health, connector_state=connector_state, tasks=tasks)
+
+
 def failed_since(health: ConnectorHealth, changes: Sequence[StatusChange]) -> int | None:
     """When the current failure began: the latest change to FAILED of the connector or a task FAILED now."""
     scopes: set[int | None] = set(health.failed_tasks)
@@ -375,6 +393,7 @@ class RestartsReconciler:
         if not pending and not failing:
             return None
         changes = self.io.status_changes(sorted(pending | failing))
+        healths.update({name: overlay(healths[name], found) for name, found in changes.items() if name in healths})
         summary = PassSummary()
         self._judge(pending, healths, history, changes, summary)
         for name in sorted(failing):

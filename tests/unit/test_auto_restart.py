@@ -263,6 +263,20 @@ def test_an_unexpected_error_after_the_request_is_recorded_so_the_backoff_holds(
     assert io.restarts == []  # within the backoff
 
 
+def test_the_status_changes_win_over_a_lagging_connectors_row() -> None:
+    """``connector_events`` may be ahead of ``connectors``: a restart that the events show RUNNING is not repeated."""
+    now = [0]
+    io = FakeIO([row("orders-1", "FAILED")])
+    reconciler = RestartsReconciler(io, POLICY, lambda: now[0])
+    reconciler.run_pass()
+    io.changes["orders-1"] = [StatusChange(-5, 0, "FAILED"), StatusChange(10, 0, "RESTARTING"),
+                              StatusChange(20, 0, "RUNNING")]  # fmt: skip
+    now[0] = 2 * MINUTE  # the backoff has passed, and the row still says FAILED
+    reconciler.run_pass()
+    assert io.restarts == ["orders-1"]
+    assert [(a.outcome, a.outcome_at) for a in io.recorded.values()] == [(Outcome.RECOVERED, 20)]
+
+
 def test_a_pending_attempt_without_effect_is_closed_by_the_next() -> None:
     now = [0]
     io = FakeIO([row("orders-1", "FAILED")])
