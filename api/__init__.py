@@ -60,6 +60,7 @@ def create_app(
         offsets,
         openapi,
         restart,
+        restarts,
         revive,
         same_origin,
         verdicts,
@@ -85,7 +86,7 @@ def create_app(
     etags.init_app(app)  # last: after who asks and may they; its after_request runs before the lag header's
     for views in (topics_views, connectors, heartbeats, deletions, offsets, data_loss, connect_read, restart, history,
                   openapi, health, metrics, dashboard, leases, audit, revive, verdicts, alerts,
-                  availability):  # fmt: skip
+                  availability, restarts):  # fmt: skip
         app.register_blueprint(views.bp)
     auth.check_routes(app)  # every route says which role it needs
     return app

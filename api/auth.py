@@ -169,6 +169,8 @@ ROUTE_ROLES: Mapping[str, Role] = {
     "alerts.lift_silence": Role.OPERATE,  # writes a whole connector config, as POST /connectors would
     # connect-state's own reads
     "deletions.get_deletions": Role.READ,
+    "restarts.get_connector_restarts": Role.READ,
+    "restarts.get_restarts": Role.READ,
     "heartbeats.get_heartbeats": Role.READ,
     "verdicts.get_verdict": Role.READ,
     "verdicts.list_verdicts": Role.READ,

@@ -4,18 +4,21 @@ The jobs are separate console scripts so that each can be deployed, scaled and s
 machine (``make run``'s demo) or as a single scheduled Databricks task, one driver running them all is lighter:
 
 * continuous (default): the active-topics, connector-states and heartbeats queries, the two offsets queries (the
-  source one restarting itself when a connector's own offsets topic appears) and the cleanup passes run side by side
+  source one restarting itself when a connector's own offsets topic appears), the cleanup passes and the auto-restart
+  passes (idle unless ``restart.auto.connectors`` opts connectors in) run side by side
   in one driver until SIGINT/SIGTERM. Each job runs on its own cloned session, so the settings a query's start or its
   ``foreachBatch`` changes (Delta transaction ids) never leak into another job's. The jobs are started one after the
   other from the main thread, then supervised by one thread per query or loop of passes. A query that fails is
   restarted with exponential backoff, logged and counted, while the others keep running (a job whose start fails is
   started again the same way).
 * ``--available-now``: one catch-up run of each, in dependency order — active topics, connector states (which the
-  offsets, heartbeats and cleanup jobs read), offsets, heartbeats (then the heartbeats due), one cleanup pass — then
-  exit. A job that fails does not stop the ones after it; the run ends by naming the failed jobs.
+  offsets, heartbeats, cleanup and restarts jobs read), offsets, heartbeats (then the heartbeats due), one cleanup
+  pass, one auto-restart pass — then exit. A job that fails does not stop the ones after it; the run ends by naming
+  the failed jobs.
 
 ``--jobs a,b`` runs only the named jobs (still in dependency order; names: ``active_topics``, ``connector_states``,
-``offsets``, ``heartbeats``, ``cleanup``), for example the three folds in one driver and the two leased jobs in another.
+``offsets``, ``heartbeats``, ``cleanup``, ``restarts``), for example the three folds in one driver and the three leased
+jobs in another.
 
 Exit status 0; 1 when a job of a catch-up run failed (named in the log: ``catch-up failed: <jobs>``); 2 for a bad
 setting or an unknown job name.

@@ -148,9 +148,10 @@ async function select(name) {
 
 async function loadDetail(name) {
   const base = `/connectors/${enc(name)}`;
-  const [status, topics, offsets, beats, deletions, timeline] = await Promise.all([
+  const [status, topics, offsets, beats, deletions, timeline, restarts] = await Promise.all([
     api("GET", base + "/status"), api("GET", base + "/topics"), api("GET", base + "/offsets"),
-    api("GET", base + "/heartbeats"), api("GET", base + "/deletions"), api("GET", `/ui/timeline/${enc(name)}`)]);
+    api("GET", base + "/heartbeats"), api("GET", base + "/deletions"), api("GET", `/ui/timeline/${enc(name)}`),
+    api("GET", base + "/restarts")]);
   if (state.selected !== name) return;
   const s = status.ok ? status.data : null;
   $("#status").replaceChildren(s ? el("div", {},
@@ -170,6 +171,11 @@ async function loadDetail(name) {
       fmtJson(p.offset), fmtMs(p.idle_ms), fmtTime(p.last_heartbeat_at), fmtTime(p.next_heartbeat_at)])),
     sent.length ? table(["Heartbeat at", "Partition", "Outcome"], sent.slice(0, 10).map((h) => [fmtTime(h.emitted_at),
       fmtJson(h.partition), h.outcome])) : "");
+  const tries = restarts.ok ? restarts.data.restarts || [] : [];
+  $("#restarts").replaceChildren(restarts.ok ? (tries.length ? table(["Requested", "#", "Why", "Outcome", "Seen at",
+    "Trace"], tries.slice(0, 20).map((r) => [fmtTime(r.requested_at), r.attempt, r.reason, r.outcome,
+    fmtTime(r.outcome_at), r.trace ? r.trace.split("\n")[0] : ""])) : el("p", { class: "muted" }, "none")) :
+    el("p", { class: "muted" }, errorText(restarts)));
   const dels = deletions.ok ? deletions.data.deletions || [] : [];
   $("#deletions").replaceChildren(deletions.ok && dels.length ? el("pre", {}, JSON.stringify(dels, null, 2)) :
     el("p", { class: "muted" }, "none"));

@@ -220,6 +220,11 @@ class Settings:
     verdict_dropping_records: int
     verdict_dropping_window_ms: int
     verdict_overrides: dict[str, str]
+    restart_auto_connectors: str
+    restart_auto_backoff_base_ms: int
+    restart_auto_backoff_max_ms: int
+    restart_auto_max_attempts: int
+    restart_auto_reset_after_ms: int
     connector_class_types: dict[str, str]
     offsets_alter_rules: dict[str, str]
     offsets_alter_timeout_ms: int

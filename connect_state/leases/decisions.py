@@ -35,6 +35,7 @@ from connect_state.core.errors import ConfigError, ConnectStateError
 CLEANUP_LEASE = "cleanup"
 HEARTBEATS_LEASE = "heartbeats"
 WATCH_LEASE = "watch"
+RESTARTS_LEASE = "restarts"
 
 
 class LeaseLost(ConnectStateError):

@@ -1,7 +1,7 @@
 """Every connect-state job, in dependency order: what ``connect-state-jobs`` runs in one Spark driver.
 
-Active topics, connector states (which the offsets, heartbeats and cleanup jobs read), offsets, heartbeats, cleanup,
-watch (the verdicts, over all the others' tables), alerts (which reads what the others wrote,
+Active topics, connector states (which the offsets, heartbeats, cleanup and restarts jobs read), offsets, heartbeats,
+cleanup, restarts, watch (the verdicts, over all the others' tables), alerts (which reads what the others wrote,
 the verdicts included):
 :func:`~connect_state.spark.streaming.run_catch_up` runs them one after the other in this order,
 :func:`~connect_state.spark.streaming.run_continuous` side by side.
@@ -18,6 +18,7 @@ from connect_state.spark import active_topics, connector_states, offsets
 from connect_state.spark.alerts import AlertsJob
 from connect_state.spark.cleanup import CleanupJob
 from connect_state.spark.heartbeats import HeartbeatsJob
+from connect_state.spark.restarts import RestartsJob
 from connect_state.spark.streaming import Job
 from connect_state.spark.watch import WatchJob
 
@@ -33,6 +34,7 @@ def every_job(
         offsets.JOB,
         HeartbeatsJob(providers),
         CleanupJob(hooks),
+        RestartsJob(),
         WatchJob(),
         AlertsJob(),
     ]

@@ -48,6 +48,7 @@ from connect_state.tables.schemas import (
     ACTIVE_TOPICS_HISTORY,
     CONNECTOR_DELETIONS,
     CONNECTOR_EVENTS,
+    CONNECTOR_RESTARTS,
     CONNECTORS,
     HEARTBEATS,
     REJECTED_RECORDS,
@@ -76,6 +77,7 @@ TABLE_JOBS: dict[str, str] = {
     SINK_OFFSETS.name: "connect-state-offsets",
     SINK_OFFSETS_HISTORY.name: "connect-state-offsets",
     CONNECTOR_DELETIONS.name: "connect-state-cleanup",
+    CONNECTOR_RESTARTS.name: "connect-state-restarts",
     SOURCE_PARTITION_ACTIVITY.name: "connect-state-heartbeats",
     HEARTBEATS.name: "connect-state-heartbeats",
 }

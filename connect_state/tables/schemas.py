@@ -282,6 +282,31 @@ CONNECTOR_DELETIONS = TableSpec(
     ),
 )
 
+CONNECTOR_RESTARTS = TableSpec(
+    name="connector_restarts",
+    schema=pa.schema(
+        [
+            ("connector", STRING),
+            ("requested_at", TIMESTAMP),
+            ("attempt", INT),
+            ("reason", STRING),
+            ("trace", STRING),
+            ("failed_since", TIMESTAMP),
+            ("outcome", STRING),
+            ("outcome_at", TIMESTAMP),
+            ("detail", STRING),
+            ("updated_at", TIMESTAMP),
+        ]
+    ),
+    key=("connector", "requested_at"),
+    description=(
+        "Issue 35: every auto-restart request of a FAILED connector or task (restart-connector-<name>, onlyFailed, "
+        "includeTasks): when, its number in the series, why (what was FAILED), the trace it answered, since when it "
+        "had failed, and the outcome seen afterwards (pending, recovered, failed-again, no-effect, interrupted, "
+        "not-sent) with when and a detail (connect_state/restarts/reconciler.py)."
+    ),
+)
+
 SOURCE_PARTITION_ACTIVITY = TableSpec(
     name="source_partition_activity",
     schema=pa.schema(
@@ -510,6 +535,7 @@ ALL_TABLES = (
     SINK_OFFSETS,
     SINK_OFFSETS_HISTORY,
     CONNECTOR_DELETIONS,
+    CONNECTOR_RESTARTS,
     SOURCE_PARTITION_ACTIVITY,
     HEARTBEATS,
     WATERMARKS,

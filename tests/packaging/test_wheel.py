@@ -28,6 +28,7 @@ CONSOLE_SCRIPTS = (
     "connect-state-offsets",
     "connect-state-cleanup",
     "connect-state-heartbeats",
+    "connect-state-restarts",
     "connect-state-stack",
     "connect-state-demo",
     "connect-state-jars",

@@ -8,7 +8,7 @@ from connect_state.core.errors import ConfigError
 from connect_state.spark.all_jobs import every_job, select_jobs
 from jobs.all import main
 
-NAMES = ["active_topics", "connector_states", "offsets", "heartbeats", "cleanup", "watch", "alerts"]
+NAMES = ["active_topics", "connector_states", "offsets", "heartbeats", "cleanup", "restarts", "watch", "alerts"]
 
 
 def test_every_job_in_dependency_order() -> None:

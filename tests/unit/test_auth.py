@@ -64,6 +64,8 @@ ROUTES: dict[str, tuple[str, str, Role | None]] = {
     "connectors.delete_connector": ("DELETE", f"/connectors/{CONNECTOR}", Role.DELETE),
     "revive.restore_connector": ("POST", f"/connectors/{CONNECTOR}/restore", Role.ADMIN),
     "deletions.get_deletions": ("GET", f"/connectors/{CONNECTOR}/deletions", Role.READ),
+    "restarts.get_connector_restarts": ("GET", f"/connectors/{CONNECTOR}/restarts", Role.READ),
+    "restarts.get_restarts": ("GET", "/restarts", Role.READ),
     "heartbeats.get_heartbeats": ("GET", f"/connectors/{CONNECTOR}/heartbeats", Role.READ),
     "verdicts.get_verdict": ("GET", f"/connectors/{CONNECTOR}/verdict", Role.READ),
     "verdicts.list_verdicts": ("GET", "/verdicts", Role.READ),

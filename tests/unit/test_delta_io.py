@@ -57,6 +57,8 @@ CREATED_WITH_DDL = {
     "committed_at TIMESTAMP",
     "data_loss": "query STRING, topic STRING, partition INT, expected_offset BIGINT, earliest_offset BIGINT, "
     "cause STRING, batch_id BIGINT, detected_at TIMESTAMP",
+    "connector_restarts": "connector STRING, requested_at TIMESTAMP, attempt INT, reason STRING, trace STRING, "
+    "failed_since TIMESTAMP, outcome STRING, outcome_at TIMESTAMP, detail STRING, updated_at TIMESTAMP",
     "leases": "name STRING, holder STRING, epoch BIGINT, acquired_at TIMESTAMP, renewed_at TIMESTAMP, "
     "expires_at TIMESTAMP",
 }
