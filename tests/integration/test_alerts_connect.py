@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
+from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.cleanup.reconciler import FAILED, SUCCEEDED
 from connect_state.core.settings import Settings
@@ -32,7 +33,8 @@ from connect_state.spark.alerts import AlertsJob
 from connect_state.spark.all_jobs import every_job, select_jobs
 from connect_state.spark.cleanup import CleanupJob
 from connect_state.spark.streaming import run_continuous
-from connect_state.tables.schemas import CONNECTOR_DELETIONS
+from connect_state.tables.schemas import CONNECTOR_DELETIONS, CONNECTORS, VERDICT_HISTORY, epoch_ms
+from connect_state.tables.small_writes import read
 from tests.fixtures.alerting import WebhookReceiver, alertmanager, wait_until
 from tests.integration.helpers import (
     api_client,
@@ -185,6 +187,15 @@ def failing_sink(connect: ConnectRestClient, settings: Settings, created: list[s
     connect.create_connector(name, file_sink_config(name, blocker / "out.txt", [topic]))
 
 
+def folded_failed(settings: Settings, name: str) -> bool:
+    """The connector-state job has folded the task's FAILED status into ``connectors``."""
+    try:
+        rows = read(str(settings.table_path(CONNECTORS.name)), ["name", "tasks"]).to_pylist()
+    except DeltaTableNotFoundError:
+        return False
+    return any(row["name"] == name and [t["state"] for t in row["tasks"] or []] == ["FAILED"] for row in rows)
+
+
 def seen_at(check: Callable[[], object], what: str) -> float:
     """When (epoch s) ``check()`` first held, polled every 0.2 s."""
     wait_until(check, WAIT_S, what, 0.2)
@@ -214,10 +225,13 @@ def test_a_failed_sink_verdict_is_alerted_once_and_resolved_once(
     jobs = select_jobs(every_job(hooks={}), "connector_states,watch,alerts")
     try:
         with running("connect-state-jobs", lambda stop: run_continuous(jobs, spark, settings, stop=stop), 240):
+            # Started: the connector-state job has written its table (the timings below are not its start's).
+            wait_until(lambda: api.get("/verdicts").status_code == 200, 240, "the connectors table", 0.5)
             blocker = tmp_path / "blocker"
             failing_sink(connect, settings, created, failing, blocker)
             failing_sink(connect, settings, created, muted, tmp_path / "muted-blocker")
             failed_at = seen_at(lambda: connector_state(connect, failing)[1] == ["FAILED"], f"{failing} FAILED")
+            folded_s = seen_at(lambda: folded_failed(settings, failing), f"{failing} FAILED in connectors") - failed_at
             firing = wait_until(lambda: sent(failing), WAIT_S, f"the firing notification of {failing}", 0.2)
             fired_s = receiver.times("/verdict")[receiver.bodies("/verdict").index(firing[0])] - failed_at
             assert (firing[0]["status"], firing[0]["rule"], firing[0]["values"]["verdict"]) == (
@@ -250,11 +264,17 @@ def test_a_failed_sink_verdict_is_alerted_once_and_resolved_once(
         assert (alert["rule"], alert["state"], alert["notified"]) == ("SinkFailed", "resolved", True)
         (muted_alert,) = api.get(f"/alerts?connector={muted}").get_json()["alerts"]
         assert (muted_alert["state"], muted_alert["silenced"], muted_alert["notified"]) == ("firing", True, False)
+        history = read(str(settings.table_path(VERDICT_HISTORY.name)), ["connector", "verdict", "at"]).to_pylist()
+        judged = [epoch_ms(r["at"]) for r in history if (r["connector"], r["verdict"]) == (failing, "failed")]
+        judged_s = (judged[0] or 0) / 1000 - failed_at
+        (shown,) = api.get(f"/connectors/{muted}/silences").get_json()["silences"]
+        assert (shown["comment"], shown["id"]) == ("maintenance", silence.get_json()["id"])
         rows = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
         assert [(r["method"], r["endpoint"], r["connector"], r["status"]) for r in rows] == [
             ("POST", "alerts.silence_connector", muted, 201)
         ]
-        print(f"\nverdict alert: FAILED on Connect's REST -> firing at the webhook {fired_s:.1f} s; "
-              f"RUNNING again -> resolved {resolved_s:.1f} s")  # fmt: skip
+        print(f"\nverdict alert: FAILED on Connect's REST -> in connectors {folded_s:.1f} s, the watch job's verdict "
+              f"{judged_s:.1f} s, "
+              f"firing at the webhook {fired_s:.1f} s; RUNNING again -> resolved {resolved_s:.1f} s")  # fmt: skip
     finally:
         receiver.close()
