@@ -4,32 +4,48 @@ continuously as ``connect-state-jobs`` runs it, to a generic webhook, a Slack we
 until the middle of the test, and a real Alertmanager that routes it to its own webhook receiver; the hook is fixed,
 the cleanup job's retry succeeds, and the resolution reaches them all. The API shows the alert and its deliveries.
 
-Prints the timings: from the hook's first failure to each receiver, and from its success to the resolutions.
+And the whole chain over the verdicts: the real worker's status topic -> the connector-state job -> the watch job
+(``connector_verdicts``) -> the alerts job -> a webhook, the three running side by side as ``connect-state-jobs``
+runs them. A FileStreamSink that FAILS (its file's parent is a regular file) is notified once, fixed and restarted
+through Connect's REST, resolved once; a second failing sink silenced through our API is never notified.
+
+Prints the timings: from the hook's first failure to each receiver, and from its success to the resolutions; from
+the FAILED status (on Connect's REST) to the firing notification, and from RUNNING to the resolution.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
+from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.cleanup.reconciler import FAILED, SUCCEEDED
-from connect_state.dev.filestream import append_lines, file_source_config
+from connect_state.core.settings import Settings
+from connect_state.dev.connect_rest import ConnectRestClient
+from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
 from connect_state.dev.jvm_service import free_port
 from connect_state.spark.alerts import AlertsJob
+from connect_state.spark.all_jobs import every_job, select_jobs
 from connect_state.spark.cleanup import CleanupJob
-from connect_state.tables.schemas import CONNECTOR_DELETIONS
+from connect_state.spark.streaming import run_continuous
+from connect_state.tables.schemas import CONNECTOR_DELETIONS, CONNECTORS, VERDICT_HISTORY, epoch_ms
+from connect_state.tables.small_writes import read
 from tests.fixtures.alerting import WebhookReceiver, alertmanager, wait_until
 from tests.integration.helpers import (
     api_client,
+    connector_state,
     continuous_job,
+    create_topic,
     delete_and_wait,
     delta_table,
     job_settings,
     run_connector_states,
+    running,
     unique,
 )
 
@@ -148,3 +164,117 @@ def test_a_failing_cleanup_hook_is_alerted_and_resolved(spark, connect, stack_se
         receiver.close()
         if late is not None:
             late.close()
+
+
+VERDICT_RULES = """\
+rules:
+  - name: SinkFailed
+    when: verdict
+    verdicts: [failed]
+    for: 1s
+    connectors: "verdict-alert-*"
+    severity: critical
+    summary: "connector {connector} is {verdict}"
+"""
+
+
+def failing_sink(connect: ConnectRestClient, settings: Settings, created: list[str], name: str, blocker: Path) -> None:
+    """A FileStreamSink writing under ``blocker``, a regular file: its task FAILS when it opens its file."""
+    blocker.write_text("a file where a directory should be\n", encoding="utf-8")
+    topic = f"{name}-in"
+    create_topic(settings, topic, 1)
+    created.append(name)
+    connect.create_connector(name, file_sink_config(name, blocker / "out.txt", [topic]))
+
+
+def folded_failed(settings: Settings, name: str) -> bool:
+    """The connector-state job has folded the task's FAILED status into ``connectors``."""
+    try:
+        rows = read(str(settings.table_path(CONNECTORS.name)), ["name", "tasks"]).to_pylist()
+    except DeltaTableNotFoundError:
+        return False
+    return any(row["name"] == name and [t["state"] for t in row["tasks"] or []] == ["FAILED"] for row in rows)
+
+
+def seen_at(check: Callable[[], object], what: str) -> float:
+    """When (epoch s) ``check()`` first held, polled every 0.2 s."""
+    wait_until(check, WAIT_S, what, 0.2)
+    return time.time()
+
+
+def test_a_failed_sink_verdict_is_alerted_once_and_resolved_once(
+    spark, connect, stack_settings, tmp_path: Path, created: list[str]
+) -> None:
+    rules, audit = tmp_path / "rules.yml", tmp_path / "audit.jsonl"
+    rules.write_text(VERDICT_RULES, encoding="utf-8")
+    receiver = WebhookReceiver()
+    settings = job_settings(
+        stack_settings,
+        tmp_path,
+        **{"trigger.interval": "1 second", "verdict.trigger.interval": "1 second",
+           "alerts.rules.file": str(rules), "alerts.channels": f"hook=webhook:{receiver.url('/verdict')}",
+           "alerts.evaluation.interval.ms": "1000", "lease.renew.interval.ms": "2000", "lease.duration.ms": "6000",
+           "api.audit.file": str(audit), "api.audit.table": "false"},
+    )  # fmt: skip
+    failing, muted = unique("verdict-alert"), unique("verdict-alert-muted")
+    sent = lambda name: [b for b in receiver.bodies("/verdict") if b["connector"] == name]  # noqa: E731
+    api = api_client(settings)
+    silence = api.post(f"/connectors/{muted}/silence?for=10m&comment=maintenance")
+    assert silence.status_code == 201, silence.get_data(as_text=True)
+    # As connect-state-jobs runs them: side by side in one driver, each with its own supervisor.
+    jobs = select_jobs(every_job(hooks={}), "connector_states,watch,alerts")
+    try:
+        with running("connect-state-jobs", lambda stop: run_continuous(jobs, spark, settings, stop=stop), 240):
+            # Started: the connector-state job has written its table (the timings below are not its start's).
+            wait_until(lambda: api.get("/verdicts").status_code == 200, 240, "the connectors table", 0.5)
+            blocker = tmp_path / "blocker"
+            failing_sink(connect, settings, created, failing, blocker)
+            failing_sink(connect, settings, created, muted, tmp_path / "muted-blocker")
+            failed_at = seen_at(lambda: connector_state(connect, failing)[1] == ["FAILED"], f"{failing} FAILED")
+            folded_s = seen_at(lambda: folded_failed(settings, failing), f"{failing} FAILED in connectors") - failed_at
+            firing = wait_until(lambda: sent(failing), WAIT_S, f"the firing notification of {failing}", 0.2)
+            fired_s = receiver.times("/verdict")[receiver.bodies("/verdict").index(firing[0])] - failed_at
+            assert (firing[0]["status"], firing[0]["rule"], firing[0]["values"]["verdict"]) == (
+                "firing", "SinkFailed", "failed")  # fmt: skip
+            assert firing[0]["summary"] == f"connector {failing} is failed"
+            assert "blocker" in firing[0]["detail"], firing[0]["detail"]  # the verdict's evidence: the trace
+
+            # The silenced one fires too (recorded, silenced), and is not sent.
+            assert connector_state(connect, muted)[1] == ["FAILED"]
+            wait_until(
+                lambda: [a for a in api.get(f"/alerts?connector={muted}").get_json()["alerts"]
+                         if a["state"] == "firing" and a["silenced"] and not a["notified"]],
+                WAIT_S, f"the silenced alert of {muted} firing",
+            )  # fmt: skip
+
+            # Fixed, and restarted through Connect's REST: the verdict leaves failed, the alert resolves once.
+            blocker.unlink()
+            blocker.mkdir()
+            path = connect.connector_path(failing, "restart") + "?includeTasks=true&onlyFailed=true"
+            status, body = connect.post(path)
+            assert status == 202, body
+            running_at = seen_at(lambda: connect.is_running(failing), f"{failing} RUNNING again")
+            wait_until(lambda: len(sent(failing)) == 2, WAIT_S, f"the resolution of {failing}", 0.2)
+            resolved_s = receiver.times("/verdict")[receiver.bodies("/verdict").index(sent(failing)[1])] - running_at
+            time.sleep(3)  # a few more passes: nothing is sent again
+            assert [b["status"] for b in sent(failing)] == ["firing", "resolved"]
+            assert sent(muted) == []
+            assert (blocker / "out.txt").exists()  # the restarted task opened its file
+        (alert,) = api.get(f"/alerts?connector={failing}").get_json()["alerts"]
+        assert (alert["rule"], alert["state"], alert["notified"]) == ("SinkFailed", "resolved", True)
+        (muted_alert,) = api.get(f"/alerts?connector={muted}").get_json()["alerts"]
+        assert (muted_alert["state"], muted_alert["silenced"], muted_alert["notified"]) == ("firing", True, False)
+        history = read(str(settings.table_path(VERDICT_HISTORY.name)), ["connector", "verdict", "at"]).to_pylist()
+        judged = [epoch_ms(r["at"]) for r in history if (r["connector"], r["verdict"]) == (failing, "failed")]
+        judged_s = (judged[0] or 0) / 1000 - failed_at
+        (shown,) = api.get(f"/connectors/{muted}/silences").get_json()["silences"]
+        assert (shown["comment"], shown["id"]) == ("maintenance", silence.get_json()["id"])
+        rows = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
+        assert [(r["method"], r["endpoint"], r["connector"], r["status"]) for r in rows] == [
+            ("POST", "alerts.silence_connector", muted, 201)
+        ]
+        print(f"\nverdict alert: FAILED on Connect's REST -> in connectors {folded_s:.1f} s, the watch job's verdict "
+              f"{judged_s:.1f} s, "
+              f"firing at the webhook {fired_s:.1f} s; RUNNING again -> resolved {resolved_s:.1f} s")  # fmt: skip
+    finally:
+        receiver.close()
