@@ -13,7 +13,8 @@ What each component asks of Kafka, and the ACL the broker checks for it (Kafka 4
   ``spark-kafka-source-<uuid>-...-driver-<n>`` (streaming) or ``spark-kafka-relation-...`` (the batch read of its
   reconcile): ``Read`` on the groups prefixed ``spark-kafka-`` (a ``group.id`` in the client properties is used
   instead, by every query). The jobs' own Kafka clients (log start/end offsets, sampling an own offsets topic) use no
-  group.
+  group. The watch job describes the Connect workers' group (``connect.group.id``: ``FindCoordinator`` and
+  ``DescribeGroups``, group ``Describe``) for its live members: a task RUNNING on a worker that left is ``degraded``.
 * **api**: reads the config topic to its end before every write, follows the status and offsets topics (and
   ``__consumer_offsets`` for sink offsets), writes target states, deletions and restarts to the config topic,
   tombstones to the status topic, source offsets to the offsets topics; for sink offsets, ``OffsetCommit`` (group
@@ -175,6 +176,13 @@ def _jobs(settings: Settings, names: ConnectorNames) -> list[KafkaAcl]:
             (_READ,),
             "the sink-offsets job's driver consumer of __consumer_offsets joins a group (spark-kafka-source-*)",
             PatternType.PREFIXED,
+        ),
+        KafkaAcl(
+            Component.JOBS,
+            ResourceType.GROUP,
+            (settings.connect_group_id,),
+            (_DESCRIBE,),
+            "the watch job's DescribeGroups of the workers' group (connect.group.id): a worker that left",
         ),
     ]
 

@@ -7,7 +7,11 @@ count), the status events of ``connector_events`` (since when each state holds; 
 ``sink_offsets`` (a sink group's commits), ``source_offsets`` (a source's offsets), ``active_topics`` (a source's output
 topics, a sink's ``topics.regex`` topics), ``source_partition_activity`` and ``heartbeats`` (KIP-910: has the provider
 answered?), and asks Kafka the log ends of the sinks' topics, the sources' output topics and the dead-letter queues
-(:class:`~connect_state.kafka.topic_positions.TopicPositions`). What changed between passes (commits, offsets, log
+(:class:`~connect_state.kafka.topic_positions.TopicPositions`), and describes the Connect workers' group
+(``connect.group.id``, one DescribeGroups per pass: :class:`~connect_state.kafka.connect_group.ConnectGroup`) for its
+live workers: a connector or task whose status says RUNNING on a worker that is no live member is lost (a stopped
+worker's UNASSIGNED write may never land). A describe that fails, or a group not Stable, gives no such evidence that
+pass (logged), never a verdict. What changed between passes (commits, offsets, log
 ends, dead-letter counts) is remembered in memory (:mod:`connect_state.verdicts.movement`): after a restart of this
 job, a stall is seen at the earliest one threshold later. The judge (:func:`connect_state.verdicts.judge.judge`)
 decides.
@@ -20,16 +24,18 @@ numbers); ``verdict_history`` gets a row per change. The job is their only write
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from connect_state.core.errors import TableNotFoundError
+from connect_state.core.errors import ConnectStateError, TableNotFoundError
 from connect_state.core.partitions import Partition
 from connect_state.core.settings import Settings, interval_seconds
 from connect_state.core.storage import deltalake_options
 from connect_state.folds.connector_states import STATUS_CHANGED, TASK_STATUS_CHANGED
+from connect_state.kafka.connect_group import ConnectGroup
 from connect_state.kafka.topic_positions import TopicPositions
 from connect_state.leases.decisions import WATCH_LEASE
 from connect_state.spark.leases import LeasedTask
@@ -60,6 +66,7 @@ from connect_state.verdicts.evidence import (
     SinkEvidence,
     SourceEvidence,
     TaskEvidence,
+    WorkersEvidence,
 )
 from connect_state.verdicts.judge import Judgement, judge
 from connect_state.verdicts.movement import Counter, Movement
@@ -91,6 +98,12 @@ def _config(row: Mapping[str, Any]) -> dict[str, Any]:
     except ValueError:
         return {}
     return config if isinstance(config, dict) else {}
+
+
+def _workers_named(row: Mapping[str, Any]) -> list[str | None]:
+    """The workers a connector's RUNNING status records name (its own and its tasks')."""
+    named = [row.get("connector_worker_id")] if row.get("connector_state") == "RUNNING" else []
+    return named + [t.get("worker_id") for t in row.get("tasks") or [] if t.get("state") == "RUNNING"]
 
 
 class StatusEvents:
@@ -132,6 +145,7 @@ class VerdictWatch:
         settings: Settings,
         *,
         positions: TopicPositions | None = None,
+        group: ConnectGroup | None = None,
         clock: Callable[[], int] = now_ms,
         fence: Callable[[], None] | None = None,
     ) -> None:
@@ -139,6 +153,9 @@ class VerdictWatch:
         self.options = deltalake_options(settings)
         self.reader = TableReader(settings.delta_root, self.options)
         self._positions = positions
+        self._group = group
+        self.missing_since: dict[str, int] = {}  # worker id -> first pass it was missing from the Connect group
+        self.describe_failing = False
         self.clock = clock
         self.fence = fence or (lambda: None)
         self.base = Thresholds.from_settings(settings)
@@ -154,9 +171,36 @@ class VerdictWatch:
             self._positions = TopicPositions(self.settings, client_id=CLIENT_ID)
         return self._positions
 
+    @property
+    def group(self) -> ConnectGroup:
+        if self._group is None:
+            self._group = ConnectGroup(self.settings, client_id=CLIENT_ID)
+        return self._group
+
     def close(self) -> None:
         if self._positions is not None:
             self._positions.close()
+        if self._group is not None:
+            self._group.close()
+
+    def _workers(self, named: set[str], now: int) -> WorkersEvidence | None:
+        """The Connect group's live workers (one DescribeGroups), and since which pass each worker ``named`` by a
+        RUNNING status record has been missing from it; None (logged) when the describe fails or cannot tell."""
+        try:
+            members = self.group.members()
+        except ConnectStateError as err:
+            level = logging.DEBUG if self.describe_failing else logging.WARNING
+            log.log(level, "no evidence of the Connect group's members this pass: %s", err)
+            self.describe_failing = True
+            return None
+        if self.describe_failing:
+            log.info("the Connect group %s answers again", self.settings.connect_group_id)
+        self.describe_failing = False
+        if members is None:
+            return None
+        live = frozenset(members.workers)
+        self.missing_since = {w: self.missing_since.get(w, now) for w in sorted(named - live)}
+        return WorkersEvidence(members.group, live, now, dict(self.missing_since))
 
     def _rows(self, spec: Any, filters: list | None = None, columns: list[str] | None = None) -> list[dict[str, Any]]:
         try:
@@ -177,11 +221,13 @@ class VerdictWatch:
             )
         )
         active = self._topics_by_connector()
+        named = {str(w) for row in connectors for w in _workers_named(row) if w}
+        workers = self._workers(named, now) if named else None
         judgements: dict[str, tuple[Judgement, Thresholds, list[str], str | None]] = {}
         for row in connectors:
             config = _config(row)
             thresholds, ignored = thresholds_for(self.base, self.overrides, row["name"], config)
-            evidence = self._evidence(row, config, events, active, thresholds, now)
+            evidence = self._evidence(row, config, events, active, thresholds, now, workers)
             judgements[row["name"]] = (judge(evidence, thresholds, now), thresholds, ignored, row["type"])
         self._forget(set(judgements))
         return self._write(judgements, now)
@@ -205,10 +251,13 @@ class VerdictWatch:
         active: Mapping[str, list[str]],
         thresholds: Thresholds,
         now: int,
+        workers: WorkersEvidence | None = None,
     ) -> ConnectorEvidence:
         name = row["name"]
         tasks = tuple(
-            TaskEvidence(t["id"], t["state"], t.get("trace"), events.since(name, t["id"], t["state"]))
+            TaskEvidence(
+                t["id"], t["state"], t.get("trace"), events.since(name, t["id"], t["state"]), t.get("worker_id")
+            )
             for t in sorted(row["tasks"] or [], key=lambda t: t["id"])
             if t.get("state")
         )
@@ -237,6 +286,8 @@ class VerdictWatch:
             sink=sink,
             source=source,
             dead_letters=drops,
+            worker_id=row.get("connector_worker_id"),
+            workers=workers,
             config=config,
         )
 

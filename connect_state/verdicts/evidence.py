@@ -6,17 +6,39 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["ConnectorEvidence", "DropEvidence", "HeartbeatEvidence", "SinkEvidence", "SourceEvidence", "TaskEvidence"]
+__all__ = [
+    "ConnectorEvidence",
+    "DropEvidence",
+    "HeartbeatEvidence",
+    "SinkEvidence",
+    "SourceEvidence",
+    "TaskEvidence",
+    "WorkersEvidence",
+]
 
 
 @dataclass(frozen=True)
 class TaskEvidence:
-    """A task's status (Connect's state name), its trace, and when it entered that state."""
+    """A task's status (Connect's state name), its trace, when it entered that state, and the worker its status
+    record names (``worker_id``, ``host:port``)."""
 
     task: int
     state: str
     trace: str | None = None
     since_ms: int | None = None
+    worker_id: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkersEvidence:
+    """The Connect workers' group as DescribeGroups saw it this pass (Stable, so every member's metadata told its
+    worker id): the live workers, when they were seen, and since when each worker missing from the group (that was
+    seen in it, or that a status record names) has been missing, as far as the watch saw."""
+
+    group: str
+    live: frozenset[str]
+    seen_at_ms: int
+    missing_since_ms: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -83,4 +105,7 @@ class ConnectorEvidence:
     sink: SinkEvidence | None = None
     source: SourceEvidence | None = None
     dead_letters: DropEvidence | None = None
+    #: The worker the connector's status record names, and the group's live members (None: no evidence this pass).
+    worker_id: str | None = None
+    workers: WorkersEvidence | None = None
     config: Mapping[str, object] = field(default_factory=dict)

@@ -11,8 +11,10 @@ The rules, worst first (the first that holds is the verdict):
   than ``sink.stall.ms``: ``stalled``;
 * RUNNING sink whose dead-letter queue took more than ``dropping.records`` records within ``dropping.window.ms``:
   ``dropping``;
-* some tasks FAILED or UNASSIGNED, fewer tasks than the config topic committed, or the connector UNASSIGNED:
-  ``degraded``;
+* some tasks FAILED or UNASSIGNED, fewer tasks than the config topic committed, the connector UNASSIGNED, or the
+  connector or a task RUNNING on a worker that is no live member of the Connect group (a lost worker: a stopped
+  worker's UNASSIGNED write may never land, and the others wait ``scheduled.rebalance.max.delay.ms`` before taking
+  its work over): ``degraded``;
 * connector or a task RESTARTING: ``restarting``;
 * RUNNING source whose offsets have not changed value and whose output topics have not grown for longer than
   ``source.stall.ms``: KIP-910's provider answered since (a heartbeat produced, committed or "no records"): ``idle``;
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from connect_state.verdicts.evidence import ConnectorEvidence, TaskEvidence
+from connect_state.verdicts.evidence import ConnectorEvidence, TaskEvidence, WorkersEvidence
 from connect_state.verdicts.thresholds import Thresholds
 from connect_state.verdicts.vocabulary import Verdict
 
@@ -70,15 +72,19 @@ def judge(e: ConnectorEvidence, t: Thresholds, now_ms: int) -> Judgement:
     """``e``'s verdict at ``now_ms`` under ``t``."""
     verdict, evidence, began = _connector(e, t, now_ms)
     base = {"state": e.state, "target_state": e.target_state, **_task_counts(e)}
-    tasks = {task.task: _task(task, verdict, evidence) for task in e.tasks}
+    tasks = {task.task: _task(task, verdict, evidence, e.workers) for task in e.tasks}
     return Judgement(verdict, {**base, **evidence}, began, tasks)
 
 
-def _task(task: TaskEvidence, connector: Verdict, evidence: dict[str, Any]) -> tuple[Verdict, dict[str, Any]]:
+def _task(
+    task: TaskEvidence, connector: Verdict, evidence: dict[str, Any], workers: WorkersEvidence | None
+) -> tuple[Verdict, dict[str, Any]]:
     verdict = _TASK_STATES.get(task.state.upper(), Verdict.UNKNOWN)
     details: dict[str, Any] = {"state": task.state, "since": iso(task.since_ms)}
     if verdict is Verdict.FAILED:
         details["trace"] = task.trace
+    if verdict is Verdict.HEALTHY and _lost(task.state, task.worker_id, workers):
+        return Verdict.DEGRADED, {**details, "departed_worker": task.worker_id}
     if verdict is Verdict.HEALTHY and connector in _PROGRESS:
         return connector, {**details, "from_connector": True, **evidence}
     return verdict, details
@@ -179,18 +185,39 @@ def _dropping(e: ConnectorEvidence, t: Thresholds, now: int) -> Rule | None:
     return Verdict.DROPPING, evidence, None
 
 
+def _lost(state: str | None, worker: str | None, workers: WorkersEvidence | None) -> bool:
+    """RUNNING according to its status record, on a worker the Connect group's live members do not include."""
+    return workers is not None and (state or "").upper() == "RUNNING" and bool(worker) and worker not in workers.live
+
+
 def _degraded(e: ConnectorEvidence, t: Thresholds, now: int) -> Rule | None:
     states = [task.state.upper() for task in e.tasks]
     failed = [task.task for task in e.tasks if task.state.upper() == "FAILED"]
     unassigned = [task.task for task in e.tasks if task.state.upper() == "UNASSIGNED"]
-    running = states.count("RUNNING")
+    lost = [task for task in e.tasks if _lost(task.state, task.worker_id, e.workers)]
+    lost_connector = _lost(e.state, e.worker_id, e.workers)
+    running = states.count("RUNNING") - len(lost)
     short = e.task_count is not None and _running(e) and running < e.task_count and "RESTARTING" not in states
-    if not (failed or unassigned or short or (e.state or "").upper() == "UNASSIGNED"):
+    if not (failed or unassigned or lost or lost_connector or short or (e.state or "").upper() == "UNASSIGNED"):
         return None
     evidence: dict[str, Any] = {"failed_tasks": failed, "unassigned_tasks": unassigned, "running": running}
     if failed:
         evidence["traces"] = {str(task.task): task.trace for task in e.tasks if task.state.upper() == "FAILED"}
-    return Verdict.DEGRADED, evidence, None
+    began = None
+    if (lost or lost_connector) and e.workers is not None:
+        departed = sorted({str(task.worker_id) for task in lost} | ({str(e.worker_id)} if lost_connector else set()))
+        missing = [e.workers.missing_since_ms[w] for w in departed if w in e.workers.missing_since_ms]
+        began = min(missing, default=None)
+        evidence.update(
+            lost_tasks=sorted(task.task for task in lost),
+            lost_connector=lost_connector,
+            departed_workers=departed,
+            live_workers=sorted(e.workers.live),
+            connect_group=e.workers.group,
+            members_seen_at=iso(e.workers.seen_at_ms),
+            missing_since=iso(began),
+        )
+    return Verdict.DEGRADED, evidence, began
 
 
 def _restarting(e: ConnectorEvidence, t: Thresholds, now: int) -> Rule | None:

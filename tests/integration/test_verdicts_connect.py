@@ -9,8 +9,9 @@ with ``-s`` to see the timings, which bench/RESULTS.md keeps).
 * a source that read its file and has nothing new, with a KIP-910 provider (the demo's): ``idle``;
 * a sink restarted (``includeTasks=true``) more often than ``verdict.flapping.count``: ``flapping``;
 * a sink with ``errors.tolerance=all`` and a dead-letter queue fed records its converter rejects: ``dropping``;
-* a two-task sink one of whose tasks ran on a worker that left: ``degraded`` (expected to fail, strict: the status
-  topic keeps the lost task RUNNING; see the test's reason).
+* a two-task sink one of whose tasks ran on a worker that left: ``degraded``, whether the leaving worker's UNASSIGNED
+  status write landed (``unassigned_tasks``) or not (the task still RUNNING on a worker no longer in the Connect
+  group: ``lost_tasks``, from DescribeGroups of ``connect.group.id``).
 """
 
 from __future__ import annotations
@@ -305,18 +306,13 @@ def test_a_sink_sending_records_to_its_dead_letter_queue_is_dropping(api, connec
     assert task_states(connect, name) == ["RUNNING"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a worker that stops leaves its tasks RUNNING in the status topic: Connect's own GET .../status said "
-    "RUNNING with the departed worker's id for the 60 s watched (its UNASSIGNED never landed), so the status records "
-    "hold no evidence; telling a lost worker needs the Connect group's members (DescribeGroups of connect.group.id, "
-    "the worker URLs in their metadata), which the watch does not read yet",
-)
 def test_a_sink_whose_worker_left_is_degraded(
     api, connect, settings, stack_settings, tmp_path, created, extra_connect_worker
 ):
     """A second worker of the same cluster runs one of the sink's two tasks, then stops (the remaining worker waits
-    scheduled.rebalance.max.delay.ms, 5 minutes, before it takes the task over): one task of two is lost."""
+    scheduled.rebalance.max.delay.ms, 5 minutes, before it takes the task over): one task of two is lost. The
+    stopping worker's UNASSIGNED status write races its shutdown: when it lands the task is UNASSIGNED, when it does
+    not the task stays RUNNING with the departed worker's id, and only the Connect group's members tell."""
     extra = extra_connect_worker(
         {
             "group.id": stack_settings.connect_group_id,
@@ -337,9 +333,26 @@ def test_a_sink_whose_worker_left_is_degraded(
         "two RUNNING tasks",
     )
     assert len(workers) == 2, f"the tasks should run on both workers: {workers}"
+    departed = f"127.0.0.1:{extra.port}"
+    (on_extra,) = [t["id"] for t in connect.connector_status(name)["tasks"] if t["worker_id"] == departed]
+    wait(lambda: verdict(api, name)["verdict"] == "healthy", "healthy verdict first")
     extra.stop()
     lost_at = time.monotonic()
-    wait_verdict(api, name, "degraded", lost_at, "degraded (a worker left)", timeout_s=60)
+    found = wait_verdict(api, name, "degraded", lost_at, "degraded (a worker left)", timeout_s=60)
+    evidence = found["evidence"]
+    if evidence["unassigned_tasks"]:  # the UNASSIGNED write landed
+        decided_by = "UNASSIGNED status"
+        assert evidence["unassigned_tasks"] == [on_extra], found
+    else:  # it did not: the task is still RUNNING on the departed worker, which the group no longer has
+        decided_by = "Connect group members"
+        assert evidence.get("lost_tasks") == [on_extra] and evidence["departed_workers"] == [departed], found
+        assert departed not in evidence["live_workers"] and evidence["live_workers"], found
+        assert evidence["connect_group"] == stack_settings.connect_group_id and evidence["missing_since"], found
+        assert {t["id"]: t["verdict"] for t in found["tasks"]}[on_extra] == "degraded", found
+    assert evidence["running"] == 1, found
+    now = task_states(connect, name)
+    print(f"\ndegraded decided by: {decided_by}; task {on_extra} ran on {departed}; task states now {now}")
+    print(f"degraded evidence: {evidence}")
 
 
 def test_the_api_answers_like_connect_for_unknown_names_and_bad_states(api):

@@ -57,6 +57,12 @@ def test_optional_features_add_their_acls() -> None:
     assert not any("audit" in name for acl in plain for name in acl.names)
     featured = _acls(**{"exactly.once.source.support": "enabled", "api.audit.topic": "audit", "connect.group.id": "w"})
     [transactional] = [acl for acl in featured if acl.resource is ResourceType.TRANSACTIONAL_ID]
+    [workers] = [acl for acl in featured if "w" in acl.names]  # the watch job describes the workers' group
+    assert (workers.component, workers.resource, workers.operations) == (
+        Component.JOBS,
+        ResourceType.GROUP,
+        (Operation.DESCRIBE,),
+    )
     assert (transactional.names, transactional.pattern) == (("w-",), PatternType.PREFIXED)
     assert any(acl.names == ("audit",) and acl.operations == (Operation.WRITE,) for acl in featured)
     unfollowed = _acls(**{"api.follow.consumer.offsets": "false"})
@@ -71,7 +77,8 @@ def test_connector_names_given_replace_the_placeholders_and_empty_ones_drop_the_
     named = required_acls(settings, ConnectorNames(("own offsets",), ("orders",), ()))
     rendered = acl_commands(named, dict.fromkeys(Component, "User:x"), bootstrap="broker-1:9093")
     assert "--topic 'own offsets'" in rendered and "--topic orders" in rendered and "$" not in rendered
-    assert not any(acl.resource is ResourceType.GROUP and acl.pattern is not PatternType.PREFIXED for acl in named)
+    literal = [acl.names for acl in named if acl.resource is ResourceType.GROUP and acl.pattern is PatternType.LITERAL]
+    assert literal == [(settings.connect_group_id,)]  # no override group left, only the workers' own (watch job)
 
 
 def test_the_command_line_prints_commands_for_the_settings(capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,6 +17,7 @@ from connect_state.verdicts.evidence import (
     SinkEvidence,
     SourceEvidence,
     TaskEvidence,
+    WorkersEvidence,
 )
 from connect_state.verdicts.judge import judge
 from connect_state.verdicts.movement import Counter, Movement
@@ -56,6 +57,10 @@ def source(offsets_ago: int | None, topics_ago: int | None, beat: HeartbeatEvide
     )
 
 
+A, B = "127.0.0.1:8083", "127.0.0.1:8084"
+ONLY_A = WorkersEvidence("connect-cluster", frozenset({A}), NOW - 500, {B: NOW - 3000})
+BOTH = WorkersEvidence("connect-cluster", frozenset({A, B}), NOW - 500)
+ON_A_AND_B = (TaskEvidence(0, "RUNNING", worker_id=A), TaskEvidence(1, "RUNNING", worker_id=B))
 FAILED_TASK = TaskEvidence(0, "FAILED", "java.io.FileNotFoundException: /x/out.txt", NOW - 5000)
 CASES = {
     "no status at all": (connector(state=None, target_state=None, tasks=()), Verdict.UNKNOWN),
@@ -72,6 +77,34 @@ CASES = {
     "fewer running than committed": (connector(task_count=2), Verdict.DEGRADED),
     "connector unassigned": (connector(state="UNASSIGNED"), Verdict.DEGRADED),
     "restarting": (connector(state="RESTARTING"), Verdict.RESTARTING),
+    "a task RUNNING on a worker that left the group": (
+        connector(tasks=ON_A_AND_B, task_count=2, worker_id=A, workers=ONLY_A),
+        Verdict.DEGRADED,
+    ),
+    "tasks RUNNING on live workers": (
+        connector(tasks=ON_A_AND_B, task_count=2, worker_id=A, workers=BOTH),
+        Verdict.HEALTHY,
+    ),
+    "no evidence of the group's members": (
+        connector(tasks=ON_A_AND_B, task_count=2, worker_id=A, workers=None),
+        Verdict.HEALTHY,
+    ),
+    "the connector RUNNING on a worker that left": (
+        connector(tasks=(TaskEvidence(0, "RUNNING", worker_id=A),), worker_id=B, workers=ONLY_A),
+        Verdict.DEGRADED,
+    ),
+    "a status with no worker id is no loss": (
+        connector(tasks=(TaskEvidence(0, "RUNNING"),), workers=ONLY_A),
+        Verdict.HEALTHY,
+    ),
+    "an UNASSIGNED task on a worker that left is no loss": (
+        connector(tasks=(TaskEvidence(0, "UNASSIGNED", worker_id=B),), worker_id=A, workers=ONLY_A),
+        Verdict.DEGRADED,
+    ),
+    "paused on a worker that left": (
+        connector(target_state="PAUSED", state="PAUSED", tasks=(), worker_id=B, workers=ONLY_A),
+        Verdict.PAUSED,
+    ),
     "4 restarts in the window": (connector(restarts_ms=(NOW - 4, NOW - 3, NOW - 2, NOW - 1)), Verdict.FLAPPING),
     "3 restarts in the window": (connector(restarts_ms=(NOW - 3, NOW - 2, NOW - 1)), Verdict.HEALTHY),
     "4 restarts, one before the window": (
@@ -149,6 +182,25 @@ def test_stalled_carries_lag_and_times() -> None:
     assert judged.evidence["lag"] == 42 and judged.evidence["stalled_for_ms"] == 20_000
     assert judged.evidence["threshold_ms"] == 10_000 and judged.began_at_ms == NOW - 10_000
     assert judged.tasks[0][0] is Verdict.STALLED  # a running task shares its connector's progress verdict
+
+
+def test_a_lost_worker_carries_tasks_workers_and_since() -> None:
+    judged = judge(connector(tasks=ON_A_AND_B, task_count=2, worker_id=A, workers=ONLY_A), T, NOW)
+    assert judged.verdict is Verdict.DEGRADED
+    assert {k: judged.evidence[k] for k in ("lost_tasks", "lost_connector", "departed_workers", "live_workers")} == {
+        "lost_tasks": [1],
+        "lost_connector": False,
+        "departed_workers": [B],
+        "live_workers": [A],
+    }
+    assert judged.evidence["running"] == 1 and judged.evidence["connect_group"] == "connect-cluster"
+    assert judged.evidence["missing_since"] == "2027-01-15T07:59:57.000Z"  # NOW - 3 s
+    assert judged.evidence["members_seen_at"] == "2027-01-15T07:59:59.500Z"
+    assert judged.began_at_ms == NOW - 3000
+    assert judged.tasks[0][0] is Verdict.HEALTHY
+    assert judged.tasks[1] == (Verdict.DEGRADED, {"state": "RUNNING", "since": None, "departed_worker": B})
+    unassigned = judge(connector(tasks=(TaskEvidence(0, "UNASSIGNED", worker_id=B),), workers=ONLY_A), T, NOW)
+    assert "lost_tasks" not in unassigned.evidence and unassigned.evidence["unassigned_tasks"] == [0]
 
 
 def test_flapping_counts() -> None:

@@ -8,9 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from deltalake import DeltaTable
 
+from connect_state.core.errors import KafkaUnavailableError
 from connect_state.core.settings import Settings
+from connect_state.formats.connect_protocol import WorkerMetadata
+from connect_state.kafka.connect_group import ConnectGroupMembers
 from connect_state.spark.watch import VerdictWatch
 from connect_state.tables.schemas import CONNECTORS, SINK_OFFSETS
 from tests.unit.helpers import write_table
@@ -37,6 +41,25 @@ class Positions:
         pass
 
 
+class Group:
+    """The Connect group's live workers, set by the test (an exception: the describe fails); counts the calls."""
+
+    def __init__(self, *live: str) -> None:
+        self.answer: Any = live
+        self.calls = 0
+
+    def members(self) -> ConnectGroupMembers | None:
+        self.calls += 1
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        if self.answer is None:
+            return None
+        return ConnectGroupMembers("connect-cluster", {w: WorkerMetadata(1, f"http://{w}/", 0) for w in self.answer})
+
+    def close(self) -> None:
+        pass
+
+
 def sink_row(name: str, **fields: Any) -> dict[str, Any]:
     config = {"connector.class": "FileStreamSink", "topics": "orders"}
     task = {"id": 0, "state": "RUNNING", "worker_id": "w"}
@@ -52,7 +75,7 @@ def test_a_pass_writes_verdicts_and_history_on_change(settings: Settings, tmp_pa
     settings = settings.with_overrides(**{"verdict.sink.stall.ms": "10000"})
     now = [T0]
     positions = Positions()
-    watch = VerdictWatch(settings, positions=positions, clock=lambda: now[0])  # type: ignore[arg-type]
+    watch = VerdictWatch(settings, positions=positions, group=Group("w"), clock=lambda: now[0])  # type: ignore[arg-type]
     write_table(settings.delta_root, CONNECTORS, [sink_row("orders-sink"), sink_row("other", deleted=True)])
     commit = {"group_id": "connect-orders-sink", "topic": "orders", "partition": 0, "offset": 5}
     write_table(settings.delta_root, SINK_OFFSETS, [{**commit, "commit_timestamp": T0 - 1000}])
@@ -75,3 +98,43 @@ def test_a_pass_writes_verdicts_and_history_on_change(settings: Settings, tmp_pa
     now[0] = T0 + 17000
     assert watch.run_pass() == "; gone: orders-sink"
     assert rows(settings, "connector_verdicts") == []
+
+
+def test_a_task_running_on_a_worker_that_left_the_group_is_degraded(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = [T0]
+    positions, group = Positions(), Group("a:1", "b:2")
+    watch = VerdictWatch(settings, positions=positions, group=group, clock=lambda: now[0])  # type: ignore[arg-type]
+    tasks = [{"id": 0, "state": "RUNNING", "worker_id": "a:1"}, {"id": 1, "state": "RUNNING", "worker_id": "b:2"}]
+    rows_ = [sink_row(name, tasks=tasks, task_count=2, connector_worker_id="a:1") for name in ("s1", "s2")]
+    write_table(settings.delta_root, CONNECTORS, rows_)
+    assert watch.run_pass() == "s1: - -> healthy; s2: - -> healthy"
+    assert group.calls == 1  # one DescribeGroups per pass, not per connector
+
+    group.answer = KafkaUnavailableError("no broker")  # b:2 left, but the describe fails: no evidence, no verdict
+    now[0] = T0 + 1000
+    assert watch.run_pass() is None
+    assert "no evidence of the Connect group's members" in caplog.text
+    group.answer = None  # rebalancing: no answer either
+    now[0] = T0 + 2000
+    assert watch.run_pass() is None
+
+    group.answer = ("a:1",)
+    now[0] = T0 + 3000
+    assert watch.run_pass() == "s1: healthy -> degraded; s2: healthy -> degraded"
+    current = {r["connector"]: r for r in rows(settings, "connector_verdicts")}
+    evidence = json.loads(current["s1"]["evidence"])
+    assert {k: evidence[k] for k in ("lost_tasks", "departed_workers", "live_workers", "lost_connector")} == {
+        "lost_tasks": [1],
+        "departed_workers": ["b:2"],
+        "live_workers": ["a:1"],
+        "lost_connector": False,
+    }
+    assert evidence["missing_since"] == "2027-01-15T08:00:03.000Z"  # the first pass that saw it missing
+    assert current["s1"]["since"] == dt.datetime.fromtimestamp((T0 + 3000) / 1000, tz=dt.UTC)
+    assert json.loads(current["s1"]["tasks"])["1"]["verdict"] == "degraded"
+    now[0] = T0 + 4000
+    assert watch.run_pass() is None
+    assert watch.missing_since == {"b:2": T0 + 3000}  # kept from the pass that first saw it missing
+    assert group.calls == 5
