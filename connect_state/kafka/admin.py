@@ -91,8 +91,9 @@ class KafkaAdmin:
     retries included, each call. ``name`` names the client in the error raised once it is closed.
     """
 
-    #: The kafka-python admin client class (a subclass may change how answers are decoded).
-    client_class: type[KafkaAdminClient] = _AdminClient
+    #: The kafka-python admin client class (a subclass may change how answers are decoded); None: the module's
+    #: ``_AdminClient``, looked up when the client is made.
+    client_class: type[KafkaAdminClient] | None = None
 
     def __init__(
         self,
@@ -138,7 +139,7 @@ class KafkaAdmin:
                 raise KafkaWriteError(f"the {self.name} is closed")
             if self._admin is None:
                 try:
-                    self._admin = self.client_class(**self.config())
+                    self._admin = (self.client_class or _AdminClient)(**self.config())
                 except kafka_errors.KafkaError as err:
                     raise unreachable(err, self.bootstrap_servers) from err
             return self._admin
