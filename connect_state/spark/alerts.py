@@ -21,6 +21,7 @@ from connect_state.alerts.store import DeltaAlertsIO
 from connect_state.core.errors import ConfigError
 from connect_state.core.settings import Settings
 from connect_state.spark.leases import LeasedTask
+from connect_state.spark.retention import periodic_retention
 from connect_state.spark.streaming import PeriodicTask, Run, job_logger
 from connect_state.tables.lease_store import keeper_for
 from connect_state.tables.schemas import now_ms
@@ -93,7 +94,9 @@ class AlertsJob:
 
         def passes() -> PeriodicTask:  # a new reconciler per lease taken: it reads the tables' state afresh
             reconciler = alerts_reconciler(settings, sender=sender, fence=lease.fence)
-            return PeriodicTask(JOB_NAME, reconciler.run_pass, interval, once=available_now, logger=log)
+            return PeriodicTask(
+                JOB_NAME, reconciler.run_pass, interval, available_now, log, periodic_retention(settings, JOB_NAME)
+            )
 
         task = LeasedTask(JOB_NAME, lease, passes, once=available_now)
         return Run([task], closers=[sender.close, lease.release])

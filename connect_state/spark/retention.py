@@ -2,7 +2,8 @@
 writes (:func:`connect_state.tables.retention.owned_by`: its own, and the shared ``rejected_records`` and
 ``data_loss``) between its batches, at its first batch and then every ``history.retention.check.interval.ms``
 (:meth:`connect_state.spark.foldjob.FoldWriter.__call__`, after the batch's writes and its reconcile pass, as the
-``leases`` table's holder vacuums it between renewals).
+``leases`` table's holder vacuums it between renewals). The periodic jobs (watch, restarts, alerts) clean their own
+tables after their passes (:func:`periodic_retention`, through ``deltalake``, which is how they write).
 
 Run from the query's own ``foreachBatch``, a pass never overlaps that query's writes; the writers of other threads and
 drivers are kept apart by the commit lock and the retries of the ``deltalake`` path
@@ -22,7 +23,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from connect_state.core.settings import KEEP_FOREVER, Settings
-from connect_state.core.storage import Location
+from connect_state.core.storage import Location, deltalake_options
 from connect_state.spark.delta_io import merge_rows, retry_on_conflict, table_exists
 from connect_state.tables.retention import RetentionPolicy, cutoff_ms, expired_rows, owned_by, table_retentions
 from connect_state.tables.retention_io import Cleaned, clean_table, delete_merge
@@ -74,7 +75,7 @@ class RetentionPass:
     def due(self) -> bool:
         return bool(self.policies) and self.monotonic() >= self._next
 
-    def maybe_run(self, spark: SparkSession) -> list[Cleaned]:
+    def maybe_run(self, spark: SparkSession | None = None) -> list[Cleaned]:
         """Clean every table of the owner when a pass is due (each table's failure logged, the others go on)."""
         if not self.due():
             return []
@@ -86,7 +87,7 @@ class RetentionPass:
             assert cutoff is not None
             started = time.monotonic()
             try:
-                if self.use_deltalake:
+                if self.use_deltalake or spark is None:
                     cleaned = clean_table(self.root, policy, cutoff, self.storage_options)
                 else:
                     cleaned = clean_with_spark(spark, self.root, policy, cutoff)
@@ -98,3 +99,10 @@ class RetentionPass:
             if cleaned.deleted:
                 log.info("%s: retention: %s, in %.1f s", self.owner, cleaned.line(), time.monotonic() - started)
         return done
+
+
+def periodic_retention(settings: Settings, owner: str) -> Callable[[], list[Cleaned]]:
+    """The clean-up of the tables the periodic job ``owner`` writes (watch, restarts, alerts), through ``deltalake``
+    as they write, for :class:`~connect_state.spark.streaming.PeriodicTask`'s ``after_pass``."""
+    cleaning = RetentionPass(settings, owner, use_deltalake=True, storage_options=deltalake_options(settings))
+    return cleaning.maybe_run

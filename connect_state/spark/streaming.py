@@ -215,16 +215,24 @@ class QueryTask:
 
 class PeriodicTask:
     """A pass every ``interval_s`` (or a single one with ``once``): a pass that raises is logged, and the next pass
-    runs after the interval; a single pass that raises makes the task fail."""
+    runs after the interval; a single pass that raises makes the task fail. ``after_pass`` (the tables' retention,
+    :class:`~connect_state.spark.retention.RetentionPass`) runs after each pass, between it and the next one."""
 
     def __init__(
-        self, name: str, run_pass: Callable[[], object], interval_s: float, once: bool, logger: logging.Logger
+        self,
+        name: str,
+        run_pass: Callable[[], object],
+        interval_s: float,
+        once: bool,
+        logger: logging.Logger,
+        after_pass: Callable[[], object] | None = None,
     ) -> None:
         self.name = name
         self.run_pass = run_pass
         self.interval_s = interval_s
         self.once = once
         self.log = logger
+        self.after_pass = after_pass
 
     def run(self, stop: threading.Event) -> int:
         while not stop.is_set():
@@ -236,6 +244,8 @@ class PeriodicTask:
                 self.log.exception("%s pass failed", self.name)
                 if self.once:
                     return 1
+            if self.after_pass is not None:
+                self.after_pass()
             if self.once:
                 return 0
             stop.wait(self.interval_s)

@@ -39,6 +39,7 @@ from connect_state.kafka.connect_group import ConnectGroup
 from connect_state.kafka.topic_positions import TopicPositions
 from connect_state.leases.decisions import WATCH_LEASE
 from connect_state.spark.leases import LeasedTask
+from connect_state.spark.retention import periodic_retention
 from connect_state.spark.streaming import PeriodicTask, Run, job_logger
 from connect_state.tables import small_writes
 from connect_state.tables.lease_store import keeper_for
@@ -447,7 +448,9 @@ class WatchJob:
         interval = interval_seconds(settings.verdict_trigger_interval, "verdict.trigger.interval")
 
         def passes() -> PeriodicTask:
-            return PeriodicTask(JOB_NAME, watch.run_pass, interval, once=available_now, logger=log)
+            return PeriodicTask(
+                JOB_NAME, watch.run_pass, interval, available_now, log, periodic_retention(settings, JOB_NAME)
+            )
 
         task = LeasedTask(JOB_NAME, lease, passes, once=available_now)
         return Run([task], closers=[watch.close, lease.release])

@@ -42,7 +42,7 @@ from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.core.errors import TableNotFoundError
 from connect_state.core.storage import Location
-from connect_state.tables.scan import DeltaFiles, FileCounts, TableScan, filter_expression
+from connect_state.tables.scan import DeltaFiles, FileCounts, FileRows, TableScan, filter_expression
 from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
@@ -241,6 +241,7 @@ class TableReader:
         # table -> (its DeltaTable, the version scanned, the scan of that version): see scan
         self._scans: dict[str, tuple[DeltaTable, int, TableScan]] = {}
         self._counts: dict[str, FileCounts] = {}
+        self._kept: dict[str, FileRows] = {}  # table -> its small files' rows, decoded once (see scan)
 
     def path(self, spec: TableSpec) -> Location:
         return self.delta_root / spec.name
@@ -348,7 +349,8 @@ class TableReader:
                 return kept[2]
             local = os.fspath(self.path(spec)) if self.delta_root.is_local else None
             counts = self._counts.setdefault(spec.name, FileCounts(spec.counted)) if spec.counted else None
-            scan = TableScan(DeltaFiles(table, self.storage_options, local), counts)
+            file_rows = self._kept.setdefault(spec.name, FileRows())
+            scan = TableScan(DeltaFiles(table, self.storage_options, local), counts, file_rows)
             self._scans[spec.name] = (table, version, scan)
             return scan
 

@@ -30,18 +30,24 @@ from connect_state.core.errors import ConfigError
 from connect_state.core.settings import KEEP_FOREVER, Settings
 from connect_state.tables.schemas import (
     ACTIVE_TOPICS_HISTORY,
+    ALERT_DELIVERIES,
+    ALERT_SILENCES,
+    ALERTS,
     AUDIT,
     CONNECTOR_EVENTS,
+    CONNECTOR_RESTARTS,
     DATA_LOSS,
     HEARTBEATS,
     REJECTED_RECORDS,
     SINK_OFFSETS_HISTORY,
     SOURCE_OFFSETS_HISTORY,
+    VERDICT_HISTORY,
     TableSpec,
 )
 
 __all__ = [
     "API_OWNER",
+    "PERIODIC_OWNERS",
     "POLICIES",
     "SHARED",
     "RetentionPolicy",
@@ -59,6 +65,9 @@ __all__ = [
 SHARED = "*"
 #: :attr:`RetentionPolicy.owner` of the tables the API writes (the audit: its spool's flusher cleans it).
 API_OWNER = "api"
+#: The owners that are periodic passes, not fold queries (the watch, restarts and alerts jobs): they clean only their
+#: own tables (they write neither ``rejected_records`` nor ``data_loss``).
+PERIODIC_OWNERS = frozenset({"watch", "restarts", "alerts"})
 _COORDINATES = ("kafka_partition", "kafka_offset")
 
 
@@ -110,6 +119,17 @@ POLICIES: tuple[RetentionPolicy, ...] = (
     RetentionPolicy(REJECTED_RECORDS, "seen_at", SHARED),
     RetentionPolicy(DATA_LOSS, "detected_at", SHARED),
     RetentionPolicy(AUDIT, "time", API_OWNER),
+    # The periodic jobs' logs (issue 35): a connector's newest verdict change and newest restart before the cutoff
+    # stay (its verdict then; the restart series' last request); an alert goes once resolved before the cutoff, a
+    # notification once delivered before it (a firing alert and a pending notification stay whatever their age); a
+    # silence once it ended before it.
+    RetentionPolicy(VERDICT_HISTORY, "at", "watch", ("connector",)),
+    RetentionPolicy(CONNECTOR_RESTARTS, "requested_at", "restarts", ("connector",)),
+    RetentionPolicy(ALERTS, "updated_at", "alerts", ("id",), removal=("state", "resolved")),
+    RetentionPolicy(
+        ALERT_DELIVERIES, "created_at", "alerts", ("alert_id", "event", "channel"), removal=("status", "delivered")
+    ),
+    RetentionPolicy(ALERT_SILENCES, "ends_at", "alerts"),
 )  # fmt: skip
 _BY_NAME = {policy.name: policy for policy in POLICIES}
 
@@ -133,7 +153,7 @@ def retention_ms(settings: Settings, table: str) -> int:
 
 def owned_by(owner: str) -> list[RetentionPolicy]:
     """The policies of the tables ``owner`` cleans: its own, and the shared ones for a fold query."""
-    shared = owner != API_OWNER
+    shared = owner != API_OWNER and owner not in PERIODIC_OWNERS
     return [policy for policy in POLICIES if policy.owner == owner or (shared and policy.owner == SHARED)]
 
 

@@ -19,6 +19,10 @@ writer records, Spark's and delta-rs'):
   table appended in time order (the audit table, the history tables) a page reads a file or two, whatever the
   table's size.
 
+The small data files a page reads (up to :data:`WHOLE_FILE_ROWS` rows: a flush's, a micro-batch's) are kept decoded by
+a :class:`FileRows` per table and API process, by path, across versions, within a byte budget: the next page reads
+from storage only the files committed since (a Delta data file never changes).
+
 Statistics are conservative: a column without them, or a file without any, is read. Spark truncates a timestamp's
 statistics to milliseconds, so a timestamp's maximum is taken as up to a millisecond later than recorded.
 
@@ -28,7 +32,9 @@ statistics to milliseconds, so a timestamp's maximum is taken as up to a millise
 from __future__ import annotations
 
 import datetime as dt
+import math
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -47,6 +53,7 @@ __all__ = [
     "DataFile",
     "DeltaFiles",
     "FileCounts",
+    "FileRows",
     "FileStats",
     "Filter",
     "TableScan",
@@ -61,10 +68,11 @@ Filter = tuple[str, str, Any]
 
 @dataclass(frozen=True)
 class DataFile:
-    """One data file to read: its path in the table and its size."""
+    """One data file to read: its path in the table, its size and its row count (-1: not known)."""
 
     path: str
     size: int
+    rows: int = -1
 
 
 class FileStats:
@@ -84,7 +92,8 @@ class FileStats:
         return len(self.paths)
 
     def file(self, index: int) -> DataFile:
-        return DataFile(self.paths[index], int(self.sizes[index]))
+        rows = int(self.rows[index]) if self.rows is not None else -1
+        return DataFile(self.paths[index], int(self.sizes[index]), rows)
 
     def bounds(self, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None:
         """The column's minimums, maximums (a timestamp's widened by a millisecond: Spark truncates them), whether
@@ -111,6 +120,10 @@ class FileStats:
 
 
 TIMESTAMP_SLACK_US = 1_000
+
+WHOLE_FILE_ROWS = 10_000
+"""A file of at most this many rows is read whole by :meth:`TableScan.newest` when a stretch first reaches it (one
+open, not one per stretch), and kept by a :class:`FileRows`; larger ones are read by stretch."""
 
 
 def _ints(column: pa.ChunkedArray, missing: int) -> np.ndarray:
@@ -323,6 +336,11 @@ def _arrow_stats(schema: pa.Schema, parts: Mapping[str, pa.Table]) -> pa.Table:
     return pa.table({name: pa.array(values, types[name]) for name, values in columns.items()})
 
 
+NEW_FILES_KEPT = 16
+"""A :class:`FileCounts` reads this many new files or fewer (those of the commits since the last version it counted)
+whole, kept by the scan's :class:`FileRows` for the page that follows; more (the first count of a table) only the
+counted columns."""
+
 COUNT = "rows"
 """The count column of a :class:`FileCounts` table."""
 
@@ -343,8 +361,9 @@ class FileCounts:
         stats = scan.source.stats()
         with self._lock:
             missing = [i for i, path in enumerate(stats.paths) if path not in self._by_path]
+        keep = len(missing) <= NEW_FILES_KEPT  # the files of the latest commits: the next page reads them whole too
         for i in missing:
-            rows = scan.read_files([i], self.columns, [])
+            rows = scan.read_files([i], self.columns, [], keep=keep)
             counted = rows.group_by(list(self.columns), use_threads=False).aggregate([([], "count_all")])
             with self._lock:
                 self._by_path[stats.paths[i]] = counted.rename_columns([*self.columns, COUNT])
@@ -360,12 +379,61 @@ class FileCounts:
         return pa.concat_tables(parts).combine_chunks().append_column("file", pa.array(files, pa.int64()))
 
 
-class TableScan:
-    """Bounded reads of one table version (see the module doc); ``counts``: the table's :class:`FileCounts`."""
+KEPT_FILE_BYTES = 64 * 1024 * 1024
+"""What a :class:`FileRows` keeps at most (decoded Arrow bytes), by default."""
 
-    def __init__(self, source: FileSource, counts: FileCounts | None = None) -> None:
+
+class FileRows:
+    """The rows (every column) of a table's small data files, kept by path across table versions (a Delta data file
+    is never rewritten in place) up to ``max_bytes``, the least recently used dropped first: the files a page reads
+    again and again (the newest ones) are decoded once per API process, not once per request. Files of more than
+    ``file_rows`` rows (a compacted file) are never kept: they are read by stretch."""
+
+    def __init__(self, max_bytes: int = KEPT_FILE_BYTES, file_rows: int = WHOLE_FILE_ROWS) -> None:
+        self.max_bytes = max_bytes
+        self.file_rows = file_rows
+        self._by_path: OrderedDict[str, pa.Table] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def keeps(self, file: DataFile) -> bool:
+        """Whether ``file`` is small enough to keep (its row count known)."""
+        return 0 <= file.rows <= self.file_rows
+
+    def get(self, path: str) -> pa.Table | None:
+        with self._lock:
+            rows = self._by_path.get(path)
+            if rows is not None:
+                self._by_path.move_to_end(path)
+            return rows
+
+    def put(self, path: str, rows: pa.Table) -> None:
+        size = rows.nbytes
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            if path in self._by_path:
+                return
+            self._by_path[path] = rows
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _gone, dropped = self._by_path.popitem(last=False)
+                self._bytes -= dropped.nbytes
+
+    @property
+    def kept_bytes(self) -> int:
+        with self._lock:
+            return self._bytes
+
+
+class TableScan:
+    """Bounded reads of one table version (see the module doc); ``counts``: the table's :class:`FileCounts`;
+    ``kept``: its :class:`FileRows` (small files decoded once, shared by the versions' scans)."""
+
+    def __init__(self, source: FileSource, counts: FileCounts | None = None, kept: FileRows | None = None) -> None:
         self.source = source
         self.counts = counts
+        self.kept = kept
         self.files_read: list[str] = []
         self._lock = threading.Lock()
         self._counted: pa.Table | None = None
@@ -374,12 +442,39 @@ class TableScan:
     def schema(self) -> pa.Schema:
         return self.source.schema
 
-    def read_files(self, indices: Iterable[Any], columns: Sequence[str], filters: Sequence[Filter]) -> pa.Table:
+    def read_files(
+        self, indices: Iterable[Any], columns: Sequence[str], filters: Sequence[Filter], keep: bool = False
+    ) -> pa.Table:
+        """The rows of the files at ``indices`` matching ``filters``, ``columns`` only. Files :attr:`kept` holds are
+        not read again; with ``keep`` (a page's reads: the newest files, read again by the next page), the small ones
+        read are read whole and kept (:attr:`files_read` names the files read from storage)."""
         stats = self.source.stats()
         files = [stats.file(int(i)) for i in indices]
+        where = filter_expression(filters)
+        if self.kept is None:
+            return self._read(files, columns, where)
+        kept, rest = [], []
+        for file in files:
+            rows = self.kept.get(file.path)
+            if rows is None and keep and self.kept.keeps(file):
+                rows = self._read([file], self.schema.names, None)
+                self.kept.put(file.path, rows)
+            if rows is None:
+                rest.append(file)
+            else:
+                kept.append(rows)
+        parts = []
+        if kept:
+            data = pa.concat_tables(kept)
+            parts.append((data.filter(where) if where is not None else data).select(list(columns)))
+        if rest or not parts:
+            parts.append(self._read(rest, columns, where))
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+    def _read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table:
         with self._lock:
             self.files_read.extend(file.path for file in files)
-        return self.source.read(files, columns, filter_expression(filters))
+        return self.source.read(files, columns, where)
 
     def candidates(self, filters: Sequence[Filter]) -> np.ndarray:
         """The indices of the files whose statistics allow a matching row."""
@@ -415,6 +510,18 @@ class TableScan:
             total += self.read_files(partial, columns, filters).num_rows
         return total
 
+    def _density(self, filters: Sequence[Filter]) -> float:
+        """The share of the table's rows that match the ``filters`` on :attr:`counts`'s columns, from the value counts
+        (1 without such filters): a page of ``limit`` matching rows starts from a stretch of ``limit / density``
+        rows, not ``limit`` (one read of a compacted file, not one per doubling)."""
+        counted = [f for f in filters if self.counts is not None and f[0] in self.counts.columns]
+        if not counted:
+            return 1.0
+        table = self._value_counts()
+        matching = pc.sum(table.filter(filter_expression(counted)).column(COUNT)).as_py() or 0
+        total = pc.sum(table.column(COUNT)).as_py() or 0
+        return max(matching, 1) / max(total, 1)
+
     def _value_counts(self) -> pa.Table:
         """The version's :class:`FileCounts` table, built once per version."""
         assert self.counts is not None
@@ -444,13 +551,13 @@ class TableScan:
             return self._newest_by_file(order, filters, limit, wanted)
         low, high, known, is_time = bounds
         unknown, ranked = candidates[~known[candidates]], candidates[known[candidates]]
-        found = [self.read_files(unknown, wanted, filters)] if len(unknown) else []
+        found = [self.read_files(unknown, wanted, filters, keep=True)] if len(unknown) else []
         if not len(ranked):
             return pa.concat_tables(found) if found else self.schema.empty_table().select(wanted)
         lows, highs, counts = low[ranked], high[ranked], stats.rows[ranked]
         recorded = np.maximum(highs - TIMESTAMP_SLACK_US, lows) if is_time else highs  # for the estimate only
         small, done = counts <= WHOLE_FILE_ROWS, np.zeros(len(ranked), bool)
-        oldest, end, target = int(lows.min()), None, limit
+        oldest, end, target = int(lows.min()), None, math.ceil(limit / self._density(filters))
         while True:
             start = _stretch_start(lows, recorded, counts, target, oldest, end)
             inside = ~done & (highs >= start) & (True if end is None else lows < end)
@@ -459,7 +566,7 @@ class TableScan:
             if end is not None:
                 bounded.append((order, "<", _value(end, is_time)))
             for files, where in ((ranked[whole], filters), (ranked[inside & ~small], bounded)):
-                rows = self.read_files(files, wanted, where) if len(files) else None
+                rows = self.read_files(files, wanted, where, keep=True) if len(files) else None
                 if rows is not None and rows.num_rows:
                     found.append(rows)
             if start <= oldest:
@@ -488,7 +595,7 @@ class TableScan:
                 break  # this file and every later one end before the page's oldest row
             batch = files[start : start + step]
             start, step = start + step, step * 2
-            rows = self.read_files(batch, wanted, filters)
+            rows = self.read_files(batch, wanted, filters, keep=True)
             if rows.num_rows:
                 found.append(rows)
                 count += rows.num_rows
@@ -513,11 +620,6 @@ class TableScan:
         ranked = candidates[known[candidates]]
         ranked = ranked[np.argsort(high[ranked], kind="stable")[::-1]]
         return np.concatenate([unknown, ranked]), [None] * len(unknown) + list(high[ranked])
-
-
-WHOLE_FILE_ROWS = 10_000
-"""A file of at most this many rows is read whole by :meth:`TableScan.newest` when a stretch first reaches it (one
-open, not one per stretch); larger ones are read by stretch."""
 
 
 def _stretch_start(

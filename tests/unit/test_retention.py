@@ -194,5 +194,40 @@ def test_every_history_table_has_one_owner() -> None:
     assert {p.name for p in owned_by("active_topics")} == {"active_topics_history", "rejected_records", "data_loss"}
     assert {p.name for p in owned_by("heartbeats")} == {"heartbeats", "rejected_records", "data_loss"}
     assert {p.name for p in owned_by("api")} == {"audit"}
+    assert {p.name for p in owned_by("watch")} == {"verdict_history"}
+    assert {p.name for p in owned_by("restarts")} == {"connector_restarts"}
+    assert {p.name for p in owned_by("alerts")} == {"alerts", "alert_deliveries", "alert_silences"}
     for policy in POLICIES:
         assert set(policy.columns) <= set(policy.spec.column_names)
+
+
+def test_the_periodic_jobs_logs_keep_what_is_still_open() -> None:
+    """An alert goes once resolved before the cutoff (a firing one stays, however old); a notification once delivered
+    before it (a pending one stays); a silence once ended before it; a connector's newest verdict change and restart
+    before the cutoff stay."""
+    cutoff = 10 * DAY
+    old, new = ts(2 * DAY), ts(12 * DAY)
+    alerts = [
+        {"id": "firing-old", "state": "firing", "updated_at": old},
+        {"id": "resolved-old", "state": "resolved", "updated_at": old},
+        {"id": "resolved-new", "state": "resolved", "updated_at": new},
+    ]
+    assert [row["id"] for row in after_cleanup(alerts, BY_NAME["alerts"], cutoff)] == ["firing-old", "resolved-new"]
+    deliveries = [
+        {"alert_id": "a", "event": "firing", "channel": "hook", "status": "pending", "created_at": old},
+        {"alert_id": "b", "event": "firing", "channel": "hook", "status": "delivered", "created_at": old},
+        {"alert_id": "c", "event": "firing", "channel": "hook", "status": "delivered", "created_at": new},
+    ]
+    kept = after_cleanup(deliveries, BY_NAME["alert_deliveries"], cutoff)
+    assert [row["alert_id"] for row in kept] == ["a", "c"]
+    silences = [{"id": "ended", "ends_at": old}, {"id": "holds", "ends_at": new}]
+    assert [row["id"] for row in after_cleanup(silences, BY_NAME["alert_silences"], cutoff)] == ["holds"]
+    verdicts = [
+        {"connector": "c", "at": ts(t * DAY), "verdict": v} for t, v in ((1, "failed"), (2, "running"), (11, "stalled"))
+    ]
+    assert [row["verdict"] for row in after_cleanup(verdicts, BY_NAME["verdict_history"], cutoff)] == [
+        "running",
+        "stalled",
+    ]
+    restarts = [{"connector": "c", "requested_at": ts(t * DAY), "attempt": t} for t in (1, 2, 11)]
+    assert [row["attempt"] for row in after_cleanup(restarts, BY_NAME["connector_restarts"], cutoff)] == [2, 11]

@@ -381,3 +381,20 @@ def test_a_query_whose_batches_run_back_to_back_stops_after_the_current_batch() 
 
 def test_a_query_that_fails_by_itself_fails_its_task() -> None:
     assert QueryTask(FakeQuery(fails=True), poll_seconds=0.05).run(threading.Event()) == 1  # type: ignore[arg-type]
+
+
+def test_periodic_task_runs_its_after_pass_between_passes() -> None:
+    log = logging.getLogger("test.periodic")
+    order: list[str] = []
+    stop = threading.Event()
+
+    def one_pass() -> None:
+        order.append("pass")
+        if order.count("pass") == 2:
+            raise RuntimeError("a pass failed")  # the clean-up still runs after it
+        if order.count("pass") == 3:
+            stop.set()
+
+    task = PeriodicTask("p", one_pass, 0.01, once=False, logger=log, after_pass=lambda: order.append("after"))
+    assert task.run(stop) == 0
+    assert order == ["pass", "after"] * 3

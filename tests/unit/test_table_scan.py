@@ -14,7 +14,17 @@ from hypothesis import strategies as st
 
 from connect_state.tables.audit_table import AuditQuery, AuditTable, to_table_rows
 from connect_state.tables.reader import TableReader
-from connect_state.tables.scan import ArrowFiles, FileCounts, FileStats, TableScan, all_match, may_match
+from connect_state.tables.scan import (
+    WHOLE_FILE_ROWS,
+    ArrowFiles,
+    DataFile,
+    FileCounts,
+    FileRows,
+    FileStats,
+    TableScan,
+    all_match,
+    may_match,
+)
 from connect_state.tables.schemas import AUDIT, HEARTBEATS
 from tests.unit.helpers import write_table
 
@@ -196,7 +206,8 @@ def test_filtered_totals_come_from_per_file_value_counts_read_once(delta_root: P
     since = T0 + timedelta(seconds=120)
     mixed = [("connector", "=", "c0"), ("time", ">=", since), ("time", "<", since + timedelta(seconds=60))]
     assert newer.count(mixed) == sum(1 for n in range(120, 180) if n % 5 == 0)
-    assert len(newer.files_read) == 1 + 2  # the two files straddling a bound; the one inside from its counts
+    assert len(newer.files_read) == 1  # the files straddling a bound: kept whole since the first count (ten files
+    # are few enough); the one inside from its counts
 
 
 @given(
@@ -223,3 +234,43 @@ def test_counts_equal_a_count_of_the_filtered_rows(
     scan = TableScan(ArrowFiles(data, file_rows), FileCounts(AUDIT.counted))
     assert scan.count(filters) == expected(query)[0]
     assert scan.count(filters) == TableScan(ArrowFiles(data, file_rows)).count(filters)
+
+
+def test_a_page_decodes_each_small_file_once_per_process(delta_root: Path) -> None:
+    """The files a page reads (the newest) are kept decoded by path across versions: the next page, on this version
+    or on the one a new flush commits, reads only the new file from storage, and answers what a full read does."""
+    reader = TableReader(delta_root)
+    by_connector = [("connector", "=", "c3")]
+
+    def page(scan: TableScan) -> list[str]:
+        return sorted(scan.newest("time", by_connector, 30, ["id"]).column("id").to_pylist())[-30:]
+
+    first = reader.scan(AUDIT)
+    assert page(first) == expected(AuditQuery(connector="c3", limit=30))[1]
+    read_first = len(first.files_read)
+    assert read_first >= 3  # 10 matching rows a file: the newest page of 30 spans three files or more
+    assert page(first) == expected(AuditQuery(connector="c3", limit=30))[1]
+    assert len(first.files_read) == read_first  # the same version: nothing read again
+    from deltalake import write_deltalake
+
+    n = FILES * PER_FILE + 3  # connector c3
+    write_deltalake(delta_root / AUDIT.name, to_table_rows([audit_row(n)]), mode="append")
+    newer = reader.scan(AUDIT)
+    assert newer is not first
+    assert page(newer)[-1] == f"id-{n:06d}" and page(newer)[0] == expected(AuditQuery(connector="c3", limit=29))[1][0]
+    added = set(newer.source.stats().paths) - set(first.source.stats().paths)
+    assert newer.files_read == list(added)  # the new flush only
+
+
+def test_kept_rows_stay_within_their_budget() -> None:
+    rows = pa.table({"n": pa.array(range(1_000), pa.int64())})  # 8,000 bytes
+    kept = FileRows(max_bytes=3 * rows.nbytes)
+    for name in ("a", "b", "c"):
+        kept.put(name, rows)
+    assert kept.get("a") is rows  # now the most recently used
+    kept.put("d", rows)
+    assert kept.get("b") is None and kept.get("a") is rows and kept.get("d") is rows
+    assert kept.kept_bytes == 3 * rows.nbytes
+    kept.put("huge", pa.concat_tables([rows] * 4))  # larger than the whole budget: never kept
+    assert kept.get("huge") is None and kept.kept_bytes == 3 * rows.nbytes
+    assert not kept.keeps(DataFile("big", 1, WHOLE_FILE_ROWS + 1)) and not kept.keeps(DataFile("unknown", 1))
