@@ -353,11 +353,41 @@ class FileCounts:
         self.columns = tuple(columns)
         self._by_path: dict[str, pa.Table] = {}
         self._lock = threading.Lock()
+        # The counts summed over the files in _summed (one version's), kept up to date by file: see totals
+        self._sums: dict[tuple[Any, ...], int] = {}
+        self._summed: set[str] = set()
+        self._gone: dict[str, pa.Table] = {}  # counts of files no longer live but still in _sums
+        self._totals: tuple[frozenset[str], pa.Table] | None = None
 
-    def table(self, scan: TableScan) -> pa.Table:
-        """The counts of every file of ``scan``'s version: ``columns``, :data:`COUNT` and ``file`` (the file's index
-        in the version's statistics). Files not known yet are read (``columns`` only); files the version no longer
-        has are forgotten."""
+    def totals(self, scan: TableScan) -> pa.Table:
+        """The counts of ``scan``'s version summed over its files: ``columns`` and :data:`COUNT`, one row per
+        distinct value. Kept by file: a new version adds its new files' counts and takes away those of the files it
+        no longer has, so a total without a time filter costs the distinct values, not the files."""
+        self._count_new_files(scan)
+        live = frozenset(scan.source.stats().paths)
+        with self._lock:
+            if self._totals is not None and self._totals[0] == live:
+                return self._totals[1]
+            for path, sign in [*((p, -1) for p in self._summed - live), *((p, 1) for p in live - self._summed)]:
+                counted = self._by_path.get(path) if sign > 0 else self._gone.pop(path, None)
+                if counted is None:
+                    continue
+                for *values, count in zip(
+                    *(counted.column(c).to_pylist() for c in (*self.columns, COUNT)), strict=True
+                ):
+                    key = tuple(values)
+                    self._sums[key] = self._sums.get(key, 0) + sign * count
+                    if not self._sums[key]:
+                        del self._sums[key]
+                (self._summed.add if sign > 0 else self._summed.discard)(path)
+            keys = list(self._sums)
+            columns = {c: pa.array([k[i] for k in keys], scan.schema.field(c).type) for i, c in enumerate(self.columns)}
+            totals = pa.table({**columns, COUNT: pa.array([self._sums[k] for k in keys], pa.int64())})
+            self._totals = (live, totals)
+            return totals
+
+    def _count_new_files(self, scan: TableScan) -> None:
+        """Read the counts of ``scan``'s files not known yet (``columns`` only); forget the files it no longer has."""
         stats = scan.source.stats()
         with self._lock:
             missing = [i for i, path in enumerate(stats.paths) if path not in self._by_path]
@@ -370,7 +400,17 @@ class FileCounts:
         with self._lock:
             live = set(stats.paths)
             for gone in [path for path in self._by_path if path not in live]:
-                del self._by_path[gone]
+                counted = self._by_path.pop(gone)
+                if gone in self._summed:  # still in the sums: taken away by the next totals
+                    self._gone[gone] = counted
+
+    def table(self, scan: TableScan) -> pa.Table:
+        """The counts of every file of ``scan``'s version: ``columns``, :data:`COUNT` and ``file`` (the file's index
+        in the version's statistics). Files not known yet are read (``columns`` only); files the version no longer
+        has are forgotten."""
+        self._count_new_files(scan)
+        stats = scan.source.stats()
+        with self._lock:
             parts = [self._by_path[path].select([*self.columns, COUNT]) for path in stats.paths]
         if not parts:
             empty = {c: pa.array([], scan.schema.field(c).type) for c in self.columns}
@@ -495,11 +535,16 @@ class TableScan:
         if counted:
             others = [f for f in filters if f not in counted]
             from_counts = maybe & (all_match(stats, others) if others else np.ones(len(stats), bool))
-            if from_counts.any():
+            if from_counts.all():
+                assert self.counts is not None
+                total += int(
+                    pc.sum(self.counts.totals(self).filter(filter_expression(counted)).column(COUNT)).as_py() or 0
+                )
+                maybe &= ~from_counts
+            elif from_counts.any():
                 table = self._value_counts()
-                where = filter_expression(counted)
-                if not from_counts.all():
-                    where = pc.field("file").isin(pa.array(np.flatnonzero(from_counts), pa.int64())) & where
+                where = pc.field("file").isin(pa.array(np.flatnonzero(from_counts), pa.int64()))
+                where = where & filter_expression(counted)
                 total += int(pc.sum(table.filter(where).column(COUNT)).as_py() or 0)
                 maybe &= ~from_counts
         whole = maybe & all_match(stats, filters)
@@ -517,7 +562,8 @@ class TableScan:
         counted = [f for f in filters if self.counts is not None and f[0] in self.counts.columns]
         if not counted:
             return 1.0
-        table = self._value_counts()
+        assert self.counts is not None
+        table = self.counts.totals(self)
         matching = pc.sum(table.filter(filter_expression(counted)).column(COUNT)).as_py() or 0
         total = pc.sum(table.column(COUNT)).as_py() or 0
         return max(matching, 1) / max(total, 1)
