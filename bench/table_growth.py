@@ -104,7 +104,6 @@ class Variant:
         with small_writes.commit_lock(path):
             table = small_writes.latest(path)
             write_deltalake(table, rows, mode="append")
-            table.update_incremental()
             if table.version() % small_writes.CHECKPOINT_INTERVAL == 0:
                 table.create_checkpoint()
 
@@ -171,7 +170,8 @@ def measure(args: argparse.Namespace, work_dir: Path) -> None:
     for variant in variants:
         variant.root.mkdir()
         variant.create()
-    for point in (args.early, args.commits):
+    points = sorted({args.early, *args.also, args.commits})
+    for point in points:
         for variant in variants:
             started = time.perf_counter()
             variant.grow(point, args.rows, args.check_every)
@@ -182,14 +182,20 @@ def measure(args: argparse.Namespace, work_dir: Path) -> None:
                 flush=True,
             )
             variant.measure(point, args.rows, args.repeat, point * 10)
+        if point != args.early:
+            ratios(variants, args.early, point)
+
+
+def ratios(variants: list[Variant], early: int, late: int) -> None:
+    """Per variant and table: the first read after ``late`` commits over the one after ``early`` (the last lines of
+    the run are the ratios at ``--commits``; those at ``--also`` points are printed as they are reached)."""
     for variant in variants:
         for table in ("current", "history"):
-            early, late = variant.reads[(args.early, table)], variant.reads[(args.commits, table)]
+            first, last = variant.reads[(early, table)], variant.reads[(late, table)]
             print(
-                f"table growth: {variant.name} {table}: first read after a commit {early:.1f} ms after "
-                f"{args.early:,} commits, {late:.1f} ms after {args.commits:,}; data files "
-                f"{variant.files[(args.early, table)]:,} -> {variant.files[(args.commits, table)]:,}; "
-                f"ratio {late / early:.2f}",
+                f"table growth: {variant.name} {table}: first read after a commit {first:.1f} ms after "
+                f"{early:,} commits, {last:.1f} ms after {late:,}; data files "
+                f"{variant.files[(early, table)]:,} -> {variant.files[(late, table)]:,}; ratio {last / first:.2f}",
                 flush=True,
             )
 
@@ -198,6 +204,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench/table_growth.py", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--commits", type=int, default=10_000, help="commits to each table (10000)")
     parser.add_argument("--early", type=int, default=100, help="the early point measured (100)")
+    parser.add_argument(
+        "--also", type=lambda text: [int(x) for x in text.split(",") if x], default=[1_000, 2_500, 5_000],
+        help="points measured between --early and --commits, comma-separated (1000,2500,5000)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="measured commits per point and table (3)")
     parser.add_argument("--rows", type=int, default=3, help="history rows a commit (3)")
     parser.add_argument("--small-files", type=int, default=50, help="table.compact.small.files (50)")
@@ -215,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         check_arguments(
             (
                 (0 < args.early < args.commits, "--early must be positive and below --commits"),
+                (all(args.early < x < args.commits for x in args.also), "--also must be between --early and --commits"),
                 (args.repeat > 0 and args.rows > 0, "--repeat and --rows must be positive"),
                 (args.small_files > 0 and args.check_every > 0, "--small-files and --check-every must be positive"),
             )
