@@ -66,8 +66,7 @@ def compact_with_spark(spark: SparkSession, path: str, policy: CompactionPolicy)
     if not policy.enabled or not table_exists(spark, path):
         return None
     table = DeltaTable.forPath(spark, path)
-    detail = table.detail().select("numFiles", "sizeInBytes").first()
-    files, size = int(detail["numFiles"] or 0), int(detail["sizeInBytes"] or 0)
+    files, size = _detail(table)
     if files - -(-size // policy.file_bytes) <= policy.small_files:
         return None
 
@@ -80,8 +79,13 @@ def compact_with_spark(spark: SparkSession, path: str, policy: CompactionPolicy)
     finally:
         spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
     table.vacuum()
-    after = int(DeltaTable.forPath(spark, path).detail().select("numFiles").first()["numFiles"] or 0)
-    return Compacted(files, after, 0)
+    return Compacted(files, _detail(DeltaTable.forPath(spark, path))[0], 0)
+
+
+def _detail(table: DeltaTable) -> tuple[int, int]:
+    """The table's data files and their bytes (``DESCRIBE DETAIL``)."""
+    row = table.detail().select("numFiles", "sizeInBytes").first()
+    return (0, 0) if row is None else (int(row["numFiles"] or 0), int(row["sizeInBytes"] or 0))
 
 
 class RetentionPass:
