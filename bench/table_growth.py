@@ -17,9 +17,11 @@ After ``--early`` commits and after ``--commits``, ``--repeat`` times: the API's
 (:class:`connect_state.tables.reader.TableReader`, already loaded at the version before) sees one more commit per table
 made as the jobs make it (:func:`connect_state.tables.small_writes.merge_once`: a MERGE changing an existing connector's
 task; :func:`~connect_state.tables.small_writes.append_once`: a history batch), and its first read is timed:
-``GET /connectors/<name>/topics``'s read of ``active_topics`` (``rows``, one connector) and ``GET
-/connectors/<name>/topics?at=``'s of ``active_topics_history`` (``scan`` + the connector's rows). Each answer is checked
-against the commit. Medians; printed last, per table and variant, the read after ``--commits`` over the read after
+``GET /connectors/<name>/topics``'s read of ``active_topics`` (``rows``, one connector), ``GET
+/connectors/<name>/topics?at=``'s of ``active_topics_history`` (``scan`` + the connector's rows: an answer that grows
+with the commits, a fiftieth of the history's rows) and, after one more history commit, a read of the history's last
+minute (``kafka_timestamp`` bounded: a constant answer, the two batches just made). Each answer is checked against the
+commits. Medians; printed last, per table and variant, the read after ``--commits`` over the read after
 ``--early``, and the data files then. Nothing here is a pass/fail threshold.
 
     .venv/bin/python bench/table_growth.py --commits 10000 --early 100 --repeat 3
@@ -123,7 +125,7 @@ class Variant:
     def measure(self, point: int, rows: int, repeat: int, batch: int) -> None:
         """``repeat`` commits per table as the jobs make them, the reader's first read after each timed."""
         current, history = self.path(ACTIVE_TOPICS.name), self.path(ACTIVE_TOPICS_HISTORY.name)
-        times: dict[str, list[float]] = {"current": [], "history": []}
+        times: dict[str, list[float]] = {"current": [], "history": [], "history, last minute": []}
         for r in range(repeat):
             number = (r * 37 + 11) % self.commits  # an existing connector
             name = f"connector-{number:05d}"
@@ -136,7 +138,7 @@ class Variant:
             times["current"].append((time.perf_counter() - started) * 1000)
             if [row["task"] for row in got] != [task]:
                 raise BenchError(f"{self.name}: {name} read {got}, committed task {task}")
-            commit = 1_000_000 + batch + r  # a history batch past every other
+            commit = 1_000_000 + 200 * (batch + r)  # a history batch past every other, 200 s after the last
             small_writes.append_once(history_rows(commit, rows), history, APP + "h", task)
             asked = history_connector(commit)
             started = time.perf_counter()
@@ -146,7 +148,16 @@ class Variant:
             times["history"].append((time.perf_counter() - started) * 1000)
             if not any(row["kafka_offset"] == commit * rows for row in found):
                 raise BenchError(f"{self.name}: the history batch {commit} is not read")
-        for table, path in (("current", current), ("history", history)):
+            # The same after the next commit, bounded by time: the last minute's changes (the two batches just made).
+            commit += 1
+            small_writes.append_once(history_rows(commit, rows), history, APP + "h2", task)
+            recent = [("kafka_timestamp", ">=", timestamp(T0 + commit * 1000 - 60_000))]
+            started = time.perf_counter()
+            found = table_rows(self.reader.scan(ACTIVE_TOPICS_HISTORY), ACTIVE_TOPICS_HISTORY, recent)
+            times["history, last minute"].append((time.perf_counter() - started) * 1000)
+            if sorted(row["kafka_offset"] for row in found) != list(range((commit - 1) * rows, (commit + 1) * rows)):
+                raise BenchError(f"{self.name}: the last minute's history reads {len(found)} rows")
+        for table, path in (("current", current), ("history", history), ("history, last minute", history)):
             self.reads[(point, table)] = statistics.median(times[table])
             self.files[(point, table)] = len(file_sizes(DeltaTable(path)))
             on_disk = len(list(Path(path).glob("*.parquet")))
@@ -190,7 +201,7 @@ def ratios(variants: list[Variant], early: int, late: int) -> None:
     """Per variant and table: the first read after ``late`` commits over the one after ``early`` (the last lines of
     the run are the ratios at ``--commits``; those at ``--also`` points are printed as they are reached)."""
     for variant in variants:
-        for table in ("current", "history"):
+        for table in ("current", "history", "history, last minute"):
             first, last = variant.reads[(early, table)], variant.reads[(late, table)]
             print(
                 f"table growth: {variant.name} {table}: first read after a commit {first:.1f} ms after "
@@ -205,7 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--commits", type=int, default=10_000, help="commits to each table (10000)")
     parser.add_argument("--early", type=int, default=100, help="the early point measured (100)")
     parser.add_argument(
-        "--also", type=lambda text: [int(x) for x in text.split(",") if x], default=[1_000, 2_500, 5_000],
+        "--also",
+        type=lambda text: [int(x) for x in text.split(",") if x],
+        default=[1_000, 2_500, 5_000],
         help="points measured between --early and --commits, comma-separated (1000,2500,5000)",
     )
     parser.add_argument("--repeat", type=int, default=3, help="measured commits per point and table (3)")
