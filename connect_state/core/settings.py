@@ -233,6 +233,9 @@ class Settings:
     history_retention_ms: int
     history_retention_ms_by_table: dict[str, str]
     history_retention_check_interval_ms: int
+    table_compact_small_files: int
+    table_compact_file_bytes: int
+    table_compact_check_interval_ms: int
     local_data_dir: Path
     local_broker_port: int
     local_controller_port: int
@@ -293,6 +296,7 @@ class Settings:
         check_endpoint(values["storage_s3_endpoint"], values["storage_allow_http"])
         _check_connector_class_types(values["connector_class_types"])
         _check_retention(values)
+        _check_compaction(values)
         return cls(**values, raw=dict(props))
 
     def with_overrides(self, **overrides: str) -> Settings:
@@ -341,6 +345,17 @@ def _check_retention(values: Mapping[str, Any]) -> None:
             raise ConfigError(f"{key}: expected milliseconds above 0, or {KEEP_FOREVER} for ever, got {text!r}")
     if values["history_retention_check_interval_ms"] <= 0:
         raise ConfigError("history.retention.check.interval.ms: expected milliseconds above 0")
+
+
+def _check_compaction(values: Mapping[str, Any]) -> None:
+    """``table.compact.*`` (:mod:`connect_state.tables.maintenance`): a count of small files at or above 0 (0:
+    never compact), a file size of at least 1 MiB, a check interval above 0."""
+    if values["table_compact_small_files"] < 0:
+        raise ConfigError("table.compact.small.files: expected a number of files at or above 0 (0: never compact)")
+    if values["table_compact_file_bytes"] < 1 << 20:
+        raise ConfigError("table.compact.file.bytes: expected bytes at or above 1048576 (1 MiB)")
+    if values["table_compact_check_interval_ms"] <= 0:
+        raise ConfigError("table.compact.check.interval.ms: expected milliseconds above 0")
 
 
 def load_settings(

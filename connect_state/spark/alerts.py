@@ -24,7 +24,7 @@ from connect_state.spark.leases import LeasedTask
 from connect_state.spark.retention import periodic_retention
 from connect_state.spark.streaming import PeriodicTask, Run, job_logger
 from connect_state.tables.lease_store import keeper_for
-from connect_state.tables.schemas import now_ms
+from connect_state.tables.schemas import ALERT_DELIVERIES, ALERT_SILENCES, ALERTS, now_ms
 
 JOB_NAME = "alerts"
 ALERTS_LEASE = "alerts"
@@ -95,7 +95,12 @@ class AlertsJob:
         def passes() -> PeriodicTask:  # a new reconciler per lease taken: it reads the tables' state afresh
             reconciler = alerts_reconciler(settings, sender=sender, fence=lease.fence)
             return PeriodicTask(
-                JOB_NAME, reconciler.run_pass, interval, available_now, log, periodic_retention(settings, JOB_NAME)
+                JOB_NAME,
+                reconciler.run_pass,
+                interval,
+                available_now,
+                log,
+                periodic_retention(settings, JOB_NAME, (ALERTS, ALERT_DELIVERIES, ALERT_SILENCES)),
             )
 
         task = LeasedTask(JOB_NAME, lease, passes, once=available_now)

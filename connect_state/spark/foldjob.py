@@ -812,7 +812,7 @@ def start_fold_query(
             except Exception:
                 writer.log.warning("reconcile %s failed; the query starts anyway", reconciler.table.name, exc_info=True)
     writer.attach(shared_positions(settings), reconciler, options, use_deltalake)
-    writer.retention = RetentionPass(settings, job_name, use_deltalake, options)
+    writer.retention = RetentionPass(settings, job_name, use_deltalake, options, tables=tables)
     stream = (
         folded.writeStream.queryName(job_name)
         .outputMode("update")

@@ -277,7 +277,12 @@ class RestartsJob:
 
         def passes() -> PeriodicTask:
             return PeriodicTask(
-                JOB_NAME, reconciler.run_pass, interval, available_now, log, periodic_retention(settings, JOB_NAME)
+                JOB_NAME,
+                reconciler.run_pass,
+                interval,
+                available_now,
+                log,
+                periodic_retention(settings, JOB_NAME, (CONNECTOR_RESTARTS,)),
             )
 
         task = LeasedTask(JOB_NAME, lease, passes, once=available_now)

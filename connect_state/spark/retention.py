@@ -1,4 +1,7 @@
-"""The history tables' clean-up in the jobs (issue 33, finding 7): each streaming query cleans the history tables it
+"""The jobs' periodic table maintenance, between their batches: the history tables' clean-up (issue 33, finding 7)
+and the compaction of every table a query writes (issue 34, target 4).
+
+**Clean-up.** Each streaming query cleans the history tables it
 writes (:func:`connect_state.tables.retention.owned_by`: its own, and the shared ``rejected_records`` and
 ``data_loss``) between its batches, at its first batch and then every ``history.retention.check.interval.ms``
 (:meth:`connect_state.spark.foldjob.FoldWriter.__call__`, after the batch's writes and its reconcile pass, as the
@@ -10,13 +13,19 @@ drivers are kept apart by the commit lock and the retries of the ``deltalake`` p
 (:mod:`connect_state.tables.retention_io`) or, where only Spark can commit (a Databricks volume), by
 :func:`~connect_state.spark.delta_io.retry_on_conflict` around a Spark MERGE of the same rows. A pass that fails is
 logged; the next one is due an interval later.
+
+**Compaction.** Every ``table.compact.check.interval.ms`` (the first at the first batch), the same pass compacts each
+table the query writes, current and history, that has more than ``table.compact.small.files`` small files
+(:mod:`connect_state.tables.maintenance` through ``deltalake``, under the same commit lock and retries as the query's
+small writes; :func:`compact_with_spark` where only Spark commits), then vacuums. A failure is logged; the next check
+is an interval later.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
@@ -25,9 +34,11 @@ from pyspark.sql import functions as F
 from connect_state.core.settings import KEEP_FOREVER, Settings
 from connect_state.core.storage import Location, deltalake_options
 from connect_state.spark.delta_io import merge_rows, retry_on_conflict, table_exists
+from connect_state.tables.compaction import Compacted
+from connect_state.tables.maintenance import CompactionPolicy, compact_table
 from connect_state.tables.retention import RetentionPolicy, cutoff_ms, expired_rows, owned_by, table_retentions
 from connect_state.tables.retention_io import Cleaned, clean_table, delete_merge
-from connect_state.tables.schemas import now_ms
+from connect_state.tables.schemas import TableSpec, now_ms
 
 log = logging.getLogger("connect_state.retention")
 
@@ -48,9 +59,41 @@ def clean_with_spark(spark: SparkSession, root: Location, policy: RetentionPolic
     return Cleaned(policy.name, cutoff, expired.num_rows, old.num_rows - expired.num_rows)
 
 
+def compact_with_spark(spark: SparkSession, path: str, policy: CompactionPolicy) -> Compacted | None:
+    """:func:`~connect_state.tables.maintenance.compact_table` with Spark, where ``deltalake`` cannot commit: Spark's
+    log gives no file sizes cheaply, so a table is due when it has more than ``small_files`` files beyond those its
+    size needs at ``file_bytes`` each; then Delta's OPTIMIZE (files up to ``file_bytes``, retried on a conflict) and
+    vacuum (the table's ``delta.deletedFileRetentionDuration``)."""
+    if not policy.enabled or not table_exists(spark, path):
+        return None
+    table = DeltaTable.forPath(spark, path)
+    files, size = _detail(table)
+    if files - -(-size // policy.file_bytes) <= policy.small_files:
+        return None
+
+    def optimize() -> None:
+        table.optimize().executeCompaction()
+
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(policy.file_bytes))
+    try:
+        retry_on_conflict(optimize, path)
+    finally:
+        spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+    table.vacuum()
+    return Compacted(files, _detail(DeltaTable.forPath(spark, path))[0], 0)
+
+
+def _detail(table: DeltaTable) -> tuple[int, int]:
+    """The table's data files and their bytes (``DESCRIBE DETAIL``)."""
+    row = table.detail().select("numFiles", "sizeInBytes").first()
+    return (0, 0) if row is None else (int(row["numFiles"] or 0), int(row["sizeInBytes"] or 0))
+
+
 class RetentionPass:
-    """The clean-up of the tables ``owner`` (a query's name) writes, due every ``history.retention.check.interval.ms``
-    (the first at once); through ``deltalake`` when ``use_deltalake``, else Spark."""
+    """The periodic maintenance of the tables ``owner`` (a query's name) writes: the clean-up of its history tables,
+    due every ``history.retention.check.interval.ms``, and the compaction of ``tables`` (every table it writes), checked
+    every ``table.compact.check.interval.ms`` (each the first time at once); through ``deltalake`` when
+    ``use_deltalake``, else Spark."""
 
     def __init__(
         self,
@@ -60,6 +103,7 @@ class RetentionPass:
         storage_options: Mapping[str, str] | None = None,
         clock: Callable[[], int] = now_ms,
         monotonic: Callable[[], float] = time.monotonic,
+        tables: Sequence[TableSpec] = (),
     ) -> None:
         retentions = table_retentions(settings)
         self.root = settings.delta_root
@@ -71,12 +115,21 @@ class RetentionPass:
         self.clock = clock
         self.monotonic = monotonic
         self._next = 0.0
+        self.compaction = CompactionPolicy.of(settings)
+        self.compacted_tables = [spec.name for spec in tables] if self.compaction.enabled else []
+        self.compact_interval_s = settings.table_compact_check_interval_ms / 1000
+        self._next_compaction = 0.0
 
     def due(self) -> bool:
         return bool(self.policies) and self.monotonic() >= self._next
 
+    def compaction_due(self) -> bool:
+        return bool(self.compacted_tables) and self.monotonic() >= self._next_compaction
+
     def maybe_run(self, spark: SparkSession | None = None) -> list[Cleaned]:
-        """Clean every table of the owner when a pass is due (each table's failure logged, the others go on)."""
+        """Clean every table of the owner when a pass is due (each table's failure logged, the others go on), then
+        compact its tables when a check is due (:meth:`maybe_compact`). Without ``spark``: through ``deltalake``."""
+        self.maybe_compact(spark)
         if not self.due():
             return []
         self._next = self.monotonic() + self.interval_s
@@ -100,9 +153,35 @@ class RetentionPass:
                 log.info("%s: retention: %s, in %.1f s", self.owner, cleaned.line(), time.monotonic() - started)
         return done
 
+    def maybe_compact(self, spark: SparkSession | None = None) -> dict[str, Compacted]:
+        """Compact each of the owner's tables that has too many small files, when a check is due (each table's failure
+        logged, the others go on); the tables compacted."""
+        if not self.compaction_due():
+            return {}
+        self._next_compaction = self.monotonic() + self.compact_interval_s
+        done = {}
+        for name in self.compacted_tables:
+            path = str(self.root / name)
+            started = time.monotonic()
+            try:
+                if self.use_deltalake or spark is None:
+                    compacted = compact_table(path, self.compaction, self.storage_options)
+                else:
+                    compacted = compact_with_spark(spark, path, self.compaction)
+            except Exception:
+                log.warning("%s: compaction of %s failed; next check in %.0f s", self.owner, name,
+                            self.compact_interval_s, exc_info=True)  # fmt: skip
+                continue
+            if compacted is not None:
+                done[name] = compacted
+                log.info("%s: %s: %s, in %.1f s", self.owner, name, compacted.line(), time.monotonic() - started)
+        return done
 
-def periodic_retention(settings: Settings, owner: str) -> Callable[[], list[Cleaned]]:
-    """The clean-up of the tables the periodic job ``owner`` writes (watch, restarts, alerts), through ``deltalake``
-    as they write, for :class:`~connect_state.spark.streaming.PeriodicTask`'s ``after_pass``."""
-    cleaning = RetentionPass(settings, owner, use_deltalake=True, storage_options=deltalake_options(settings))
+
+def periodic_retention(settings: Settings, owner: str, tables: Sequence[TableSpec] = ()) -> Callable[[], list[Cleaned]]:
+    """The clean-up of the tables the periodic job ``owner`` writes (watch, restarts, alerts) and the compaction of
+    ``tables``, through ``deltalake`` as they write, for :class:`~connect_state.spark.streaming.PeriodicTask`'s
+    ``after_pass``."""
+    options = deltalake_options(settings)
+    cleaning = RetentionPass(settings, owner, use_deltalake=True, storage_options=options, tables=tables)
     return cleaning.maybe_run

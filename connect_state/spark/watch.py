@@ -449,7 +449,12 @@ class WatchJob:
 
         def passes() -> PeriodicTask:
             return PeriodicTask(
-                JOB_NAME, watch.run_pass, interval, available_now, log, periodic_retention(settings, JOB_NAME)
+                JOB_NAME,
+                watch.run_pass,
+                interval,
+                available_now,
+                log,
+                periodic_retention(settings, JOB_NAME, (CONNECTOR_VERDICTS, VERDICT_HISTORY)),
             )
 
         task = LeasedTask(JOB_NAME, lease, passes, once=available_now)

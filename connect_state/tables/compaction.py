@@ -33,12 +33,22 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import WriterProperties, write_deltalake
+from deltalake import DeltaTable, WriterProperties, write_deltalake
 
 from connect_state.tables import small_writes
 from connect_state.tables.scan import FileStats, TableScan, may_match
 
-__all__ = ["NEWEST_KEPT", "ROW_GROUP_ROWS", "Compacted", "Stretch", "compact", "pieces", "plan"]
+__all__ = [
+    "NEWEST_KEPT",
+    "ROW_GROUP_ROWS",
+    "Compacted",
+    "Stretch",
+    "compact",
+    "is_small",
+    "pieces",
+    "plan",
+    "vacuum",
+]
 
 NEWEST_KEPT = 10
 """The newest data files (by their greatest time) a compaction leaves as they are: the newest page's, and the ones
@@ -78,6 +88,20 @@ def _iso(micros: int) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).replace(microsecond=rest).isoformat().replace("+00:00", "Z")
 
 
+def is_small(sizes: np.ndarray, file_bytes: int) -> np.ndarray:
+    """Which data files (by their sizes in bytes) are small: under half of ``file_bytes``, the size a compaction
+    writes. The audit's compaction (:func:`plan`) and the jobs' (:mod:`connect_state.tables.maintenance`) count them
+    alike."""
+    return np.asarray(sizes) < max(file_bytes // 2, 1)
+
+
+def vacuum(table: DeltaTable) -> int:
+    """Delete the data files the table's log stopped referencing longer ago than its
+    ``delta.deletedFileRetentionDuration`` (enforced; Delta's default 7 days), so that a reader still on an older
+    version keeps the files it reads; how many were deleted. Call it under the table's commit lock."""
+    return len(table.vacuum(dry_run=False))
+
+
 def plan(stats: FileStats, time: str, small_files: int, file_bytes: int) -> Stretch | None:
     """The stretch of time to compact (see the module doc), or None: at most ``small_files`` small files older than
     the newest :data:`NEWEST_KEPT` (or ``small_files`` 0: never), or statistics missing."""
@@ -90,7 +114,7 @@ def plan(stats: FileStats, time: str, small_files: int, file_bytes: int) -> Stre
     newest = np.argsort(high, kind="stable")[-NEWEST_KEPT:]
     end = int(low[newest].min())
     older = high < end
-    small = older & (stats.sizes < max(file_bytes // 2, 1))
+    small = older & is_small(stats.sizes, file_bytes)
     if int(small.sum()) <= small_files:
         return None
     return Stretch(int(low[small].min()), end)
@@ -147,6 +171,6 @@ def compact(
                 storage_options=storage,
             )
         table = small_writes.latest(path, storage)
-        table.vacuum(dry_run=False)
+        vacuum(table)
         after = len(table.get_add_actions(flatten=True))
     return Compacted(len(stats), after, rows.num_rows)

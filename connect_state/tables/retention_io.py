@@ -26,6 +26,7 @@ from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.core.storage import Location
 from connect_state.tables import small_writes
+from connect_state.tables.compaction import vacuum
 from connect_state.tables.merge_spec import MergeSpec, matched_delete
 from connect_state.tables.retention import RetentionPolicy, expired_rows
 from connect_state.tables.scan import DeltaFiles, TableScan
@@ -86,5 +87,5 @@ def clean_table(
     if expired.num_rows:
         small_writes.merge_rows(expired.select(list(policy.spec.key)), path, delete_merge(policy), options)
         with small_writes.commit_lock(path):
-            small_writes.latest(path, options).vacuum(dry_run=False)
+            vacuum(small_writes.latest(path, options))
     return Cleaned(policy.name, cutoff, expired.num_rows, old.num_rows - expired.num_rows)

@@ -1,6 +1,7 @@
-"""The history tables' clean-up by the query that writes them (connect_state/spark/retention.py): the active-topics
-query deletes the history rows older than the retention between its batches and keeps the newest per key, through
-``deltalake`` (a local ``delta.root``) and through Spark (where only Spark can commit)."""
+"""The tables' maintenance by the query that writes them (connect_state/spark/retention.py): the active-topics query
+deletes the history rows older than the retention between its batches and keeps the newest per key, and compacts the
+tables it writes once they have too many small files, through ``deltalake`` (a local ``delta.root``) and through Spark
+(where only Spark can commit)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import logging
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from connect_state.core.settings import Settings, load_settings
 from connect_state.formats.status import topic_status_key
 from connect_state.spark.retention import RetentionPass
 from connect_state.tables import history
-from connect_state.tables.schemas import ACTIVE_TOPICS_HISTORY, now_ms
+from connect_state.tables.maintenance import file_sizes
+from connect_state.tables.schemas import ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY, now_ms
 from tests.spark.test_pipelines import KafkaTopics, run_active_topics, table, topic_record
 
 pytestmark = pytest.mark.spark
@@ -24,13 +27,15 @@ NOW = now_ms()
 OLD, OLDER, RECENT = NOW - 45 * DAY, NOW - 50 * DAY, NOW - DAY
 
 
-def settings_for(tmp_path: Path, retention_ms: int, interval_ms: int = 1) -> Settings:
+def settings_for(tmp_path: Path, retention_ms: int, interval_ms: int = 1, small_files: int = 0) -> Settings:
     return load_settings(
         overrides={
             "delta.root": str(tmp_path / "delta"),
             "checkpoint.root": str(tmp_path / "checkpoints"),
             "history.retention.ms": str(retention_ms),
             "history.retention.check.interval.ms": str(interval_ms),  # 1: a pass after every batch
+            "table.compact.small.files": str(small_files),  # 0: never compact
+            "table.compact.check.interval.ms": str(interval_ms),
         },
         environ={},
     )
@@ -85,3 +90,37 @@ def test_where_only_spark_commits_spark_deletes_the_same_rows(spark, tmp_path):
     assert history_rows(spark, kept_all) == KEPT
     assert (cleaned["active_topics_history"].deleted, cleaned["active_topics_history"].kept) == (3, 2)
     assert cleanup.maybe_run(spark) == []  # the next pass is an interval away
+
+
+def data_files(settings: Settings, name: str) -> int:
+    return len(file_sizes(DeltaTable(str(settings.delta_root / name))))
+
+
+def test_the_owning_query_compacts_its_tables_between_its_batches(spark, tmp_path, caplog):
+    settings = settings_for(tmp_path, -1, small_files=1)  # more than one small file: compacted at the next batch
+    topics = KafkaTopics(spark, tmp_path / "kafka")
+    write_changes(topics)
+    with caplog.at_level(logging.INFO, logger="connect_state.retention"):
+        run_active_topics(spark, settings, topics)
+
+    assert "active_topics: active_topics_history: compacted" in caplog.text
+    assert history_rows(spark, settings) == EVERY
+    assert data_files(settings, ACTIVE_TOPICS_HISTORY.name) <= 2  # three batches: compacted after the second
+
+
+def test_where_only_spark_commits_spark_compacts(spark, tmp_path):
+    never = settings_for(tmp_path, -1)
+    topics = KafkaTopics(spark, tmp_path / "kafka")
+    write_changes(topics)
+    run_active_topics(spark, never, topics)
+    files = data_files(never, ACTIVE_TOPICS_HISTORY.name)
+    assert files >= 3  # one a batch
+
+    maintenance = RetentionPass(
+        settings_for(tmp_path, -1, DAY, small_files=1), "active_topics", use_deltalake=False,
+        tables=(ACTIVE_TOPICS, ACTIVE_TOPICS_HISTORY),
+    )  # fmt: skip
+    done = maintenance.maybe_compact(spark)
+    assert (done["active_topics_history"].files_before, done["active_topics_history"].files_after) == (files, 1)
+    assert history_rows(spark, never) == EVERY
+    assert maintenance.maybe_compact(spark) == {}  # the next check is an interval away
