@@ -277,9 +277,19 @@ class DeltaFiles:
     def stats(self) -> FileStats:
         return self._stats
 
-    def read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table:
-        if not files:
-            return self.schema.empty_table().select(list(columns))
+    def row_groups(self, file: DataFile, where: pc.Expression | None) -> list[tuple[str, Callable[[], pa.Table]]]:
+        """The row groups of ``file`` that its Parquet statistics say may hold a row matching ``where``: a name for
+        each (the file's path and the group's number) and how to read it whole (every column)."""
+        filesystem, paths = self._located([file])
+        fragment = _FORMAT.make_fragment(paths[0], filesystem=filesystem)
+        groups = fragment.split_by_row_group(where, schema=self.schema)
+
+        def reader(group: Any) -> Callable[[], pa.Table]:
+            return lambda: pads.FileSystemDataset([group], self.schema, _FORMAT, filesystem).to_table()
+
+        return [(f"{file.path}#{group.row_groups[0].id}", reader(group)) for group in groups]
+
+    def _located(self, files: Sequence[DataFile]) -> tuple[pa_fs.FileSystem, list[str]]:
         filesystem: pa_fs.FileSystem
         if self.local_root is not None:
             filesystem = pa_fs.LocalFileSystem()
@@ -290,6 +300,12 @@ class DeltaFiles:
             )
             filesystem = pa_fs.PyFileSystem(handler)
             paths = [file.path for file in files]
+        return filesystem, paths
+
+    def read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table:
+        if not files:
+            return self.schema.empty_table().select(list(columns))
+        filesystem, paths = self._located(files)
         fragments = [_FORMAT.make_fragment(path, filesystem=filesystem) for path in paths]
         dataset = pads.FileSystemDataset(fragments, self.schema, _FORMAT, filesystem)
         return dataset.to_table(columns=list(columns), filter=where)
@@ -426,8 +442,8 @@ KEPT_FILE_BYTES = 64 * 1024 * 1024
 class FileRows:
     """The rows (every column) of a table's small data files, kept by path across table versions (a Delta data file
     is never rewritten in place) up to ``max_bytes``, the least recently used dropped first: the files a page reads
-    again and again (the newest ones) are decoded once per API process, not once per request. Files of more than
-    ``file_rows`` rows (a compacted file) are never kept: they are read by stretch."""
+    again and again (the newest ones) are decoded once per API process, not once per request. A file of more than
+    ``file_rows`` rows (a compacted one) is kept by row group, those a page read (named by path and group number)."""
 
     def __init__(self, max_bytes: int = KEPT_FILE_BYTES, file_rows: int = WHOLE_FILE_ROWS) -> None:
         self.max_bytes = max_bytes
@@ -499,6 +515,9 @@ class TableScan:
             if rows is None and keep and self.kept.keeps(file):
                 rows = self._read([file], self.schema.names, None)
                 self.kept.put(file.path, rows)
+            elif rows is None and keep and where is not None and isinstance(self.source, DeltaFiles):
+                kept.extend(self._row_groups(file, where))
+                continue
             if rows is None:
                 rest.append(file)
             else:
@@ -510,6 +529,21 @@ class TableScan:
         if rest or not parts:
             parts.append(self._read(rest, columns, where))
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+    def _row_groups(self, file: DataFile, where: pc.Expression | None) -> list[pa.Table]:
+        """The row groups of a large ``file`` that may hold a row matching ``where``, whole, kept by :attr:`kept` (a
+        compacted file's newest groups are what the next page reads again)."""
+        assert self.kept is not None and isinstance(self.source, DeltaFiles)
+        groups = []
+        for name, read in self.source.row_groups(file, where):
+            rows = self.kept.get(name)
+            if rows is None:
+                with self._lock:
+                    self.files_read.append(file.path)
+                rows = read()
+                self.kept.put(name, rows)
+            groups.append(rows)
+        return groups
 
     def _read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table:
         with self._lock:

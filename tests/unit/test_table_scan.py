@@ -274,3 +274,23 @@ def test_kept_rows_stay_within_their_budget() -> None:
     kept.put("huge", pa.concat_tables([rows] * 4))  # larger than the whole budget: never kept
     assert kept.get("huge") is None and kept.kept_bytes == 3 * rows.nbytes
     assert not kept.keeps(DataFile("big", 1, WHOLE_FILE_ROWS + 1)) and not kept.keeps(DataFile("unknown", 1))
+
+
+def test_a_compacted_file_is_kept_by_the_row_groups_a_page_reads(tmp_path: Path) -> None:
+    """A file too large to keep whole (a compaction's) is read by the row groups the page's stretch may need; those
+    are kept, so the same page again reads nothing, and the answers are a full read's."""
+    from deltalake import WriterProperties, write_deltalake
+
+    rows = [audit_row(n) for n in range(WHOLE_FILE_ROWS + 2_000)]
+    write_deltalake(
+        tmp_path / AUDIT.name, to_table_rows(rows), writer_properties=WriterProperties(max_row_group_size=2_000)
+    )
+    scan = TableReader(tmp_path).scan(AUDIT)
+    assert len(scan.source.stats()) == 1
+    by_connector = [("connector", "=", "c2")]
+    newest = sorted(scan.newest("time", by_connector, 50, ["id"]).column("id").to_pylist())[-50:]
+    assert newest == [row["id"] for row in rows if row["connector"] == "c2"][-50:]
+    first_reads = len(scan.files_read)
+    assert 1 <= first_reads < 6  # the newest row groups of six, not all of them
+    again = sorted(scan.newest("time", by_connector, 50, ["id"]).column("id").to_pylist())[-50:]
+    assert again == newest and len(scan.files_read) == first_reads  # kept: nothing read again
