@@ -277,11 +277,20 @@ class DeltaFiles:
     def stats(self) -> FileStats:
         return self._stats
 
-    def row_groups(self, file: DataFile, where: pc.Expression | None) -> list[tuple[str, Callable[[], pa.Table]]]:
+    def row_groups(
+        self, file: DataFile, where: pc.Expression | None, kept: FileRows | None = None
+    ) -> list[tuple[str, Callable[[], pa.Table]]]:
         """The row groups of ``file`` that its Parquet statistics say may hold a row matching ``where``: a name for
-        each (the file's path and the group's number) and how to read it whole (every column)."""
+        each (the file's path and the group's number) and how to read it whole (every column). With ``kept``, the
+        file's footer is read once (its fragment kept there)."""
         filesystem, paths = self._located([file])
-        fragment = _FORMAT.make_fragment(paths[0], filesystem=filesystem)
+
+        def opened() -> Any:
+            fragment = _FORMAT.make_fragment(paths[0], filesystem=filesystem)
+            fragment.ensure_complete_metadata()
+            return fragment
+
+        fragment = kept.fragment(file.path, opened) if kept is not None else opened()
         groups = fragment.split_by_row_group(where, schema=self.schema)
 
         def reader(group: Any) -> Callable[[], pa.Table]:
@@ -437,6 +446,8 @@ class FileCounts:
 
 KEPT_FILE_BYTES = 64 * 1024 * 1024
 """What a :class:`FileRows` keeps at most (decoded Arrow bytes), by default."""
+KEPT_FRAGMENTS = 64
+"""How many large files' footers a :class:`FileRows` keeps read."""
 
 
 class FileRows:
@@ -451,6 +462,7 @@ class FileRows:
         self._by_path: OrderedDict[str, pa.Table] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self._fragments: OrderedDict[str, Any] = OrderedDict()
 
     def keeps(self, file: DataFile) -> bool:
         """Whether ``file`` is small enough to keep (its row count known)."""
@@ -475,6 +487,21 @@ class FileRows:
             while self._bytes > self.max_bytes:
                 _gone, dropped = self._by_path.popitem(last=False)
                 self._bytes -= dropped.nbytes
+
+    def fragment(self, path: str, opened: Callable[[], Any]) -> Any:
+        """The Parquet fragment of the large file ``path``, its footer read once (``opened`` the first time); the
+        :data:`KEPT_FRAGMENTS` most recently used are kept."""
+        with self._lock:
+            fragment = self._fragments.get(path)
+            if fragment is not None:
+                self._fragments.move_to_end(path)
+                return fragment
+        fragment = opened()
+        with self._lock:
+            self._fragments[path] = fragment
+            while len(self._fragments) > KEPT_FRAGMENTS:
+                self._fragments.popitem(last=False)
+        return fragment
 
     @property
     def kept_bytes(self) -> int:
@@ -535,7 +562,7 @@ class TableScan:
         compacted file's newest groups are what the next page reads again)."""
         assert self.kept is not None and isinstance(self.source, DeltaFiles)
         groups = []
-        for name, read in self.source.row_groups(file, where):
+        for name, read in self.source.row_groups(file, where, self.kept):
             rows = self.kept.get(name)
             if rows is None:
                 with self._lock:
