@@ -94,6 +94,20 @@ def observed(spark, connect, stack_settings, tmp_path_factory) -> Iterator[dict[
         connect.delete_connector(name, missing_ok=True)
 
 
+def settled_states(segments: list[dict[str, Any]]) -> list[str]:
+    """The timeline's states, less a brief ``degraded`` right after ``running``: a pause or a failure writes the
+    connector's and its task's statuses at instants apart, so the few milliseconds between are rightly degraded, or
+    absent when both land in one batch."""
+    states: list[str] = []
+    for segment in segments:
+        brief = segment["end"] - segment["start"] < TOLERANCE_MS
+        if segment["state"] == "degraded" and brief and states and states[-1] == "running":
+            continue
+        if not states or states[-1] != segment["state"]:
+            states.append(segment["state"])
+    return states
+
+
 def test_a_connector_s_availability_matches_what_connect_showed(observed: dict[str, Any]) -> None:
     api = api_client(observed["settings"])
     name, since, until = observed["name"], observed["since"], observed["until"]
@@ -121,7 +135,7 @@ def test_a_connector_s_availability_matches_what_connect_showed(observed: dict[s
     )
     # Running, less the reconfiguration's few hundred milliseconds of stopping and starting the task (degraded).
     assert running - 2 * TOLERANCE_MS <= durations["running"] <= running + TOLERANCE_MS, body
-    states = [segment["state"] for segment in body["segments"]]
+    states = settled_states(body["segments"])
     events = api.get(f"/connectors/{name}/events?limit=1000").get_json()["events"]
     trail = [(e["kafka_timestamp"], e["event"], e["details"].get("task"), e["details"].get("to")) for e in events]
     assert states[:4] == ["unknown", "degraded", "running", "paused"], (body["segments"], trail, observed)
