@@ -21,7 +21,7 @@ from connect_state.alerts.store import DeltaAlertsIO
 from connect_state.core.errors import ConfigError
 from connect_state.core.settings import Settings
 from connect_state.spark.leases import LeasedTask
-from connect_state.spark.retention import periodic_retention
+from connect_state.spark.retention import maintained_passes
 from connect_state.spark.streaming import PeriodicTask, Run, job_logger
 from connect_state.tables.lease_store import keeper_for
 from connect_state.tables.schemas import ALERT_DELIVERIES, ALERT_SILENCES, ALERTS, now_ms
@@ -94,13 +94,14 @@ class AlertsJob:
 
         def passes() -> PeriodicTask:  # a new reconciler per lease taken: it reads the tables' state afresh
             reconciler = alerts_reconciler(settings, sender=sender, fence=lease.fence)
-            return PeriodicTask(
+            return maintained_passes(
+                settings,
                 JOB_NAME,
                 reconciler.run_pass,
                 interval,
                 available_now,
                 log,
-                periodic_retention(settings, JOB_NAME, (ALERTS, ALERT_DELIVERIES, ALERT_SILENCES)),
+                (ALERTS, ALERT_DELIVERIES, ALERT_SILENCES),
             )
 
         task = LeasedTask(JOB_NAME, lease, passes, once=available_now)

@@ -39,7 +39,7 @@ from connect_state.leases.decisions import RESTARTS_LEASE
 from connect_state.restarts.policy import RestartPolicy, policy_from_settings
 from connect_state.restarts.reconciler import Attempt, RestartsReconciler, StatusChange, attempt_from_row
 from connect_state.spark.leases import LeasedTask
-from connect_state.spark.retention import periodic_retention
+from connect_state.spark.retention import maintained_passes
 from connect_state.spark.streaming import PeriodicTask, Run, job_logger
 from connect_state.tables import small_writes
 from connect_state.tables.lease_store import keeper_for
@@ -276,13 +276,8 @@ class RestartsJob:
         reconciler, io = restarts_reconciler(settings, policy=policy, fence=lease.fence)
 
         def passes() -> PeriodicTask:
-            return PeriodicTask(
-                JOB_NAME,
-                reconciler.run_pass,
-                interval,
-                available_now,
-                log,
-                periodic_retention(settings, JOB_NAME, (CONNECTOR_RESTARTS,)),
+            return maintained_passes(
+                settings, JOB_NAME, reconciler.run_pass, interval, available_now, log, (CONNECTOR_RESTARTS,)
             )
 
         task = LeasedTask(JOB_NAME, lease, passes, once=available_now)

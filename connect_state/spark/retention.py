@@ -34,6 +34,7 @@ from pyspark.sql import functions as F
 from connect_state.core.settings import KEEP_FOREVER, Settings
 from connect_state.core.storage import Location, deltalake_options
 from connect_state.spark.delta_io import merge_rows, retry_on_conflict, table_exists
+from connect_state.spark.streaming import PeriodicTask
 from connect_state.tables.compaction import Compacted
 from connect_state.tables.maintenance import CompactionPolicy, compact_table
 from connect_state.tables.retention import RetentionPolicy, cutoff_ms, expired_rows, owned_by, table_retentions
@@ -185,3 +186,17 @@ def periodic_retention(settings: Settings, owner: str, tables: Sequence[TableSpe
     options = deltalake_options(settings)
     cleaning = RetentionPass(settings, owner, use_deltalake=True, storage_options=options, tables=tables)
     return cleaning.maybe_run
+
+
+def maintained_passes(
+    settings: Settings,
+    owner: str,
+    run_pass: Callable[[], object],
+    interval_s: float,
+    once: bool,
+    logger: logging.Logger,
+    tables: Sequence[TableSpec],
+) -> PeriodicTask:
+    """The passes of the periodic job ``owner`` (:class:`~connect_state.spark.streaming.PeriodicTask`), each followed
+    by the retention of its logs and the compaction of ``tables`` (:func:`periodic_retention`)."""
+    return PeriodicTask(owner, run_pass, interval_s, once, logger, periodic_retention(settings, owner, tables))

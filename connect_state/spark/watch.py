@@ -39,7 +39,7 @@ from connect_state.kafka.connect_group import ConnectGroup
 from connect_state.kafka.topic_positions import TopicPositions
 from connect_state.leases.decisions import WATCH_LEASE
 from connect_state.spark.leases import LeasedTask
-from connect_state.spark.retention import periodic_retention
+from connect_state.spark.retention import maintained_passes
 from connect_state.spark.streaming import PeriodicTask, Run, job_logger
 from connect_state.tables import small_writes
 from connect_state.tables.lease_store import keeper_for
@@ -448,13 +448,8 @@ class WatchJob:
         interval = interval_seconds(settings.verdict_trigger_interval, "verdict.trigger.interval")
 
         def passes() -> PeriodicTask:
-            return PeriodicTask(
-                JOB_NAME,
-                watch.run_pass,
-                interval,
-                available_now,
-                log,
-                periodic_retention(settings, JOB_NAME, (CONNECTOR_VERDICTS, VERDICT_HISTORY)),
+            return maintained_passes(
+                settings, JOB_NAME, watch.run_pass, interval, available_now, log, (CONNECTOR_VERDICTS, VERDICT_HISTORY)
             )
 
         task = LeasedTask(JOB_NAME, lease, passes, once=available_now)

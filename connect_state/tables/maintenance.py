@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from deltalake import DeltaTable
@@ -70,8 +71,12 @@ def small_file_count(sizes: np.ndarray, file_bytes: int) -> int:
 
 def file_sizes(table: DeltaTable) -> np.ndarray:
     """The sizes in bytes of the table's data files at its loaded version (the log's ``add`` actions)."""
-    adds = table.get_add_actions(flatten=True)
-    return np.asarray(adds.column("size_bytes").to_pylist(), dtype=np.int64) if adds.num_rows else np.zeros(0)
+    return _add_column(table.get_add_actions(flatten=True), "size_bytes", np.int64)
+
+
+def _add_column(adds: Any, column: str, dtype: type) -> np.ndarray:
+    """One column of the log's ``add`` actions (deltalake's flattened table) as a NumPy array."""
+    return np.asarray(adds.column(column).to_pylist(), dtype=dtype) if adds.num_rows else np.zeros(0, dtype=dtype)
 
 
 def compact_table(
@@ -88,11 +93,12 @@ def compact_table(
             table = small_writes.latest(path, options)
         except DeltaTableNotFoundError:
             return None
-        sizes = file_sizes(table)
+        adds = table.get_add_actions(flatten=True)
+        sizes = _add_column(adds, "size_bytes", np.int64)
         if not policy.due(sizes):
             return None
         small = is_small(sizes, policy.file_bytes)
-        rows = np.asarray(table.get_add_actions(flatten=True).column("num_records").to_pylist(), dtype=float)
+        rows = _add_column(adds, "num_records", float)
         table.optimize.compact(target_size=policy.file_bytes)
         table.update_incremental()
         if table.version() % small_writes.CHECKPOINT_INTERVAL == 0:

@@ -259,6 +259,11 @@ class FileSource(Protocol):
 
     def read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table: ...
 
+    def row_groups(self, file: DataFile, where: pc.Expression | None) -> list[tuple[str, Callable[[], pa.Table]]]:
+        """The parts of ``file`` that may hold a row matching ``where``: a name for each (unique across the table's
+        files) and how to read it whole (every column)."""
+        ...
+
 
 _FORMAT = pads.ParquetFileFormat(default_fragment_scan_options=pads.ParquetFragmentScanOptions(pre_buffer=True))
 
@@ -277,20 +282,11 @@ class DeltaFiles:
     def stats(self) -> FileStats:
         return self._stats
 
-    def row_groups(
-        self, file: DataFile, where: pc.Expression | None, kept: FileRows | None = None
-    ) -> list[tuple[str, Callable[[], pa.Table]]]:
-        """The row groups of ``file`` that its Parquet statistics say may hold a row matching ``where``: a name for
-        each (the file's path and the group's number) and how to read it whole (every column). With ``kept``, the
-        file's footer is read once (its fragment kept there)."""
+    def row_groups(self, file: DataFile, where: pc.Expression | None) -> list[tuple[str, Callable[[], pa.Table]]]:
+        """The row groups of ``file`` that its Parquet statistics say may hold a row matching ``where``, named by the
+        file's path and the group's number."""
         filesystem, paths = self._located([file])
-
-        def opened() -> Any:
-            fragment = _FORMAT.make_fragment(paths[0], filesystem=filesystem)
-            fragment.ensure_complete_metadata()
-            return fragment
-
-        fragment = kept.fragment(file.path, opened) if kept is not None else opened()
+        fragment = _FORMAT.make_fragment(paths[0], filesystem=filesystem)
         groups = fragment.split_by_row_group(where, schema=self.schema)
 
         def reader(group: Any) -> Callable[[], pa.Table]:
@@ -336,6 +332,11 @@ class ArrowFiles:
         parts = [self.parts[file.path] for file in files]
         data = pa.concat_tables(parts) if parts else self.schema.empty_table()
         return (data.filter(where) if where is not None else data).select(list(columns))
+
+    def row_groups(self, file: DataFile, where: pc.Expression | None) -> list[tuple[str, Callable[[], pa.Table]]]:
+        """One group: the whole part (in memory, nothing to skip)."""
+        part = self.parts[file.path]
+        return [(f"{file.path}#0", lambda: part)]
 
 
 def _arrow_stats(schema: pa.Schema, parts: Mapping[str, pa.Table]) -> pa.Table:
@@ -446,8 +447,6 @@ class FileCounts:
 
 KEPT_FILE_BYTES = 64 * 1024 * 1024
 """What a :class:`FileRows` keeps at most (decoded Arrow bytes), by default."""
-KEPT_FRAGMENTS = 64
-"""How many large files' footers a :class:`FileRows` keeps read."""
 
 
 class FileRows:
@@ -462,7 +461,6 @@ class FileRows:
         self._by_path: OrderedDict[str, pa.Table] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
-        self._fragments: OrderedDict[str, Any] = OrderedDict()
 
     def keeps(self, file: DataFile) -> bool:
         """Whether ``file`` is small enough to keep (its row count known)."""
@@ -487,21 +485,6 @@ class FileRows:
             while self._bytes > self.max_bytes:
                 _gone, dropped = self._by_path.popitem(last=False)
                 self._bytes -= dropped.nbytes
-
-    def fragment(self, path: str, opened: Callable[[], Any]) -> Any:
-        """The Parquet fragment of the large file ``path``, its footer read once (``opened`` the first time); the
-        :data:`KEPT_FRAGMENTS` most recently used are kept."""
-        with self._lock:
-            fragment = self._fragments.get(path)
-            if fragment is not None:
-                self._fragments.move_to_end(path)
-                return fragment
-        fragment = opened()
-        with self._lock:
-            self._fragments[path] = fragment
-            while len(self._fragments) > KEPT_FRAGMENTS:
-                self._fragments.popitem(last=False)
-        return fragment
 
     @property
     def kept_bytes(self) -> int:
@@ -542,7 +525,7 @@ class TableScan:
             if rows is None and keep and self.kept.keeps(file):
                 rows = self._read([file], self.schema.names, None)
                 self.kept.put(file.path, rows)
-            elif rows is None and keep and where is not None and isinstance(self.source, DeltaFiles):
+            elif rows is None and keep and where is not None:
                 kept.extend(self._row_groups(file, where))
                 continue
             if rows is None:
@@ -560,9 +543,9 @@ class TableScan:
     def _row_groups(self, file: DataFile, where: pc.Expression | None) -> list[pa.Table]:
         """The row groups of a large ``file`` that may hold a row matching ``where``, whole, kept by :attr:`kept` (a
         compacted file's newest groups are what the next page reads again)."""
-        assert self.kept is not None and isinstance(self.source, DeltaFiles)
+        assert self.kept is not None
         groups = []
-        for name, read in self.source.row_groups(file, where, self.kept):
+        for name, read in self.source.row_groups(file, where):
             rows = self.kept.get(name)
             if rows is None:
                 with self._lock:
