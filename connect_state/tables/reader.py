@@ -238,8 +238,8 @@ class TableReader:
         # (table, function) -> (the snapshot's data, the function of its rows): see derived
         self._derived: dict[tuple[str, Callable[..., Any]], tuple[pa.Table, Any]] = {}
         self._log_dirs: dict[str, str] = {}
-        # table -> (its DeltaTable, the version scanned, the scan of that version): see scan
-        self._scans: dict[str, tuple[DeltaTable, int, TableScan]] = {}
+        # table -> (its DeltaTable, the version scanned, the scan of that version, its commit file's identity): see scan
+        self._scans: dict[str, tuple[DeltaTable, int, TableScan, tuple[int, int, int] | None]] = {}
         self._counts: dict[str, FileCounts] = {}
         self._kept: dict[str, FileRows] = {}  # table -> its small files' rows, decoded once (see scan)
 
@@ -284,12 +284,25 @@ class TableReader:
         absent and the snapshot's own is the one it was loaded with (commits are files numbered in sequence; a table
         removed or recreated replaces the latter). Two ``stat`` calls (microseconds) instead of asking the log for new
         commits (about a millisecond). Tables in object stores always ask the log."""
-        if snapshot.commit_file is None or snapshot.commit_paths is None:
+        if snapshot.commit_paths is None:
             return False
-        own, following = snapshot.commit_paths
+        return self._no_commit_since(spec, snapshot.version, snapshot.commit_file, snapshot.commit_paths)
+
+    def _no_commit_since(
+        self,
+        spec: TableSpec,
+        version: int,
+        commit_file: tuple[int, int, int] | None,
+        paths: tuple[str, str] | None = None,
+    ) -> bool:
+        """True when a local table's log has no commit after ``version``, whose commit file had the identity
+        ``commit_file`` when loaded (``paths``: that file's and the next one's, when kept); see :meth:`_unchanged`."""
+        if commit_file is None:
+            return False
+        own, following = paths or (self._commit_path(spec, version), self._commit_path(spec, version + 1))
         if os.path.exists(following):
             return False
-        return self._commit_file(spec, snapshot.version, own) == snapshot.commit_file
+        return self._commit_file(spec, version, own) == commit_file
 
     def snapshot(self, spec: TableSpec) -> pa.Table:
         """Every row of the table at its latest version (all of the spec's columns)."""
@@ -333,9 +346,15 @@ class TableReader:
 
     def scan(self, spec: TableSpec) -> TableScan:
         """Bounded reads of the table's latest version (:mod:`connect_state.tables.scan`: the history and audit
-        queries): nothing is loaded but the log's file list and statistics, rows are read per query."""
+        queries): nothing is loaded but the log's file list and statistics, rows are read per query. A local table
+        whose log has no commit since the kept scan's version answers that scan without asking the log (whose
+        listing grows with its commits)."""
         with self._lock(spec.name):
             kept = self._scans.get(spec.name)
+            if kept is not None and self._no_commit_since(spec, kept[1], kept[3]):
+                return kept[2]
+            if kept is not None and kept[3] is not None and self._commit_file(spec, kept[1]) != kept[3]:
+                kept = None  # the table was removed (and maybe written again): open it afresh
             table = kept[0] if kept is not None else None
             if table is not None:
                 try:
@@ -351,7 +370,7 @@ class TableReader:
             counts = self._counts.setdefault(spec.name, FileCounts(spec.counted)) if spec.counted else None
             file_rows = self._kept.setdefault(spec.name, FileRows())
             scan = TableScan(DeltaFiles(table, self.storage_options, local), counts, file_rows)
-            self._scans[spec.name] = (table, version, scan)
+            self._scans[spec.name] = (table, version, scan, self._commit_file(spec, version))
             return scan
 
     def loaded_at(self, spec: TableSpec) -> float | None:

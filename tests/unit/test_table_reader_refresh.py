@@ -1,5 +1,6 @@
-"""connect_state/tables/reader.py: a local table's snapshot is kept while its log has no new commit (two stats), and
-reloaded as soon as it has one, or when the table was removed and written again (same version numbers, other files)."""
+"""connect_state/tables/reader.py: a local table's snapshot (and scan) is kept while its log has no new commit (two
+stats), and reloaded as soon as it has one, or when the table was removed and written again (same version numbers,
+other files)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,32 @@ def test_a_table_written_again_under_the_same_version_numbers_is_reloaded(tmp_pa
     shutil.rmtree(tmp_path / ACTIVE_TOPICS.name)
     write_table(tmp_path, ACTIVE_TOPICS, [row("z")])  # version 0 again
     assert topics(reader) == ["z"]
+
+
+def scanned_topics(reader: TableReader) -> list[str]:
+    return sorted(reader.scan(ACTIVE_TOPICS).rows([], ["topic"]).column("topic").to_pylist())
+
+
+def test_a_scan_asks_the_log_only_after_a_commit_and_sees_a_table_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_table(tmp_path, ACTIVE_TOPICS, [row("a")])
+    reader = TableReader(tmp_path)
+    assert scanned_topics(reader) == ["a"]
+    table = reader._scans[ACTIVE_TOPICS.name][0]
+    asked: list[int] = []
+    update = type(table).update_incremental
+    monkeypatch.setattr(type(table), "update_incremental", lambda t: asked.append(1) or update(t))
+    held = reader.scan(ACTIVE_TOPICS)
+    for _ in range(3):
+        assert reader.scan(ACTIVE_TOPICS) is held
+    assert asked == []  # nothing new: the kept scan, without listing the log
+    write_table(tmp_path, ACTIVE_TOPICS, [row("b")])
+    assert scanned_topics(reader) == ["a", "b"] and asked == [1]
+    shutil.rmtree(tmp_path / ACTIVE_TOPICS.name)
+    write_table(tmp_path, ACTIVE_TOPICS, [row("z")])
+    write_table(tmp_path, ACTIVE_TOPICS, [row("y")])  # version 1 again, another file
+    assert scanned_topics(reader) == ["y", "z"]
 
 
 @settings(max_examples=100, deadline=None)
