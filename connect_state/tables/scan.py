@@ -665,14 +665,14 @@ class TableScan:
             if data is not None and data.num_rows >= limit:
                 threshold = _kth_greatest(data.column(order), limit)
                 if threshold is not None and _micros(threshold) >= start:
-                    found = [data.filter(pc.greater_equal(data.column(order), threshold))]
+                    found = [_at_least(data, order, threshold)]
                     break
             end, target = start, target * 2
         if not found:
             return self.schema.empty_table().select(wanted)
         data = pa.concat_tables(found)
         threshold = _kth_greatest(data.column(order), limit)
-        return data if threshold is None else data.filter(pc.greater_equal(data.column(order), threshold))
+        return data if threshold is None else _at_least(data, order, threshold)
 
     def _newest_by_file(self, order: str, filters: Sequence[Filter], limit: int, wanted: list[str]) -> pa.Table:
         """:meth:`newest` by whole files: newest first (by their maximum), one, then two, four... at a time, until
@@ -693,7 +693,7 @@ class TableScan:
                 data = pa.concat_tables(found)
                 threshold = _kth_greatest(data.column(order), limit)
                 if threshold is not None:
-                    found, count = [data.filter(pc.greater_equal(data.column(order), threshold))], limit
+                    found, count = [_at_least(data, order, threshold)], limit
         if not found:
             return self.schema.empty_table().select(wanted)
         return pa.concat_tables(found)
@@ -737,6 +737,13 @@ def _stretch_start(
 def _value(number: int, is_time: bool) -> Any:
     """A statistics number as a filter's value (a time: epoch microseconds as an aware datetime)."""
     return EPOCH + dt.timedelta(microseconds=number) if is_time else number
+
+
+def _at_least(data: pa.Table, order: str, threshold: Any) -> pa.Table:
+    """The rows of ``data`` whose ``order`` is at least ``threshold``. Taken by their indices, not filtered by a mask:
+    ``data`` is made of many pieces (a page's newest files, one row or a few each) and a filter by a mask of other
+    pieces re-slices every column at every piece's edge (3 ms for 1,040 rows in 41 pieces, against 0.4 ms)."""
+    return data.take(pc.indices_nonzero(pc.greater_equal(data.column(order), threshold)))
 
 
 def _kth_greatest(column: pa.ChunkedArray, k: int) -> Any:
