@@ -42,7 +42,14 @@ from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.core.errors import TableNotFoundError
 from connect_state.core.storage import Location
-from connect_state.tables.scan import DeltaFiles, FileCounts, FileRows, TableScan, filter_expression
+from connect_state.tables.scan import (
+    DeltaFiles,
+    FileCounts,
+    FileRows,
+    RowGroupIndexes,
+    TableScan,
+    filter_expression,
+)
 from connect_state.tables.schemas import (
     ACTIVE_TOPICS,
     ACTIVE_TOPICS_HISTORY,
@@ -242,6 +249,7 @@ class TableReader:
         self._scans: dict[str, tuple[DeltaTable, int, TableScan, tuple[int, int, int] | None]] = {}
         self._counts: dict[str, FileCounts] = {}
         self._kept: dict[str, FileRows] = {}  # table -> its small files' rows, decoded once (see scan)
+        self._footers: dict[str, RowGroupIndexes] = {}  # table -> its large files' row-group statistics (see scan)
 
     def path(self, spec: TableSpec) -> Location:
         return self.delta_root / spec.name
@@ -369,7 +377,8 @@ class TableReader:
             local = os.fspath(self.path(spec)) if self.delta_root.is_local else None
             counts = self._counts.setdefault(spec.name, FileCounts(spec.counted)) if spec.counted else None
             file_rows = self._kept.setdefault(spec.name, FileRows())
-            scan = TableScan(DeltaFiles(table, self.storage_options, local), counts, file_rows)
+            footers = self._footers.setdefault(spec.name, RowGroupIndexes())
+            scan = TableScan(DeltaFiles(table, self.storage_options, local, footers), counts, file_rows)
             self._scans[spec.name] = (table, version, scan, self._commit_file(spec, version))
             return scan
 

@@ -56,6 +56,8 @@ __all__ = [
     "FileRows",
     "FileStats",
     "Filter",
+    "RowGroupIndex",
+    "RowGroupIndexes",
     "TableScan",
     "all_match",
     "filter_expression",
@@ -259,8 +261,8 @@ class FileSource(Protocol):
 
     def read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table: ...
 
-    def row_groups(self, file: DataFile, where: pc.Expression | None) -> list[tuple[str, Callable[[], pa.Table]]]:
-        """The parts of ``file`` that may hold a row matching ``where``: a name for each (unique across the table's
+    def row_groups(self, file: DataFile, filters: Sequence[Filter]) -> list[tuple[str, Callable[[], pa.Table]]]:
+        """The parts of ``file`` that may hold a row matching ``filters``: a name for each (unique across the table's
         files) and how to read it whole (every column)."""
         ...
 
@@ -270,29 +272,43 @@ _FORMAT = pads.ParquetFileFormat(default_fragment_scan_options=pads.ParquetFragm
 
 class DeltaFiles:
     """The data files of one version of a Delta table, with their ``add`` actions' statistics; read by path (local
-    files natively, an object store through deltalake's own storage, sizes known: no extra requests)."""
+    files natively, an object store through deltalake's own storage, sizes known: no extra requests). ``footers``:
+    the large files' row-group statistics, kept across versions (see :class:`RowGroupIndexes`)."""
 
-    def __init__(self, table: DeltaTable, storage_options: Mapping[str, str] | None, local_root: str | None) -> None:
+    def __init__(
+        self,
+        table: DeltaTable,
+        storage_options: Mapping[str, str] | None,
+        local_root: str | None,
+        footers: RowGroupIndexes | None = None,
+    ) -> None:
         self.table = table
         self.schema = pa.schema(table.schema().to_arrow())
         self.storage_options = dict(storage_options or {})
         self.local_root = local_root
+        self.footers = footers if footers is not None else RowGroupIndexes()
         self._stats = FileStats(pa.table(table.get_add_actions(flatten=True)))
 
     def stats(self) -> FileStats:
         return self._stats
 
-    def row_groups(self, file: DataFile, where: pc.Expression | None) -> list[tuple[str, Callable[[], pa.Table]]]:
-        """The row groups of ``file`` that its Parquet statistics say may hold a row matching ``where``, named by the
-        file's path and the group's number."""
+    def row_groups(self, file: DataFile, filters: Sequence[Filter]) -> list[tuple[str, Callable[[], pa.Table]]]:
+        """The row groups of ``file`` whose Parquet statistics allow a row matching ``filters``, named by the file's
+        path and the group's number; the file's footer read once (:attr:`footers`)."""
         filesystem, paths = self._located([file])
-        fragment = _FORMAT.make_fragment(paths[0], filesystem=filesystem)
-        groups = fragment.split_by_row_group(where, schema=self.schema)
 
-        def reader(group: Any) -> Callable[[], pa.Table]:
-            return lambda: pads.FileSystemDataset([group], self.schema, _FORMAT, filesystem).to_table()
+        def opened() -> RowGroupIndex:
+            fragment = _FORMAT.make_fragment(paths[0], filesystem=filesystem)
+            fragment.ensure_complete_metadata()
+            return RowGroupIndex(fragment, self.schema)
 
-        return [(f"{file.path}#{group.row_groups[0].id}", reader(group)) for group in groups]
+        index = self.footers.get(file.path, opened)
+
+        def reader(group: int) -> Callable[[], pa.Table]:
+            part = index.fragment.subset(row_group_ids=[group])
+            return lambda: pads.FileSystemDataset([part], self.schema, _FORMAT, filesystem).to_table()
+
+        return [(f"{file.path}#{group}", reader(group)) for group in index.groups(filters)]
 
     def _located(self, files: Sequence[DataFile]) -> tuple[pa_fs.FileSystem, list[str]]:
         filesystem: pa_fs.FileSystem
@@ -333,7 +349,7 @@ class ArrowFiles:
         data = pa.concat_tables(parts) if parts else self.schema.empty_table()
         return (data.filter(where) if where is not None else data).select(list(columns))
 
-    def row_groups(self, file: DataFile, where: pc.Expression | None) -> list[tuple[str, Callable[[], pa.Table]]]:
+    def row_groups(self, file: DataFile, filters: Sequence[Filter]) -> list[tuple[str, Callable[[], pa.Table]]]:
         """One group: the whole part (in memory, nothing to skip)."""
         part = self.parts[file.path]
         return [(f"{file.path}#0", lambda: part)]
@@ -445,6 +461,81 @@ class FileCounts:
         return pa.concat_tables(parts).combine_chunks().append_column("file", pa.array(files, pa.int64()))
 
 
+class RowGroupIndex:
+    """A large data file's Parquet fragment (its footer read) and its row groups' statistics as a :class:`FileStats`
+    (one entry a group): which groups a filter may match is array arithmetic, as for files, not pyarrow's evaluation
+    of the filter against every group's statistics (4 ms for a compacted file of 123 groups, 10 ms with the footer
+    read again, on every page)."""
+
+    def __init__(self, fragment: Any, schema: pa.Schema) -> None:
+        self.fragment = fragment
+        self.stats = FileStats(_row_group_stats(fragment.metadata, schema))
+
+    def groups(self, filters: Sequence[Filter]) -> list[int]:
+        """The numbers of the row groups whose statistics allow a row matching every filter."""
+        return [int(group) for group in np.flatnonzero(may_match(self.stats, filters))]
+
+
+def _row_group_stats(metadata: Any, schema: pa.Schema) -> pa.Table:
+    """A Parquet footer's row-group statistics shaped as deltalake's flattened add actions (``path`` the group's
+    number); a column whose statistics do not convert to its type is left without (its groups are read)."""
+    groups = range(metadata.num_row_groups)
+    columns: dict[str, pa.Array] = {
+        "path": pa.array([str(group) for group in groups], pa.string()),
+        "size_bytes": pa.array([metadata.row_group(group).total_byte_size for group in groups], pa.int64()),
+        "num_records": pa.array([metadata.row_group(group).num_rows for group in groups], pa.int64()),
+    }
+    for position in range(metadata.num_columns):
+        name = metadata.schema.column(position).path
+        if name not in schema.names or pa.types.is_nested(schema.field(name).type):
+            continue
+        stats = [metadata.row_group(group).column(position).statistics for group in groups]
+        bounded = [stat is not None and stat.has_min_max for stat in stats]
+        counted = [stat is not None and stat.has_null_count for stat in stats]
+        try:
+            low = pa.array(
+                [stat.min if ok else None for stat, ok in zip(stats, bounded, strict=True)], schema.field(name).type
+            )
+            high = pa.array(
+                [stat.max if ok else None for stat, ok in zip(stats, bounded, strict=True)], schema.field(name).type
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+            continue
+        columns[f"min.{name}"], columns[f"max.{name}"] = low, high
+        columns[f"null_count.{name}"] = pa.array(
+            [stat.null_count if ok else None for stat, ok in zip(stats, counted, strict=True)], pa.int64()
+        )
+    return pa.table(columns)
+
+
+KEPT_FOOTERS = 64
+"""How many large files' row-group indexes a :class:`RowGroupIndexes` keeps."""
+
+
+class RowGroupIndexes:
+    """The :class:`RowGroupIndex` of the large data files a table's pages read, by path across versions (a data file
+    never changes), the :data:`KEPT_FOOTERS` most recently used kept."""
+
+    def __init__(self, max_files: int = KEPT_FOOTERS) -> None:
+        self.max_files = max_files
+        self._by_path: OrderedDict[str, RowGroupIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: str, opened: Callable[[], RowGroupIndex]) -> RowGroupIndex:
+        """The index of ``path``, built by ``opened`` the first time."""
+        with self._lock:
+            index = self._by_path.get(path)
+            if index is not None:
+                self._by_path.move_to_end(path)
+                return index
+        index = opened()
+        with self._lock:
+            self._by_path[path] = index
+            while len(self._by_path) > self.max_files:
+                self._by_path.popitem(last=False)
+        return index
+
+
 KEPT_FILE_BYTES = 64 * 1024 * 1024
 """What a :class:`FileRows` keeps at most (decoded Arrow bytes), by default."""
 
@@ -526,7 +617,7 @@ class TableScan:
                 rows = self._read([file], self.schema.names, None)
                 self.kept.put(file.path, rows)
             elif rows is None and keep and where is not None:
-                kept.extend(self._row_groups(file, where))
+                kept.extend(self._row_groups(file, filters))
                 continue
             if rows is None:
                 rest.append(file)
@@ -540,12 +631,12 @@ class TableScan:
             parts.append(self._read(rest, columns, where))
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
-    def _row_groups(self, file: DataFile, where: pc.Expression | None) -> list[pa.Table]:
-        """The row groups of a large ``file`` that may hold a row matching ``where``, whole, kept by :attr:`kept` (a
+    def _row_groups(self, file: DataFile, filters: Sequence[Filter]) -> list[pa.Table]:
+        """The row groups of a large ``file`` that may hold a row matching ``filters``, whole, kept by :attr:`kept` (a
         compacted file's newest groups are what the next page reads again)."""
         assert self.kept is not None
         groups = []
-        for name, read in self.source.row_groups(file, where):
+        for name, read in self.source.row_groups(file, filters):
             rows = self.kept.get(name)
             if rows is None:
                 with self._lock:

@@ -294,3 +294,76 @@ def test_a_compacted_file_is_kept_by_the_row_groups_a_page_reads(tmp_path: Path)
     assert 1 <= first_reads < 6  # the newest row groups of six, not all of them
     again = sorted(scan.newest("time", by_connector, 50, ["id"]).column("id").to_pylist())[-50:]
     assert again == newest and len(scan.files_read) == first_reads  # kept: nothing read again
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        [("time", ">=", T0 + timedelta(seconds=5_000))],
+        [("time", "<", T0 + timedelta(seconds=1_500)), ("connector", "=", "c2")],
+        [("time", ">=", T0 + timedelta(seconds=3_999)), ("time", "<", T0 + timedelta(seconds=4_001))],
+        [("id", "in", ["id-000007", "id-007007"])],
+        [("principal", "=", "nobody")],
+        [("status", ">", 204)],
+        [("written", "=", "[]")],
+    ],
+)
+def test_a_large_files_row_groups_are_those_pyarrows_own_statistics_allow(
+    tmp_path: Path, filters: list[tuple[str, str, Any]]
+) -> None:
+    """The row groups a compacted file's page reads are chosen from its footer's statistics kept as arrays; pyarrow's
+    own pruning of the same file by the same filter is the oracle (the written rows sorted by time, as a compaction
+    writes them, so each group holds a stretch of time)."""
+    import pyarrow.dataset as pads
+    import pyarrow.fs
+    from deltalake import WriterProperties, write_deltalake
+
+    from connect_state.tables.scan import filter_expression
+
+    rows = [audit_row(n) for n in range(8_000)]
+    write_deltalake(
+        tmp_path / AUDIT.name, to_table_rows(rows), writer_properties=WriterProperties(max_row_group_size=1_000)
+    )
+    scan = TableReader(tmp_path).scan(AUDIT)
+    file = scan.source.stats().file(0)
+    ours = [name.rsplit("#", 1)[1] for name, _read in scan.source.row_groups(file, filters)]
+    fragment = pads.ParquetFileFormat().make_fragment(
+        str(tmp_path / AUDIT.name / file.path), filesystem=pyarrow.fs.LocalFileSystem()
+    )
+    theirs = [
+        str(group.row_groups[0].id)
+        for group in fragment.split_by_row_group(filter_expression(filters), schema=scan.schema)
+    ]
+    assert ours == theirs
+    read = [r for _name, read_group in scan.source.row_groups(file, filters) for r in read_group().to_pylist()]
+    matching = scan.rows(filters, ["id"]).column("id").to_pylist()
+    assert set(matching) <= {row["id"] for row in read}
+
+
+def test_a_large_files_footer_is_read_once_across_versions(tmp_path: Path) -> None:
+    """A page on each new version asks the compacted file for its row groups again; its footer is read the first
+    time only (the file never changes)."""
+    from deltalake import WriterProperties, write_deltalake
+
+    rows = [audit_row(n) for n in range(WHOLE_FILE_ROWS + 2_000)]
+    write_deltalake(
+        tmp_path / AUDIT.name, to_table_rows(rows), writer_properties=WriterProperties(max_row_group_size=2_000)
+    )
+    reader = TableReader(tmp_path)
+    opened: list[str] = []
+    for n in range(3):
+        scan = reader.scan(AUDIT)
+        big = next(
+            scan.source.stats().file(i)
+            for i in range(len(scan.source.stats()))
+            if scan.source.stats().rows[i] > WHOLE_FILE_ROWS
+        )
+        real_get = scan.source.footers.get
+
+        def counting_get(path: str, make: Any, real_get: Any = real_get) -> Any:
+            return real_get(path, lambda: (opened.append(path), make())[1])
+
+        scan.source.footers.get = counting_get  # type: ignore[method-assign]
+        assert scan.newest("time", [("connector", "=", "c1")], 10, ["id"]).num_rows >= 10
+        write_deltalake(tmp_path / AUDIT.name, to_table_rows([audit_row(50_000 + n)]), mode="append")
+    assert opened == [big.path]
