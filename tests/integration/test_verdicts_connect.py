@@ -349,10 +349,16 @@ def test_a_sink_whose_worker_left_is_degraded(
     lost_at = time.monotonic()
     # the departed worker's connector instance may be judged lost a pass before its task is (the task's RUNNING row
     # with the departed worker's id not folded yet): wait until the evidence names the task
-    found = wait_verdict(
-        api, name, "degraded", lost_at, "degraded (a worker left)", timeout_s=60,
-        until=lambda answer: answer["evidence"].get("unassigned_tasks") or answer["evidence"].get("lost_tasks"),
-    )  # fmt: skip
+    try:
+        found = wait_verdict(
+            api, name, "degraded", lost_at, "degraded (a worker left)", timeout_s=60,
+            until=lambda answer: answer["evidence"].get("unassigned_tasks") or answer["evidence"].get("lost_tasks"),
+        )  # fmt: skip
+    except AssertionError as err:  # what Connect itself says then: the oracle for an evidence that names no task
+        tasks = connect.get(connect.connector_path(name, "tasks"))
+        raise AssertionError(
+            f"{err}; Connect's status {connect.connector_status(name)}; Connect's tasks {tasks}"
+        ) from None
     evidence = found["evidence"]
     if evidence["unassigned_tasks"]:  # the UNASSIGNED write landed
         decided_by = "UNASSIGNED status"
