@@ -16,9 +16,11 @@ ends, dead-letter counts) is remembered in memory (:mod:`connect_state.verdicts.
 job, a stall is seen at the earliest one threshold later. The judge (:func:`connect_state.verdicts.judge.judge`)
 decides.
 
-``connector_verdicts`` is written when a verdict changed, and at least every :data:`REFRESH_MS` (the evidence's
-numbers); ``verdict_history`` gets a row per change. The job is their only writer: a second instance waits for the
-``watch`` lease. The console script is ``connect-state-watch`` (jobs/watch.py).
+``connector_verdicts`` is written when a connector's or a task's verdict changed (a task's: e.g. the connectors table
+caught up with a task lost while the connector's verdict already said degraded), and at least every
+:data:`REFRESH_MS` (the evidence's numbers); ``verdict_history`` gets a row per change of a connector's verdict.
+The job is their only writer: a second instance waits for the ``watch`` lease. The console script is
+``connect-state-watch`` (jobs/watch.py).
 """
 
 from __future__ import annotations
@@ -164,6 +166,8 @@ class VerdictWatch:
         self.movement = Movement()
         self.drops = Counter()
         self.current: dict[str, tuple[str, int]] | None = None  # connector -> (verdict, since ms), as written
+        #: connector -> {task: verdict}, as written (empty after a restart: the first pass writes every row again)
+        self.task_verdicts: dict[str, dict[int, str]] = {}
         self.last_write_ms = 0
 
     @property
@@ -365,8 +369,12 @@ class VerdictWatch:
             self.current = self._load_current()
         changes = []
         rows = []
+        tasks_changed = False
         for name, (judgement, thresholds, ignored, kind) in sorted(judgements.items()):
             verdict = str(judgement.verdict)
+            task_verdicts = {task: str(v) for task, (v, _e) in judgement.tasks.items()}
+            tasks_changed |= self.task_verdicts.get(name) != task_verdicts
+            self.task_verdicts[name] = task_verdicts
             previous = self.current.get(name)
             evidence = dict(judgement.evidence)
             if ignored:
@@ -382,7 +390,7 @@ class VerdictWatch:
                 (name, kind, verdict, since, _compact(evidence), _compact(tasks), _compact(thresholds.as_dict()))
             )
         gone = sorted(set(self.current) - set(judgements))
-        if not changes and not gone and now - self.last_write_ms < REFRESH_MS:
+        if not changes and not gone and not tasks_changed and now - self.last_write_ms < REFRESH_MS:
             return None
         self.fence()
         self._merge(rows, now)
@@ -390,6 +398,7 @@ class VerdictWatch:
             self._delete(gone)
             for name in gone:
                 del self.current[name]
+                self.task_verdicts.pop(name, None)
         if changes:
             history = pa.table(
                 {

@@ -354,10 +354,11 @@ def test_a_sink_whose_worker_left_is_degraded(
             api, name, "degraded", lost_at, "degraded (a worker left)", timeout_s=60,
             until=lambda answer: answer["evidence"].get("unassigned_tasks") or answer["evidence"].get("lost_tasks"),
         )  # fmt: skip
-    except AssertionError as err:  # what Connect itself says then: the oracle for an evidence that names no task
+    except AssertionError as err:  # what Connect itself says then (the oracle) beside our connectors row's status
         tasks = connect.get(connect.connector_path(name, "tasks"))
+        ours = api.get(f"/connectors/{name}/status").get_json()
         raise AssertionError(
-            f"{err}; Connect's status {connect.connector_status(name)}; Connect's tasks {tasks}"
+            f"{err}; Connect's status {connect.connector_status(name)}; Connect's tasks {tasks}; our status {ours}"
         ) from None
     evidence = found["evidence"]
     if evidence["unassigned_tasks"]:  # the UNASSIGNED write landed

@@ -138,3 +138,34 @@ def test_a_task_running_on_a_worker_that_left_the_group_is_degraded(
     assert watch.run_pass() is None
     assert watch.missing_since == {"b:2": T0 + 3000}  # kept from the pass that first saw it missing
     assert group.calls == 5
+
+
+def test_a_task_verdict_that_changes_under_the_same_connector_verdict_is_written_at_once(settings: Settings) -> None:
+    """The connectors table may catch up with a lost task after the pass that judged the connector degraded (its
+    connector instance lost): the row's evidence names the task at the next pass, not a refresh later."""
+    now = [T0]
+    group = Group("a:1", "b:2")
+    watch = VerdictWatch(settings, positions=Positions(), group=group, clock=lambda: now[0])  # type: ignore[arg-type]
+    early = sink_row("s1", tasks=[], task_count=0, connector_worker_id="b:2")  # no task committed yet
+    write_table(settings.delta_root, CONNECTORS, [early])
+    assert watch.run_pass() == "s1: - -> healthy"
+    group.answer = ("a:1",)  # b:2 left
+    now[0] = T0 + 1000
+    assert watch.run_pass() == "s1: healthy -> degraded"
+    (current,) = rows(settings, "connector_verdicts")
+    assert json.loads(current["evidence"])["lost_connector"] is True and json.loads(current["tasks"]) == {}
+
+    tasks = [{"id": 0, "state": "RUNNING", "worker_id": "a:1"}, {"id": 1, "state": "RUNNING", "worker_id": "b:2"}]
+    caught_up = sink_row("s1", tasks=tasks, task_count=2, connector_worker_id="b:2")
+    write_table(settings.delta_root, CONNECTORS, [caught_up], mode="overwrite")
+    now[0] = T0 + 2000  # well within the refresh interval
+    assert watch.run_pass() is None  # the connector's verdict did not change
+    (current,) = rows(settings, "connector_verdicts")
+    assert json.loads(current["evidence"])["lost_tasks"] == [1], current
+    assert {task: v["verdict"] for task, v in json.loads(current["tasks"]).items()} == {"0": "healthy", "1": "degraded"}
+    assert [r["verdict"] for r in rows(settings, "verdict_history")].count("degraded") == 1  # no history row for it
+
+    now[0] = T0 + 3000
+    write_count = len(DeltaTable(str(settings.delta_root / "connector_verdicts")).history())
+    assert watch.run_pass() is None
+    assert len(DeltaTable(str(settings.delta_root / "connector_verdicts")).history()) == write_count  # nothing new
