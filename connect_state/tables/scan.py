@@ -21,7 +21,11 @@ writer records, Spark's and delta-rs'):
 
 The small data files a page reads (up to :data:`WHOLE_FILE_ROWS` rows: a flush's, a micro-batch's) are kept decoded by
 a :class:`FileRows` per table and API process, by path, across versions, within a byte budget: the next page reads
-from storage only the files committed since (a Delta data file never changes).
+from storage only the files committed since (a Delta data file never changes). A larger file (a compaction's, sorted
+by time in small row groups) is read by row group: its footer's statistics are kept as arrays by a
+:class:`RowGroupIndexes` (:class:`RowGroupIndex`, one per file), a page reads the groups its stretch of time may need
+and a count the groups at the stretch's edges (the groups inside it counted from their statistics), and
+:class:`FileRows` keeps the groups read.
 
 Statistics are conservative: a column without them, or a file without any, is read. Spark truncates a timestamp's
 statistics to milliseconds, so a timestamp's maximum is taken as up to a millisecond later than recorded.
@@ -266,6 +270,13 @@ class FileSource(Protocol):
         files) and how to read it whole (every column)."""
         ...
 
+    def counted_row_groups(
+        self, file: DataFile, filters: Sequence[Filter]
+    ) -> tuple[int, list[tuple[str, Callable[[], pa.Table]]]]:
+        """How many rows of ``file`` its parts' statistics prove to match ``filters``, and the other parts that may
+        hold one (as :meth:`row_groups` names them)."""
+        ...
+
 
 _FORMAT = pads.ParquetFileFormat(default_fragment_scan_options=pads.ParquetFragmentScanOptions(pre_buffer=True))
 
@@ -295,20 +306,41 @@ class DeltaFiles:
     def row_groups(self, file: DataFile, filters: Sequence[Filter]) -> list[tuple[str, Callable[[], pa.Table]]]:
         """The row groups of ``file`` whose Parquet statistics allow a row matching ``filters``, named by the file's
         path and the group's number; the file's footer read once (:attr:`footers`)."""
-        filesystem, paths = self._located([file])
+        index = self._index(file)
+        return self._parts(file, index, np.flatnonzero(may_match(index.stats, filters)))
 
+    def counted_row_groups(
+        self, file: DataFile, filters: Sequence[Filter]
+    ) -> tuple[int, list[tuple[str, Callable[[], pa.Table]]]]:
+        """The rows of the row groups whose statistics prove every row matches (counted, not read), and the groups
+        that may hold some (to read): a count of a stretch of time in a compacted file reads its two edges' groups."""
+        index = self._index(file)
+        maybe = may_match(index.stats, filters)
+        counts = index.stats.rows
+        whole = maybe & all_match(index.stats, filters) if counts is not None else np.zeros(len(maybe), bool)
+        counted = int(counts[whole].sum()) if counts is not None else 0
+        return counted, self._parts(file, index, np.flatnonzero(maybe & ~whole))
+
+    def _index(self, file: DataFile) -> RowGroupIndex:
         def opened() -> RowGroupIndex:
+            filesystem, paths = self._located([file])
             fragment = _FORMAT.make_fragment(paths[0], filesystem=filesystem)
             fragment.ensure_complete_metadata()
-            return RowGroupIndex(fragment, self.schema)
+            return RowGroupIndex(fragment, self.schema, filesystem)
 
-        index = self.footers.get(file.path, opened)
+        return self.footers.get(file.path, opened)
 
+    def _parts(
+        self, file: DataFile, index: RowGroupIndex, groups: Iterable[Any]
+    ) -> list[tuple[str, Callable[[], pa.Table]]]:
         def reader(group: int) -> Callable[[], pa.Table]:
-            part = index.fragment.subset(row_group_ids=[group])
-            return lambda: pads.FileSystemDataset([part], self.schema, _FORMAT, filesystem).to_table()
+            def read() -> pa.Table:
+                part = index.fragment.subset(row_group_ids=[group])
+                return pads.FileSystemDataset([part], self.schema, _FORMAT, index.filesystem).to_table()
 
-        return [(f"{file.path}#{group}", reader(group)) for group in index.groups(filters)]
+            return read
+
+        return [(f"{file.path}#{int(group)}", reader(int(group))) for group in groups]
 
     def _located(self, files: Sequence[DataFile]) -> tuple[pa_fs.FileSystem, list[str]]:
         filesystem: pa_fs.FileSystem
@@ -353,6 +385,12 @@ class ArrowFiles:
         """One group: the whole part (in memory, nothing to skip)."""
         part = self.parts[file.path]
         return [(f"{file.path}#0", lambda: part)]
+
+    def counted_row_groups(
+        self, file: DataFile, filters: Sequence[Filter]
+    ) -> tuple[int, list[tuple[str, Callable[[], pa.Table]]]]:
+        """Nothing counted from statistics: the whole part is read."""
+        return 0, self.row_groups(file, filters)
 
 
 def _arrow_stats(schema: pa.Schema, parts: Mapping[str, pa.Table]) -> pa.Table:
@@ -467,8 +505,9 @@ class RowGroupIndex:
     of the filter against every group's statistics (4 ms for a compacted file of 123 groups, 10 ms with the footer
     read again, on every page)."""
 
-    def __init__(self, fragment: Any, schema: pa.Schema) -> None:
+    def __init__(self, fragment: Any, schema: pa.Schema, filesystem: pa_fs.FileSystem) -> None:
         self.fragment = fragment
+        self.filesystem = filesystem
         self.stats = FileStats(_row_group_stats(fragment.metadata, schema))
 
     def groups(self, filters: Sequence[Filter]) -> list[int]:
@@ -634,9 +673,22 @@ class TableScan:
     def _row_groups(self, file: DataFile, filters: Sequence[Filter]) -> list[pa.Table]:
         """The row groups of a large ``file`` that may hold a row matching ``filters``, whole, kept by :attr:`kept` (a
         compacted file's newest groups are what the next page reads again)."""
+        return self._kept_parts(file, self.source.row_groups(file, filters))
+
+    def _count_by_row_group(self, file: DataFile, filters: Sequence[Filter]) -> int:
+        """The rows of a large ``file`` matching ``filters``: its row groups proven to match counted from their
+        statistics, the others that may hold one read whole and kept (a page's count of a stretch of time reads the
+        stretch's edges once per API process, not the file's matching groups on every request)."""
+        counted, parts = self.source.counted_row_groups(file, filters)
+        where = filter_expression(filters)
+        for rows in self._kept_parts(file, parts):
+            counted += rows.filter(where).num_rows if where is not None else rows.num_rows
+        return counted
+
+    def _kept_parts(self, file: DataFile, parts: list[tuple[str, Callable[[], pa.Table]]]) -> list[pa.Table]:
         assert self.kept is not None
         groups = []
-        for name, read in self.source.row_groups(file, filters):
+        for name, read in parts:
             rows = self.kept.get(name)
             if rows is None:
                 with self._lock:
@@ -685,6 +737,10 @@ class TableScan:
         whole = maybe & all_match(stats, filters)
         total += int(stats.rows[whole].sum()) if stats.rows is not None else 0
         partial = np.flatnonzero(maybe & ~whole)
+        if len(partial) and self.kept is not None:  # a large file: by its row groups
+            large = np.array([not self.kept.keeps(stats.file(int(i))) for i in partial], bool)
+            total += sum(self._count_by_row_group(stats.file(int(i)), filters) for i in partial[large])
+            partial = partial[~large]
         if len(partial):
             columns = sorted({column for column, _, _ in filters}) or [self.schema.names[0]]
             total += self.read_files(partial, columns, filters).num_rows

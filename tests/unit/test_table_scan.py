@@ -367,3 +367,33 @@ def test_a_large_files_footer_is_read_once_across_versions(tmp_path: Path) -> No
         assert scan.newest("time", [("connector", "=", "c1")], 10, ["id"]).num_rows >= 10
         write_deltalake(tmp_path / AUDIT.name, to_table_rows([audit_row(50_000 + n)]), mode="append")
     assert opened == [big.path]
+
+
+@pytest.mark.parametrize(
+    ("filters", "groups_read"),
+    [
+        ([("time", ">=", T0 + timedelta(seconds=5_500))], 1),  # cuts group 5; groups 6-11 counted
+        ([("time", ">=", T0 + timedelta(seconds=2_500)), ("time", "<", T0 + timedelta(seconds=6_001))], 2),
+        ([("time", ">=", T0 + timedelta(seconds=3_000)), ("connector", "=", "c2")], 9),  # c2 in every group
+        ([("principal", "=", "nobody")], 0),
+    ],
+)
+def test_a_count_in_a_large_file_reads_only_the_row_groups_at_its_edges(
+    tmp_path: Path, filters: list[tuple[str, str, Any]], groups_read: int
+) -> None:
+    """A count of a stretch of time in a compacted file counts the row groups inside the stretch from their
+    statistics and reads only those its edges cut, kept (the same count again reads nothing); a count of the full
+    read's rows is the oracle."""
+    from deltalake import WriterProperties, write_deltalake
+
+    from connect_state.tables.scan import filter_expression
+
+    rows = [audit_row(n) for n in range(WHOLE_FILE_ROWS + 2_000)]  # 12 groups of 1,000 rows, one a second
+    write_deltalake(
+        tmp_path / AUDIT.name, to_table_rows(rows), writer_properties=WriterProperties(max_row_group_size=1_000)
+    )
+    scan = TableReader(tmp_path).scan(AUDIT)
+    expected = to_table_rows(rows).filter(filter_expression(filters)).num_rows
+    assert scan.count(filters) == expected
+    assert len(scan.files_read) == groups_read  # one read a row group
+    assert scan.count(filters) == expected and len(scan.files_read) == groups_read  # kept
