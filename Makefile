@@ -117,8 +117,9 @@ run: venv jars
 
 # The suite runs in TEST_WORKERS processes (pytest-xdist), a test file at a time each, and the files that start JVMs
 # of their own one after the other in one process (tests/fixtures/xdist.py); every process starts its own broker,
-# Connect worker and SparkSession once and shares them between its tests. TEST_WORKERS=0: one process.
-TEST_WORKERS ?= 2
+# Connect worker and SparkSession once and shares them between its tests. Three on 2 cores: the tests wait on Connect
+# more than they compute (README, "Development"). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 3
 test: setup
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
