@@ -65,6 +65,7 @@ __all__ = [
     "TableScan",
     "all_match",
     "filter_expression",
+    "filter_rows",
     "may_match",
 ]
 
@@ -93,6 +94,7 @@ class FileStats:
         self.sizes = _ints(table.column("size_bytes"), 0)
         self.rows = _ints(table.column("num_records"), -1) if "num_records" in table.column_names else None
         self._bounds: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None] = {}
+        self._nulls: dict[str, np.ndarray | None] = {}
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -121,8 +123,12 @@ class FileStats:
         return self._bounds[column]
 
     def nulls(self, column: str) -> np.ndarray | None:
-        name = f"null_count.{column}"
-        return _ints(self.table.column(name), -1) if name in self.table.column_names else None
+        """The column's null counts per file (-1: not known); None: no statistics. Kept, as :meth:`bounds` are: a page
+        asks for them several times."""
+        if column not in self._nulls:
+            name = f"null_count.{column}"
+            self._nulls[column] = _ints(self.table.column(name), -1) if name in self.table.column_names else None
+        return self._nulls[column]
 
 
 TIMESTAMP_SLACK_US = 1_000
@@ -177,6 +183,36 @@ def filter_expression(filters: Sequence[Filter]) -> pc.Expression | None:
         term = _OPS[op](pc.field(column), value)
         expression = term if expression is None else expression & term
     return expression
+
+
+def _value_set(column: pa.ChunkedArray, value: Any) -> pa.Array:
+    return pa.array(list(value), column.type)
+
+
+_MASKS: dict[str, Callable[[pa.ChunkedArray, Any], Any]] = {
+    "=": pc.equal,
+    "==": pc.equal,
+    "!=": pc.not_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
+    "in": lambda column, value: pc.is_in(column, value_set=_value_set(column, value)),
+    "not in": lambda column, value: pc.invert(pc.is_in(column, value_set=_value_set(column, value))),
+}
+
+
+def filter_rows(data: pa.Table, filters: Sequence[Filter]) -> pa.Table:
+    """The rows of ``data`` (in memory) matching ANDed filters, as :func:`filter_expression` selects them: a mask
+    computed column by column, then one filter. Not acero's evaluation of the expression, whose cost grows with the
+    table's chunks (a page's kept files are many one-row pieces: 3.9 ms for 43 pieces against 0.3 ms)."""
+    mask = None
+    for column, op, value in filters:
+        if op not in _MASKS:
+            raise ValueError(f"unsupported filter operator {op!r} (supported: {', '.join(_MASKS)})")
+        term = _MASKS[op](data.column(column), value)
+        mask = term if mask is None else pc.and_(mask, term)
+    return data if mask is None else data.filter(mask)
 
 
 def _may(low: np.ndarray, high: np.ndarray, op: str, value: Any) -> np.ndarray:
@@ -664,8 +700,7 @@ class TableScan:
                 kept.append(rows)
         parts = []
         if kept:
-            data = pa.concat_tables(kept)
-            parts.append((data.filter(where) if where is not None else data).select(list(columns)))
+            parts.append(filter_rows(pa.concat_tables(kept), filters).select(list(columns)))
         if rest or not parts:
             parts.append(self._read(rest, columns, where))
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
@@ -680,10 +715,7 @@ class TableScan:
         statistics, the others that may hold one read whole and kept (a page's count of a stretch of time reads the
         stretch's edges once per API process, not the file's matching groups on every request)."""
         counted, parts = self.source.counted_row_groups(file, filters)
-        where = filter_expression(filters)
-        for rows in self._kept_parts(file, parts):
-            counted += rows.filter(where).num_rows if where is not None else rows.num_rows
-        return counted
+        return counted + sum(filter_rows(rows, filters).num_rows for rows in self._kept_parts(file, parts))
 
     def _kept_parts(self, file: DataFile, parts: list[tuple[str, Callable[[], pa.Table]]]) -> list[pa.Table]:
         assert self.kept is not None

@@ -23,6 +23,8 @@ from connect_state.tables.scan import (
     FileStats,
     TableScan,
     all_match,
+    filter_expression,
+    filter_rows,
     may_match,
 )
 from connect_state.tables.schemas import AUDIT, HEARTBEATS
@@ -397,3 +399,33 @@ def test_a_count_in_a_large_file_reads_only_the_row_groups_at_its_edges(
     assert scan.count(filters) == expected
     assert len(scan.files_read) == groups_read  # one read a row group
     assert scan.count(filters) == expected and len(scan.files_read) == groups_read  # kept
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        [],
+        [("connector", "=", "c2")],
+        [("connector", "!=", "c2"), ("time", ">=", T0 + timedelta(seconds=30))],
+        [("time", "<", T0 + timedelta(seconds=12)), ("status", ">", 204)],
+        [("status", "<=", 204)],
+        [("principal", "in", ["alice", "nobody"])],
+        [("principal", "not in", ["alice"]), ("connector", "==", "c1")],
+    ],
+)
+def test_rows_filtered_in_memory_are_those_pyarrows_expression_selects(filters: list[tuple[str, str, Any]]) -> None:
+    """:func:`filter_rows` (a mask, column by column) against pyarrow's evaluation of :func:`filter_expression` (the
+    oracle) on a table of many pieces, as a page's kept files are, nulls included."""
+    rows = [audit_row(n) for n in range(60)]
+    for row in rows[::5]:
+        row["status"] = 500
+    for row in rows[::7]:
+        row["status"] = None  # a refusal written before any answer: no status
+    for row in rows[::11]:
+        row["principal"] = None
+    table = to_table_rows(rows)
+    pieces = pa.concat_tables([table.slice(start, 4) for start in range(0, 60, 4)])  # 15 chunks
+    expression = filter_expression(filters)
+    expected = pieces.filter(expression) if expression is not None else pieces
+    assert filter_rows(pieces, filters).to_pylist() == expected.to_pylist()
+    assert 0 < expected.num_rows < 60 or not filters
