@@ -682,16 +682,15 @@ class TableScan:
         read are read whole and kept (:attr:`files_read` names the files read from storage)."""
         stats = self.source.stats()
         files = [stats.file(int(i)) for i in indices]
-        where = filter_expression(filters)
         if self.kept is None:
-            return self._read(files, columns, where)
+            return self._read(files, columns, filter_expression(filters))
         kept, rest = [], []
         for file in files:
             rows = self.kept.get(file.path)
             if rows is None and keep and self.kept.keeps(file):
                 rows = self._read([file], self.schema.names, None)
                 self.kept.put(file.path, rows)
-            elif rows is None and keep and where is not None:
+            elif rows is None and keep and filters:
                 kept.extend(self._row_groups(file, filters))
                 continue
             if rows is None:
@@ -701,8 +700,8 @@ class TableScan:
         parts = []
         if kept:
             parts.append(filter_rows(pa.concat_tables(kept), filters).select(list(columns)))
-        if rest or not parts:
-            parts.append(self._read(rest, columns, where))
+        if rest or not parts:  # the expression built only for a read from storage (a page's kept files need none)
+            parts.append(self._read(rest, columns, filter_expression(filters)))
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def _row_groups(self, file: DataFile, filters: Sequence[Filter]) -> list[pa.Table]:
