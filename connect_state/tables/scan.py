@@ -343,7 +343,7 @@ class DeltaFiles:
         """The row groups of ``file`` whose Parquet statistics allow a row matching ``filters``, named by the file's
         path and the group's number; the file's footer read once (:attr:`footers`)."""
         index = self._index(file)
-        return self._parts(file, index, np.flatnonzero(may_match(index.stats, filters)))
+        return self._parts(file, index, index.groups(filters))
 
     def counted_row_groups(
         self, file: DataFile, filters: Sequence[Filter]
