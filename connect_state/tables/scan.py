@@ -660,12 +660,13 @@ class FileRows:
 
 class TableScan:
     """Bounded reads of one table version (see the module doc); ``counts``: the table's :class:`FileCounts`;
-    ``kept``: its :class:`FileRows` (small files decoded once, shared by the versions' scans)."""
+    ``kept``: its :class:`FileRows` (small files decoded once, shared by the versions' scans; without one, this
+    scan's own)."""
 
     def __init__(self, source: FileSource, counts: FileCounts | None = None, kept: FileRows | None = None) -> None:
         self.source = source
         self.counts = counts
-        self.kept = kept
+        self.kept = kept if kept is not None else FileRows()
         self.files_read: list[str] = []
         self._lock = threading.Lock()
         self._counted: pa.Table | None = None
@@ -682,8 +683,6 @@ class TableScan:
         read are read whole and kept (:attr:`files_read` names the files read from storage)."""
         stats = self.source.stats()
         files = [stats.file(int(i)) for i in indices]
-        if self.kept is None:
-            return self._read(files, columns, filter_expression(filters))
         kept, rest = [], []
         for file in files:
             rows = self.kept.get(file.path)
@@ -717,7 +716,6 @@ class TableScan:
         return counted + sum(filter_rows(rows, filters).num_rows for rows in self._kept_parts(file, parts))
 
     def _kept_parts(self, file: DataFile, parts: list[tuple[str, Callable[[], pa.Table]]]) -> list[pa.Table]:
-        assert self.kept is not None
         groups = []
         for name, read in parts:
             rows = self.kept.get(name)
@@ -768,7 +766,7 @@ class TableScan:
         whole = maybe & all_match(stats, filters)
         total += int(stats.rows[whole].sum()) if stats.rows is not None else 0
         partial = np.flatnonzero(maybe & ~whole)
-        if len(partial) and self.kept is not None:  # a large file: by its row groups
+        if len(partial):  # a large file: by its row groups
             large = np.array([not self.kept.keeps(stats.file(int(i))) for i in partial], bool)
             total += sum(self._count_by_row_group(stats.file(int(i)), filters) for i in partial[large])
             partial = partial[~large]
@@ -806,9 +804,11 @@ class TableScan:
         them), ``columns`` plus ``order``, in no particular order. Read newest first by stretches of ``order``: the
         newest stretch holding about ``limit`` rows by the files' statistics (a file's rows taken as spread evenly
         between its minimum and maximum), then stretches twice, four times... as large, until ``limit`` matching
-        rows are found at or after the stretch's start. A file of up to :data:`WHOLE_FILE_ROWS` rows is read whole
-        when a stretch first reaches it; a larger one is read by stretch, the bounds pushed down (a file sorted by
-        time, as a compacted one is, is read only in the row groups the stretch covers). Files without statistics of
+        rows are found at or after the stretch's start. Each stretch is one :meth:`read_files` of the files it
+        reaches, filtered by the stretch's bounds as well (one filter pass over the page's rows): a file of up to
+        :data:`WHOLE_FILE_ROWS` rows is read whole when a stretch first reaches it and kept by :attr:`kept`, the
+        next stretch filtering it again in memory; a larger one is read by the row groups its statistics say the
+        stretch covers (a compacted file is sorted by time). Files without statistics of
         ``order`` are read first, whole; an ``order`` whose statistics are not numbers or times is read newest file
         first."""
         wanted = list(dict.fromkeys([*columns, order]))
@@ -824,19 +824,16 @@ class TableScan:
             return pa.concat_tables(found) if found else self.schema.empty_table().select(wanted)
         lows, highs, counts = low[ranked], high[ranked], stats.rows[ranked]
         recorded = np.maximum(highs - TIMESTAMP_SLACK_US, lows) if is_time else highs  # for the estimate only
-        small, done = counts <= WHOLE_FILE_ROWS, np.zeros(len(ranked), bool)
         oldest, end, target = int(lows.min()), None, math.ceil(limit / self._density(filters))
         while True:
             start = _stretch_start(lows, recorded, counts, target, oldest, end)
-            inside = ~done & (highs >= start) & (True if end is None else lows < end)
-            whole, done = inside & small, done | (inside & small)
+            inside = ranked[(highs >= start) & (True if end is None else lows < end)]
             bounded: list[Filter] = [*filters, (order, ">=", _value(start, is_time))]
             if end is not None:
                 bounded.append((order, "<", _value(end, is_time)))
-            for files, where in ((ranked[whole], filters), (ranked[inside & ~small], bounded)):
-                rows = self.read_files(files, wanted, where, keep=True) if len(files) else None
-                if rows is not None and rows.num_rows:
-                    found.append(rows)
+            rows = self.read_files(inside, wanted, bounded, keep=True) if len(inside) else None
+            if rows is not None and rows.num_rows:
+                found.append(rows)
             if start <= oldest:
                 break
             data = pa.concat_tables(found) if found else None
