@@ -134,8 +134,9 @@ class FileStats:
 TIMESTAMP_SLACK_US = 1_000
 
 WHOLE_FILE_ROWS = 10_000
-"""A file of at most this many rows is read whole by :meth:`TableScan.newest` when a stretch first reaches it (one
-open, not one per stretch), and kept by a :class:`FileRows`; larger ones are read by stretch."""
+"""A file of at most this many rows is read whole when a page first reaches it and kept by a :class:`FileRows` (the
+default of its ``file_rows``: one open, not one per stretch, while it fits the byte budget); larger ones are read by
+row group."""
 
 
 def _ints(column: pa.ChunkedArray, missing: int) -> np.ndarray:
@@ -805,10 +806,11 @@ class TableScan:
         newest stretch holding about ``limit`` rows by the files' statistics (a file's rows taken as spread evenly
         between its minimum and maximum), then stretches twice, four times... as large, until ``limit`` matching
         rows are found at or after the stretch's start. Each stretch is one :meth:`read_files` of the files it
-        reaches, filtered by the stretch's bounds as well (one filter pass over the page's rows): a file of up to
-        :data:`WHOLE_FILE_ROWS` rows is read whole when a stretch first reaches it and kept by :attr:`kept`, the
-        next stretch filtering it again in memory; a larger one is read by the row groups its statistics say the
-        stretch covers (a compacted file is sorted by time). Files without statistics of
+        reaches, filtered by the stretch's bounds as well (one filter pass a stretch): a file :attr:`kept` keeps
+        (up to :data:`WHOLE_FILE_ROWS` rows) is read whole when a stretch first reaches it, a later stretch filtering
+        it again in memory; a larger one is read by the row groups its statistics say the stretch covers (a
+        compacted file is sorted by time). A row whose ``order`` is null ranks nowhere: it is returned only from a
+        file without statistics of ``order``, and never counts towards ``limit``. Files without statistics of
         ``order`` are read first, whole; an ``order`` whose statistics are not numbers or times is read newest file
         first."""
         wanted = list(dict.fromkeys([*columns, order]))
@@ -837,7 +839,7 @@ class TableScan:
             if start <= oldest:
                 break
             data = pa.concat_tables(found) if found else None
-            if data is not None and data.num_rows >= limit:
+            if data is not None and data.num_rows - data.column(order).null_count >= limit:  # nulls rank nowhere
                 threshold = _kth_greatest(data.column(order), limit)
                 if threshold is not None and _micros(threshold) >= start:
                     found = [_at_least(data, order, threshold)]

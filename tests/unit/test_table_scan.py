@@ -187,6 +187,21 @@ def test_newest_by_stretch_reads_on_until_the_page_is_complete() -> None:
     assert scan.files_read.count("part-00001") == 1  # the small file spans every stretch: read once, then kept
 
 
+@pytest.mark.parametrize("old_in_newest_file", [False, True])
+def test_rows_without_an_order_do_not_complete_a_page(old_in_newest_file: bool) -> None:
+    """Files without statistics of ``order`` (every value null) are read first; their rows rank nowhere, so the
+    stretches go on until ``limit`` rows with an order are found (a review's random check found the page cut short)."""
+    unordered = [(None, "x"), (None, "x"), (None, "x"), (None, "a")]
+    if old_in_newest_file:
+        ordered = [(10, "x"), (1, "x"), (9, "y"), (8, "a"), (7, "y"), (6, "a"), (5, "y"), (2, "a")]
+    else:
+        ordered = [(10, "x"), (9, "y"), (8, "a"), (7, "y"), (6, "a"), (5, "y"), (1, "x"), (0, "y")]
+    rows = unordered + ordered
+    data = pa.table({"o": pa.array([o for o, _ in rows], pa.int64()), "k": [k for _, k in rows]})
+    newest = TableScan(ArrowFiles(data, 2)).newest("o", [("k", "=", "x")], 2, [])
+    assert sorted(value for value in newest.column("o").to_pylist() if value is not None) == [1, 10]
+
+
 def test_filtered_totals_come_from_per_file_value_counts_read_once(delta_root: Path) -> None:
     """A total filtered by connector, principal or outcome (no statistics can prune them: every file holds every
     value) reads each data file once per process; later totals, other values, and the next versions add up the kept
