@@ -43,6 +43,7 @@ def create_app(
         audit,
         auth,
         availability,
+        clusters,
         connect_read,
         connectors,
         dashboard,
@@ -79,6 +80,7 @@ def create_app(
     register_error_handlers(app)
     same_origin.init_app(app, settings)  # first: a web page of another origin may not write, whoever it is
     auth.init_app(app, settings)  # before any other check: who asks, and may they (issue 13)
+    clusters.init_app(app)  # after auth: an unknown /clusters/<id> answers 404 to those who may ask
     limits.init_app(app, settings)
     write_slots.init_app(app, settings)  # after auth: a refused request takes no slot
     audit.init_app(app, settings)
@@ -86,7 +88,7 @@ def create_app(
     etags.init_app(app)  # last: after who asks and may they; its after_request runs before the lag header's
     for views in (topics_views, connectors, heartbeats, deletions, offsets, data_loss, connect_read, restart, history,
                   openapi, health, metrics, dashboard, leases, audit, revive, verdicts, alerts,
-                  availability, restarts):  # fmt: skip
+                  availability, restarts, clusters):  # fmt: skip
         app.register_blueprint(views.bp)
     auth.check_routes(app)  # every route says which role it needs
     return app

@@ -201,7 +201,7 @@ class AuditTrail:
         written: bool = True
         due: list[Summary] = []
         if response.status_code in REFUSALS:
-            written, due = self.refusals.admit(refusal_key(response), at, request.path)
+            written, due = self.refusals.admit(refusal_key(response), at, request.script_root + request.path)
         for summary in due:
             self.write(summary_row(summary))
         if written:  # built only when written: a refusal counted costs no table read
@@ -425,7 +425,7 @@ def audit_row(settings: Settings, response: Response, at: str | None = None) -> 
         "auth": principal.method.value if principal else None,
         "remote_addr": request.remote_addr,
         "method": request.method,
-        "path": request.path,
+        "path": request.script_root + request.path,  # /clusters/<id>/... kept whole
         "query": request.query_string.decode("latin-1"),
         "endpoint": request.url_rule.endpoint if request.url_rule is not None else None,
         "connector": (request.view_args or {}).get("connector"),

@@ -190,6 +190,8 @@ ROUTE_ROLES: Mapping[str, Role] = {
     "alerts.get_deliveries": Role.READ,
     "alerts.get_silences": Role.READ,
     "alerts.get_connector_silences": Role.READ,
+    "clusters.list_clusters": Role.READ,
+    "clusters.get_cluster": Role.READ,
     "metrics.metrics": Role.READ,
     "openapi.openapi_json": Role.READ,
     "dashboard.page": Role.READ,
@@ -503,7 +505,8 @@ def authenticate(config: AuthConfig, throttle: LoginThrottle) -> Principal:
 def forbidden_message(principal: Principal, role: Role, connector: str | None) -> str:
     """The 403's message; it names the principal as the roles file would grant it (``cert:<CN>``)."""
     target = f" on connector {connector}" if connector is not None else ""
-    return f"{principal.roles_name} may not {request.method} {request.path}: it needs the role {role}{target}"
+    path = request.script_root + request.path  # /clusters/<id>/... named whole
+    return f"{principal.roles_name} may not {request.method} {path}: it needs the role {role}{target}"
 
 
 def current_principal() -> Principal | None:

@@ -151,7 +151,7 @@ def _hot_path() -> tuple[str, str] | None:
         return None
     if endpoint == "connectors.list_connectors" and "expand" not in request.args:
         return None
-    return endpoint, request.full_path
+    return endpoint, request.script_root + request.full_path  # /clusters/<id>/... is another answer
 
 
 def _bodies() -> KeptBodies:

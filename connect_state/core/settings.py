@@ -244,6 +244,7 @@ class Settings:
     local_s3_bucket: str
     connect_rest_url: str
     connect_group_id: str
+    cluster_id: str
     exactly_once_source_support: ExactlyOnceSourceSupport
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 

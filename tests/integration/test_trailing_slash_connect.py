@@ -10,6 +10,9 @@ a second DELETE answers 404 on both sides). For a method we do not serve, Connec
 no such method either. Our own routes (and the two Connect routes whose answers differ from Connect's on purpose,
 :data:`DIFFERENT_BY_DESIGN`) answer the slashed path as the plain one (status and content type: their bodies hold
 clocks and counters); the worker answers its own both alike.
+
+Connect's routes also answer under ``/clusters/<id>`` for the default cluster (issue 37): the reads and the writes
+on a missing connector asked there, both slash variants, equal Connect's answers on its own paths.
 """
 
 from __future__ import annotations
@@ -182,12 +185,14 @@ def probe(
     path: str,
     their_path: str | None = None,
     repeatable: bool = True,
+    our_prefix: str = "",
 ) -> Probe:
-    """Ask both sides, the plain path then the slashed one (Connect's about ``their_path``, its name renamed)."""
+    """Ask both sides, the plain path then the slashed one (Connect's about ``their_path``, its name renamed; ours
+    under ``our_prefix``: ``/clusters/<id>`` answers as Connect's own paths, issue 37)."""
     ours, content_types, theirs = [], [], []
     method = route.method
     for variant, their_variant in zip(variants(path), variants(their_path or path), strict=True):
-        mine, location, content_type = our_answer(api, method, variant, body_for(route))
+        mine, location, content_type = our_answer(api, method, our_prefix + variant, body_for(route))
         assert location is None, f"ours redirects {method} {variant} to {location}"
         connects, their_location = connect_answer(connect, method, their_variant, body_for(route))
         assert their_location is None, f"Connect redirects {method} {their_variant} to {their_location}"
@@ -196,7 +201,7 @@ def probe(
         theirs.append(connects)
     if their_path is not None:
         theirs = [renamed(answer, their_path.split("/")[2], path.split("/")[2]) for answer in theirs]
-    return Probe(route, path, connects_path, ours, content_types, theirs, repeatable)
+    return Probe(route, our_prefix + path, connects_path, ours, content_types, theirs, repeatable)
 
 
 def test_every_route_answers_with_a_trailing_slash_as_connect_does(spark, connect, stack_settings, tmp_path, created):
@@ -210,6 +215,7 @@ def test_every_route_answers_with_a_trailing_slash_as_connect_does(spark, connec
     connect.create_connector(sink, file_sink_config(sink, tmp_path / "out.txt", [topic]))
     api = api_client(settings)
     routes = every_route(api.application)
+    cluster_prefix = f"/clusters/{api.get('/clusters').get_json()[0]['id']}"
 
     # Which paths are Connect's: the worker knows them (asked about a missing connector: nothing is written).
     connect_paths = {
@@ -234,13 +240,16 @@ def test_every_route_answers_with_a_trailing_slash_as_connect_does(spark, connec
     connect.wait_for(lambda: connect_offsets(connect, sink), WAIT_S, description=f"{sink} offsets")
     connect.wait_for(lambda: connect.active_topics(sink) == {topic}, WAIT_S, description=f"{sink} topics")
 
-    # Reads, and the methods nobody serves on a path, before any write: on the source, the sink, a missing connector.
+    # Reads, and the methods nobody serves on a path, before any write: on the source, the sink, a missing connector;
+    # Connect's paths also under /clusters/<id> (the default cluster answers there as on Connect's own paths).
     def reads() -> list[Probe]:
         return [
-            probe(api, connect, route, route.rule.rule in connect_paths, path)
+            probe(api, connect, route, route.rule.rule in connect_paths, path, our_prefix=prefix)
             for route in routes
             if route.method == "GET" or route.endpoint is None
             for path in dict.fromkeys(sample_path(route.rule, c, topic) for c in (source, sink, MISSING))
+            for prefix in ("", cluster_prefix)
+            if not prefix or route.rule.rule in connect_paths
         ]
 
     jobs = select_jobs(every_job(hooks={}), "active_topics,connector_states,offsets")  # the tables Connect's GETs read
@@ -254,7 +263,10 @@ def test_every_route_answers_with_a_trailing_slash_as_connect_does(spark, connec
     # The writes: on a missing connector, then on the twins (the plain path, then the slashed one, on each side: a
     # second DELETE of a connector answers 404 on both).
     for route in writes:
-        problems += probe(api, connect, route, True, sample_path(route.rule, MISSING, topic)).problems()
+        for prefix in ("", cluster_prefix):
+            problems += probe(
+                api, connect, route, True, sample_path(route.rule, MISSING, topic), our_prefix=prefix
+            ).problems()
         path, their_path = (sample_path(route.rule, name, topic) for name in twins[(route.rule.rule, route.method)])
         problems += probe(api, connect, route, True, path, their_path, repeatable=False).problems()
     assert not problems, "\n".join(problems)

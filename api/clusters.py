@@ -1,0 +1,119 @@
+"""The Connect clusters the API answers for (issue 37): ``GET /clusters``, ``GET /clusters/<id>``, and every path of
+the API under ``/clusters/<id>/...``.
+
+Connect's own paths (``/connectors``, ...) answer for the default cluster, unchanged, so Connect clients keep
+working; ``/clusters/<id>/connectors`` answers the same for cluster ``<id>``. The prefix is taken off before routing
+by :class:`ClusterPaths` (the WSGI ``SCRIPT_NAME``/``PATH_INFO`` split, as an application mounted under a prefix):
+each view, its role (:data:`connect_state.api.auth.ROUTE_ROLES`), its metrics label and its OpenAPI entry are the
+unprefixed route's, and the audit and the ETags keep the whole path. An id that names no cluster answers 404
+``Cluster <id> not found`` once the caller is authenticated (an anonymous caller learns no ids it may not read).
+Today the deployment watches one cluster (:func:`connect_state.core.clusters.clusters`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from flask import Blueprint, Flask, Response, current_app, jsonify, request
+
+from connect_state.api.errors import ConnectRestException
+from connect_state.api.health import HTTP_STATUS, current_health
+from connect_state.api.openapi import ANY, array_of, documented, json_answer
+from connect_state.api.resources import get_settings
+from connect_state.core.clusters import Cluster, clusters
+
+__all__ = ["CLUSTER_ENVIRON_KEY", "PREFIX", "ClusterPaths", "bp", "cluster_of_request", "init_app", "known_clusters"]
+
+bp = Blueprint("clusters", __name__)
+
+PREFIX = "/clusters/"
+#: The WSGI environ key holding the id a request's ``/clusters/<id>`` prefix named.
+CLUSTER_ENVIRON_KEY = "connect_state.cluster"
+EXTENSION = "connect_state.clusters"
+
+
+class ClusterPaths:
+    """WSGI middleware: ``/clusters/<id>/<rest>`` is served as ``/<rest>`` (``SCRIPT_NAME`` gains the prefix, so
+    every URL the app builds keeps it), the id left in the environ under :data:`CLUSTER_ENVIRON_KEY`.
+    ``/clusters`` and ``/clusters/<id>`` themselves are left to their own routes."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        path: str = environ.get("PATH_INFO", "")
+        if path.startswith(PREFIX):
+            cluster, slash, rest = path[len(PREFIX) :].partition("/")
+            if cluster and slash and rest:
+                environ[CLUSTER_ENVIRON_KEY] = cluster
+                environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + PREFIX + cluster
+                environ["PATH_INFO"] = "/" + rest
+        return self.app(environ, start_response)
+
+
+def known_clusters(app: Flask | None = None) -> dict[str, Cluster]:
+    """The app's clusters by id, the default first."""
+    found: dict[str, Cluster] = (app or current_app).extensions[EXTENSION]
+    return found
+
+
+def cluster_of_request() -> Cluster:
+    """The cluster this request is for: the one its ``/clusters/<id>`` prefix names, else the default."""
+    every = known_clusters()
+    named = request.environ.get(CLUSTER_ENVIRON_KEY)
+    if named is None:
+        return next(iter(every.values()))
+    try:
+        return every[named]
+    except KeyError:
+        raise ConnectRestException(404, f"Cluster {named} not found") from None
+
+
+def init_app(app: Flask) -> None:
+    """Serve every path under ``/clusters/<id>/`` and refuse an unknown id; call after the authentication's hook."""
+    with app.app_context():
+        app.extensions[EXTENSION] = {cluster.id: cluster for cluster in clusters(get_settings())}
+    app.wsgi_app = ClusterPaths(app.wsgi_app)  # type: ignore[method-assign]
+
+    def refuse_unknown_cluster() -> None:
+        cluster_of_request()
+
+    app.before_request(refuse_unknown_cluster)
+
+
+def cluster_view(cluster: Cluster, health: dict[str, Any]) -> dict[str, Any]:
+    """A cluster as ``GET /clusters`` lists it: the workers' own property names for where its state is."""
+    return {
+        "id": cluster.id,
+        "default": cluster.default,
+        "bootstrap.servers": cluster.bootstrap_servers,
+        "group.id": cluster.group_id,
+        "config.storage.topic": cluster.config_storage_topic,
+        "offset.storage.topic": cluster.offset_storage_topic,
+        "status.storage.topic": cluster.status_storage_topic,
+        "health": health,
+    }
+
+
+def _health() -> dict[str, Any]:
+    state = current_health()
+    return {"status": str(state.status), "message": state.message, "http_status": HTTP_STATUS[state.status]}
+
+
+@bp.get("/clusters")
+@documented("The Connect clusters this API answers for, each with its health (issue 37)", {
+    "200": json_answer(array_of(ANY), "Clusters")
+})  # fmt: skip
+def list_clusters() -> Response:
+    health = _health()  # one cluster today: its tables' health
+    return jsonify([cluster_view(cluster, health) for cluster in known_clusters().values()])
+
+
+@bp.get("/clusters/<cluster>")
+@documented("One Connect cluster and its health (issue 37)", {"200": json_answer(ANY, "Cluster")}, 404)
+def get_cluster(cluster: str) -> Response:
+    found = known_clusters().get(cluster)
+    if found is None:
+        raise ConnectRestException(404, f"Cluster {cluster} not found")
+    return jsonify(cluster_view(found, _health()))
