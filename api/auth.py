@@ -191,7 +191,6 @@ ROUTE_ROLES: Mapping[str, Role] = {
     "alerts.get_silences": Role.READ,
     "alerts.get_connector_silences": Role.READ,
     "clusters.list_clusters": Role.READ,
-    "clusters.get_cluster": Role.READ,
     "metrics.metrics": Role.READ,
     "openapi.openapi_json": Role.READ,
     "dashboard.page": Role.READ,

@@ -1,5 +1,6 @@
-"""The Connect clusters the API answers for (issue 37): ``GET /clusters``, ``GET /clusters/<id>``, and every path of
-the API under ``/clusters/<id>/...``.
+"""The Connect clusters the API answers for (issue 37): ``GET /clusters``, and every path of the API under
+``/clusters/<id>``: ``/clusters/<id>`` itself is Connect's root (``GET /``: the server's version and Kafka cluster id),
+so a Connect client given ``http://<api>/clusters/<id>`` as its base URL talks to that cluster as to a worker.
 
 Connect's own paths (``/connectors``, ...) answer for the default cluster, unchanged, so Connect clients keep
 working; ``/clusters/<id>/connectors`` answers the same for cluster ``<id>``. The prefix is taken off before routing
@@ -36,7 +37,7 @@ EXTENSION = "connect_state.clusters"
 class ClusterPaths:
     """WSGI middleware: ``/clusters/<id>/<rest>`` is served as ``/<rest>`` (``SCRIPT_NAME`` gains the prefix, so
     every URL the app builds keeps it), the id left in the environ under :data:`CLUSTER_ENVIRON_KEY`.
-    ``/clusters`` and ``/clusters/<id>`` themselves are left to their own routes."""
+    ``/clusters/<id>`` itself is served as ``/``; ``/clusters`` is left to its own route."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -44,8 +45,8 @@ class ClusterPaths:
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         path: str = environ.get("PATH_INFO", "")
         if path.startswith(PREFIX):
-            cluster, slash, rest = path[len(PREFIX) :].partition("/")
-            if cluster and slash and rest:
+            cluster, _slash, rest = path[len(PREFIX) :].partition("/")
+            if cluster:
                 environ[CLUSTER_ENVIRON_KEY] = cluster
                 environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + PREFIX + cluster
                 environ["PATH_INFO"] = "/" + rest
@@ -108,12 +109,3 @@ def _health() -> dict[str, Any]:
 def list_clusters() -> Response:
     health = _health()  # one cluster today: its tables' health
     return jsonify([cluster_view(cluster, health) for cluster in known_clusters().values()])
-
-
-@bp.get("/clusters/<cluster>")
-@documented("One Connect cluster and its health (issue 37)", {"200": json_answer(ANY, "Cluster")}, 404)
-def get_cluster(cluster: str) -> Response:
-    found = known_clusters().get(cluster)
-    if found is None:
-        raise ConnectRestException(404, f"Cluster {cluster} not found")
-    return jsonify(cluster_view(found, _health()))

@@ -83,7 +83,6 @@ ROUTES: dict[str, tuple[str, str, Role | None]] = {
     "leases.get_lease": ("GET", "/leases/cleanup", Role.READ),
     "metrics.metrics": ("GET", "/metrics", Role.READ),
     "clusters.list_clusters": ("GET", "/clusters", Role.READ),
-    "clusters.get_cluster": ("GET", "/clusters/connect-cluster", Role.READ),
     "openapi.openapi_json": ("GET", "/openapi.json", Role.READ),
     "dashboard.page": ("GET", "/ui", Role.READ),
     "dashboard.timeline": ("GET", f"/ui/timeline/{CONNECTOR}", Role.READ),
