@@ -79,9 +79,13 @@ class Answer:
 class ApiClient:
     """Requests to the API of the context ``name`` (its references already resolved)."""
 
-    def __init__(self, name: str, context: Context, timeout_s: float) -> None:
+    def __init__(self, name: str, context: Context, timeout_s: float, cluster: str | None = None) -> None:
+        """``cluster`` (else the context's): every path asked under ``/clusters/<cluster>`` (the API's default
+        cluster when neither names one)."""
         self.name = name
-        self.base = context.url.rstrip("/")
+        self.cluster = cluster or context.cluster
+        self.root = context.url.rstrip("/")
+        self.base = self.root + (f"/clusters/{quote(self.cluster, safe='')}" if self.cluster else "")
         self.timeout_s = timeout_s
         self.session = requests.Session()
         self.session.headers.update({"Accept": "application/json", "User-Agent": f"connect-state/{_package_version()}"})
@@ -94,15 +98,18 @@ class ApiClient:
         # Passed with each request: a Session's own verify loses to REQUESTS_CA_BUNDLE (psf/requests#3829).
         self.verify: bool | str = False if context.insecure else (context.ca_file or True)
 
-    def request(self, method: str, path: str, params: Mapping[str, Any] | None = None, body: Any = None) -> Answer:
-        """``method path``; the answer when its status is below 400, else the error of its status."""
+    def request(
+        self, method: str, path: str, params: Mapping[str, Any] | None = None, body: Any = None, *, root: bool = False
+    ) -> Answer:
+        """``method path`` (under the cluster's prefix, unless ``root``: the API's own, ``/clusters``); the answer
+        when its status is below 400, else the error of its status."""
         try:
             with warnings.catch_warnings():
                 if self.verify is False:  # asked for with insecure: true
                     warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
                 response = self.session.request(
                     method,
-                    self.base + path,
+                    (self.root if root else self.base) + path,
                     params=params,
                     json=body,
                     timeout=(min(CONNECT_TIMEOUT_S, self.timeout_s), self.timeout_s),
@@ -126,6 +133,6 @@ class ApiClient:
                 response.status_code, f"{method} {path} answered {response.status_code} with a body that is not JSON"
             ) from None
 
-    def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+    def get(self, path: str, params: Mapping[str, Any] | None = None, *, root: bool = False) -> Any:
         """The JSON body of ``GET path``."""
-        return self.request("GET", path, params).body
+        return self.request("GET", path, params, root=root).body

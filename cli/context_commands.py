@@ -26,6 +26,9 @@ def context() -> None:
 @context.command("set")
 @click.argument("name")
 @click.option("--url", help="The API's base URL, e.g. https://connect-state.example:8090.")
+@click.option(
+    "--cluster", help="The Connect cluster to talk to (its id in GET /clusters) [default: the API's default]."
+)
 @click.option("--username", help="HTTP Basic user (with --password).")
 @click.option("--password", help="HTTP Basic password; better a reference: '${env:NAME}'.")
 @click.option("--token", help="Bearer token; better a reference: '${env:NAME}'.")
@@ -83,9 +86,9 @@ def list_contexts(session: Session, output: str) -> None:
             for name, c in contexts.contexts.items()
         }
         return table(
-            ["CURRENT", "NAME", "URL", "AUTH", "TLS"],
+            ["CURRENT", "NAME", "URL", "CLUSTER", "AUTH", "TLS"],
             [
-                ["*" if name == contexts.current else "", name, c.url, c.auth(), tls[name]]
+                ["*" if name == contexts.current else "", name, c.url, c.cluster, c.auth(), tls[name]]
                 for name, c in sorted(contexts.contexts.items())
             ],
         )

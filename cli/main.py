@@ -11,13 +11,22 @@ from pathlib import Path
 
 import click
 
-from connect_state.cli import actions, availability, connectors, context_commands, offsets, revive, timeline
-from connect_state.cli.contexts import CONFIG_ENV
+from connect_state.cli import (
+    actions,
+    availability,
+    clusters,
+    connectors,
+    context_commands,
+    offsets,
+    revive,
+    timeline,
+)
+from connect_state.cli.contexts import CLUSTER_ENV, CONFIG_ENV
 from connect_state.cli.errors import ExitCode
 from connect_state.cli.session import DEFAULT_TIMEOUT_S, Session, complete_contexts
 
 PROG = "connect-state"
-MODULES = (context_commands, connectors, actions, offsets, revive, timeline, availability)
+MODULES = (context_commands, connectors, actions, offsets, revive, timeline, availability, clusters)
 
 EPILOG = "\b\nExit codes:\n" + "\n".join(f"  {code.value}  {code.name.lower().replace('_', ' ')}" for code in ExitCode)
 
@@ -41,6 +50,12 @@ EPILOG = "\b\nExit codes:\n" + "\n".join(f"  {code.value}  {code.name.lower().re
     help="Use this context instead of the current one.",
 )
 @click.option(
+    "--cluster",
+    metavar="ID",
+    envvar=CLUSTER_ENV,
+    help=f"Talk to this Connect cluster (an id `connect-state clusters` lists) [env: {CLUSTER_ENV}].",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=DEFAULT_TIMEOUT_S,
@@ -48,9 +63,9 @@ EPILOG = "\b\nExit codes:\n" + "\n".join(f"  {code.value}  {code.name.lower().re
     help="Seconds to wait for each answer of the API.",
 )
 @click.pass_context
-def cli(ctx: click.Context, config: Path | None, context_name: str | None, timeout: float) -> None:
+def cli(ctx: click.Context, config: Path | None, context_name: str | None, cluster: str | None, timeout: float) -> None:
     """The command line of connect-state's API: Kafka Connect's connectors, their offsets and their history."""
-    ctx.obj = Session.from_options(config, context_name, timeout)
+    ctx.obj = Session.from_options(config, context_name, timeout, cluster)
 
 
 for _module in MODULES:

@@ -24,12 +24,15 @@ class Session:
     config: Path
     context_name: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
+    cluster: str | None = None
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     _client: ApiClient | None = None
 
     @classmethod
-    def from_options(cls, config: Path | None, context_name: str | None, timeout_s: float) -> Session:
-        return cls(config or default_path(os.environ), context_name, timeout_s)
+    def from_options(
+        cls, config: Path | None, context_name: str | None, timeout_s: float, cluster: str | None = None
+    ) -> Session:
+        return cls(config or default_path(os.environ), context_name, timeout_s, cluster)
 
     def contexts(self) -> ContextsFile:
         return load(self.config)
@@ -39,7 +42,7 @@ class Session:
         if self._client is None:
             name, context = self.contexts().chosen(self.context_name)
             resolved = context.resolved(name, self.config.parent, self.environ)
-            self._client = ApiClient(name, resolved, self.timeout_s)
+            self._client = ApiClient(name, resolved, self.timeout_s, self.cluster)
         return self._client
 
 
@@ -51,7 +54,10 @@ def _completion_session(ctx: click.Context) -> Session:
     root = ctx.find_root()
     if isinstance(root.obj, Session):
         return root.obj
-    return Session.from_options(root.params.get("config"), root.params.get("context_name"), COMPLETION_TIMEOUT_S)
+    params = root.params
+    return Session.from_options(
+        params.get("config"), params.get("context_name"), COMPLETION_TIMEOUT_S, params.get("cluster")
+    )
 
 
 def complete_connectors(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:

@@ -246,6 +246,28 @@ def test_restart_brings_a_failed_task_back(connect, made, run):
     wait_state(connect, made.broken, "RUNNING", 1, WAIT_S)
 
 
+def test_the_command_line_talks_to_a_cluster_by_its_id(connect, served, made, run):
+    """Issue 37: ``--cluster <id>`` asks every path under /clusters/<id>; the default cluster answers as Connect does,
+    and a write through it is honoured by the worker."""
+    listed = run("clusters", "-o", "json")
+    assert listed.exit_code == 0, listed.output
+    [cluster] = json.loads(listed.stdout)
+    got = run("--cluster", cluster["id"], "get", "connectors", "-o", "json")
+    assert got.exit_code == 0, got.output
+    _, theirs = connect.get("/connectors?expand=status&expand=info")
+    for name in [*made.matched, made.other]:
+        assert json.loads(got.stdout)[name]["info"] == theirs[name]["info"]
+    unknown = run("--cluster", "no-such-cluster", "pause", "connector", made.other)
+    assert unknown.exit_code == ExitCode.NOT_FOUND
+    assert error_line(unknown) == "Error: Cluster no-such-cluster not found"
+    assert connector_state(connect, made.other) == ("RUNNING", ["RUNNING"])
+    paused = run("--cluster", cluster["id"], "pause", "connector", made.other)
+    assert paused.exit_code == 0, paused.output
+    wait_state(connect, made.other, "PAUSED", 1, WAIT_S)
+    assert run("--cluster", cluster["id"], "resume", "connector", made.other).exit_code == 0
+    wait_state(connect, made.other, "RUNNING", 1, WAIT_S)
+
+
 def test_unreachable_api_from_the_console_script(tmp_path: Path) -> None:
     script = Path(sys.executable).parent / "connect-state"
     config = tmp_path / "contexts.yaml"

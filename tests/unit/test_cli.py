@@ -187,6 +187,53 @@ def test_get_connectors_table(api: FakeApi, at_api: Run) -> None:
     assert [seen.query for seen in api.seen] == [{}, {"expand": ["status", "info", "verdict"]}]
 
 
+def test_a_cluster_is_chosen_by_option_environment_or_context(api: FakeApi, at_api: Run) -> None:
+    """Issue 37: every path asked under /clusters/<id>, the option before the environment before the context."""
+    for path in ("/clusters/prod%2Feu/connectors", "/clusters/ctx/connectors", "/clusters/env/connectors"):
+        api.answer("GET", path, 200, ["a"])
+        api.answer("GET", f"{path}?expand", 200, {})
+    assert at_api("--cluster", "prod/eu", "get", "connectors").exit_code == 0
+    assert at_api("context", "set", "fake", "--cluster", "ctx").exit_code == 0
+    assert at_api("get", "connectors").exit_code == 0
+    assert at_api("get", "connectors", env={"CONNECT_STATE_CLUSTER": "env"}).exit_code == 0
+    assert at_api("--cluster", "prod/eu", "get", "connectors", env={"CONNECT_STATE_CLUSTER": "env"}).exit_code == 0
+    assert [seen.path for seen in api.seen][::2] == [
+        "/clusters/prod%2Feu/connectors",
+        "/clusters/ctx/connectors",
+        "/clusters/env/connectors",
+        "/clusters/prod%2Feu/connectors",
+    ]
+    assert [seen.path for seen in api.seen][1::2] == [seen.path for seen in api.seen][::2]  # then the expansion
+    assert "ctx" in at_api("context", "list").stdout.splitlines()[1].split()
+
+
+def test_clusters_lists_the_apis_clusters_and_marks_the_chosen_one(api: FakeApi, at_api: Run) -> None:
+    listed = [
+        {"id": "a", "default": True, "group.id": "ga", "bootstrap.servers": "k:9092", "health": {"status": "healthy"}},
+        {
+            "id": "b",
+            "default": False,
+            "group.id": "gb",
+            "bootstrap.servers": "k:9092",
+            "health": {"status": "starting"},
+        },
+    ]
+    api.answer("GET", "/clusters", 200, listed)
+    shown = at_api("clusters")
+    assert shown.exit_code == 0, shown.output
+    assert (
+        shown.stdout.splitlines()
+        == table(
+            ["CURRENT", "ID", "DEFAULT", "GROUP.ID", "BOOTSTRAP.SERVERS", "HEALTH"],
+            [["*", "a", True, "ga", "k:9092", "healthy"], ["", "b", False, "gb", "k:9092", "starting"]],
+        ).splitlines()
+    )
+    chosen = at_api("--cluster", "b", "clusters").stdout.splitlines()
+    assert [line.split()[0] for line in chosen[1:]] == ["a", "*"]
+    assert json.loads(at_api("--cluster", "b", "clusters", "-o", "json").stdout) == listed
+    assert {seen.path for seen in api.seen} == {"/clusters"}  # the list is the API's own, under no cluster
+
+
 def test_get_connectors_json_and_yaml(api: FakeApi, at_api: Run) -> None:
     api.connectors({"a": "RUNNING"})
     expanded = api.answers[("GET", "/connectors?expand")][1]
