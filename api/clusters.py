@@ -24,7 +24,16 @@ from connect_state.api.openapi import ANY, array_of, documented, json_answer
 from connect_state.api.resources import get_settings
 from connect_state.core.clusters import Cluster, clusters
 
-__all__ = ["CLUSTER_ENVIRON_KEY", "PREFIX", "ClusterPaths", "bp", "cluster_of_request", "init_app", "known_clusters"]
+__all__ = [
+    "CLUSTER_ENVIRON_KEY",
+    "PREFIX",
+    "ClusterPaths",
+    "bp",
+    "cluster_of_request",
+    "init_app",
+    "known_clusters",
+    "root_of_request",
+]
 
 bp = Blueprint("clusters", __name__)
 
@@ -69,6 +78,14 @@ def cluster_of_request() -> Cluster:
         return every[named]
     except KeyError:
         raise ConnectRestException(404, f"Cluster {named} not found") from None
+
+
+def root_of_request() -> str:
+    """The API's own root for this request: its ``SCRIPT_NAME`` without the ``/clusters/<id>`` prefix."""
+    named = request.environ.get(CLUSTER_ENVIRON_KEY)
+    prefix = f"{PREFIX}{named}" if named is not None else ""
+    root = request.script_root
+    return root[: -len(prefix)] if prefix and root.endswith(prefix) else root
 
 
 def init_app(app: Flask) -> None:

@@ -13,12 +13,14 @@ resume, restart when the app has it, topics reset, offsets reset), each behind a
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify
+from flask import Blueprint, Response, current_app, jsonify, request
 
 from connect_state.api.args import limit_arg
+from connect_state.api.clusters import cluster_of_request, root_of_request
 from connect_state.api.openapi import ANY, documented, json_answer
 from connect_state.api.resources import get_settings, get_tables
 from connect_state.api.rows import json_or_text
@@ -54,7 +56,15 @@ def page() -> Response:
         rule.rule.startswith("/connectors/") and rule.rule.endswith("/restart") and "POST" in (rule.methods or ())
         for rule in current_app.url_map.iter_rules()
     )
-    return Response(text.replace("__RESTART__", "1" if restart else "0"), mimetype="text/html")
+    cluster = cluster_of_request()
+    page_text = text.replace("__RESTART__", "1" if restart else "0")
+    for marker, value in (
+        ("__BASE__", request.script_root),
+        ("__ROOT__", root_of_request()),
+        ("__CLUSTER__", cluster.id),
+    ):
+        page_text = page_text.replace(marker, html.escape(value, quote=True))
+    return Response(page_text, mimetype="text/html")
 
 
 @bp.get("/ui/timeline/<connector>")

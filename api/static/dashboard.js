@@ -5,13 +5,17 @@
 const $ = (sel) => document.querySelector(sel);
 const enc = encodeURIComponent;
 const state = { connectors: [], selected: null, timer: null };
+// The page's cluster (issue 37): served at <root>/clusters/<id>/ui it asks every path under <root>/clusters/<id>;
+// at <root>/ui, Connect's own paths (the default cluster).
+const BASE = document.body.dataset.base || "";
+const ROOT = document.body.dataset.root || "";
 const COLORS = { RUNNING: "#2e9d58", PAUSED: "#d9a400", STOPPED: "#6b7686", FAILED: "#c83c3c",
   UNASSIGNED: "#c83c3c", RESTARTING: "#3b79c9", DESTROYED: "#222" };
 
 async function api(method, path, body) {
   const init = { method, headers: { Accept: "application/json" } };
   if (body !== undefined) { init.body = JSON.stringify(body); init.headers["Content-Type"] = "application/json"; }
-  const res = await fetch(path, init);
+  const res = await fetch(BASE + path, init);
   const text = await res.text();
   let data = text;
   try { data = text ? JSON.parse(text) : null; } catch (e) { /* not JSON */ }
@@ -87,6 +91,18 @@ function verdictBadge(v) {
   const badge = el("span", { class: "state verdict-" + v.verdict }, v.verdict);
   badge.title = JSON.stringify(v.evidence || {}) + (v.since ? " since " + v.since : "");
   return badge;
+}
+
+async function loadClusters() {
+  const res = await fetch(ROOT + "/clusters", { headers: { Accept: "application/json" } });
+  const listed = res.ok ? await res.json() : [];
+  const picker = $("#cluster");
+  picker.replaceChildren(...listed.map((c) => el("option", { value: c.id }, c.id + (c.default ? " (default)" : ""))));
+  picker.value = document.body.dataset.cluster;
+}
+
+function switchCluster() {
+  location.href = ROOT + "/clusters/" + enc($("#cluster").value) + "/ui";
 }
 
 async function loadHealth() {
@@ -354,6 +370,8 @@ $("#filter").addEventListener("input", renderList);
 $("#refresh").addEventListener("click", refresh);
 $("#interval").addEventListener("change", schedule);
 $("#window").addEventListener("change", refresh);
+$("#cluster").addEventListener("change", switchCluster);
+loadClusters();
 const initial = decodeURIComponent(location.hash.slice(1));
 refresh().then(() => { if (initial) select(initial); });
 schedule();

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -181,5 +182,18 @@ def test_the_dashboard_shows_the_real_connectors_and_its_pause_is_honoured(
     SCREENSHOT.parent.mkdir(exist_ok=True)
     assert browser.save_screenshot(str(SCREENSHOT))
     assert SCREENSHOT.stat().st_size < 400_000
+
+    # Issue 37: the cluster picker lists GET /clusters; choosing one opens the page under /clusters/<id>/ui, which
+    # asks every path there (the browser's own record of what it fetched) and shows the same connectors.
+    [cluster] = requests.get(f"{api_url}/clusters", timeout=30).json()
+    wait_for(browser, "#cluster option")
+    picker = Select(browser.find_element(By.ID, "cluster"))
+    assert [option.get_attribute("value") for option in picker.options] == [cluster["id"]]
+    browser.get(f"{api_url}/clusters/{cluster['id']}/ui")
+    wait_for(browser, f'tr[data-name="{other}"]', "RUNNING")
+    assert Select(browser.find_element(By.ID, "cluster")).first_selected_option.get_attribute("value") == cluster["id"]
+    fetched = browser.execute_script("return performance.getEntriesByType('resource').map((e) => e.name);")
+    asked = [url for url in fetched if "/connectors" in url]
+    assert asked and all(url.startswith(f"{api_url}/clusters/{cluster['id']}/connectors") for url in asked), asked
     for name in (source, other):
         connect.delete_connector(name)

@@ -29,7 +29,7 @@ PREFIX = "/clusters/connect-cluster"  # the default id: connect.group.id's defau
 def client(make_client: MakeClient, settings: Settings, kafka_log: InMemoryTopics) -> FlaskClient:
     write_table(settings.delta_root, CONNECTORS, ROWS)
     mirror_connectors(kafka_log, ROWS)
-    return make_client()
+    return make_client(overrides={"api.kafka.cluster.id": "kafka-1"})  # GET / does not ask the (absent) Kafka
 
 
 def test_the_default_cluster_is_the_one_the_settings_describe(settings: Settings) -> None:
@@ -148,3 +148,11 @@ def test_the_middleware_moves_the_prefix_to_the_script_name() -> None:
         seen.clear()
         middleware({"PATH_INFO": path, "SCRIPT_NAME": ""}, None)
         assert (seen["SCRIPT_NAME"], seen["PATH_INFO"], seen[CLUSTER_ENVIRON_KEY]) == expected, path
+
+
+def test_the_dashboard_asks_under_the_cluster_it_is_served_for(client: FlaskClient) -> None:
+    plain, prefixed = client.get("/ui").get_data(as_text=True), client.get(f"{PREFIX}/ui").get_data(as_text=True)
+    assert 'data-base="" data-root="" data-cluster="connect-cluster"' in plain
+    assert f'data-base="{PREFIX}" data-root="" data-cluster="connect-cluster"' in prefixed
+    behind = client.get(f"{PREFIX}/ui", base_url="http://localhost/tools/cs").get_data(as_text=True)
+    assert f'data-base="/tools/cs{PREFIX}" data-root="/tools/cs"' in behind  # mounted under a path of its own
