@@ -7,7 +7,9 @@ working; ``/clusters/<id>/connectors`` answers the same for cluster ``<id>``. Th
 by :class:`ClusterPaths` (the WSGI ``SCRIPT_NAME``/``PATH_INFO`` split, as an application mounted under a prefix):
 each view, its role (:data:`connect_state.api.auth.ROUTE_ROLES`), its metrics label and its OpenAPI entry are the
 unprefixed route's, and the audit and the ETags keep the whole path. An id that names no cluster answers 404
-``Cluster <id> not found`` once the caller is authenticated (an anonymous caller learns no ids it may not read).
+``Cluster <id> not found`` to an authenticated caller; a request no authentication ran for (a path that is no route,
+or the public ``/health``) gets Connect's plain ``HTTP 404 Not Found`` instead, so the message tells ids to no one
+who may not read them (``/clusters/<id>/health`` is public as ``/health`` is: whether it answers 404 does).
 Today the deployment watches one cluster (:func:`connect_state.core.clusters.clusters`).
 """
 
@@ -18,10 +20,12 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
+from connect_state.api.auth import current_principal
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.health import HTTP_STATUS, current_health
 from connect_state.api.openapi import ANY, array_of, documented, json_answer
 from connect_state.api.resources import get_settings
+from connect_state.connect.rest import http_error_message
 from connect_state.core.clusters import Cluster, clusters
 
 __all__ = [
@@ -41,6 +45,7 @@ PREFIX = "/clusters/"
 #: The WSGI environ key holding the id a request's ``/clusters/<id>`` prefix named.
 CLUSTER_ENVIRON_KEY = "connect_state.cluster"
 EXTENSION = "connect_state.clusters"
+NO_ROUTE_MESSAGE = http_error_message(404, "Not Found")
 
 
 class ClusterPaths:
@@ -69,7 +74,8 @@ def known_clusters(app: Flask | None = None) -> dict[str, Cluster]:
 
 
 def cluster_of_request() -> Cluster:
-    """The cluster this request is for: the one its ``/clusters/<id>`` prefix names, else the default."""
+    """The cluster this request is for: the one its ``/clusters/<id>`` prefix names, else the default; 404 for an id
+    that names none (see the module's docstring for who is told why)."""
     every = known_clusters()
     named = request.environ.get(CLUSTER_ENVIRON_KEY)
     if named is None:
@@ -77,7 +83,8 @@ def cluster_of_request() -> Cluster:
     try:
         return every[named]
     except KeyError:
-        raise ConnectRestException(404, f"Cluster {named} not found") from None
+        told = current_principal() is not None
+        raise ConnectRestException(404, f"Cluster {named} not found" if told else NO_ROUTE_MESSAGE) from None
 
 
 def root_of_request() -> str:

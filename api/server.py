@@ -143,6 +143,9 @@ def gunicorn_options(settings: Settings, app: Flask, workers: int = 1, threads: 
         "graceful_timeout": max(30, _request_bound_s(settings) + 5),
         # gunicorn >= 25 opens a control socket in $HOME/.gunicorn by default; two servers would share it.
         "control_socket_disable": True,
+        # No SCRIPT_NAME or PATH_INFO from request headers (gunicorn takes them from forwarded_allow_ips peers,
+        # loopback by default): the path a request is served, audited and cached under is its own (api/clusters.py).
+        "forwarder_headers": "",
         "worker_exit": worker_exit,
         "post_worker_init": post_worker_init,
         "when_ready": when_ready,

@@ -18,7 +18,8 @@ import requests
 import urllib3
 
 from connect_state.cli.contexts import Context
-from connect_state.cli.errors import ApiFailure, Unreachable, error_for_status
+from connect_state.cli.errors import ApiFailure, Unreachable, UsageProblem, error_for_status
+from connect_state.core.clusters import CLUSTER_ID
 
 CONNECT_TIMEOUT_S = 10.0
 
@@ -84,6 +85,11 @@ class ApiClient:
         cluster when neither names one)."""
         self.name = name
         self.cluster = cluster or context.cluster
+        if self.cluster is not None and not CLUSTER_ID.fullmatch(self.cluster):
+            raise UsageProblem(
+                f"cluster {self.cluster!r}: a cluster id is letters, digits, '.', '_' and '-', starting with a letter "
+                "or digit (connect-state clusters lists them)"
+            )
         self.root = context.url.rstrip("/")
         self.base = self.root + (f"/clusters/{quote(self.cluster, safe='')}" if self.cluster else "")
         self.timeout_s = timeout_s

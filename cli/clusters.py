@@ -1,6 +1,6 @@
 """``clusters``: the Connect clusters the API answers for (``GET /clusters``), each with its health; ``*`` marks the
-one the commands talk to (``--cluster``, ``CONNECT_STATE_CLUSTER`` or the context's ``cluster``; else the API's
-default)."""
+one the commands talk to (``--cluster``, ``CONNECT_STATE_CLI_CLUSTER`` or the context's ``cluster``; else the API's
+default); a chosen id the API does not list is an error (exit code 3), after the list."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from connect_state.cli.errors import NotFound
 from connect_state.cli.output import emit, output_option, table
 from connect_state.cli.session import Session, pass_session
 
@@ -32,6 +33,8 @@ def clusters(session: Session, output: str) -> None:
         )  # fmt: skip
 
     emit(listed, output, rows)
+    if client.cluster is not None and client.cluster not in {c.get("id") for c in listed}:
+        raise NotFound(404, f"Cluster {client.cluster} not found")
 
 
 def register(root: click.Group) -> None:

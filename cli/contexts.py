@@ -39,7 +39,7 @@ from connect_state.core.errors import ConfigError
 from connect_state.core.settings import resolve_references
 
 CONFIG_ENV = "CONNECT_STATE_CLI_CONFIG"
-CLUSTER_ENV = "CONNECT_STATE_CLUSTER"
+CLUSTER_ENV = "CONNECT_STATE_CLI_CLUSTER"
 DEFAULT_URL = "http://127.0.0.1:8090"
 """The API's default address (``api.host``, ``api.port``), used when no context is defined."""
 DEFAULT_CONTEXT = "default"

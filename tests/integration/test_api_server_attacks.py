@@ -201,6 +201,20 @@ def test_x_forwarded_for_is_ignored_without_a_trusted_proxy(tmp_path: Path) -> N
     assert {row["remote_addr"] for row in audit_rows(tmp_path / "audit.jsonl")} == {"127.0.0.1"}
 
 
+def test_a_script_name_header_does_not_move_a_request(tmp_path: Path) -> None:
+    """gunicorn takes SCRIPT_NAME from a header of a loopback peer unless told not to: a client could then have a
+    request served for the default cluster while the audit records another path (issue 37's /clusters/<id> prefix).
+    The server takes a request's path as sent."""
+    settings = {**no_kafka_settings(tmp_path), "api.auth.basic.file": str(users_file(tmp_path))}
+    with serving_api(settings) as url, requests.Session() as session:
+        forged = {"SCRIPT_NAME": "/clusters/other"}
+        refused = session.get(f"{url}/clusters/other/connectors", auth=("bob", "x"), headers=forged, timeout=10)
+        assert refused.status_code == 401
+        unknown = session.get(f"{url}/clusters/other/connectors", auth=("bob", "builder"), headers=forged, timeout=10)
+        assert (unknown.status_code, unknown.json()["message"]) == (404, "Cluster other not found")
+    assert [row["path"] for row in audit_rows(tmp_path / "audit.jsonl")][:1] == ["/clusters/other/connectors"]
+
+
 def test_a_thousand_bad_logins_grow_the_audit_by_a_few_lines(tmp_path: Path) -> None:
     """Anyone can make the API refuse: 1,000 guesses (each a new name, so only the address limit stops them) leave
     the first 401 and the first 429 in full and, when the worker stops, one summary row each counting the rest."""

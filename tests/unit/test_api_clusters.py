@@ -5,11 +5,13 @@ answered as the plain path for the default cluster, with Flask's test client. Ag
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
 import pytest
 from flask.testing import FlaskClient
+from werkzeug.security import generate_password_hash
 
 from connect_state.api import create_app
 from connect_state.api.clusters import CLUSTER_ENVIRON_KEY, ClusterPaths
@@ -118,15 +120,16 @@ def test_the_audit_keeps_the_whole_path(
     assert [row["path"] for row in rows] == [f"{PREFIX}/connectors/foo-source/stop"]
 
 
-def test_an_unknown_cluster_asked_without_credentials_answers_401(
-    make_client: MakeClient, tmp_path: Path, settings: Settings
-) -> None:
-    from werkzeug.security import generate_password_hash
-
+def test_an_unknown_cluster_is_named_only_to_an_authenticated_caller(make_client: MakeClient, tmp_path: Path) -> None:
     users = tmp_path / "users"
     users.write_text(f"alice:{generate_password_hash('secret')}\n")
     client = make_client(overrides={"api.auth.basic.file": str(users), "api.kafka.cluster.id": "c"})
-    assert client.get("/clusters/other/connectors").status_code == 401  # no ids told to whoever asks
+    assert client.get("/clusters/other/connectors").status_code == 401
+    alice = {"Authorization": "Basic " + base64.b64encode(b"alice:secret").decode()}
+    assert_connect_error(client.get("/clusters/other/connectors", headers=alice), 404, "Cluster other not found")
+    for path in ("/clusters/other/health", "/clusters/other/no-such-route", "/clusters/connect-cluster/no-such-route"):
+        for headers in ({}, alice):  # no route or the public probe: no one was authenticated, no id told
+            assert_connect_error(client.get(path, headers=headers), 404, "HTTP 404 Not Found")
 
 
 def test_the_middleware_moves_the_prefix_to_the_script_name() -> None:

@@ -189,19 +189,19 @@ def test_get_connectors_table(api: FakeApi, at_api: Run) -> None:
 
 def test_a_cluster_is_chosen_by_option_environment_or_context(api: FakeApi, at_api: Run) -> None:
     """Issue 37: every path asked under /clusters/<id>, the option before the environment before the context."""
-    for path in ("/clusters/prod%2Feu/connectors", "/clusters/ctx/connectors", "/clusters/env/connectors"):
+    for path in ("/clusters/prod.eu/connectors", "/clusters/ctx/connectors", "/clusters/env/connectors"):
         api.answer("GET", path, 200, ["a"])
         api.answer("GET", f"{path}?expand", 200, {})
-    assert at_api("--cluster", "prod/eu", "get", "connectors").exit_code == 0
+    assert at_api("--cluster", "prod.eu", "get", "connectors").exit_code == 0
     assert at_api("context", "set", "fake", "--cluster", "ctx").exit_code == 0
     assert at_api("get", "connectors").exit_code == 0
-    assert at_api("get", "connectors", env={"CONNECT_STATE_CLUSTER": "env"}).exit_code == 0
-    assert at_api("--cluster", "prod/eu", "get", "connectors", env={"CONNECT_STATE_CLUSTER": "env"}).exit_code == 0
+    assert at_api("get", "connectors", env={"CONNECT_STATE_CLI_CLUSTER": "env"}).exit_code == 0
+    assert at_api("--cluster", "prod.eu", "get", "connectors", env={"CONNECT_STATE_CLI_CLUSTER": "env"}).exit_code == 0
     assert [seen.path for seen in api.seen][::2] == [
-        "/clusters/prod%2Feu/connectors",
+        "/clusters/prod.eu/connectors",
         "/clusters/ctx/connectors",
         "/clusters/env/connectors",
-        "/clusters/prod%2Feu/connectors",
+        "/clusters/prod.eu/connectors",
     ]
     assert [seen.path for seen in api.seen][1::2] == [seen.path for seen in api.seen][::2]  # then the expansion
     assert "ctx" in at_api("context", "list").stdout.splitlines()[1].split()
@@ -232,6 +232,20 @@ def test_clusters_lists_the_apis_clusters_and_marks_the_chosen_one(api: FakeApi,
     assert [line.split()[0] for line in chosen[1:]] == ["a", "*"]
     assert json.loads(at_api("--cluster", "b", "clusters", "-o", "json").stdout) == listed
     assert {seen.path for seen in api.seen} == {"/clusters"}  # the list is the API's own, under no cluster
+    unknown = at_api("--cluster", "c", "clusters")
+    assert unknown.exit_code == ExitCode.NOT_FOUND
+    assert [line.split()[0] for line in unknown.stdout.splitlines()[1:]] == ["a", "b"]  # listed, none marked
+    assert one_error_line(unknown) == "Error: Cluster c not found"
+
+
+@pytest.mark.parametrize("cluster", ["..", ".", "a/b", "-x"])
+def test_a_cluster_id_that_is_no_path_segment_is_refused_before_any_request(
+    api: FakeApi, at_api: Run, cluster: str
+) -> None:
+    result = at_api("--cluster", cluster, "pause", "connector", "a")  # "..": requests would ask /connectors/a/pause
+    assert result.exit_code == ExitCode.USAGE
+    assert "a cluster id is letters, digits" in one_error_line(result)
+    assert not api.seen
 
 
 def test_get_connectors_json_and_yaml(api: FakeApi, at_api: Run) -> None:
