@@ -7,10 +7,12 @@ are written with kafka-python (:mod:`connect_state.kafka`). Serve it with ``conn
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from flask import Flask
 
 from connect_state.api.errors import register_error_handlers
-from connect_state.api.resources import AppResources, RecordWriter, TableSource, app_resources, init_app
+from connect_state.api.resources import AppResources, RecordWriter, TableSource, every_resources, init_app
 from connect_state.api.routing import ConnectStateFlask
 from connect_state.core.settings import Settings, load_settings
 from connect_state.kafka.follower import TopicFollower
@@ -25,6 +27,7 @@ def create_app(
     topics: TopicLog | None = None,
     follower: TopicFollower | None = None,
     group_follower: TopicFollower | None = None,
+    cluster_resources: Mapping[str, AppResources] | None = None,
 ) -> Flask:
     """The Flask app (application factory).
 
@@ -37,6 +40,9 @@ def create_app(
     live`) passed in stays the caller's too; without one the app starts its own on first use (``api.follow.topics``),
     unless ``topics`` is given. The same for a ``group_follower`` of ``__consumer_offsets`` (sink connectors' offsets,
     ``api.follow.consumer.offsets``).
+
+    All of these are the default cluster's. Each further cluster of the settings (issue 37) is served with its
+    ``cluster_resources`` entry (the caller's to close), else with resources the app creates on its settings.
     """
     from connect_state.api import (
         alerts,
@@ -80,7 +86,7 @@ def create_app(
     register_error_handlers(app)
     same_origin.init_app(app, settings)  # first: a web page of another origin may not write, whoever it is
     auth.init_app(app, settings)  # before any other check: who asks, and may they (issue 13)
-    clusters.init_app(app)  # after auth: an unknown /clusters/<id> answers 404 to those who may ask
+    clusters.init_app(app, cluster_resources)  # after auth: an unknown /clusters/<id> answers 404 to those who may ask
     limits.init_app(app, settings)
     write_slots.init_app(app, settings)  # after auth: a refused request takes no slot
     audit.init_app(app, settings)
@@ -95,8 +101,9 @@ def create_app(
 
 
 def close_app(app: Flask) -> None:
-    """Release the app's resources (closes the Kafka writer the app created). Idempotent."""
-    app_resources(app).close()
+    """Release the app's resources, every cluster's (closes the Kafka clients the app created). Idempotent."""
+    for resources in every_resources(app).values():
+        resources.close()
 
 
 __all__ = ["AppResources", "close_app", "create_app"]

@@ -67,7 +67,7 @@ from connect_state.api.auth import current_principal, required_role
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.limits import WRITE_METHODS, json_depth
 from connect_state.api.openapi import ANY, STRING, documented, json_answer, query
-from connect_state.api.resources import app_resources, get_settings
+from connect_state.api.resources import app_resources, default_resources, get_settings
 from connect_state.api.retained import AuditRetention, kept_time_arg
 from connect_state.core.errors import ConnectStateError
 from connect_state.core.settings import Settings
@@ -229,7 +229,7 @@ class AuditTrail:
         if self.topic is not None:
             key = str(row.get("connector") or "").encode("utf-8")
             try:
-                app_resources().writer().send(
+                default_resources().writer().send(  # the deployment's audit: the default cluster's Kafka
                     self.topic, [(key, line.encode("utf-8"))], self.settings.api_kafka_write_timeout_ms
                 )
             except ConnectStateError as err:

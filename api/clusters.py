@@ -10,12 +10,14 @@ unprefixed route's, and the audit and the ETags keep the whole path. An id that 
 ``Cluster <id> not found`` to an authenticated caller; a request no authentication ran for (a path that is no route,
 or the public ``/health``) gets Connect's plain ``HTTP 404 Not Found`` instead, so the message tells ids to no one
 who may not read them (``/clusters/<id>/health`` is public as ``/health`` is: whether it answers 404 does).
-Today the deployment watches one cluster (:func:`connect_state.core.clusters.clusters`).
+Each cluster has the API's resources of its own (:mod:`connect_state.api.resources`: its settings, Kafka clients and
+tables), so a request under ``/clusters/<id>`` reads that cluster's tables and writes to its Kafka with its fresh-read
+checks, and never another's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
@@ -24,12 +26,17 @@ from connect_state.api.auth import current_principal
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.health import HTTP_STATUS, current_health
 from connect_state.api.openapi import ANY, array_of, documented, json_answer
-from connect_state.api.resources import get_settings
+from connect_state.api.resources import (
+    CLUSTER_ENVIRON_KEY,
+    AppResources,
+    add_cluster,
+    default_resources,
+    every_resources,
+)
 from connect_state.connect.rest import http_error_message
 from connect_state.core.clusters import Cluster, clusters
 
 __all__ = [
-    "CLUSTER_ENVIRON_KEY",
     "PREFIX",
     "ClusterPaths",
     "bp",
@@ -42,8 +49,6 @@ __all__ = [
 bp = Blueprint("clusters", __name__)
 
 PREFIX = "/clusters/"
-#: The WSGI environ key holding the id a request's ``/clusters/<id>`` prefix named.
-CLUSTER_ENVIRON_KEY = "connect_state.cluster"
 EXTENSION = "connect_state.clusters"
 NO_ROUTE_MESSAGE = http_error_message(404, "Not Found")
 
@@ -67,9 +72,9 @@ class ClusterPaths:
         return self.app(environ, start_response)
 
 
-def known_clusters(app: Flask | None = None) -> dict[str, Cluster]:
+def known_clusters() -> dict[str, Cluster]:
     """The app's clusters by id, the default first."""
-    found: dict[str, Cluster] = (app or current_app).extensions[EXTENSION]
+    found: dict[str, Cluster] = current_app.extensions[EXTENSION]
     return found
 
 
@@ -95,10 +100,17 @@ def root_of_request() -> str:
     return root[: -len(prefix)] if prefix and root.endswith(prefix) else root
 
 
-def init_app(app: Flask) -> None:
-    """Serve every path under ``/clusters/<id>/`` and refuse an unknown id; call after the authentication's hook."""
-    with app.app_context():
-        app.extensions[EXTENSION] = {cluster.id: cluster for cluster in clusters(get_settings())}
+def init_app(app: Flask, resources: Mapping[str, AppResources] | None = None) -> None:
+    """Serve every path under ``/clusters/<id>/`` and refuse an unknown id; call after the authentication's hook.
+    Each further cluster is served with its ``resources`` (default: created on its settings), the default cluster
+    with the app's."""
+    given = resources or {}
+    default = default_resources(app)
+    every = clusters(default.settings)
+    app.extensions[EXTENSION] = {cluster.id: cluster for cluster in every}
+    for cluster in every:
+        own = default if cluster.default else given.get(cluster.id) or AppResources(cluster.settings)
+        add_cluster(app, cluster.id, own)
     app.wsgi_app = ClusterPaths(app.wsgi_app)  # type: ignore[method-assign]
 
     def refuse_unknown_cluster() -> None:
@@ -121,8 +133,8 @@ def cluster_view(cluster: Cluster, health: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _health() -> dict[str, Any]:
-    state = current_health()
+def _health(resources: AppResources) -> dict[str, Any]:
+    state = current_health(resources)
     return {"status": str(state.status), "message": state.message, "http_status": HTTP_STATUS[state.status]}
 
 
@@ -131,5 +143,5 @@ def _health() -> dict[str, Any]:
     "200": json_answer(array_of(ANY), "Clusters")
 })  # fmt: skip
 def list_clusters() -> Response:
-    health = _health()  # one cluster today: its tables' health
-    return jsonify([cluster_view(cluster, health) for cluster in known_clusters().values()])
+    resources = every_resources()
+    return jsonify([cluster_view(cluster, _health(resources[key])) for key, cluster in known_clusters().items()])

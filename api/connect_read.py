@@ -42,8 +42,9 @@ def _kafka_cluster_id() -> str | None:
     configured = settings.api_kafka_cluster_id
     if configured:
         return configured
+    known: dict[str, str | None] = current_app.extensions.setdefault(_CLUSTER_ID, {})  # by bootstrap.servers
     with _lock:
-        if _CLUSTER_ID not in current_app.extensions:
+        if settings.bootstrap_servers not in known:
             from connect_state.kafka import KafkaAdmin
 
             try:
@@ -52,10 +53,10 @@ def _kafka_cluster_id() -> str | None:
                     client_id="connect-state-api-cluster",
                     timeout_ms=settings.api_fresh_read_timeout_ms,
                 ) as admin:
-                    current_app.extensions[_CLUSTER_ID] = admin.describe_cluster().cluster_id
+                    known[settings.bootstrap_servers] = admin.describe_cluster().cluster_id
             except KafkaWriteError as err:
                 raise ConnectRestException(503, f"Cannot read the Kafka cluster id: {err}") from err
-        return current_app.extensions[_CLUSTER_ID]
+        return known[settings.bootstrap_servers]
 
 
 @bp.get("/")

@@ -25,7 +25,7 @@ from flask import Blueprint, Response, jsonify
 
 from connect_state.api.lag import watermarks
 from connect_state.api.openapi import documented, json_answer
-from connect_state.api.resources import app_resources, get_settings
+from connect_state.api.resources import AppResources, app_resources
 from connect_state.core.errors import KafkaWriteError, TopicNotFoundError
 from connect_state.core.partitions import Partition
 from connect_state.kafka.log import TopicLog
@@ -105,15 +105,17 @@ def _offsets(log: TopicLog, topics: list[str], timeout_ms: int) -> tuple[dict[Pa
     return starts, ends
 
 
-def current_lags(marks: list[Watermark]) -> list[TableLag]:
+def current_lags(marks: list[Watermark], resources: AppResources | None = None) -> list[TableLag]:
     """Every tracked table's lag now, from ``marks`` and one read of all their topics' offsets (not the lag header's
-    cache: a probe wants the topics as they are, and a Kafka that is away costs one ``api.lag.timeout.ms``)."""
-    settings = get_settings()
+    cache: a probe wants the topics as they are, and a Kafka that is away costs one ``api.lag.timeout.ms``), in
+    ``resources``'s cluster (default: the request's)."""
+    resources = resources or app_resources()
+    settings = resources.settings
     topics = {query: query_topics(query, settings, marks) for query in sorted(set(TABLE_QUERIES.values()))}
     every_topic = sorted({topic for names in topics.values() for topic in names})
     now = now_ms()
     try:
-        starts, ends = _offsets(app_resources().offsets_cache().log, every_topic, settings.api_lag_timeout_ms)
+        starts, ends = _offsets(resources.offsets_cache().log, every_topic, settings.api_lag_timeout_ms)
     except KafkaWriteError:
         return [TableLag(table) for table in sorted(TABLE_QUERIES)]
     lags = []
@@ -125,11 +127,13 @@ def current_lags(marks: list[Watermark]) -> list[TableLag]:
     return lags
 
 
-def current_health() -> Health:
-    """The health now, from the ``watermarks`` table and the topics' end offsets."""
-    marks = watermarks()
+def current_health(resources: AppResources | None = None) -> Health:
+    """The health now of ``resources``'s cluster (default: the request's), from its ``watermarks`` table and its
+    topics' end offsets."""
+    resources = resources or app_resources()
+    marks = watermarks(resources)
     started = {mark.query for mark in marks}
-    return decide(current_lags(marks), started, get_settings().api_health_max_age_ms)
+    return decide(current_lags(marks, resources), started, resources.settings.api_health_max_age_ms)
 
 
 @bp.get("/health")

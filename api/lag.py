@@ -18,17 +18,17 @@ from typing import Any
 from flask import Flask, Response, current_app, request
 
 from connect_state.api.live import followed_positions
-from connect_state.api.resources import app_resources, get_settings, tables_served
+from connect_state.api.resources import AppResources, app_resources, get_settings, tables_served
 from connect_state.core.errors import TableNotFoundError
 from connect_state.progress.freshness import HEADER, TableLag, Watermark, format_lag_header, query_topics, table_lag
 from connect_state.tables.schemas import TABLE_QUERIES, WATERMARKS, epoch_ms, now_ms
 
 
-def watermarks() -> list[Watermark]:
-    """Every row of the ``watermarks`` table (none when the jobs have not created it), converted once per version of
-    the table (it is read on every GET)."""
+def watermarks(resources: AppResources | None = None) -> list[Watermark]:
+    """Every row of the ``watermarks`` table of ``resources``'s cluster (default: the request's; none when the jobs
+    have not created it), converted once per version of the table (it is read on every GET)."""
     try:
-        return app_resources().tables.derived(WATERMARKS, _watermarks_of)
+        return (resources or app_resources()).tables.derived(WATERMARKS, _watermarks_of)
     except TableNotFoundError:
         return []
 

@@ -1,5 +1,10 @@
-"""The API's resources (settings, table reader, Kafka writer, consumer-group admin, Kafka readers), one set per app,
-via ``flask.g``.
+"""The API's resources (settings, table reader, Kafka writer, consumer-group admin, Kafka readers), one set per app
+and Connect cluster, via ``flask.g``.
+
+Each cluster the deployment watches (issue 37, :mod:`connect_state.core.clusters`) has its own set, on its own
+settings: its Kafka, its topics, its tables. A request's set is its cluster's (the ``/clusters/<id>`` prefix its path
+had, :data:`CLUSTER_ENVIRON_KEY`), else the default cluster's; so every view, the herder's reads and writes included,
+answers for the request's cluster without knowing there are several.
 
 As in the Flask tutorial's ``get_db()``: a view calls :func:`get_settings`, :func:`get_tables`, :func:`get_writer`
 or :func:`get_admin`; the first call in a request puts the resource on ``g``. The Kafka writer behind
@@ -22,7 +27,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from flask import Flask, current_app, g
+from flask import Flask, current_app, g, has_request_context, request
 
 from connect_state.core.settings import Settings
 from connect_state.core.storage import deltalake_options
@@ -40,6 +45,11 @@ T = TypeVar("T")
 GROUP_FOLLOWER_CLIENT_ID = "connect-state-api-group-follower"
 
 EXTENSION = "connect_state"
+#: The app's resources of every cluster, by id (the default's too: the same object as under :data:`EXTENSION`).
+CLUSTERS_EXTENSION = "connect_state.clusters.resources"
+#: The WSGI environ key holding the id a request's ``/clusters/<id>`` prefix named
+#: (:class:`connect_state.api.clusters.ClusterPaths` puts it there).
+CLUSTER_ENVIRON_KEY = "connect_state.cluster"
 
 
 class TableSource(Protocol):
@@ -219,15 +229,42 @@ def create_admin(settings: Settings) -> GroupAdmin:
 
 
 def init_app(app: Flask, resources: AppResources) -> None:
-    """Attach the resources to ``app`` (``app.extensions["connect_state"]``)."""
+    """Attach the default cluster's resources to ``app`` (``app.extensions["connect_state"]``); the other clusters'
+    are added by :func:`add_cluster`."""
     app.extensions[EXTENSION] = resources
+    app.extensions[CLUSTERS_EXTENSION] = {}
     app.teardown_appcontext(_release)
 
 
-def app_resources(app: Flask | None = None) -> AppResources:
-    """The resources of ``app`` (default: the current app)."""
+def add_cluster(app: Flask, cluster_id: str, resources: AppResources) -> None:
+    """Serve the cluster ``cluster_id``'s requests with ``resources``."""
+    app.extensions[CLUSTERS_EXTENSION][cluster_id] = resources
+
+
+def default_resources(app: Flask | None = None) -> AppResources:
+    """The default cluster's resources of ``app`` (default: the current app): what is the deployment's rather than a
+    cluster's (the audit topic's writer) uses them."""
     target = app if app is not None else current_app
     return target.extensions[EXTENSION]
+
+
+def every_resources(app: Flask | None = None) -> dict[str, AppResources]:
+    """Every cluster's resources of ``app`` by id, in the order the clusters were added (the default first)."""
+    target = app if app is not None else current_app
+    return dict(target.extensions[CLUSTERS_EXTENSION])
+
+
+def app_resources(app: Flask | None = None) -> AppResources:
+    """The resources of the current request's cluster (default: the default cluster's; outside a request, or for an
+    id that names no cluster, which the request is refused for, the default cluster's too). With ``app``, the default
+    cluster's resources of that app."""
+    if app is None and has_request_context():
+        named = request.environ.get(CLUSTER_ENVIRON_KEY)
+        if named is not None:
+            found = current_app.extensions[CLUSTERS_EXTENSION].get(named)
+            if found is not None:
+                return found
+    return default_resources(app)
 
 
 def get_settings() -> Settings:

@@ -19,7 +19,7 @@ import urllib3
 
 from connect_state.cli.contexts import Context
 from connect_state.cli.errors import ApiFailure, Unreachable, UsageProblem, error_for_status
-from connect_state.core.clusters import CLUSTER_ID
+from connect_state.core.clusters import CLUSTER_ID, CLUSTER_ID_RULE
 
 CONNECT_TIMEOUT_S = 10.0
 
@@ -86,10 +86,7 @@ class ApiClient:
         self.name = name
         self.cluster = cluster or context.cluster
         if self.cluster is not None and not CLUSTER_ID.fullmatch(self.cluster):
-            raise UsageProblem(
-                f"cluster {self.cluster!r}: a cluster id is letters, digits, '.', '_' and '-', starting with a letter "
-                "or digit (connect-state clusters lists them)"
-            )
+            raise UsageProblem(f"cluster {self.cluster!r}: {CLUSTER_ID_RULE} (connect-state clusters lists them)")
         self.root = context.url.rstrip("/")
         self.base = self.root + (f"/clusters/{quote(self.cluster, safe='')}" if self.cluster else "")
         self.timeout_s = timeout_s

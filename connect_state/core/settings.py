@@ -245,6 +245,7 @@ class Settings:
     connect_rest_url: str
     connect_group_id: str
     cluster_id: str
+    clusters: str
     exactly_once_source_support: ExactlyOnceSourceSupport
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -383,10 +384,49 @@ def load_settings(
     return Settings.from_mapping(props, environ=env)
 
 
+#: The settings each further Connect cluster has of its own (issue 37), as ``clusters.<id>.<key>``: its Kafka, its
+#: workers' internal topics and ``group.id``, its REST URL, and what the API and jobs may write there; every other
+#: setting is the deployment's. :mod:`connect_state.core.clusters` builds each cluster's settings.
+CLUSTER_KEYS = (
+    "bootstrap.servers",
+    "kafka.client.config.file",
+    "kafka.client.properties",
+    "status.storage.topic",
+    "config.storage.topic",
+    "offset.storage.topic",
+    "consumer.offsets.topic",
+    "connect.group.id",
+    "connect.rest.url",
+    "exactly.once.source.support",
+    "api.kafka.cluster.id",
+    "api.allowed.groups",
+    "api.allowed.offsets.topics",
+    "cleanup.allowed.groups",
+    "heartbeat.allowed.topics",
+)
+#: The prefix of a further cluster's own settings: ``clusters.<id>.<key>``.
+CLUSTERS_PREFIX = "clusters."
+
+
+def cluster_key(key: str) -> tuple[str, str] | None:
+    """``clusters.<id>.<key>`` split into the cluster's id and one of :data:`CLUSTER_KEYS` (the longest that ends
+    it: ids may hold dots); None for any other key."""
+    if not key.startswith(CLUSTERS_PREFIX):
+        return None
+    rest = key[len(CLUSTERS_PREFIX) :]
+    for own in sorted(CLUSTER_KEYS, key=len, reverse=True):
+        if rest.endswith("." + own) and len(rest) > len(own) + 1:
+            return rest[: -len(own) - 1], own
+    return None
+
+
 def _known(props: dict[str, str], known: Sequence[str], where: str) -> dict[str, str]:
-    unknown = sorted(set(props) - set(known))
+    unknown = sorted(key for key in set(props) - set(known) if cluster_key(key) is None)
     if unknown:
-        raise ConfigError(f"unknown setting {unknown[0]!r} {where} (the keys are those of {DEFAULT_CONF_NAME})")
+        raise ConfigError(
+            f"unknown setting {unknown[0]!r} {where} (the keys are those of {DEFAULT_CONF_NAME}, and "
+            f"{CLUSTERS_PREFIX}<id>.<key> for a cluster of 'clusters', <key> one of {', '.join(CLUSTER_KEYS)})"
+        )
     return props
 
 

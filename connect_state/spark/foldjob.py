@@ -51,7 +51,7 @@ from connect_state.spark.delta_io import (
 from connect_state.spark.kafka_source import read_internal_topic, read_topic_batch
 from connect_state.spark.reconcile import RECONCILE_INTERVAL_S, Reconciler, session_conf
 from connect_state.spark.retention import RetentionPass
-from connect_state.spark.streaming import QueryTask, Run, checkpoint_query_id, job_logger
+from connect_state.spark.streaming import QueryTask, Run, checkpoint_query_id, job_logger, query_name
 from connect_state.spark.watermarks import WatermarkStore, watermark_store
 from connect_state.spark.write_time import collect_stamped, stamped, write_time
 from connect_state.tables import small_writes
@@ -814,7 +814,7 @@ def start_fold_query(
     writer.attach(shared_positions(settings), reconciler, options, use_deltalake)
     writer.retention = RetentionPass(settings, job_name, use_deltalake, options, tables=tables)
     stream = (
-        folded.writeStream.queryName(job_name)
+        folded.writeStream.queryName(query_name(settings, job_name))
         .outputMode("update")
         .foreachBatch(writer)
         .option("checkpointLocation", str(checkpoint))

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from connect_state.core.clusters import Cluster, clusters
 from connect_state.core.errors import ConnectStateError
 from connect_state.core.settings import Settings, add_config_arguments, settings_from_args
 from connect_state.progress.query_progress import ReadProgress
@@ -439,6 +440,18 @@ def supervise(
     return Supervisor(tasks, stop, timeout_s, backoff, name).run()
 
 
+def query_name(settings: Settings, name: str) -> str:
+    """The name of a query of ``settings``'s cluster (Spark's query name, the metrics' ``query`` label, the log's):
+    ``name``, as its checkpoint directory is named, or ``<cluster.id>/<name>`` when the settings name their cluster,
+    so two clusters' queries in one driver (issue 37) are told apart."""
+    return f"{settings.cluster_id}/{name}" if settings.cluster_id else name
+
+
+def cluster_job_name(cluster: Cluster, job: Job, several: bool) -> str:
+    """A job's name in a driver's log and metrics: ``<cluster>/<job>`` when the driver follows several clusters."""
+    return f"{cluster.id}/{job.name}" if several else job.name
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # The job interface
 # ---------------------------------------------------------------------------------------------------------------------
@@ -538,8 +551,9 @@ def main_of(
     try:
         settings = settings_from_args(args)
         table_retentions(settings)  # history.retention.ms.by.table names history tables
-        for job in jobs:
-            job.check(settings)
+        for cluster in clusters(settings):  # every cluster's settings, checked before anything starts
+            for job in jobs:
+                job.check(cluster.settings)
     except ConnectStateError as err:
         logger.error("%s", err)
         return 2
@@ -550,15 +564,18 @@ def main_of(
 
 
 def job_main(job: Job, args: argparse.Namespace) -> int:
-    """The console script of one job: :func:`main_of`, then :func:`run_job` (catch-up with ``--available-now``)."""
+    """The console script of one job: :func:`main_of`, then :func:`run_job` (catch-up with ``--available-now``); with
+    several clusters, the job of each, as ``connect-state-jobs`` runs them (:func:`run_catch_up`,
+    :func:`run_continuous`)."""
     max_offsets = getattr(args, "max_offsets_per_trigger", None)
-    return main_of(
-        [job],
-        args,
-        job.name,
-        job_logger(job.name),
-        lambda spark, settings: run_job(job, spark, settings, args.available_now, max_offsets),
-    )
+
+    def run(spark: SparkSession, settings: Settings) -> int:
+        if len(clusters(settings)) > 1:
+            several = run_catch_up if args.available_now else run_continuous
+            return several([job], spark, settings, max_offsets)
+        return run_job(job, spark, settings, args.available_now, max_offsets)
+
+    return main_of([job], args, job.name, job_logger(job.name), run)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -577,19 +594,22 @@ def cloned_session(spark: SparkSession) -> SparkSession:
 
 
 def run_catch_up(jobs: Sequence[Job], spark: SparkSession, settings: Settings, max_offsets: int | None = None) -> int:
-    """One catch-up run of each job, in the given order. A job that fails does not stop the ones after it (they read
-    its tables as they are); the run then names the failed jobs and returns 1."""
+    """One catch-up run of each job, in the given order, for each cluster of the settings in turn (issue 37). A job
+    that fails does not stop the ones after it (they read its tables as they are), nor another cluster's; the run then
+    names the failed jobs (``<cluster>/<job>`` with several clusters) and returns 1."""
     failed: list[str] = []
-    for job in jobs:
-        log.info("catch-up: %s", job.name)
+    every = clusters(settings)
+    for cluster, job in ((cluster, job) for cluster in every for job in jobs):
+        name = cluster_job_name(cluster, job, len(every) > 1)
+        log.info("catch-up: %s", name)
         try:
-            status = run_job(job, spark, settings, True, max_offsets)
+            status = run_job(job, spark, cluster.settings, True, max_offsets)
         except Exception:
-            log.exception("catch-up: %s failed", job.name)
+            log.exception("catch-up: %s failed", name)
             status = 1
         if status != 0:
-            log.error("catch-up: %s failed (status %d); running the other jobs", job.name, status)
-            failed.append(job.name)
+            log.error("catch-up: %s failed (status %d); running the other jobs", name, status)
+            failed.append(name)
     if failed:
         log.error("catch-up failed: %s (exit status 1)", ", ".join(failed))
         return 1
@@ -603,10 +623,16 @@ class JobTask:
     the task again (and so starts the job again) after its backoff."""
 
     def __init__(
-        self, job: Job, spark: SparkSession, settings: Settings, max_offsets: int | None, backoff: Backoff
+        self,
+        job: Job,
+        spark: SparkSession,
+        settings: Settings,
+        max_offsets: int | None,
+        backoff: Backoff,
+        name: str | None = None,
     ) -> None:
         self.job = job
-        self.name = job.name
+        self.name = name or job.name
         self.spark = spark
         self.settings = settings
         self.max_offsets = max_offsets
@@ -643,14 +669,22 @@ def run_continuous(
     backoff: Backoff = RESTART_BACKOFF,
     supervisors: list[Supervisor] | None = None,
 ) -> int:
-    """Every job side by side until a signal (or ``stop``); a failed query restarts with ``backoff`` while the others
-    keep running. 0 once stopped on request.
+    """Every job of every cluster of the settings (issue 37) side by side until a signal (or ``stop``); a failed query
+    restarts with ``backoff`` while the others keep running. 0 once stopped on request.
 
     The jobs are started one after the other from this thread, each on its own :func:`cloned_session` (some starts
     toggle a session setting for their own query), then supervised together (:class:`JobTask`); a job whose start
     failed is started again by its task. ``supervisors`` (if given) receives the top supervisor, whose
     :meth:`~Supervisor.state` has every task's failures and restarts."""
-    tasks = [JobTask(job, cloned_session(spark), settings, max_offsets, backoff) for job in jobs]
+    every = clusters(settings)
+    several = len(every) > 1
+    tasks = [
+        JobTask(
+            job, cloned_session(spark), cluster.settings, max_offsets, backoff, cluster_job_name(cluster, job, several)
+        )
+        for cluster in every
+        for job in jobs
+    ]
     try:
         for task in tasks:
             try:

@@ -14,7 +14,8 @@ from flask.testing import FlaskClient
 from werkzeug.security import generate_password_hash
 
 from connect_state.api import create_app
-from connect_state.api.clusters import CLUSTER_ENVIRON_KEY, ClusterPaths
+from connect_state.api.clusters import ClusterPaths
+from connect_state.api.resources import CLUSTER_ENVIRON_KEY
 from connect_state.core.clusters import clusters, default_cluster
 from connect_state.core.errors import ConfigError
 from connect_state.core.settings import Settings

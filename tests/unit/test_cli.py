@@ -244,7 +244,7 @@ def test_a_cluster_id_that_is_no_path_segment_is_refused_before_any_request(
 ) -> None:
     result = at_api("--cluster", cluster, "pause", "connector", "a")  # "..": requests would ask /connectors/a/pause
     assert result.exit_code == ExitCode.USAGE
-    assert "a cluster id is letters, digits" in one_error_line(result)
+    assert "a cluster id is 1 to 128 letters, digits" in one_error_line(result)
     assert not api.seen
 
 

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 import pytest
 
+from connect_state.core.settings import Settings
 from connect_state.spark import streaming
 from connect_state.spark.streaming import (
     Backoff,
@@ -101,18 +102,20 @@ def test_run_job_runs_the_catch_up_step_only_after_a_successful_catch_up() -> No
     assert failed.journal == ["start available_now=True max_offsets=None", "closed"]
 
 
-def test_catch_up_of_several_jobs_runs_them_all_and_names_the_failed_one(caplog: pytest.LogCaptureFixture) -> None:
+def test_catch_up_of_several_jobs_runs_them_all_and_names_the_failed_one(
+    caplog: pytest.LogCaptureFixture, settings: Settings
+) -> None:
     jobs = [FakeJob("a", [FakeTask("a")]), FakeJob("b", [FakeTask("b", status=1)]), FakeJob("c", [FakeTask("c")])]
     with caplog.at_level(logging.ERROR, logger="connect_state.streaming"):
-        assert run_catch_up(jobs, None, None) == 1  # type: ignore[arg-type]
+        assert run_catch_up(jobs, None, settings) == 1  # type: ignore[arg-type]
     assert [len(job.journal) for job in jobs] == [3, 2, 3]  # b's catch-up step did not run; c did run
     assert caplog.records[-1].getMessage() == "catch-up failed: b (exit status 1)"
 
 
-def test_catch_up_names_a_job_whose_start_raised(caplog: pytest.LogCaptureFixture) -> None:
+def test_catch_up_names_a_job_whose_start_raised(caplog: pytest.LogCaptureFixture, settings: Settings) -> None:
     broken = BrokenStartJob("broken", failures=1)
     with caplog.at_level(logging.ERROR, logger="connect_state.streaming"):
-        assert run_catch_up([broken, FakeJob("ok", [FakeTask("ok")])], None, None) == 1  # type: ignore[arg-type]
+        assert run_catch_up([broken, FakeJob("ok", [FakeTask("ok")])], None, settings) == 1  # type: ignore[arg-type]
     assert caplog.records[-1].getMessage() == "catch-up failed: broken (exit status 1)"
 
 
@@ -237,7 +240,7 @@ class FakeSpark:
         return self
 
 
-def test_continuous_jobs_heal_a_failed_query_and_a_failed_start() -> None:
+def test_continuous_jobs_heal_a_failed_query_and_a_failed_start(settings: Settings) -> None:
     flaky = FlakyTask("flaky-query", failures=2)
     steady = FakeTask("steady-query", seconds=60.0)
     jobs = [FakeJob("flaky", [flaky]), FakeJob("steady", [steady]), BrokenStartJob("late", failures=2)]
@@ -246,7 +249,7 @@ def test_continuous_jobs_heal_a_failed_query_and_a_failed_start() -> None:
     result: list[int] = []
     runner = threading.Thread(
         target=lambda: result.append(
-            run_continuous(jobs, FakeSpark(), None, stop=stop, backoff=FAST, supervisors=supervisors)  # type: ignore[arg-type]
+            run_continuous(jobs, FakeSpark(), settings, stop=stop, backoff=FAST, supervisors=supervisors)  # type: ignore[arg-type]
         ),
         daemon=True,
     )

@@ -1,0 +1,87 @@
+"""Two real Connect clusters in one deployment (issue 37): the session's worker (the default cluster) and a second
+worker group on the same broker (its own ``group.id`` and internal topics), followed by one jobs run and answered by
+one API. Connect is the oracle: each cluster's answers under ``/clusters/<id>`` equal that cluster's worker's, a
+connector of one is unknown to the other as Connect says, and a pause written through one cluster's path is honoured
+by that cluster's worker and never by the other's, though both run a connector of that name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from connect_state.core.settings import Settings
+from connect_state.dev.connect_rest import ConnectRestClient
+from connect_state.dev.filestream import file_source_config
+from connect_state.spark.all_jobs import every_job, select_jobs
+from connect_state.spark.streaming import run_catch_up
+from tests.fixtures.stack import ExtraWorkerFactory
+from tests.integration.helpers import api_client, connector_state, job_settings, unique, wait_state
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+
+WAIT_S = 90.0
+
+
+def test_two_connect_clusters_answered_and_written_each_as_its_own_worker(
+    spark: SparkSession,
+    stack_settings: Settings,
+    connect: ConnectRestClient,
+    extra_connect_worker: ExtraWorkerFactory,
+    created: list[str],
+    tmp_path: Path,
+) -> None:
+    worker = extra_connect_worker()
+    billing = worker.client()
+    props = worker.properties
+    twin, only = unique("twin"), unique("billing-only")
+    for client, name, where in ((connect, twin, "default"), (billing, twin, "billing"), (billing, only, "billing")):
+        (tmp_path / f"{name}-{where}.txt").touch()
+        client.create_connector(name, file_source_config(name, tmp_path / f"{name}-{where}.txt", f"{name}-{where}"))
+    created.append(twin)
+    for client, name in ((connect, twin), (billing, twin), (billing, only)):
+        wait_state(client, name, "RUNNING", 1, WAIT_S)
+
+    settings = job_settings(stack_settings, tmp_path).with_overrides(
+        **{
+            "clusters": "billing",
+            "clusters.billing.connect.group.id": props["group.id"],
+            "clusters.billing.config.storage.topic": props["config.storage.topic"],
+            "clusters.billing.offset.storage.topic": props["offset.storage.topic"],
+            "clusters.billing.status.storage.topic": props["status.storage.topic"],
+            "clusters.billing.connect.rest.url": billing.base_url,
+        }
+    )
+    # One catch-up run follows both clusters' topics, each into its own tables.
+    assert run_catch_up(select_jobs(every_job(), "active_topics,connector_states"), spark, settings) == 0
+    assert (tmp_path / "delta" / "clusters" / "billing" / "connectors" / "_delta_log").is_dir()
+
+    api = api_client(settings)
+    assert [entry["id"] for entry in api.get("/clusters").get_json()] == [settings.connect_group_id, "billing"]
+
+    def ours(path: str) -> tuple[int, object]:
+        response = api.get(path)
+        return response.status_code, response.get_json()
+
+    def sorted_list(answer: tuple[int, object]) -> tuple[int, object]:
+        status, body = answer
+        return status, sorted(body) if isinstance(body, list) else body
+
+    assert sorted_list(ours("/clusters/billing/connectors")) == sorted_list(billing.get("/connectors"))
+    for name in (twin, only):
+        for path in (f"/connectors/{name}/status", f"/connectors/{name}", f"/connectors/{name}/config"):
+            assert ours(f"/clusters/billing{path}") == billing.get(path), path
+            assert ours(path) == connect.get(path), path  # the default cluster's: Connect's 404 for `only`
+
+    # A write through one cluster's path: that cluster's worker honours it, the other's twin keeps running.
+    assert (
+        api.put(f"/clusters/billing/connectors/{twin}/pause").status_code == billing.put(f"/connectors/{only}/pause")[0]
+    )
+    wait_state(billing, twin, "PAUSED", 1, WAIT_S)
+    assert connector_state(connect, twin) == ("RUNNING", ["RUNNING"])
+    # The default cluster's path does not know the billing cluster's connector, as the default worker does not.
+    response = api.put(f"/connectors/{only}/pause")
+    assert (response.status_code, response.get_json()) == connect.put(f"/connectors/{only}/pause")
+    assert connector_state(connect, twin) == ("RUNNING", ["RUNNING"])

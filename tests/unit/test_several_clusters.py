@@ -1,0 +1,197 @@
+"""Several Connect clusters in one deployment (issue 37): the settings of each (connect_state/core/clusters.py), the
+API answering each from its own tables and writing to its own topics (api/resources.py, api/clusters.py), and a
+jobs driver running every job for each (connect_state/spark/streaming.py). Against two real Connect clusters:
+``tests/integration/test_several_clusters_connect.py``.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from connect_state.api import create_app
+from connect_state.api.resources import AppResources
+from connect_state.core.clusters import clusters
+from connect_state.core.errors import ConfigError
+from connect_state.core.settings import Settings, load_settings
+from connect_state.spark import streaming
+from connect_state.tables.schemas import CONNECTORS
+from tests.unit.fakes import InMemoryTopics, RecordingWriter
+from tests.unit.helpers import assert_connect_error, assert_no_content, mirror_connectors, write_table
+from tests.unit.test_api_connectors import ROWS
+
+BILLING = {
+    "clusters": "billing",
+    "clusters.billing.connect.group.id": "connect-billing",
+    "clusters.billing.status.storage.topic": "billing-status",
+    "clusters.billing.config.storage.topic": "billing-configs",
+    "clusters.billing.offset.storage.topic": "billing-offsets",
+}
+
+
+def test_a_further_cluster_has_the_deployments_settings_but_its_own(settings: Settings) -> None:
+    two = settings.with_overrides(**BILLING, **{"clusters.billing.bootstrap.servers": "kafka-b:9092"})
+    default, billing = clusters(two)
+    assert (default.id, default.default, default.settings) == ("connect-cluster", True, two)
+    assert (billing.id, billing.default, billing.group_id, billing.bootstrap_servers) == (
+        "billing",
+        False,
+        "connect-billing",
+        "kafka-b:9092",
+    )
+    own = billing.settings
+    assert (own.status_storage_topic, own.config_storage_topic, own.offset_storage_topic) == (
+        "billing-status",
+        "billing-configs",
+        "billing-offsets",
+    )
+    assert own.delta_root.uri == (two.delta_root / "clusters" / "billing").uri
+    assert own.checkpoint_root.uri == (two.checkpoint_root / "clusters" / "billing").uri
+    assert (own.cluster_id, own.clusters) == ("billing", "")
+    assert own.api_port == two.api_port and own.trigger_interval == two.trigger_interval  # the deployment's
+
+
+def test_a_one_cluster_deployment_is_unchanged(settings: Settings) -> None:
+    [default] = clusters(settings)
+    assert default.settings == settings and default.settings.delta_root == settings.delta_root
+
+
+def test_cluster_keys_come_from_the_file_and_set_flags_and_other_keys_are_refused(tmp_path: Any) -> None:
+    conf = tmp_path / "two.properties"
+    conf.write_text("clusters=eu.west\nclusters.eu.west.bootstrap.servers=kafka-eu:9092\n")
+    loaded = load_settings(conf, ["clusters.eu.west.connect.group.id=connect-eu"], environ={})
+    [_, eu] = clusters(loaded)
+    assert (eu.id, eu.bootstrap_servers, eu.group_id) == ("eu.west", "kafka-eu:9092", "connect-eu")
+    with pytest.raises(ConfigError, match=r"unknown setting 'clusters\.eu\.api\.port' in --set .* clusters\.<id>"):
+        load_settings(None, ["clusters=eu", "clusters.eu.api.port=1"], environ={})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"clusters": "a/b"}, r"clusters: a cluster id is 1 to 128"),
+        ({"clusters": "connect-cluster"}, r"'connect-cluster' is named twice"),
+        ({"clusters": "b,b", "clusters.b.connect.group.id": "g"}, r"'b' is named twice"),
+        ({"clusters.x.connect.group.id": "g"}, r"clusters\.x\.connect\.group\.id: 'x' is not one of clusters"),
+        ({"clusters": "b"}, r"'b' has the same bootstrap\.servers, connect\.group\.id and status\.storage\.topic"),
+        ({"clusters": "b", "clusters.b.exactly.once.source.support": "x"}, r"cluster b: exactly\.once\.source"),
+    ],
+)
+def test_a_bad_cluster_list_is_refused_at_start(settings: Settings, overrides: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        create_app(settings.with_overrides(**overrides), writer=RecordingWriter())
+
+
+# --- The API: each cluster from its own tables, to its own topics ---------------------------------------------------
+
+
+@dataclass
+class Billing:
+    client: FlaskClient
+    writer: RecordingWriter  # the billing cluster's
+    default_writer: RecordingWriter
+    settings: Settings  # the billing cluster's
+    topics: InMemoryTopics = field(default_factory=InMemoryTopics)
+
+
+@pytest.fixture
+def billing(settings: Settings, kafka_log: InMemoryTopics, writer: RecordingWriter) -> Billing:
+    two = settings.with_overrides(**BILLING, **{"api.kafka.cluster.id": "kafka-1"})
+    own = clusters(two)[1].settings
+    mine = [row for row in ROWS if row["name"] in ("foo-source", "stopped")]
+    write_table(settings.delta_root, CONNECTORS, ROWS)
+    mirror_connectors(kafka_log, ROWS)
+    theirs = [dict(row, name="billing-" + row["name"]) for row in mine]
+    write_table(own.delta_root, CONNECTORS, theirs)
+    topics = InMemoryTopics()
+    mirror_connectors(topics, theirs, topic="billing-configs")
+    billing_writer = RecordingWriter()
+    app = create_app(
+        two,
+        writer=writer,
+        topics=kafka_log,
+        cluster_resources={"billing": AppResources(own, writer=billing_writer, topics=topics)},
+    )
+    app.testing = True
+    return Billing(app.test_client(), billing_writer, writer, own, topics)
+
+
+def test_each_cluster_answers_from_its_own_tables(billing: Billing) -> None:
+    default = billing.client.get("/connectors").get_json()
+    theirs = billing.client.get("/clusters/billing/connectors").get_json()
+    assert sorted(theirs) == ["billing-foo-source", "billing-stopped"]
+    assert "billing-foo-source" not in default and "foo-source" in default
+    assert billing.client.get("/clusters/connect-cluster/connectors").get_json() == default
+    assert_connect_error(
+        billing.client.get("/clusters/billing/connectors/foo-source/status"),
+        404,
+        "No status found for connector foo-source",
+    )
+    status = billing.client.get("/clusters/billing/connectors/billing-foo-source/status")
+    assert status.status_code == 200 and status.get_json()["name"] == "billing-foo-source"
+
+
+def test_a_write_goes_to_its_clusters_topics_only(billing: Billing) -> None:
+    assert_no_content(billing.client.put("/clusters/billing/connectors/billing-foo-source/stop"), 204)
+    [(topic, *_)] = billing.writer.sends
+    assert topic == "billing-configs" and not billing.default_writer.sends
+    # The default cluster's path does not know the billing cluster's connector: Connect's 404, nothing written.
+    assert_connect_error(
+        billing.client.put("/connectors/billing-foo-source/stop"), 404, "Unknown connector billing-foo-source"
+    )
+    assert not billing.default_writer.sends and len(billing.writer.sends) == 1
+
+
+def test_clusters_lists_each_with_its_own_health(billing: Billing) -> None:
+    listed = {entry["id"]: entry for entry in billing.client.get("/clusters").get_json()}
+    assert list(listed) == ["connect-cluster", "billing"]
+    assert (listed["billing"]["default"], listed["billing"]["group.id"]) == (False, "connect-billing")
+    assert listed["billing"]["status.storage.topic"] == "billing-status"
+    assert listed["billing"]["health"]["status"] == billing.client.get("/clusters/billing/health").get_json()["status"]
+
+
+# --- The jobs: every job for each cluster --------------------------------------------------------------------------
+
+
+@dataclass
+class RecordedJob:
+    name: str
+    fail_for: str | None = None
+    started: list[tuple[str, str]] = field(default_factory=list)  # (the cluster's delta root, its status topic)
+
+    def check(self, settings: Settings) -> None:
+        pass
+
+    def start(self, spark: Any, settings: Settings, available_now: bool, max_offsets: int | None) -> streaming.Run:
+        self.started.append((settings.delta_root.uri, settings.status_storage_topic))
+        if settings.cluster_id == self.fail_for:
+            raise RuntimeError("boom")
+        return streaming.Run(tasks=[])
+
+
+def test_a_catch_up_runs_every_job_for_each_cluster_and_a_failure_stops_no_other(settings: Settings) -> None:
+    two = settings.with_overrides(**BILLING)
+    folds, cleanup = RecordedJob("folds", fail_for="billing"), RecordedJob("cleanup")
+    assert streaming.run_catch_up([folds, cleanup], None, two) == 1  # type: ignore[arg-type]
+    billing_root = (two.delta_root / "clusters" / "billing").uri
+    expected = [(two.delta_root.uri, "connect-status"), (billing_root, "billing-status")]
+    assert folds.started == expected and cleanup.started == expected
+
+
+def test_a_continuous_driver_supervises_each_clusters_jobs_under_its_own_name(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(streaming, "cloned_session", lambda spark: spark)
+    supervisors: list[streaming.Supervisor] = []
+    stop = threading.Event()
+    stop.set()
+    job = RecordedJob("folds")
+    streaming.run_continuous([job], None, settings.with_overrides(**BILLING), stop=stop, supervisors=supervisors)  # type: ignore[arg-type]
+    assert sorted(supervisors[0].state()) == ["billing/folds", "connect-cluster/folds"]
+    assert len(job.started) == 2
+    assert streaming.query_name(clusters(settings.with_overrides(**BILLING))[1].settings, "folds") == "billing/folds"
+    assert streaming.query_name(settings, "folds") == "folds"
