@@ -56,6 +56,7 @@ def create_app(
         data_loss,
         deletions,
         etags,
+        fleet,
         health,
         heartbeats,
         history,
@@ -63,6 +64,7 @@ def create_app(
         leases,
         limits,
         metrics,
+        moves,
         network,
         offsets,
         openapi,
@@ -94,7 +96,7 @@ def create_app(
     etags.init_app(app)  # last: after who asks and may they; its after_request runs before the lag header's
     for views in (topics_views, connectors, heartbeats, deletions, offsets, data_loss, connect_read, restart, history,
                   openapi, health, metrics, dashboard, leases, audit, revive, verdicts, alerts,
-                  availability, restarts, clusters):  # fmt: skip
+                  availability, restarts, clusters, moves, fleet):  # fmt: skip
         app.register_blueprint(views.bp)
     auth.check_routes(app)  # every route says which role it needs
     return app

@@ -1,6 +1,10 @@
-"""Query-string arguments shared by the endpoints: a time, a page size and a flag, with Connect-style 400s."""
+"""Query-string arguments shared by the endpoints: a time, a page size, a flag and a vocabulary's value, with
+Connect-style 400s."""
 
 from __future__ import annotations
+
+from enum import StrEnum
+from typing import TypeVar
 
 from flask import request
 
@@ -44,3 +48,20 @@ def flag_arg(name: str) -> bool:
     if text.lower() == "true":
         return True
     raise ConnectRestException(400, f"Invalid {name} {text!r}: expected true or false")
+
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def enum_arg(name: str, vocabulary: type[_E], what: str) -> _E | None:
+    """The query argument ``name`` as a member of ``vocabulary`` (its value in any case); None when absent; a 400
+    naming the ``what``s otherwise."""
+    text = request.args.get(name)
+    if text is None:
+        return None
+    wanted = text.strip().lower()
+    for member in vocabulary:
+        if member.value.lower() == wanted:
+            return member
+    allowed = ", ".join(member.value for member in vocabulary)
+    raise ConnectRestException(400, f"{name}: unknown {what} {text!r}; the {what}s are {allowed}")

@@ -249,6 +249,8 @@ class RecordingProxy:
 class AuditedWriter:
     """The app's Kafka writer, noting each acknowledged record in ``proxy``."""
 
+    follows_cluster = True  # the request's cluster's writer at each call (api.resources.serving_cluster)
+
     def __init__(self, proxy: RecordingProxy) -> None:
         self.proxy = proxy
 
@@ -305,6 +307,8 @@ class AuditedTransaction:
 
 class AuditedAdmin:
     """The app's consumer-group admin, noting each change to a group in ``proxy``."""
+
+    follows_cluster = True  # the request's cluster's admin at each call (api.resources.serving_cluster)
 
     def __init__(self, proxy: RecordingProxy) -> None:
         self.proxy = proxy

@@ -165,6 +165,8 @@ ROUTE_ROLES: Mapping[str, Role] = {
     "offsets.restore_connector_offsets": Role.OFFSETS,
     "connectors.delete_connector": Role.DELETE,
     "revive.restore_connector": Role.ADMIN,
+    "moves.move_connector": Role.ADMIN,
+    "fleet.fleet_connectors": Role.READ,
     "alerts.silence_connector": Role.OPERATE,  # issue 35: mute a connector's alerts, and lift it
     "alerts.lift_silence": Role.OPERATE,  # writes a whole connector config, as POST /connectors would
     # connect-state's own reads

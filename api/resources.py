@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import atexit
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
 from flask import Flask, current_app, g, has_request_context, request
@@ -265,6 +266,40 @@ def app_resources(app: Flask | None = None) -> AppResources:
             if found is not None:
                 return found
     return default_resources(app)
+
+
+#: What a request keeps of its cluster's resources on ``g`` (:func:`serving_cluster` drops them).
+_CLUSTER_SCOPED = ("settings", "tables", "herder")
+
+
+@contextmanager
+def serving_cluster(cluster_id: str) -> Iterator[None]:
+    """For the block, the current request is served as one for the cluster ``cluster_id`` (a known id): the
+    resources, the settings and the herder it gets are that cluster's; the request's own come back after. A write
+    request's audited writer and admin (:mod:`connect_state.api.audit`) reach the cluster's Kafka clients at each call,
+    so what the block writes is audited with the request. For an operation over two clusters (moving a connector)."""
+    environ = request.environ
+    before = environ.get(CLUSTER_ENVIRON_KEY)
+    kept = {name: g.pop(name) for name in _CLUSTER_SCOPED if name in g}
+    plain = {name: g.pop(name) for name in ("writer", "admin") if name in g and not _follows(g.get(name))}
+    environ[CLUSTER_ENVIRON_KEY] = cluster_id
+    try:
+        yield
+    finally:
+        for name in (*_CLUSTER_SCOPED, *plain):
+            g.pop(name, None)
+        if before is None:
+            environ.pop(CLUSTER_ENVIRON_KEY, None)
+        else:
+            environ[CLUSTER_ENVIRON_KEY] = before
+        for name, value in {**kept, **plain}.items():
+            setattr(g, name, value)
+
+
+def _follows(resource: object) -> bool:
+    """Whether ``resource`` reaches the request's cluster's client at each call (``follows_cluster``: the audit's
+    proxies) rather than being one cluster's client."""
+    return bool(getattr(resource, "follows_cluster", False))
 
 
 def get_settings() -> Settings:

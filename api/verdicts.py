@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, jsonify
 
-from connect_state.api.errors import ConnectRestException
+from connect_state.api.args import enum_arg
 from connect_state.api.openapi import ANY, STRING, documented, json_answer, query
 from connect_state.api.resources import get_tables
 from connect_state.api.rows import configured_row, is_configured
@@ -73,14 +73,7 @@ def verdict_view(name: str, row: dict[str, Any] | None, kind: str | None = None)
 
 def state_arg() -> Verdict | None:
     """``?state=``: a :class:`Verdict`, None when absent; 400 naming the verdicts otherwise."""
-    text = request.args.get("state")
-    if text is None:
-        return None
-    try:
-        return Verdict(text.strip().lower())
-    except ValueError:
-        allowed = ", ".join(member.value for member in Verdict)
-        raise ConnectRestException(400, f"state: unknown verdict {text!r}; the verdicts are {allowed}") from None
+    return enum_arg("state", Verdict, "verdict")
 
 
 def configured_verdicts() -> dict[str, dict[str, Any]]:

@@ -50,8 +50,8 @@ from connect_state.formats.config import (
 from connect_state.formats.status import topic_status_tombstone_keys
 from connect_state.herder.base import log
 from connect_state.herder.errors import ForbiddenError, NotEstablishedError, NotFoundError, UnsupportedError
+from connect_state.herder.move import MoveHerder
 from connect_state.herder.restore import RestoreHerder
-from connect_state.herder.revive import ReviveHerder
 
 
 def task_restart_message(connector: str, task: int) -> str:
@@ -72,7 +72,7 @@ def _position_offset(position: object) -> int | None:
     return offset if isinstance(offset, int) else None
 
 
-class Herder(ReviveHerder, RestoreHerder):
+class Herder(MoveHerder, RestoreHerder):
     """Connect's herder for the writes connect-state makes through Kafka."""
 
     # --- target states -----------------------------------------------------------------------------------------------

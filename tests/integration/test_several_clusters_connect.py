@@ -1,8 +1,10 @@
 """Two real Connect clusters in one deployment (issue 37): the session's worker (the default cluster) and a second
 worker group on the same broker (its own ``group.id`` and internal topics), followed by one jobs run and answered by
 one API. Connect is the oracle: each cluster's answers under ``/clusters/<id>`` equal that cluster's worker's, a
-connector of one is unknown to the other as Connect says, and a pause written through one cluster's path is honoured
-by that cluster's worker and never by the other's, though both run a connector of that name.
+connector of one is unknown to the other as Connect says, a pause written through one cluster's path is honoured
+by that cluster's worker and never by the other's, though both run a connector of that name, and a connector moved
+from one cluster to the other is created there STOPPED with the offsets the first worker had, as the second worker
+reports them.
 """
 
 from __future__ import annotations
@@ -14,11 +16,19 @@ from pyspark.sql import SparkSession
 
 from connect_state.core.settings import Settings
 from connect_state.dev.connect_rest import ConnectRestClient
-from connect_state.dev.filestream import file_source_config
+from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.spark.all_jobs import every_job, select_jobs
 from connect_state.spark.streaming import run_catch_up
 from tests.fixtures.stack import ExtraWorkerFactory
-from tests.integration.helpers import api_client, connector_state, job_settings, unique, wait_state
+from tests.integration.helpers import (
+    api_client,
+    connect_offsets,
+    connector_state,
+    job_settings,
+    source_position,
+    unique,
+    wait_state,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
@@ -43,6 +53,11 @@ def test_two_connect_clusters_answered_and_written_each_as_its_own_worker(
     created.append(twin)
     for client, name in ((connect, twin), (billing, twin), (billing, only)):
         wait_state(client, name, "RUNNING", 1, WAIT_S)
+    # The connector that moves later: records read in the billing cluster, then STOPPED there (its offsets flushed).
+    append_lines(tmp_path / f"{only}-billing.txt", ["one", "two", "three"])
+    billing.wait_for(lambda: (source_position(billing, only) or 0) > 0, WAIT_S, description=f"{only} offsets")
+    assert billing.put(f"/connectors/{only}/stop")[0] == 204
+    wait_state(billing, only, "STOPPED", 0, WAIT_S)
 
     settings = job_settings(stack_settings, tmp_path).with_overrides(
         **{
@@ -55,7 +70,7 @@ def test_two_connect_clusters_answered_and_written_each_as_its_own_worker(
         }
     )
     # One catch-up run follows both clusters' topics, each into its own tables.
-    assert run_catch_up(select_jobs(every_job(), "active_topics,connector_states"), spark, settings) == 0
+    assert run_catch_up(select_jobs(every_job(), "active_topics,connector_states,offsets"), spark, settings) == 0
     assert (tmp_path / "delta" / "clusters" / "billing" / "connectors" / "_delta_log").is_dir()
 
     api = api_client(settings)
@@ -75,13 +90,37 @@ def test_two_connect_clusters_answered_and_written_each_as_its_own_worker(
             assert ours(f"/clusters/billing{path}") == billing.get(path), path
             assert ours(path) == connect.get(path), path  # the default cluster's: Connect's 404 for `only`
 
+    # The fleet: the connector of one name in both clusters, each in the state its own worker reports.
+    default_id = settings.connect_group_id
+    twins = api.get(f"/fleet/connectors?name={twin}").get_json()["connectors"]
+    assert [(entry["cluster"], entry["state"], [task["state"] for task in entry["tasks"]]) for entry in twins] == [
+        (default_id, *connector_state(connect, twin)),
+        ("billing", *connector_state(billing, twin)),
+    ]
+    stopped = api.get("/fleet/connectors?state=STOPPED").get_json()["connectors"]
+    assert [(entry["cluster"], entry["name"]) for entry in stopped if entry["name"] in (twin, only)] == [
+        ("billing", only)
+    ]
+
     # A write through one cluster's path: that cluster's worker honours it, the other's twin keeps running.
-    assert (
-        api.put(f"/clusters/billing/connectors/{twin}/pause").status_code == billing.put(f"/connectors/{only}/pause")[0]
-    )
+    assert api.put(f"/clusters/billing/connectors/{twin}/pause").status_code == 202  # Connect's Accepted
     wait_state(billing, twin, "PAUSED", 1, WAIT_S)
     assert connector_state(connect, twin) == ("RUNNING", ["RUNNING"])
     # The default cluster's path does not know the billing cluster's connector, as the default worker does not.
     response = api.put(f"/connectors/{only}/pause")
     assert (response.status_code, response.get_json()) == connect.put(f"/connectors/{only}/pause")
     assert connector_state(connect, twin) == ("RUNNING", ["RUNNING"])
+
+    # The billing cluster's STOPPED connector moved to the default cluster: created STOPPED there with the offsets
+    # Connect's billing worker has for it, as Connect's default worker then reports them; resumed there on request.
+    created.append(only)
+    moved = api.post(f"/clusters/billing/connectors/{only}/move?to={default_id}")
+    assert moved.status_code == 201, moved.get_json()
+    assert [entry["change"] for entry in moved.get_json()["offsets"]] == ["restored"]  # the one file's position
+    wait_state(connect, only, "STOPPED", 0, WAIT_S)
+    assert connect_offsets(connect, only) == connect_offsets(billing, only)
+    assert connector_state(billing, only) == ("STOPPED", [])  # the origin left as it was
+    again = api.post(f"/clusters/billing/connectors/{only}/move?to={default_id}")
+    assert (again.status_code, again.get_json()["message"]) == (409, f"Connector {only} already exists")
+    assert api.put(f"/connectors/{only}/resume").status_code == 202
+    wait_state(connect, only, "RUNNING", 1, WAIT_S)

@@ -63,6 +63,8 @@ ROUTES: dict[str, tuple[str, str, Role | None]] = {
     "offsets.restore_connector_offsets": ("POST", f"/connectors/{CONNECTOR}/offsets/restore", Role.OFFSETS),
     "connectors.delete_connector": ("DELETE", f"/connectors/{CONNECTOR}", Role.DELETE),
     "revive.restore_connector": ("POST", f"/connectors/{CONNECTOR}/restore", Role.ADMIN),
+    "moves.move_connector": ("POST", f"/connectors/{CONNECTOR}/move", Role.ADMIN),
+    "fleet.fleet_connectors": ("GET", "/fleet/connectors", Role.READ),
     "deletions.get_deletions": ("GET", f"/connectors/{CONNECTOR}/deletions", Role.READ),
     "restarts.get_connector_restarts": ("GET", f"/connectors/{CONNECTOR}/restarts", Role.READ),
     "restarts.get_restarts": ("GET", "/restarts", Role.READ),

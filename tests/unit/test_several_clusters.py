@@ -6,6 +6,7 @@ jobs driver running every job for each (connect_state/spark/streaming.py). Again
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,10 +20,19 @@ from connect_state.core.clusters import clusters
 from connect_state.core.errors import ConfigError
 from connect_state.core.settings import Settings, load_settings
 from connect_state.spark import streaming
-from connect_state.tables.schemas import CONNECTORS
+from connect_state.tables.schemas import ACTIVE_TOPICS, CONNECTORS, SOURCE_OFFSETS
 from tests.unit.fakes import InMemoryTopics, RecordingWriter
 from tests.unit.helpers import assert_connect_error, assert_no_content, mirror_connectors, write_table
 from tests.unit.test_api_connectors import ROWS
+from tests.unit.test_api_offsets import source_row
+
+POSITION = '{"filename":"/tmp/in.txt"}'
+
+
+def active_topic(connector: str, topic: str) -> dict[str, Any]:
+    """An ``active_topics`` row (KIP-558)."""
+    return {"connector": connector, "topic": topic, "task": 0, "discover_timestamp": 1, "updated_at": None}
+
 
 BILLING = {
     "clusters": "billing",
@@ -102,11 +112,19 @@ class Billing:
 def billing(settings: Settings, kafka_log: InMemoryTopics, writer: RecordingWriter) -> Billing:
     two = settings.with_overrides(**BILLING, **{"api.kafka.cluster.id": "kafka-1"})
     own = clusters(two)[1].settings
-    mine = [row for row in ROWS if row["name"] in ("foo-source", "stopped")]
-    write_table(settings.delta_root, CONNECTORS, ROWS)
-    mirror_connectors(kafka_log, ROWS)
+    rows = [
+        dict(row, config=json.dumps({**json.loads(row["config"]), "file": "/tmp/in.txt"}))
+        if row["name"] == "stopped"
+        else row
+        for row in ROWS
+    ]
+    mine = [row for row in rows if row["name"] in ("foo-source", "stopped")]
+    write_table(settings.delta_root, CONNECTORS, rows)
+    mirror_connectors(kafka_log, rows)
     theirs = [dict(row, name="billing-" + row["name"]) for row in mine]
     write_table(own.delta_root, CONNECTORS, theirs)
+    write_table(settings.delta_root, SOURCE_OFFSETS, [source_row("stopped", POSITION, b'{"position":42}')])
+    write_table(own.delta_root, SOURCE_OFFSETS, [])
     topics = InMemoryTopics()
     mirror_connectors(topics, theirs, topic="billing-configs")
     billing_writer = RecordingWriter()
@@ -195,3 +213,104 @@ def test_a_continuous_driver_supervises_each_clusters_jobs_under_its_own_name(
     assert len(job.started) == 2
     assert streaming.query_name(clusters(settings.with_overrides(**BILLING))[1].settings, "folds") == "billing/folds"
     assert streaming.query_name(settings, "folds") == "folds"
+
+
+# --- Moving a connector between clusters ---------------------------------------------------------------------------
+
+
+def test_a_stopped_connector_moves_to_the_other_cluster_created_stopped_there(billing: Billing) -> None:
+    response = billing.client.post("/connectors/stopped/move?to=billing")
+    assert response.status_code == 201, response.get_json()
+    body = response.get_json()
+    assert (body["name"], body["from"], body["to"], body["initial_state"]) == (
+        "stopped",
+        "connect-cluster",
+        "billing",
+        "STOPPED",
+    )
+    assert "PUT /clusters/billing/connectors/stopped/resume" in body["message"]
+    assert body["offsets"] == [
+        {"partition": {"filename": "/tmp/in.txt"}, "before": None, "offset": {"position": 42}, "change": "restored"}
+    ]
+    assert not billing.default_writer.sends  # the origin is left as it is
+    [(config_topic, configs, *_), (offsets_topic, offsets, *_)] = billing.writer.sends
+    assert config_topic == "billing-configs"
+    assert [key for key, _value in configs] == [b"target-state-stopped", b"connector-stopped"]
+    assert b'"state.v2":"STOPPED"' in configs[0][1]  # as Connect writes STOPPED
+    assert (offsets_topic, offsets) == (
+        "billing-offsets",
+        [(b'["stopped",' + POSITION.encode() + b"]", b'{"position":42}')],
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "message"),
+    [
+        ("/connectors/stopped/move", 400, "Missing query parameter 'to'"),
+        ("/connectors/stopped/move?to=connect-cluster", 400, "Cannot move a connector to its own cluster"),
+        ("/connectors/stopped/move?to=nowhere", 404, "Cluster nowhere not found"),
+        ("/connectors/no-such/move?to=billing", 404, "Connector no-such not found"),
+        ("/connectors/foo-source/move?to=billing", 409, "it must be STOPPED there first"),
+    ],
+)
+def test_a_move_that_cannot_be_is_refused_and_writes_nothing(
+    billing: Billing, path: str, status: int, message: str
+) -> None:
+    response = billing.client.post(path)
+    assert response.status_code == status and message in response.get_json()["message"], response.get_json()
+    assert not billing.writer.sends and not billing.default_writer.sends
+
+
+def test_a_move_to_a_cluster_that_has_the_name_answers_connects_409(
+    billing: Billing, kafka_log: InMemoryTopics
+) -> None:
+    mirror_connectors(kafka_log, [dict(ROWS[2], name="billing-stopped")])  # the default cluster has it too
+    assert_connect_error(
+        billing.client.post("/clusters/billing/connectors/billing-stopped/move?to=connect-cluster"),
+        409,
+        "Connector billing-stopped already exists",
+    )
+    assert not billing.writer.sends and not billing.default_writer.sends
+
+
+# --- The fleet: every cluster at once ------------------------------------------------------------------------------
+
+
+def fleet(client: FlaskClient, query: str = "") -> list[tuple[str, str]]:
+    response = client.get(f"/fleet/connectors{query}")
+    assert response.status_code == 200, response.get_json()
+    return [(entry["cluster"], entry["name"]) for entry in response.get_json()["connectors"]]
+
+
+def test_the_fleet_lists_every_clusters_connectors_and_filters_them(billing: Billing) -> None:
+    every = fleet(billing.client)
+    assert [entry for entry in every if entry[0] == "billing"] == [
+        ("billing", "billing-foo-source"),
+        ("billing", "billing-stopped"),
+    ]
+    default_names = billing.client.get("/connectors").get_json()
+    assert [name for cluster, name in every if cluster == "connect-cluster"] == default_names
+    assert fleet(billing.client, "?state=stopped") == [("connect-cluster", "stopped"), ("billing", "billing-stopped")]
+    assert fleet(billing.client, "?name=billing-stopped") == [("billing", "billing-stopped")]
+    assert fleet(billing.client, "?verdict=UNKNOWN&name=stopped") == [("connect-cluster", "stopped")]
+    write_table(billing.settings.delta_root, ACTIVE_TOPICS, [active_topic("billing-foo-source", "orders")])
+    assert fleet(billing.client, "?topic=orders") == [("billing", "billing-foo-source")]
+    [entry] = billing.client.get("/fleet/connectors?topic=orders").get_json()["connectors"]
+    status = billing.client.get("/clusters/billing/connectors/billing-foo-source/status").get_json()
+    assert entry["state"] == status["connector"]["state"]
+    assert entry["tasks"] == [{"id": task["id"], "state": task["state"]} for task in status["tasks"]]
+
+
+def test_the_fleet_refuses_an_unknown_state_and_names_a_cluster_it_cannot_read(
+    billing: Billing, settings: Settings, writer: RecordingWriter, kafka_log: InMemoryTopics
+) -> None:
+    response = billing.client.get("/fleet/connectors?state=asleep")
+    assert response.status_code == 400 and "unknown connector state 'asleep'" in response.get_json()["message"]
+    three = settings.with_overrides(
+        **{**BILLING, "clusters": "billing,empty", "clusters.empty.connect.group.id": "connect-empty"}
+    )
+    app = create_app(three, writer=writer, topics=kafka_log)
+    answer = app.test_client().get("/fleet/connectors").get_json()
+    assert [entry["cluster"] for entry in answer["unavailable"]] == ["empty"]
+    assert "connectors" in answer["unavailable"][0]["message"]
+    assert {cluster for cluster, _name in fleet(app.test_client())} == {"connect-cluster", "billing"}

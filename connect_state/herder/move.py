@@ -1,0 +1,169 @@
+"""A connector copied from one Connect cluster to another (issue 37): ``POST /clusters/<from>/connectors/<name>/move
+?to=<cluster>``, the operation a Connect migration does by hand (read the config and the offsets from one cluster,
+create the connector STOPPED in the other, write its offsets, resume it there).
+
+The reading is the origin cluster's (the API: its config topic read to its end and its offsets as ``GET /offsets``
+answers them); this herder is the target cluster's and decides the rest, everything checked before anything is
+written:
+
+1. 409 ``"Connector <name> already exists"`` (Connect's ``AlreadyExistsException``) when the target's config topic read
+   to its end has the connector;
+2. the offsets the target holds for the name now (its offsets stores; a sink's group on the target's Kafka) against
+   the origin's (:func:`~connect_state.herder.restore.offsets_difference`: a partition with an offset in the target
+   and none in the origin is reset), checked as a ``PATCH /connectors/<name>/offsets`` is (a source's
+   ``validateFormat``, a sink's shape and consumer-group guard, the class's ``alterOffsets`` rule);
+3. a sink: 409 :func:`group_has_members_message` when its consumer group on the target's Kafka has members (it could
+   not take the offsets; on a Kafka both clusters share, the group is the one the origin's sink used);
+4. ``target-state-<name>`` STOPPED then ``connector-<name>``, as Connect's leader writes a connector created STOPPED
+   (KIP-980), acknowledged in order;
+5. the offsets that differ, written as PATCH writes them. A failure there leaves the connector created STOPPED without
+   them; the message says so.
+
+The origin is left as it is (STOPPED: the API refuses to move a connector that is not, so its offsets do not move
+after they were read); resuming the copy (``PUT /clusters/<to>/connectors/<name>/resume``) and deleting the origin
+are the operator's next steps, which the answer names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from connect_state.core.vocabulary import ConnectorType
+from connect_state.formats.offsets import BadOffsetsRequest, OffsetPair, normalize_source_offsets, parse_sink_offsets
+from connect_state.herder.base import log
+from connect_state.herder.errors import ConflictError, HerderError, for_status
+from connect_state.herder.restore import PartitionRestore, RestoreChange, offsets_difference
+from connect_state.herder.revive import InitialState, ReviveHerder, already_exists_message, connector_restore_records
+
+__all__ = [
+    "ConnectorMove",
+    "MoveHerder",
+    "group_has_members_message",
+    "not_stopped_message",
+    "offsets_not_written_message",
+]
+
+
+def not_stopped_message(name: str, origin: str) -> str:
+    """Ours: 409 for a move of a connector that is not STOPPED in its cluster (its offsets would move on after they
+    were copied, and both clusters would run it)."""
+    return (
+        f"Cannot move connector {name} from cluster {origin}: it must be STOPPED there first, so that its offsets "
+        f"do not move after they are copied (PUT /clusters/{origin}/connectors/{name}/stop). Nothing was written."
+    )
+
+
+def group_has_members_message(name: str, group: str, members: int, target: str) -> str:
+    """Ours: 409 when a moved sink's consumer group on the target's Kafka has members."""
+    return (
+        f"Cannot move sink connector {name} to cluster {target}: its consumer group {group} there has {members} active "
+        "member(s) (a sink of that group still running, or another consumer); its offsets can only be written while it "
+        "has none. Nothing was written."
+    )
+
+
+def offsets_not_written_message(name: str, origin: str, target: str, why: str) -> str:
+    """Ours: the connector was created in the target, its offsets were not written (``why``)."""
+    return (
+        f"{why} Connector {name} was created STOPPED in cluster {target} with the config of cluster {origin}, "
+        f"without its offsets: PATCH /clusters/{target}/connectors/{name}/offsets with the body of "
+        f"GET /clusters/{origin}/connectors/{name}/offsets writes them."
+    )
+
+
+@dataclass(frozen=True)
+class ConnectorMove:
+    """What a move wrote in the target: the connector (STOPPED) and each partition's offset there before and now."""
+
+    name: str
+    origin: str
+    target: str
+    connector_class: str | None
+    kind: ConnectorType
+    offsets: list[PartitionRestore]
+
+    @property
+    def written(self) -> list[PartitionRestore]:
+        return [p for p in self.offsets if p.change != RestoreChange.UNCHANGED]
+
+    @property
+    def message(self) -> str:
+        return (
+            f"Connector {self.name} created STOPPED in cluster {self.target} with its config and offsets of cluster "
+            f"{self.origin} ({len(self.written)} offset(s) written, {len(self.offsets) - len(self.written)} already "
+            f"there). Resume it there (PUT /clusters/{self.target}/connectors/{self.name}/resume), then delete it from "
+            f"cluster {self.origin} (DELETE /clusters/{self.origin}/connectors/{self.name})."
+        )
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "from": self.origin,
+            "to": self.target,
+            "connector_class": self.connector_class,
+            "type": self.kind.value,
+            "initial_state": InitialState.STOPPED.value,
+            "offsets": [
+                {"partition": p.partition, "before": p.current, "offset": p.restored, "change": p.change.value}
+                for p in self.offsets
+            ],
+            "message": self.message,
+        }
+
+
+class MoveHerder(ReviveHerder):
+    """The target cluster's side of a move (see the module)."""
+
+    def adopt_connector(
+        self, name: str, config: Mapping[str, Any], offsets: Sequence[Mapping[str, Any]], origin: str, target: str
+    ) -> ConnectorMove:
+        """Create ``name`` STOPPED here with ``config`` and the origin's ``offsets`` (``{"partition", "offset"}``
+        entries, as ``GET /offsets`` lists them)."""
+        if self.io.connector(name).exists:
+            raise ConflictError(already_exists_message(name))
+        row = {"connector_class": config.get("connector.class"), "config": json.dumps(dict(config))}
+        kind, _ = self.connector_type(name, row)
+        partitions = offsets_difference(self._current_offsets(name, kind, dict(config)), offsets)
+        pairs: list[OffsetPair] = [
+            (dict(p.partition), p.restored if isinstance(p.restored, dict) else None)
+            for p in partitions
+            if p.change != RestoreChange.UNCHANGED
+        ]
+        group = None
+        try:
+            if kind == ConnectorType.SINK:
+                sink = parse_sink_offsets(pairs)
+                group = self._checked_group(name, row)
+                members = self.io.admin().group_members(group)
+                if members:
+                    raise ConflictError(group_has_members_message(name, group, members, target))
+                if sink:
+                    self._alter_offsets(name, row, kind, {(o.topic, o.partition): o.offset for o in sink})
+            else:
+                source = normalize_source_offsets(pairs)
+                if source:
+                    self._alter_offsets(name, row, kind, source)
+        except BadOffsetsRequest as err:
+            raise for_status(err.status, err.message) from None
+        check = f"GET /clusters/{target}/connectors/{name} shows whether it was created; retrying answers 409 then."
+        records = connector_restore_records(name, config, InitialState.STOPPED)
+        self._send_config(records, f"the move of connector {name} to cluster {target}", check)
+        log.info("Connector %s created STOPPED in cluster %s with the config of cluster %s", name, target, origin)
+        try:
+            if group is not None and pairs:
+                self._write_sink_offsets(name, group, parse_sink_offsets(pairs))
+            elif pairs:
+                self._fenced(name, self.io.connector(name))
+                self._write_source_offsets(
+                    name, dict(config), normalize_source_offsets(pairs), f"POST /connectors/{name}/move"
+                )
+        except HerderError as err:
+            log.error("Connector %s moved without its offsets: %s", name, err.message)
+            raise type(err)(offsets_not_written_message(name, origin, target, err.message)) from err
+        connector_class = config.get("connector.class")
+        return ConnectorMove(
+            name, origin, target, connector_class if isinstance(connector_class, str) else None, kind, partitions
+        )
