@@ -35,7 +35,13 @@ grants roles, one principal a line::
     *: read                        # every authenticated principal
 
 A grant ``role@glob`` holds only for connectors whose name matches the glob (routes without a connector need a grant
-without one). Without a roles file every authenticated principal is ``admin``, and ``anonymous`` (where
+without one). A grant ``<cluster>/role[@glob]`` holds only in the Connect cluster of that id (issue 37: a request
+under ``/clusters/<id>/...``, or on Connect's plain paths for the default cluster); ``billing/operate@orders-*``. The
+routes over every cluster (:data:`FLEET_ENDPOINTS`: ``GET /clusters``, ``GET /fleet/connectors``) need their role in
+one cluster at least and answer for the clusters the principal holds it in (:func:`clusters_allowed`); moving a
+connector needs ``admin`` in both clusters.
+
+Without a roles file every authenticated principal is ``admin``, and ``anonymous`` (where
 ``api.auth.anonymous=true`` lets a request without credentials in) is ``read`` only: no one unauthenticated gets a
 role nobody granted (issue 33). The start-up warning says who has what. A refusal answers 403 before the view runs:
 nothing is written.
@@ -58,6 +64,8 @@ from flask import Flask, g, request
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.network import check_exposure, is_loopback
 from connect_state.api.passwords import dummy_hash, hash_token, verify_password
+from connect_state.api.resources import CLUSTER_ENVIRON_KEY
+from connect_state.core.clusters import clusters, default_cluster
 from connect_state.core.errors import ConfigError
 from connect_state.core.settings import Settings
 from connect_state.security.login_throttle import LimitKind, LoginThrottle, Throttled
@@ -65,6 +73,7 @@ from connect_state.security.login_throttle import LimitKind, LoginThrottle, Thro
 __all__ = [
     "ANONYMOUS",
     "CERTIFICATE_PREFIX",
+    "FLEET_ENDPOINTS",
     "PUBLIC_ENDPOINTS",
     "ROUTE_ROLES",
     "AuthConfig",
@@ -78,11 +87,13 @@ __all__ = [
     "UnguardedRouteError",
     "auth_config",
     "check_routes",
+    "clusters_allowed",
     "current_principal",
     "init_app",
     "load_auth_config",
     "login_throttle",
     "parse_grants",
+    "require_in",
     "roles_name",
     "tls_client_auth",
 ]
@@ -201,21 +212,34 @@ ROUTE_ROLES: Mapping[str, Role] = {
     "audit.get_audit": Role.ADMIN,
 }
 
+#: Routes over every cluster (issue 37): allowed with their role in any cluster; they answer for the clusters the
+#: principal holds it in (:func:`clusters_allowed`).
+FLEET_ENDPOINTS: frozenset[str] = frozenset({"clusters.list_clusters", "fleet.fleet_connectors"})
+
 #: Routes anyone may call: the liveness/readiness probe.
 PUBLIC_ENDPOINTS: frozenset[str] = frozenset({"health.health"})
 
 
 @dataclass(frozen=True)
 class Grant:
-    """A role, for every connector or (``pattern``) only for connectors whose name matches the glob."""
+    """A role, for every connector or (``pattern``) only for connectors whose name matches the glob, in every cluster
+    or (``cluster``) only in the cluster of that id."""
 
     role: Role
     pattern: str | None = None
+    cluster: str | None = None
 
-    def allows(self, role: Role, connector: str | None) -> bool:
+    def allows(self, role: Role, connector: str | None, cluster: str | None = None) -> bool:
+        """Whether it grants ``role`` on ``connector`` in ``cluster`` (None: in any cluster)."""
         if self.role not in (role, Role.ADMIN):
             return False
+        if self.cluster is not None and cluster is not None and self.cluster != cluster:
+            return False
         return self.pattern is None or (connector is not None and fnmatchcase(connector, self.pattern))
+
+    def __str__(self) -> str:
+        scope = f"{self.cluster}/" if self.cluster else ""
+        return scope + str(self.role) + (f"@{self.pattern}" if self.pattern else "")
 
 
 ALL_ROLES: tuple[Grant, ...] = (Grant(Role.ADMIN),)
@@ -242,8 +266,9 @@ class Principal:
         """The name the roles file grants it by (:func:`roles_name`)."""
         return roles_name(self.method, self.name)
 
-    def allows(self, role: Role, connector: str | None) -> bool:
-        return any(grant.allows(role, connector) for grant in self.grants)
+    def allows(self, role: Role, connector: str | None, cluster: str | None = None) -> bool:
+        """Whether a grant holds ``role`` on ``connector`` in ``cluster`` (None: in any one cluster at least)."""
+        return any(grant.allows(role, connector, cluster) for grant in self.grants)
 
 
 def _read_lines(path: str, setting: str) -> list[tuple[int, str]]:
@@ -271,8 +296,12 @@ def _credentials(path: str, setting: str, user_ids: bool = False) -> dict[str, s
     return entries
 
 
-def parse_grants(lines: Iterable[tuple[int, str]], source: str = "api.auth.roles.file") -> dict[str, tuple[Grant, ...]]:
-    """``principal: role[@glob] ...`` lines (see the module docstring): principal -> grants."""
+def parse_grants(
+    lines: Iterable[tuple[int, str]], source: str = "api.auth.roles.file", cluster_ids: Iterable[str] | None = None
+) -> dict[str, tuple[Grant, ...]]:
+    """``principal: [cluster/]role[@glob] ...`` lines (see the module docstring): principal -> grants. A cluster that
+    is not one of ``cluster_ids`` (when given) is a ConfigError."""
+    known_clusters = None if cluster_ids is None else list(cluster_ids)
     grants: dict[str, tuple[Grant, ...]] = {}
     for number, line in lines:
         name, sep, roles = line.rpartition(":")
@@ -280,9 +309,15 @@ def parse_grants(lines: Iterable[tuple[int, str]], source: str = "api.auth.roles
             raise ConfigError(f"{source}: line {number}: expected <principal>: <role>[@<connector glob>] ...")
         parsed = []
         for item in roles.split():
-            role, _, pattern = item.partition("@")
+            head, _, pattern = item.partition("@")
+            cluster, _, role = head.rpartition("/")
+            if cluster and known_clusters is not None and cluster not in known_clusters:
+                raise ConfigError(
+                    f"{source}: line {number}: unknown cluster {cluster!r} in {item!r} (clusters: "
+                    f"{', '.join(known_clusters)})"
+                )
             try:
-                parsed.append(Grant(Role(role.strip().lower()), pattern.strip() or None))
+                parsed.append(Grant(Role(role.strip().lower()), pattern.strip() or None, cluster or None))
             except ValueError:
                 known = ", ".join(r.value for r in Role)
                 raise ConfigError(f"{source}: line {number}: unknown role {role!r} (roles: {known})") from None
@@ -327,12 +362,7 @@ class AuthConfig:
             who = "roles as api.auth.roles.file grants them"
         if not self.anonymous:
             return f"{who}; a request without credentials answers 401"
-        granted = ", ".join(
-            sorted(
-                str(g.role) + (f"@{g.pattern}" if g.pattern else "")
-                for g in self.grants_of(ANONYMOUS, AuthMethod.ANONYMOUS)
-            )
-        )
+        granted = ", ".join(sorted(str(g) for g in self.grants_of(ANONYMOUS, AuthMethod.ANONYMOUS)))
         return f"{who}; a request without credentials is anonymous with {granted or 'no role'} (api.auth.anonymous)"
 
     def check_password(self, user: str, password: str) -> bool:
@@ -365,11 +395,14 @@ def load_auth_config(settings: Settings) -> AuthConfig:
             tokens[stored] = name
     roles_file, basic_file = settings.api_auth_roles_file, settings.api_auth_basic_file
     passwords = _credentials(basic_file, "api.auth.basic.file", user_ids=True) if basic_file else {}
+    cluster_ids = [cluster.id for cluster in clusters(settings)]
     return AuthConfig(
         passwords=passwords,
         tokens=tokens,
         certificates=client_auth != ClientAuth.NONE,
-        grants=parse_grants(_read_lines(roles_file, "api.auth.roles.file")) if roles_file else None,
+        grants=parse_grants(_read_lines(roles_file, "api.auth.roles.file"), cluster_ids=cluster_ids)
+        if roles_file
+        else None,
         anonymous=settings.api_auth_anonymous,
         unknown_user_hash=dummy_hash(passwords.values()) if passwords else "",
     )
@@ -510,6 +543,26 @@ def forbidden_message(principal: Principal, role: Role, connector: str | None) -
     return f"{principal.roles_name} may not {request.method} {path}: it needs the role {role}{target}"
 
 
+def clusters_allowed(cluster_ids: Iterable[str], role: Role = Role.READ) -> list[str]:
+    """Those of ``cluster_ids`` the current request's principal holds ``role`` in (for a connector-less route): what
+    a route over every cluster answers for. Every one when no principal was authenticated (a public route)."""
+    principal = current_principal()
+    return [cluster for cluster in cluster_ids if principal is None or principal.allows(role, None, cluster)]
+
+
+def require_in(cluster: str, role: Role, connector: str | None) -> None:
+    """403 unless the current request's principal holds ``role`` on ``connector`` in ``cluster`` too (a request that
+    also acts in another cluster than its own: moving a connector)."""
+    principal = current_principal()
+    if principal is not None and not principal.allows(role, connector, cluster):
+        target = f" on connector {connector}" if connector is not None else ""
+        raise ConnectRestException(
+            403,
+            f"{principal.roles_name} may not {request.method} {request.script_root + request.path}: it needs "
+            f"the role {role}{target} in cluster {cluster}",
+        )
+
+
 def current_principal() -> Principal | None:
     """The principal of the current request, once authenticated."""
     return g.get("principal")
@@ -547,6 +600,7 @@ def init_app(app: Flask, settings: Settings) -> AuthConfig:
         log.warning("Passwords and tokens cross the network in clear: serve TLS (api.tls.cert.file, api.tls.key.file)")
     app.extensions[EXTENSION] = config
     app.extensions[THROTTLE_EXTENSION] = throttle
+    default_id = default_cluster(settings).id
 
     def authorize() -> None:
         endpoint = request.url_rule.endpoint if request.url_rule is not None else None
@@ -557,7 +611,8 @@ def init_app(app: Flask, settings: Settings) -> AuthConfig:
         principal = authenticate(config, throttle)
         g.principal = principal
         connector = (request.view_args or {}).get("connector")
-        if not principal.allows(role, connector):
+        cluster = None if endpoint in FLEET_ENDPOINTS else request.environ.get(CLUSTER_ENVIRON_KEY, default_id)
+        if not principal.allows(role, connector, cluster):
             raise ConnectRestException(403, forbidden_message(principal, role, connector))
 
     app.before_request(authorize)

@@ -22,7 +22,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
-from connect_state.api.auth import current_principal
+from connect_state.api.auth import clusters_allowed, current_principal
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.health import HTTP_STATUS, current_health
 from connect_state.api.openapi import ANY, array_of, documented, json_answer
@@ -143,5 +143,5 @@ def _health(resources: AppResources) -> dict[str, Any]:
     "200": json_answer(array_of(ANY), "Clusters")
 })  # fmt: skip
 def list_clusters() -> Response:
-    resources = every_resources()
-    return jsonify([cluster_view(cluster, _health(resources[key])) for key, cluster in known_clusters().items()])
+    resources, every = every_resources(), known_clusters()
+    return jsonify([cluster_view(every[key], _health(resources[key])) for key in clusters_allowed(every)])

@@ -12,7 +12,8 @@ call per cluster.
   clusters have one). A bad ``state`` or ``verdict`` is a 400 naming the values. A cluster whose tables cannot be read
   (the jobs have not created them yet) is listed in ``unavailable`` with the reason, and the others are answered.
 
-Role ``read`` without a connector pattern, as every route without a connector.
+Role ``read`` without a connector pattern, as every route without a connector, in one cluster at least: the answer
+holds the clusters the principal has it in (a ``<cluster>/read`` grant: that cluster's only).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from connect_state.api.args import enum_arg
+from connect_state.api.auth import clusters_allowed
 from connect_state.api.clusters import known_clusters
 from connect_state.api.openapi import ANY, STRING, array_of, documented, json_answer, obj, query
 from connect_state.api.resources import get_tables, serving_cluster
@@ -108,7 +110,7 @@ def fleet_connectors() -> Response:
     topic, name = request.args.get("topic"), request.args.get("name")
     found: list[dict[str, Any]] = []
     unavailable: list[dict[str, str]] = []
-    for cluster in known_clusters():
+    for cluster in clusters_allowed(known_clusters()):  # those the principal may read
         with serving_cluster(cluster):
             try:
                 entries = list(_connectors(cluster))

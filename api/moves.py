@@ -22,6 +22,7 @@ import json
 from flask import Blueprint, Response, g, jsonify, request
 
 from connect_state.api import offsets
+from connect_state.api.auth import Role, require_in
 from connect_state.api.clusters import cluster_of_request, known_clusters
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.fresh import fresh_connector
@@ -72,6 +73,7 @@ def _target_arg(origin: str) -> str:
 def move_connector(connector: str) -> Response:
     origin = cluster_of_request().id
     target = _target_arg(origin)
+    require_in(target, Role.ADMIN, connector)  # the route's role holds in the origin; the target's is asked here
     view = fresh_connector(connector)
     if not view.exists:
         raise ConnectRestException(404, rest.connector_not_found_message(connector))

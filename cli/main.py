@@ -17,6 +17,7 @@ from connect_state.cli import (
     clusters,
     connectors,
     context_commands,
+    fleet,
     offsets,
     revive,
     timeline,
@@ -26,7 +27,7 @@ from connect_state.cli.errors import ExitCode
 from connect_state.cli.session import DEFAULT_TIMEOUT_S, Session, complete_contexts
 
 PROG = "connect-state"
-MODULES = (context_commands, connectors, actions, offsets, revive, timeline, availability, clusters)
+MODULES = (context_commands, connectors, actions, offsets, revive, timeline, availability, clusters, fleet)
 
 EPILOG = "\b\nExit codes:\n" + "\n".join(f"  {code.value}  {code.name.lower().replace('_', ' ')}" for code in ExitCode)
 

@@ -238,6 +238,47 @@ def test_clusters_lists_the_apis_clusters_and_marks_the_chosen_one(api: FakeApi,
     assert one_error_line(unknown) == "Error: Cluster c not found"
 
 
+def test_fleet_asks_the_apis_root_with_its_filters_and_lists_every_cluster(api: FakeApi, at_api: Run) -> None:
+    body = {
+        "connectors": [
+            {"cluster": "a", "name": "s", "type": "sink", "state": "RUNNING",
+             "tasks": [{"id": 0, "state": "FAILED"}], "verdict": "failed", "topics": ["t", "u"]},
+        ],
+        "unavailable": [{"cluster": "b", "message": "no tables yet"}],
+    }  # fmt: skip
+    api.answer("GET", "/fleet/connectors", 200, body)
+    shown = at_api("--cluster", "b", "fleet", "--state", "running", "--topic", "t")
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.splitlines() == [
+        *table(
+            ["CLUSTER", "NAME", "TYPE", "STATE", "TASKS", "VERDICT", "TOPICS"],
+            [["a", "s", "sink", "RUNNING", "FAILED", "failed", "t,u"]],
+        ).splitlines(),
+        "unavailable: b: no tables yet",
+    ]
+    [seen] = api.seen
+    assert (seen.path, seen.query) == ("/fleet/connectors", {"state": ["running"], "topic": ["t"]})  # no /clusters/b
+
+
+def test_move_posts_under_the_chosen_cluster_and_shows_the_offsets_moved(api: FakeApi, at_api: Run) -> None:
+    body = {
+        "name": "c",
+        "offsets": [{"partition": {"f": "x"}, "before": None, "offset": {"position": 3}, "change": "restored"}],
+        "message": "Connector c created STOPPED in cluster b",
+    }
+    api.answer("POST", "/clusters/a/connectors/c/move", 201, body)
+    shown = at_api("--cluster", "a", "move", "c", "--to", "b")
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.splitlines()[-1] == "Connector c created STOPPED in cluster b"
+    assert "restored" in shown.stdout.splitlines()[1]
+    [seen] = api.seen
+    assert (seen.method, seen.path, seen.query) == ("POST", "/clusters/a/connectors/c/move", {"to": ["b"]})
+    exists = {"error_code": 409, "message": "Connector d already exists"}
+    api.answer("POST", "/clusters/a/connectors/d/move", 409, exists)
+    refused = at_api("--cluster", "a", "move", "d", "--to", "b")
+    assert refused.exit_code != 0 and one_error_line(refused) == "Error: Connector d already exists"
+
+
 @pytest.mark.parametrize("cluster", ["..", ".", "a/b", "-x"])
 def test_a_cluster_id_that_is_no_path_segment_is_refused_before_any_request(
     api: FakeApi, at_api: Run, cluster: str

@@ -6,13 +6,17 @@ jobs driver running every job for each (connect_state/spark/streaming.py). Again
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
+from werkzeug.security import generate_password_hash
 
 from connect_state.api import create_app
 from connect_state.api.resources import AppResources
@@ -108,9 +112,26 @@ class Billing:
     topics: InMemoryTopics = field(default_factory=InMemoryTopics)
 
 
+MakeBilling = Callable[..., Billing]
+
+
 @pytest.fixture
-def billing(settings: Settings, kafka_log: InMemoryTopics, writer: RecordingWriter) -> Billing:
-    two = settings.with_overrides(**BILLING, **{"api.kafka.cluster.id": "kafka-1"})
+def make_billing(settings: Settings, kafka_log: InMemoryTopics, writer: RecordingWriter) -> MakeBilling:
+    """``make_billing(overrides)``: the default cluster and the billing cluster, each with its tables and topics."""
+
+    def make(overrides: dict[str, str] | None = None) -> Billing:
+        two = settings.with_overrides(**{**BILLING, "api.kafka.cluster.id": "kafka-1", **(overrides or {})})
+        return _billing(two, settings, kafka_log, writer)
+
+    return make
+
+
+@pytest.fixture
+def billing(make_billing: MakeBilling) -> Billing:
+    return make_billing()
+
+
+def _billing(two: Settings, settings: Settings, kafka_log: InMemoryTopics, writer: RecordingWriter) -> Billing:
     own = clusters(two)[1].settings
     rows = [
         dict(row, config=json.dumps({**json.loads(row["config"]), "file": "/tmp/in.txt"}))
@@ -314,3 +335,58 @@ def test_the_fleet_refuses_an_unknown_state_and_names_a_cluster_it_cannot_read(
     assert [entry["cluster"] for entry in answer["unavailable"]] == ["empty"]
     assert "connectors" in answer["unavailable"][0]["message"]
     assert {cluster for cluster, _name in fleet(app.test_client())} == {"connect-cluster", "billing"}
+
+
+# --- Roles per cluster ---------------------------------------------------------------------------------------------
+
+
+def basic(user: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:secret".encode()).decode()}
+
+
+@pytest.fixture
+def guarded(make_billing: MakeBilling, tmp_path: Path) -> Billing:
+    users = tmp_path / "users"
+    users.write_text("".join(f"{user}:{generate_password_hash('secret')}\n" for user in ("bob", "carol", "dave")))
+    roles = tmp_path / "roles"
+    roles.write_text("bob: billing/operate\ncarol: billing/read\ndave: connect-cluster/admin billing/read\n")
+    return make_billing({"api.auth.basic.file": str(users), "api.auth.roles.file": str(roles)})
+
+
+def test_a_grant_of_one_cluster_holds_there_only(guarded: Billing) -> None:
+    client = guarded.client
+    assert client.put("/clusters/billing/connectors/billing-foo-source/stop", headers=basic("bob")).status_code == 204
+    assert_connect_error(
+        client.put("/connectors/foo-source/stop", headers=basic("bob")),
+        403,
+        "bob may not PUT /connectors/foo-source/stop: it needs the role operate on connector foo-source",
+    )
+    assert not guarded.default_writer.sends and len(guarded.writer.sends) == 1
+
+
+def test_the_routes_over_every_cluster_answer_for_the_clusters_granted(guarded: Billing) -> None:
+    carol = basic("carol")
+    assert [entry["id"] for entry in guarded.client.get("/clusters", headers=carol).get_json()] == ["billing"]
+    listed = guarded.client.get("/fleet/connectors", headers=carol).get_json()["connectors"]
+    assert {entry["cluster"] for entry in listed} == {"billing"}
+    assert guarded.client.get("/connectors", headers=carol).status_code == 403
+    assert guarded.client.get("/fleet/connectors", headers=basic("bob")).status_code == 403  # operate: no read
+
+
+def test_a_move_needs_admin_in_the_target_cluster_too(guarded: Billing) -> None:
+    assert_connect_error(
+        guarded.client.post("/connectors/stopped/move?to=billing", headers=basic("dave")),
+        403,
+        "dave may not POST /connectors/stopped/move: it needs the role admin on connector stopped in cluster billing",
+    )
+    assert not guarded.writer.sends and not guarded.default_writer.sends
+
+
+def test_a_grant_in_an_unknown_cluster_is_refused_at_start(settings: Settings, tmp_path: Path) -> None:
+    roles = tmp_path / "roles"
+    roles.write_text("bob: biling/operate\n")
+    users = tmp_path / "users"
+    users.write_text(f"bob:{generate_password_hash('secret')}\n")
+    overrides = {**BILLING, "api.auth.basic.file": str(users), "api.auth.roles.file": str(roles)}
+    with pytest.raises(ConfigError, match=r"line 1: unknown cluster 'biling' in 'biling/operate' \(clusters: "):
+        create_app(settings.with_overrides(**overrides), writer=RecordingWriter())
