@@ -24,7 +24,7 @@ from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
 from connect_state.api.auth import clusters_allowed, current_principal
 from connect_state.api.errors import ConnectRestException
-from connect_state.api.health import HTTP_STATUS, current_health
+from connect_state.api.health import HTTP_STATUS, health_and_kafka
 from connect_state.api.openapi import ANY, array_of, documented, json_answer
 from connect_state.api.resources import (
     CLUSTER_ENVIRON_KEY,
@@ -134,8 +134,13 @@ def cluster_view(cluster: Cluster, health: dict[str, Any]) -> dict[str, Any]:
 
 
 def _health(resources: AppResources) -> dict[str, Any]:
-    state = current_health(resources)
-    return {"status": str(state.status), "message": state.message, "http_status": HTTP_STATUS[state.status]}
+    state, kafka_error = health_and_kafka(resources)
+    return {
+        "status": str(state.status),
+        "message": state.message,
+        "http_status": HTTP_STATUS[state.status],
+        "kafka": {"reachable": kafka_error is None, "message": kafka_error},
+    }
 
 
 @bp.get("/clusters")

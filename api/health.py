@@ -108,7 +108,12 @@ def _offsets(log: TopicLog, topics: list[str], timeout_ms: int) -> tuple[dict[Pa
 def current_lags(marks: list[Watermark], resources: AppResources | None = None) -> list[TableLag]:
     """Every tracked table's lag now, from ``marks`` and one read of all their topics' offsets (not the lag header's
     cache: a probe wants the topics as they are, and a Kafka that is away costs one ``api.lag.timeout.ms``), in
-    ``resources``'s cluster (default: the request's)."""
+    ``resources``'s cluster (default: the request's); unknown lags when Kafka cannot be read."""
+    return lags_and_kafka(marks, resources)[0]
+
+
+def lags_and_kafka(marks: list[Watermark], resources: AppResources | None = None) -> tuple[list[TableLag], str | None]:
+    """:func:`current_lags`, and why Kafka could not be read (None when it was)."""
     resources = resources or app_resources()
     settings = resources.settings
     topics = {query: query_topics(query, settings, marks) for query in sorted(set(TABLE_QUERIES.values()))}
@@ -116,24 +121,31 @@ def current_lags(marks: list[Watermark], resources: AppResources | None = None) 
     now = now_ms()
     try:
         starts, ends = _offsets(resources.offsets_cache().log, every_topic, settings.api_lag_timeout_ms)
-    except KafkaWriteError:
-        return [TableLag(table) for table in sorted(TABLE_QUERIES)]
+    except KafkaWriteError as err:
+        return [TableLag(table) for table in sorted(TABLE_QUERIES)], str(err)
     lags = []
     for table in sorted(TABLE_QUERIES):
         mine = set(topics[TABLE_QUERIES[table]])
         own_starts = {tp: offset for tp, offset in starts.items() if tp[0] in mine}
         own_ends = {tp: offset for tp, offset in ends.items() if tp[0] in mine}
         lags.append(table_lag(table, marks, own_starts, own_ends, now))
-    return lags
+    return lags, None
 
 
 def current_health(resources: AppResources | None = None) -> Health:
     """The health now of ``resources``'s cluster (default: the request's), from its ``watermarks`` table and its
     topics' end offsets."""
+    return health_and_kafka(resources)[0]
+
+
+def health_and_kafka(resources: AppResources | None = None) -> tuple[Health, str | None]:
+    """:func:`current_health`, and why the cluster's Kafka could not be read (None when it was): ``GET /clusters``
+    says so, as the health alone may say ``starting`` for a cluster whose Kafka is away."""
     resources = resources or app_resources()
     marks = watermarks(resources)
     started = {mark.query for mark in marks}
-    return decide(current_lags(marks, resources), started, resources.settings.api_health_max_age_ms)
+    lags, kafka_error = lags_and_kafka(marks, resources)
+    return decide(lags, started, resources.settings.api_health_max_age_ms), kafka_error
 
 
 @bp.get("/health")

@@ -61,6 +61,7 @@ def test_clusters_lists_the_default_with_its_health(client: FlaskClient, setting
         "status": health.get_json()["status"],
         "message": health.get_json()["message"],
         "http_status": health.status_code,
+        "kafka": {"reachable": True, "message": None},
     }
     assert {key: value for key, value in listed.items() if key != "health"} == {
         "id": "connect-cluster",

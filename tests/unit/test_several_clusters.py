@@ -21,7 +21,7 @@ from werkzeug.security import generate_password_hash
 from connect_state.api import create_app
 from connect_state.api.resources import AppResources
 from connect_state.core.clusters import clusters
-from connect_state.core.errors import ConfigError
+from connect_state.core.errors import ConfigError, KafkaUnavailableError
 from connect_state.core.settings import Settings, load_settings
 from connect_state.spark import streaming
 from connect_state.tables.schemas import ACTIVE_TOPICS, CONNECTORS, SOURCE_OFFSETS
@@ -390,3 +390,16 @@ def test_a_grant_in_an_unknown_cluster_is_refused_at_start(settings: Settings, t
     overrides = {**BILLING, "api.auth.basic.file": str(users), "api.auth.roles.file": str(roles)}
     with pytest.raises(ConfigError, match=r"line 1: unknown cluster 'biling' in 'biling/operate' \(clusters: "):
         create_app(settings.with_overrides(**overrides), writer=RecordingWriter())
+
+
+def test_clusters_names_a_cluster_whose_kafka_is_away_and_answers_the_others(billing: Billing) -> None:
+    billing.topics.fail = KafkaUnavailableError("cannot reach Kafka")
+    listed = {entry["id"]: entry["health"]["kafka"] for entry in billing.client.get("/clusters").get_json()}
+    assert listed == {
+        "connect-cluster": {"reachable": True, "message": None},
+        "billing": {"reachable": False, "message": "cannot reach Kafka"},
+    }
+    assert billing.client.get("/connectors/foo-source/status").status_code == 200
+    refused = billing.client.put("/clusters/billing/connectors/billing-foo-source/stop")
+    assert refused.status_code == 503 and "cannot reach Kafka" in refused.get_json()["message"]
+    assert not billing.writer.sends
