@@ -67,7 +67,13 @@ from connect_state.api.auth import current_principal, required_role
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.limits import WRITE_METHODS, json_depth
 from connect_state.api.openapi import ANY, STRING, documented, json_answer, query
-from connect_state.api.resources import app_resources, default_resources, get_settings
+from connect_state.api.resources import (
+    CLUSTER_ENVIRON_KEY,
+    app_resources,
+    default_resources,
+    get_settings,
+    whole_path,
+)
 from connect_state.api.retained import AuditRetention, kept_time_arg
 from connect_state.core.errors import ConnectStateError
 from connect_state.core.settings import Settings
@@ -201,7 +207,7 @@ class AuditTrail:
         written: bool = True
         due: list[Summary] = []
         if response.status_code in REFUSALS:
-            written, due = self.refusals.admit(refusal_key(response), at, request.script_root + request.path)
+            written, due = self.refusals.admit(refusal_key(response), at, whole_path())
         for summary in due:
             self.write(summary_row(summary))
         if written:  # built only when written: a refusal counted costs no table read
@@ -387,6 +393,7 @@ def refusal_key(response: Response) -> RefusalKey:
         endpoint=request.url_rule.endpoint if request.url_rule is not None else None,
         role=role.value if role else None,
         status=response.status_code,
+        cluster=request.environ.get(CLUSTER_ENVIRON_KEY),
     )
 
 
@@ -429,7 +436,7 @@ def audit_row(settings: Settings, response: Response, at: str | None = None) -> 
         "auth": principal.method.value if principal else None,
         "remote_addr": request.remote_addr,
         "method": request.method,
-        "path": request.script_root + request.path,  # /clusters/<id>/... kept whole
+        "path": whole_path(),  # /clusters/<id>/... kept whole
         "query": request.query_string.decode("latin-1"),
         "endpoint": request.url_rule.endpoint if request.url_rule is not None else None,
         "connector": (request.view_args or {}).get("connector"),

@@ -64,7 +64,7 @@ from flask import Flask, g, request
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.network import check_exposure, is_loopback
 from connect_state.api.passwords import dummy_hash, hash_token, verify_password
-from connect_state.api.resources import CLUSTER_ENVIRON_KEY
+from connect_state.api.resources import CLUSTER_ENVIRON_KEY, whole_path
 from connect_state.core.clusters import clusters, default_cluster
 from connect_state.core.errors import ConfigError
 from connect_state.core.settings import Settings
@@ -539,7 +539,7 @@ def authenticate(config: AuthConfig, throttle: LoginThrottle) -> Principal:
 def forbidden_message(principal: Principal, role: Role, connector: str | None) -> str:
     """The 403's message; it names the principal as the roles file would grant it (``cert:<CN>``)."""
     target = f" on connector {connector}" if connector is not None else ""
-    path = request.script_root + request.path  # /clusters/<id>/... named whole
+    path = whole_path()
     return f"{principal.roles_name} may not {request.method} {path}: it needs the role {role}{target}"
 
 
@@ -558,7 +558,7 @@ def require_in(cluster: str, role: Role, connector: str | None) -> None:
         target = f" on connector {connector}" if connector is not None else ""
         raise ConnectRestException(
             403,
-            f"{principal.roles_name} may not {request.method} {request.script_root + request.path}: it needs "
+            f"{principal.roles_name} may not {request.method} {whole_path()}: it needs "
             f"the role {role}{target} in cluster {cluster}",
         )
 

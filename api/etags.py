@@ -32,7 +32,7 @@ from typing import Any
 from flask import Flask, Response, current_app, g, request
 
 from connect_state.api.live import followed_positions
-from connect_state.api.resources import app_resources, note_served, tables_served
+from connect_state.api.resources import app_resources, note_served, tables_served, whole_path
 from connect_state.core.errors import TableNotFoundError
 from connect_state.tables.reader import TableReader
 from connect_state.tables.schemas import (
@@ -151,7 +151,7 @@ def _hot_path() -> tuple[str, str] | None:
         return None
     if endpoint == "connectors.list_connectors" and "expand" not in request.args:
         return None
-    return endpoint, request.script_root + request.full_path  # /clusters/<id>/... is another answer
+    return endpoint, whole_path(query=True)  # /clusters/<id>/... is another answer
 
 
 def _bodies() -> KeptBodies:

@@ -237,6 +237,12 @@ def init_app(app: Flask, resources: AppResources) -> None:
     app.teardown_appcontext(_release)
 
 
+def whole_path(*, query: bool = False) -> str:
+    """The current request's path as the client sent it, ``/clusters/<id>`` prefix included (what the audit, a 403's
+    message and the ETags name; the routing sees it without), with its query string when ``query``."""
+    return request.script_root + (request.full_path if query else request.path)
+
+
 def add_cluster(app: Flask, cluster_id: str, resources: AppResources) -> None:
     """Serve the cluster ``cluster_id``'s requests with ``resources``."""
     app.extensions[CLUSTERS_EXTENSION][cluster_id] = resources

@@ -30,7 +30,8 @@ MAX_PATH = 1024
 class RefusalKey:
     """What makes two refusals alike: the principal (None before authentication) and how it authenticated, the
     client's address (as :func:`connect_state.security.login_throttle.address_key` counts it), the method, the
-    route, the role it needs and the status (401, 403, 429)."""
+    route, the role it needs, the status (401, 403, 429) and the cluster its ``/clusters/<id>`` prefix named (None:
+    Connect's plain paths)."""
 
     principal: str | None
     auth: str | None
@@ -39,6 +40,7 @@ class RefusalKey:
     endpoint: str | None
     role: str | None
     status: int
+    cluster: str | None = None
 
 
 @dataclass

@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from flask import Response
 from flask.testing import FlaskClient
 from werkzeug.security import generate_password_hash
 
 from connect_state.api import create_app
-from connect_state.api.resources import AppResources
+from connect_state.api.audit import refusal_key
+from connect_state.api.resources import CLUSTER_ENVIRON_KEY, AppResources
 from connect_state.core.clusters import clusters
 from connect_state.core.errors import ConfigError, KafkaUnavailableError
 from connect_state.core.settings import Settings, load_settings
@@ -403,3 +405,13 @@ def test_clusters_names_a_cluster_whose_kafka_is_away_and_answers_the_others(bil
     refused = billing.client.put("/clusters/billing/connectors/billing-foo-source/stop")
     assert refused.status_code == 503 and "cannot reach Kafka" in refused.get_json()["message"]
     assert not billing.writer.sends
+
+
+def test_refusals_under_two_clusters_are_not_alike(billing: Billing) -> None:
+    """The audit's refusal sampler summarises alike refusals: one cluster's do not hide another's."""
+    app = billing.client.application
+    keys = []
+    for environ in ({}, {CLUSTER_ENVIRON_KEY: "billing"}):
+        with app.test_request_context("/connectors/x/stop", method="PUT", environ_base=environ):
+            keys.append(refusal_key(Response(status=403)))
+    assert keys[0] != keys[1] and (keys[0].cluster, keys[1].cluster) == (None, "billing")
