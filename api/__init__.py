@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from flask import Flask
 
 from connect_state.api.errors import register_error_handlers
-from connect_state.api.resources import AppResources, RecordWriter, TableSource, every_resources, init_app
+from connect_state.api.resources import AppResources, RecordWriter, TableSource, init_app, owned_resources
 from connect_state.api.routing import ConnectStateFlask
 from connect_state.core.settings import Settings, load_settings
 from connect_state.kafka.follower import TopicFollower
@@ -104,7 +104,7 @@ def create_app(
 
 def close_app(app: Flask) -> None:
     """Release the app's resources, every cluster's (closes the Kafka clients the app created). Idempotent."""
-    for resources in every_resources(app).values():
+    for resources in owned_resources(app):
         resources.close()
 
 

@@ -38,7 +38,8 @@ A grant ``role@glob`` holds only for connectors whose name matches the glob (rou
 without one). A grant ``<cluster>/role[@glob]`` holds only in the Connect cluster of that id (issue 37: a request
 under ``/clusters/<id>/...``, or on Connect's plain paths for the default cluster); ``billing/operate@orders-*``. The
 routes over every cluster (:data:`FLEET_ENDPOINTS`: ``GET /clusters``, ``GET /fleet/connectors``) need their role in
-one cluster at least and answer for the clusters the principal holds it in (:func:`clusters_allowed`); moving a
+one cluster at least and answer for the clusters the principal holds it in (:func:`clusters_allowed`); those of the
+whole deployment (:data:`DEPLOYMENT_ENDPOINTS`: ``GET /audit``, ``GET /metrics``) need it in every cluster; moving a
 connector needs ``admin`` in both clusters.
 
 Without a roles file every authenticated principal is ``admin``, and ``anonymous`` (where
@@ -59,13 +60,13 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, g, request
+from flask import Flask, current_app, g, request
 
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.network import check_exposure, is_loopback
 from connect_state.api.passwords import dummy_hash, hash_token, verify_password
 from connect_state.api.resources import CLUSTER_ENVIRON_KEY, whole_path
-from connect_state.core.clusters import clusters, default_cluster
+from connect_state.core.clusters import clusters
 from connect_state.core.errors import ConfigError
 from connect_state.core.settings import Settings
 from connect_state.security.login_throttle import LimitKind, LoginThrottle, Throttled
@@ -73,6 +74,7 @@ from connect_state.security.login_throttle import LimitKind, LoginThrottle, Thro
 __all__ = [
     "ANONYMOUS",
     "CERTIFICATE_PREFIX",
+    "DEPLOYMENT_ENDPOINTS",
     "FLEET_ENDPOINTS",
     "PUBLIC_ENDPOINTS",
     "ROUTE_ROLES",
@@ -85,6 +87,7 @@ __all__ = [
     "Role",
     "TooManyFailedLogins",
     "UnguardedRouteError",
+    "allowed_here",
     "auth_config",
     "check_routes",
     "clusters_allowed",
@@ -93,6 +96,7 @@ __all__ = [
     "load_auth_config",
     "login_throttle",
     "parse_grants",
+    "request_cluster",
     "require_in",
     "roles_name",
     "tls_client_auth",
@@ -104,6 +108,8 @@ ANONYMOUS = "anonymous"
 REALM = "connect-state"
 EXTENSION = "connect_state.auth"
 THROTTLE_EXTENSION = "connect_state.auth.throttle"
+#: The ids of the clusters the app answers for, the default first (what a grant's cluster is checked against).
+CLUSTERS_EXTENSION = "connect_state.auth.clusters"
 #: How the roles file names a client certificate's principal: ``cert:<CN>``.
 CERTIFICATE_PREFIX = "cert:"
 
@@ -215,6 +221,10 @@ ROUTE_ROLES: Mapping[str, Role] = {
 #: Routes over every cluster (issue 37): allowed with their role in any cluster; they answer for the clusters the
 #: principal holds it in (:func:`clusters_allowed`).
 FLEET_ENDPOINTS: frozenset[str] = frozenset({"clusters.list_clusters", "fleet.fleet_connectors"})
+
+#: Routes of the whole deployment rather than of a cluster (the audit of every cluster's writes, the API's metrics):
+#: their role is needed in every cluster.
+DEPLOYMENT_ENDPOINTS: frozenset[str] = frozenset({"audit.get_audit", "metrics.metrics"})
 
 #: Routes anyone may call: the liveness/readiness probe.
 PUBLIC_ENDPOINTS: frozenset[str] = frozenset({"health.health"})
@@ -543,6 +553,30 @@ def forbidden_message(principal: Principal, role: Role, connector: str | None) -
     return f"{principal.roles_name} may not {request.method} {path}: it needs the role {role}{target}"
 
 
+def route_allows(principal: Principal, endpoint: str, role: Role, connector: str | None, every_id: list[str]) -> bool:
+    """Whether ``principal`` may call the current request's route (``endpoint``, needing ``role``): in the request's
+    cluster; for a route of the whole deployment in every cluster; for a route over every cluster in one at least
+    (its view keeps those)."""
+    if endpoint in DEPLOYMENT_ENDPOINTS:
+        return all(principal.allows(role, connector, cluster) for cluster in every_id)
+    if endpoint in FLEET_ENDPOINTS:
+        return principal.allows(role, connector)
+    return principal.allows(role, connector, request_cluster())
+
+
+def request_cluster() -> str:
+    """The id of the cluster the current request is for: its ``/clusters/<id>`` prefix's, else the default's."""
+    every: list[str] = current_app.extensions[CLUSTERS_EXTENSION]
+    named = request.environ.get(CLUSTER_ENVIRON_KEY)
+    return named if isinstance(named, str) else every[0]
+
+
+def allowed_here(role: Role, connector: str | None = None) -> bool:
+    """Whether the current request's principal holds ``role`` (on ``connector``) in the request's cluster."""
+    principal = current_principal()
+    return principal is not None and principal.allows(role, connector, request_cluster())
+
+
 def clusters_allowed(cluster_ids: Iterable[str], role: Role = Role.READ) -> list[str]:
     """Those of ``cluster_ids`` the current request's principal holds ``role`` in (for a connector-less route): what
     a route over every cluster answers for. Every one when no principal was authenticated (a public route)."""
@@ -600,7 +634,8 @@ def init_app(app: Flask, settings: Settings) -> AuthConfig:
         log.warning("Passwords and tokens cross the network in clear: serve TLS (api.tls.cert.file, api.tls.key.file)")
     app.extensions[EXTENSION] = config
     app.extensions[THROTTLE_EXTENSION] = throttle
-    default_id = default_cluster(settings).id
+    every_id = [cluster.id for cluster in clusters(settings)]
+    app.extensions[CLUSTERS_EXTENSION] = every_id
 
     def authorize() -> None:
         endpoint = request.url_rule.endpoint if request.url_rule is not None else None
@@ -611,8 +646,7 @@ def init_app(app: Flask, settings: Settings) -> AuthConfig:
         principal = authenticate(config, throttle)
         g.principal = principal
         connector = (request.view_args or {}).get("connector")
-        cluster = None if endpoint in FLEET_ENDPOINTS else request.environ.get(CLUSTER_ENVIRON_KEY, default_id)
-        if not principal.allows(role, connector, cluster):
+        if not route_allows(principal, endpoint, role, connector, every_id):
             raise ConnectRestException(403, forbidden_message(principal, role, connector))
 
     app.before_request(authorize)

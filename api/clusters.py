@@ -109,8 +109,12 @@ def init_app(app: Flask, resources: Mapping[str, AppResources] | None = None) ->
     every = clusters(default.settings)
     app.extensions[EXTENSION] = {cluster.id: cluster for cluster in every}
     for cluster in every:
-        own = default if cluster.default else given.get(cluster.id) or AppResources(cluster.settings)
-        add_cluster(app, cluster.id, own)
+        if cluster.default:
+            add_cluster(app, cluster.id, default, owned=False)  # the app's own, closed as such
+        elif cluster.id in given:
+            add_cluster(app, cluster.id, given[cluster.id], owned=False)  # the caller's
+        else:
+            add_cluster(app, cluster.id, AppResources(cluster.settings))
     app.wsgi_app = ClusterPaths(app.wsgi_app)  # type: ignore[method-assign]
 
     def refuse_unknown_cluster() -> None:

@@ -3,7 +3,7 @@
 * ``POST /clusters/<from>/connectors/<name>/move?to=<cluster>`` (or ``/connectors/<name>/move?to=...`` for the
   default cluster) -> 201 ``{"name", "from", "to", "connector_class", "type", "initial_state": "STOPPED", "offsets":
   [{"partition", "before", "offset", "change"}], "message"}``: the connector's config (as the origin's config topic has
-  it, secrets included and never shown) and its offsets (as ``GET /offsets`` answers them in the origin) written to
+  it, secrets included and never shown) and its offsets (read at the end of the origin's topics) written to
   the cluster ``to``, the connector created there STOPPED; the message names the next steps (resume it there, delete
   it from the origin). The origin is read here; the target cluster's herder decides and writes
   (:mod:`connect_state.herder.move`).
@@ -21,7 +21,6 @@ import json
 
 from flask import Blueprint, Response, g, jsonify, request
 
-from connect_state.api import offsets
 from connect_state.api.auth import Role, require_in
 from connect_state.api.clusters import cluster_of_request, known_clusters
 from connect_state.api.errors import ConnectRestException
@@ -80,7 +79,7 @@ def move_connector(connector: str) -> Response:
     if view.target_state is not TargetState.STOPPED:
         raise ConnectRestException(409, not_stopped_message(connector, origin))
     config = json.loads(view.row["config"])
-    moved_offsets = offsets.get_connector_offsets(connector).get_json()["offsets"]
+    moved_offsets = get_herder().offsets_now(connector, view.row)  # the origin's, at the topics' end
     g.audit_note = f"connector move from cluster {origin} to cluster {target}"
     with serving_cluster(target):
         moved = get_herder().adopt_connector(connector, config, moved_offsets, origin, target)

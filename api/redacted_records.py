@@ -15,7 +15,7 @@ import base64
 from collections.abc import Iterable
 from typing import Any
 
-from connect_state.api.auth import Role, current_principal
+from connect_state.api.auth import Role, allowed_here
 from connect_state.api.resources import get_settings
 from connect_state.formats.config import SESSION_KEY_KEY
 from connect_state.security.redaction import redact_record_value, settings_patterns
@@ -27,9 +27,9 @@ SESSION_KEY_SECRET_FIELDS = ("key",)
 
 
 def sees_secrets() -> bool:
-    """Whether the request's principal has the role ``admin`` (the open API's anonymous principal has every role)."""
-    principal = current_principal()
-    return principal is not None and principal.allows(Role.ADMIN, None)
+    """Whether the request's principal has the role ``admin`` in the request's cluster (the open API's anonymous
+    principal has every role)."""
+    return allowed_here(Role.ADMIN)
 
 
 def _decoded(text: str | None) -> bytes | None:

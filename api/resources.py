@@ -48,6 +48,8 @@ GROUP_FOLLOWER_CLIENT_ID = "connect-state-api-group-follower"
 EXTENSION = "connect_state"
 #: The app's resources of every cluster, by id (the default's too: the same object as under :data:`EXTENSION`).
 CLUSTERS_EXTENSION = "connect_state.clusters.resources"
+#: The further clusters' resources the app created (and closes).
+OWNED_EXTENSION = "connect_state.clusters.owned"
 #: The WSGI environ key holding the id a request's ``/clusters/<id>`` prefix named
 #: (:class:`connect_state.api.clusters.ClusterPaths` puts it there).
 CLUSTER_ENVIRON_KEY = "connect_state.cluster"
@@ -243,9 +245,18 @@ def whole_path(*, query: bool = False) -> str:
     return request.script_root + (request.full_path if query else request.path)
 
 
-def add_cluster(app: Flask, cluster_id: str, resources: AppResources) -> None:
-    """Serve the cluster ``cluster_id``'s requests with ``resources``."""
+def add_cluster(app: Flask, cluster_id: str, resources: AppResources, owned: bool = True) -> None:
+    """Serve the cluster ``cluster_id``'s requests with ``resources`` (``owned``: the app's to close, else the
+    caller's)."""
     app.extensions[CLUSTERS_EXTENSION][cluster_id] = resources
+    if owned:
+        app.extensions.setdefault(OWNED_EXTENSION, []).append(resources)
+
+
+def owned_resources(app: Flask) -> list[AppResources]:
+    """The resources ``app`` closes (:func:`connect_state.api.close_app`): the default cluster's (which close only
+    what they created themselves) and the further clusters' it created."""
+    return [default_resources(app), *app.extensions.get(OWNED_EXTENSION, [])]
 
 
 def default_resources(app: Flask | None = None) -> AppResources:
@@ -275,7 +286,7 @@ def app_resources(app: Flask | None = None) -> AppResources:
 
 
 #: What a request keeps of its cluster's resources on ``g`` (:func:`serving_cluster` drops them).
-_CLUSTER_SCOPED = ("settings", "tables", "herder")
+_CLUSTER_SCOPED = ("settings", "tables", "herder", "followed")
 
 
 @contextmanager

@@ -40,6 +40,9 @@ CLUSTER_ID_RULE = (
     "a cluster id is 1 to 128 letters, digits, '.', '_' or '-', not starting with '.', '_' or '-' (it is a URL path "
     "segment)"
 )
+#: The Kafka client settings a further cluster on another Kafka does not take from the default (its credentials are
+#: the default Kafka's): it sets its own, or has none.
+KAFKA_CLIENT_KEYS = ("kafka.client.config.file", "kafka.client.properties")
 #: The directory, under ``delta.root`` and ``checkpoint.root``, of the further clusters' tables and checkpoints.
 CLUSTERS_DIR = "clusters"
 
@@ -94,12 +97,17 @@ def listed_ids(settings: Settings) -> list[str]:
 
 def cluster_settings(settings: Settings, cluster_id: str) -> Settings:
     """The settings of the further cluster ``cluster_id``: the default's, its own ``clusters.<id>.<key>`` values
-    replacing theirs, its tables and checkpoints under ``clusters/<id>``, and no further clusters of its own."""
+    replacing theirs, its tables and checkpoints under ``clusters/<id>``, and no further clusters of its own. Two of
+    the default's are not taken: ``api.kafka.cluster.id`` (another Kafka's id, asked of its own unless set), and, for
+    a cluster on another Kafka, the Kafka client settings (:data:`KAFKA_CLIENT_KEYS`: the default Kafka's
+    credentials)."""
     props = {key: value for key, value in settings.raw.items() if not key.startswith(CLUSTERS_PREFIX)}
-    for key, value in settings.raw.items():
-        split = cluster_key(key)
-        if split is not None and split[0] == cluster_id:
-            props[split[1]] = value
+    splits = ((cluster_key(key), value) for key, value in settings.raw.items())
+    own = {split[1]: value for split, value in splits if split is not None and split[0] == cluster_id}
+    props["api.kafka.cluster.id"] = ""  # asked of its own Kafka unless it sets it
+    if own.get("bootstrap.servers", settings.bootstrap_servers) != settings.bootstrap_servers:
+        props.update({key: "" for key in KAFKA_CLIENT_KEYS})  # another Kafka: none of the default's credentials
+    props.update(own)
     props.update(
         {
             "cluster.id": cluster_id,

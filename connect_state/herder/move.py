@@ -2,9 +2,9 @@
 ?to=<cluster>``, the operation a Connect migration does by hand (read the config and the offsets from one cluster,
 create the connector STOPPED in the other, write its offsets, resume it there).
 
-The reading is the origin cluster's (the API: its config topic read to its end and its offsets as ``GET /offsets``
-answers them); this herder is the target cluster's and decides the rest, everything checked before anything is
-written:
+The reading is the origin cluster's (the API: its config topic read to its end, and its offsets read at the topics'
+end by the origin's herder, :meth:`MoveHerder.offsets_now`); the target cluster's herder decides the rest, everything
+checked before anything is written:
 
 1. 409 ``"Connector <name> already exists"`` (Connect's ``AlreadyExistsException``) when the target's config topic read
    to its end has the connector;
@@ -115,7 +115,15 @@ class ConnectorMove:
 
 
 class MoveHerder(ReviveHerder):
-    """The target cluster's side of a move (see the module)."""
+    """Both sides of a move (see the module): :meth:`offsets_now` on the origin's herder, :meth:`adopt_connector` on
+    the target's."""
+
+    def offsets_now(self, name: str, row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        """The connector's offsets read at the end of the topics now (a source's offsets stores, a sink's consumer
+        group), as ``GET /offsets`` lists them: what the origin gives a move (never the tables alone, which may be a
+        trigger behind the last commit)."""
+        kind, _ = self.connector_type(name, row)
+        return list(self._current_offsets(name, kind, json.loads(row["config"])))
 
     def adopt_connector(
         self, name: str, config: Mapping[str, Any], offsets: Sequence[Mapping[str, Any]], origin: str, target: str

@@ -8,6 +8,7 @@ Connect offsets keys: the job never reads it, so none of its bytes land in a tab
 once per topic, so ``GET /rejected-records?topic=<t>`` shows it. A topic once accepted is not sampled again by this
 process (it is in the query's checkpoint from then on); a refused one is sampled again after ``RECHECK_SECONDS``; one
 that could not be sampled (Kafka away, a missing topic) is read as configured and sampled again at the next look.
+What is known is kept per cluster (issue 37: one driver follows several, a topic name may be another on each Kafka).
 """
 
 from __future__ import annotations
@@ -30,15 +31,17 @@ log = logging.getLogger(__name__)
 
 CLIENT_ID = "connect-state-offsets-guard"
 RECHECK_SECONDS = 300.0
-_accepted: set[str] = set()
-_refused: dict[str, float] = {}  # topic -> when it was last sampled and refused (monotonic s)
+_accepted: dict[str, set[str]] = {}  # cluster (its tables' root) -> topics accepted
+_refused: dict[str, dict[str, float]] = {}  # cluster -> topic -> when it was last sampled and refused (monotonic s)
 
 
 def offsets_records_topics(spark: SparkSession, settings: Settings, topics: set[str]) -> set[str]:
     """``topics`` without those whose records are not offsets records (each recorded in ``rejected_records``)."""
     now = time.monotonic()
-    recent = {topic for topic, at in _refused.items() if now - at < RECHECK_SECONDS}
-    unchecked = topics - _accepted - recent - {settings.offset_storage_topic}
+    cluster = settings.delta_root.uri
+    accepted, refused_at = _accepted.setdefault(cluster, set()), _refused.setdefault(cluster, {})
+    recent = {topic for topic, at in refused_at.items() if now - at < RECHECK_SECONDS}
+    unchecked = topics - accepted - recent - {settings.offset_storage_topic}
     if not unchecked:
         return topics - recent
     reader = TopicLogReader(settings, client_id=CLIENT_ID)
@@ -48,8 +51,8 @@ def offsets_records_topics(spark: SparkSession, settings: Settings, topics: set[
         )
     finally:
         reader.close()
-    _accepted.update(kept - unsampled)  # one that could not be sampled is looked at again next time
-    _refused.update(dict.fromkeys(refused, now))
+    accepted.update(kept - unsampled)  # one that could not be sampled is looked at again next time
+    refused_at.update(dict.fromkeys(refused, now))
     if refused:
         try:
             record_refusals(spark, settings, refused)

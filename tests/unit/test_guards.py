@@ -457,7 +457,7 @@ def test_offsets_job_leaves_out_and_records_refused_topics(
     recorded: list[dict[str, str]] = []
     monkeypatch.setattr(offsets_guard, "TopicLogReader", Reader)
     monkeypatch.setattr(offsets_guard, "record_refusals", lambda _spark, _settings, refused: recorded.append(refused))
-    monkeypatch.setattr(offsets_guard, "_accepted", set())
+    monkeypatch.setattr(offsets_guard, "_accepted", {})
     monkeypatch.setattr(offsets_guard, "_refused", {})
     topics = {"payments", "own", settings.offset_storage_topic}
     assert offsets_guard.offsets_records_topics(None, settings, set(topics)) == topics - {"payments"}  # type: ignore[arg-type]
@@ -468,3 +468,7 @@ def test_offsets_job_leaves_out_and_records_refused_topics(
     for looks in (2, 3):
         assert offsets_guard.offsets_records_topics(None, settings, set(with_missing)) == with_missing - {"payments"}  # type: ignore[arg-type]
         assert len(readers) == looks
+    # Another cluster (its own tables; the topic names may be others' on its Kafka): what it has is sampled for it.
+    other = settings.with_overrides(**{"delta.root": str(settings.delta_root / "clusters" / "b")})
+    assert offsets_guard.offsets_records_topics(None, other, set(topics)) == topics - {"payments"}  # type: ignore[arg-type]
+    assert len(readers) == 4 and [list(r) for r in recorded] == [["payments"], ["payments"]]

@@ -208,9 +208,11 @@ def rejected(topic: str, offset: int, key: bytes | None, value: bytes | None) ->
 @pytest.fixture
 def rejected_client(make_client: MakeClient, settings: Settings, tmp_path: Path) -> MakeClient:
     users = tmp_path / "users"
-    users.write_text("".join(f"{user}:{fast_hash(user)}\n" for user in ("reader", "operator", "boss")))
+    users.write_text("".join(f"{user}:{fast_hash(user)}\n" for user in ("reader", "operator", "boss", "billing-boss")))
     roles = tmp_path / "roles"
-    roles.write_text("reader: read\noperator: read operate offsets delete\nboss: admin\n")
+    roles.write_text(
+        "reader: read\noperator: read operate offsets delete\nboss: admin\nbilling-boss: billing/admin read\n"
+    )
     configs, status = settings.config_storage_topic, settings.status_storage_topic
     rows = [
         rejected(configs, 1, b"connector-orders", json.dumps(CONNECTOR_CONFIG).encode()),
@@ -218,7 +220,12 @@ def rejected_client(make_client: MakeClient, settings: Settings, tmp_path: Path)
         rejected(configs, 3, b"session-key", f'{{"key":"{SECRET}","algorithm":"HmacSHA256"}}'.encode()),
         rejected(status, 4, b"status-connector-orders", b"not json"),
     ]
-    overrides = {"api.auth.basic.file": str(users), "api.auth.roles.file": str(roles)}
+    overrides = {
+        "api.auth.basic.file": str(users),
+        "api.auth.roles.file": str(roles),
+        "clusters": "billing",  # a further cluster (issue 37), for a grant of admin there only
+        "clusters.billing.connect.group.id": "connect-billing",
+    }
     return make_client(tables=InMemoryTables({REJECTED_RECORDS.name: rows}), overrides=overrides)
 
 
@@ -232,7 +239,7 @@ def value_of(record: dict[str, Any]) -> Any:
     return json.loads(base64.b64decode(record["value"])) if record["value"] is not None else None
 
 
-@pytest.mark.parametrize("user", ["reader", "operator"])
+@pytest.mark.parametrize("user", ["reader", "operator", "billing-boss"])  # billing-boss: admin in another cluster
 def test_rejected_records_are_redacted_without_admin(rejected_client: FlaskClient, user: str) -> None:
     answer = records(rejected_client, user)
     assert SECRET not in json.dumps([value_of(r) if r["offset"] != 4 else None for r in answer])

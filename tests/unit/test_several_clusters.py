@@ -415,3 +415,29 @@ def test_refusals_under_two_clusters_are_not_alike(billing: Billing) -> None:
         with app.test_request_context("/connectors/x/stop", method="PUT", environ_base=environ):
             keys.append(refusal_key(Response(status=403)))
     assert keys[0] != keys[1] and (keys[0].cluster, keys[1].cluster) == (None, "billing")
+
+
+def test_the_routes_of_the_whole_deployment_need_their_role_in_every_cluster(guarded: Billing) -> None:
+    """The audit holds every cluster's writes and the metrics every cluster's requests: admin (read) in one cluster
+    is not enough."""
+    assert guarded.client.get("/clusters/billing/audit", headers=basic("dave")).status_code == 403
+    assert guarded.client.get("/metrics", headers=basic("carol")).status_code == 403
+
+
+def test_a_cluster_on_another_kafka_takes_neither_its_credentials_nor_its_id_from_the_default(
+    settings: Settings,
+) -> None:
+    base = settings.with_overrides(
+        **{
+            "kafka.client.properties": "security.protocol=SASL_SSL,sasl.mechanism=PLAIN",
+            "api.kafka.cluster.id": "default-kafka",
+            "clusters": "eu,billing",
+            "clusters.eu.bootstrap.servers": "kafka-eu:9092",
+            "clusters.billing.connect.group.id": "connect-billing",
+            "clusters.billing.status.storage.topic": "billing-status",
+        }
+    )
+    _, eu, billing = clusters(base)
+    assert (eu.settings.kafka_client_properties, eu.settings.api_kafka_cluster_id) == ({}, "")
+    assert billing.settings.kafka_client_properties == base.kafka_client_properties  # the same Kafka: its clients'
+    assert billing.settings.api_kafka_cluster_id == ""
