@@ -12,6 +12,10 @@ cleaned by the cleanup job, and Connect honours the result when a connector with
   and turns offset cleanup on is deleted: the group survives, the step is ``refused`` with the reason;
 * hooks per class: a FileStreamSource hook gets Connect's task configs, offsets and active topics of the deleted
   connector, after Connect stopped it; a FileStreamSink hook is not planned; a hung hook fails at its deadline.
+
+The module has a Connect cluster of its own (``module_connect_worker``): a cleanup pass handles every deletion of its
+worker, and on the session's shared worker each test's first pass would also handle every connector the suite deleted
+before (the steps and hooks of each: minutes in a full run).
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from kafka import KafkaConsumer, TopicPartition
 from connect_state.cleanup.reconciler import FAILED, REFUSED, SKIPPED, SUCCEEDED, CleanupReconciler, DeletedConnector
 from connect_state.connect.filestream import FILE_SOURCE_CLASS
 from connect_state.core.settings import Settings
+from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.filestream import append_lines, file_sink_config, file_source_config
+from connect_state.dev.local_stack import ConnectWorker
 from connect_state.kafka import ConsumerGroupAdmin
 from connect_state.spark import source_offsets
 from connect_state.spark.cleanup import cleanup_reconciler
@@ -48,6 +54,19 @@ from tests.integration.helpers import (
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 WAIT_S = 90.0
 OFFSETS_ON = {"cleanup.offsets.on.delete": "true"}
+
+
+@pytest.fixture(scope="module")
+def connect(module_connect_worker: ConnectWorker) -> ConnectRestClient:
+    """The module's own Connect cluster (``module_connect_worker``): each test's first cleanup pass handles the
+    deletions of this module only, not every connector the suite deleted before on the shared worker."""
+    return module_connect_worker.client()
+
+
+@pytest.fixture(scope="module")
+def worker_settings(module_connect_worker: ConnectWorker) -> Settings:
+    """The session's settings on the module's Connect cluster (its internal topics and REST URL)."""
+    return module_connect_worker.worker_settings()
 
 
 # --- helpers --------------------------------------------------------------------------------------------------------
@@ -137,8 +156,8 @@ def run_passes(job_factory: Callable[[], CleanupReconciler], passes: int = 1) ->
 # --- sources --------------------------------------------------------------------------------------------------------
 
 
-def test_source_offsets_cleanup_hooks_and_recreation(spark, connect, stack_settings, tmp_path):
-    settings = cleanup_settings(stack_settings, tmp_path)
+def test_source_offsets_cleanup_hooks_and_recreation(spark, connect, worker_settings, tmp_path):
+    settings = cleanup_settings(worker_settings, tmp_path)
     counting, flaky = CountingHook(tmp_path / "counting.log"), FlakyHook(tmp_path / "flaky.log")
     hooks = {"counting": counting, "flaky": flaky}
 
@@ -229,8 +248,8 @@ def test_source_offsets_cleanup_hooks_and_recreation(spark, connect, stack_setti
 # --- sinks, and our DELETE ------------------------------------------------------------------------------------------
 
 
-def test_sink_deleted_through_our_api_loses_its_consumer_group(spark, connect, stack_settings, tmp_path):
-    settings = cleanup_settings(stack_settings, tmp_path)
+def test_sink_deleted_through_our_api_loses_its_consumer_group(spark, connect, worker_settings, tmp_path):
+    settings = cleanup_settings(worker_settings, tmp_path)
     source, sink, topic = unique("feed-src"), unique("clean-sink"), unique("cleanup-sink-topic")
     source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
     append_lines(source_file, ["a", "b", "c"])
@@ -289,12 +308,12 @@ def test_sink_deleted_through_our_api_loses_its_consumer_group(spark, connect, s
 
 
 def test_a_sink_naming_another_live_but_idle_group_is_deleted_and_that_group_survives(
-    spark, connect, stack_settings, tmp_path
+    spark, connect, worker_settings, tmp_path
 ):
     """Anyone who may create a sink in Connect names someone else's consumer group in ``consumer.override.group.id``
     and turns ``cleanup.offsets.on.delete`` on in the same config, then deletes the sink: the job refuses to delete
     the group (``refused``, with the reason) and the group keeps its offsets."""
-    settings = cleanup_settings(stack_settings, tmp_path)
+    settings = cleanup_settings(worker_settings, tmp_path)
     victim_group, victim_topic = unique("payments"), unique("payments-topic")
     evil, evil_topic = unique("evil-sink"), unique("evil-topic")
     create_topic(settings, victim_topic, 1)
@@ -339,12 +358,12 @@ def test_a_sink_naming_another_live_but_idle_group_is_deleted_and_that_group_sur
 
 
 def test_class_hooks_get_the_deleted_connectors_context_after_its_tasks_stopped(
-    spark, connect, stack_settings, tmp_path
+    spark, connect, worker_settings, tmp_path
 ):
     """Hooks registered for FileStreamSource run for it, one for FileStreamSink does not; each gets what Connect
     showed before the deletion (task configs, offsets, active topics), is called once Connect no longer runs the
     connector, and a hung catch-all is recorded as failed at its deadline while the others complete."""
-    settings = cleanup_settings(stack_settings, tmp_path).with_overrides(**{"cleanup.hook.timeout.ms": "1000"})
+    settings = cleanup_settings(worker_settings, tmp_path).with_overrides(**{"cleanup.hook.timeout.ms": "1000"})
     name, topic, source_file = unique("ctx-src"), unique("ctx-topic"), tmp_path / "ctx.txt"
     append_lines(source_file, ["one", "two"])
     connect.create_connector(name, file_source_config(name, source_file, topic))
@@ -368,8 +387,10 @@ def test_class_hooks_get_the_deleted_connectors_context_after_its_tasks_stopped(
     hung_waiting: set[str] = set()  # the hung hook's calls that have not returned
 
     def hung_hook(connector: str, config: Mapping[str, str], *, is_deleted: bool) -> None:
+        if connector != name:  # a catch-all: it also runs for the module's other deletions, and hangs for this one
+            return
         hung_waiting.add(connector)
-        release.wait(600)  # set when the test ends; the pass may take minutes with every deletion of the worker
+        release.wait(600)  # set when the test ends
         hung_waiting.discard(connector)
 
     hooks = {"source": source_hook, "sink": sink_hook, "hung": hung_hook}

@@ -66,7 +66,7 @@ def ours_retrying(api: FlaskClient, method: str, name: str, body: Any = None) ->
         retriable = status == 500 and RETRYABLE in (payload or {}).get("message", "")
         if not retriable or time.monotonic() > deadline:
             return status, payload
-        time.sleep(1.0)
+        time.sleep(0.25)
 
 
 def lines_of(path: Path) -> list[str]:
@@ -85,10 +85,14 @@ def assert_refused_like_connect(api: FlaskClient, connect: ConnectRestClient, na
         assert mine[0] == 400 and "STOPPED" in mine[1]["message"]
 
 
-def stop_through_our_api(spark, api: FlaskClient, connect: ConnectRestClient, settings: Settings, name: str) -> None:
-    response = api.put(f"/connectors/{name}/stop")
-    assert response.status_code == 204
-    wait_state(connect, name, "STOPPED", 0)
+def stop_through_our_api(spark, api: FlaskClient, connect: ConnectRestClient, settings: Settings, *names: str) -> None:
+    """Each connector stopped through our ``PUT /stop``; once Connect reports them all STOPPED, one catch-up run of
+    the connector-state job (our ``connectors`` table then says STOPPED for each)."""
+    for name in names:
+        response = api.put(f"/connectors/{name}/stop")
+        assert response.status_code == 204
+    for name in names:
+        wait_state(connect, name, "STOPPED", 0)
     run_connector_states(spark, settings)
 
 
@@ -237,17 +241,26 @@ def test_get_offsets_match_connect(spark, connect, stack_settings, tmp_path):
         await_query(source_offsets.start(spark, settings, available_now=True))
         await_query(sink_offsets.start(spark, settings, available_now=True))
 
-    def agree(name: str, settled: Callable[[list[dict[str, Any]]], bool]) -> None:
-        """Once Connect's offsets are settled, ours equal Connect's (a commit may land between the two reads: retry)."""
-        connect.wait_for(lambda: settled(connect_offsets(connect, name)), WAIT_S, description=f"{name} offsets")
+    def agree(*expected: tuple[str, Callable[[list[dict[str, Any]]], bool]]) -> None:
+        """Once Connect's offsets of each ``(name, settled)`` are settled, ours equal Connect's for each name, after
+        one run of the jobs for all of them (a commit may land between the two reads: the jobs run again)."""
+        for name, settled in expected:
+            connect.wait_for(
+                lambda name=name, settled=settled: settled(connect_offsets(connect, name)),
+                WAIT_S,
+                description=f"{name} offsets",
+            )
         for _ in range(3):
             run_jobs()
-            mine = ours(api, "GET", name)
-            connects = theirs(connect, "GET", name)
-            if mine[0] == connects[0] and sorted_offsets(mine[1]["offsets"]) == sorted_offsets(connects[1]["offsets"]):
+            answers = {name: (ours(api, "GET", name), theirs(connect, "GET", name)) for name, _ in expected}
+            if all(
+                mine[0] == connects[0] and sorted_offsets(mine[1]["offsets"]) == sorted_offsets(connects[1]["offsets"])
+                for mine, connects in answers.values()
+            ):
                 break
-        assert mine[0] == connects[0] == 200
-        assert sorted_offsets(mine[1]["offsets"]) == sorted_offsets(connects[1]["offsets"])
+        for mine, connects in answers.values():
+            assert mine[0] == connects[0] == 200
+            assert sorted_offsets(mine[1]["offsets"]) == sorted_offsets(connects[1]["offsets"])
 
     def source_at(position: int) -> Callable[[list[dict[str, Any]]], bool]:
         return lambda entries: (
@@ -259,29 +272,25 @@ def test_get_offsets_match_connect(spark, connect, stack_settings, tmp_path):
             sorted_offsets(entries) == sorted_offsets([sink_entry(sink_topic, p, offset) for p in range(3)])
         )
 
-    agree(source, source_at(8))  # running
-    agree(sink, sink_at(4))
+    agree((source, source_at(8)), (sink, sink_at(4)))  # running
     for name in (source, sink):
         assert connect.put(connect.connector_path(name, "pause"))[0] == 202
-    agree(source, source_at(8))  # paused
-    agree(sink, sink_at(4))
+    agree((source, source_at(8)), (sink, sink_at(4)))  # paused
 
     # Stopped; then a multi-key partition written in non-HashMap order by a plain producer: null in both answers.
-    for name in (source, sink):
-        stop_through_our_api(spark, api, connect, settings, name)
+    stop_through_our_api(spark, api, connect, settings, source, sink)
     odd_key = f'["{source}",{{"zone":"z","filename":"/odd"}}]'.encode()  # HashMap order is filename, zone
     with InternalTopicWriter(settings) as writer:
         writer.send(settings.offset_storage_topic, [(odd_key, b'{"position":1}')])
     null_entry = {"partition": {"filename": "/odd", "zone": "z"}, "offset": None}
-    agree(source, lambda entries: null_entry in entries)
-    agree(sink, sink_at(4))
+    agree((source, lambda entries: null_entry in entries), (sink, sink_at(4)))
 
     # Reset the source through our API (twice, idempotent); the multi-key record written out of order survives in
     # the topic but its partition is unlisted once the HashMap-ordered tombstone lands: both answers agree.
     assert ours(api, "DELETE", source) == (200, {"message": RESET})
     run_jobs()
     assert ours(api, "DELETE", source) == (200, {"message": RESET})
-    agree(source, lambda entries: all(entry["partition"].get("filename") != str(source_file) for entry in entries))
+    agree((source, lambda entries: all(entry["partition"].get("filename") != str(source_file) for entry in entries)))
     assert ours(api, "GET", "no-such-connector") == theirs(connect, "GET", "no-such-connector")
     for name in (source, sink):
         connect.delete_connector(name)
