@@ -60,12 +60,12 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, current_app, g, request
+from flask import Flask, g, request
 
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.network import check_exposure, is_loopback
 from connect_state.api.passwords import dummy_hash, hash_token, verify_password
-from connect_state.api.resources import CLUSTER_ENVIRON_KEY, whole_path
+from connect_state.api.resources import CLUSTER_ENVIRON_KEY, every_resources, whole_path
 from connect_state.core.clusters import clusters
 from connect_state.core.errors import ConfigError
 from connect_state.core.settings import Settings
@@ -108,8 +108,6 @@ ANONYMOUS = "anonymous"
 REALM = "connect-state"
 EXTENSION = "connect_state.auth"
 THROTTLE_EXTENSION = "connect_state.auth.throttle"
-#: The ids of the clusters the app answers for, the default first (what a grant's cluster is checked against).
-CLUSTERS_EXTENSION = "connect_state.auth.clusters"
 #: How the roles file names a client certificate's principal: ``cert:<CN>``.
 CERTIFICATE_PREFIX = "cert:"
 
@@ -553,12 +551,12 @@ def forbidden_message(principal: Principal, role: Role, connector: str | None) -
     return f"{principal.roles_name} may not {request.method} {path}: it needs the role {role}{target}"
 
 
-def route_allows(principal: Principal, endpoint: str, role: Role, connector: str | None, every_id: list[str]) -> bool:
+def route_allows(principal: Principal, endpoint: str, role: Role, connector: str | None) -> bool:
     """Whether ``principal`` may call the current request's route (``endpoint``, needing ``role``): in the request's
     cluster; for a route of the whole deployment in every cluster; for a route over every cluster in one at least
     (its view keeps those)."""
     if endpoint in DEPLOYMENT_ENDPOINTS:
-        return all(principal.allows(role, connector, cluster) for cluster in every_id)
+        return all(principal.allows(role, connector, cluster) for cluster in every_resources())
     if endpoint in FLEET_ENDPOINTS:
         return principal.allows(role, connector)
     return principal.allows(role, connector, request_cluster())
@@ -566,9 +564,8 @@ def route_allows(principal: Principal, endpoint: str, role: Role, connector: str
 
 def request_cluster() -> str:
     """The id of the cluster the current request is for: its ``/clusters/<id>`` prefix's, else the default's."""
-    every: list[str] = current_app.extensions[CLUSTERS_EXTENSION]
     named = request.environ.get(CLUSTER_ENVIRON_KEY)
-    return named if isinstance(named, str) else every[0]
+    return named if isinstance(named, str) else next(iter(every_resources()))  # the default: the first added
 
 
 def allowed_here(role: Role, connector: str | None = None) -> bool:
@@ -634,8 +631,6 @@ def init_app(app: Flask, settings: Settings) -> AuthConfig:
         log.warning("Passwords and tokens cross the network in clear: serve TLS (api.tls.cert.file, api.tls.key.file)")
     app.extensions[EXTENSION] = config
     app.extensions[THROTTLE_EXTENSION] = throttle
-    every_id = [cluster.id for cluster in clusters(settings)]
-    app.extensions[CLUSTERS_EXTENSION] = every_id
 
     def authorize() -> None:
         endpoint = request.url_rule.endpoint if request.url_rule is not None else None
@@ -646,7 +641,7 @@ def init_app(app: Flask, settings: Settings) -> AuthConfig:
         principal = authenticate(config, throttle)
         g.principal = principal
         connector = (request.view_args or {}).get("connector")
-        if not route_allows(principal, endpoint, role, connector, every_id):
+        if not route_allows(principal, endpoint, role, connector):
             raise ConnectRestException(403, forbidden_message(principal, role, connector))
 
     app.before_request(authorize)
