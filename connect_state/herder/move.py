@@ -29,13 +29,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from connect_state.core.times import now_ms
 from connect_state.core.vocabulary import ConnectorType
-from connect_state.formats.offsets import BadOffsetsRequest, OffsetPair, normalize_source_offsets, parse_sink_offsets
 from connect_state.herder.base import log
-from connect_state.herder.errors import ConflictError, HerderError, for_status
-from connect_state.herder.restore import PartitionRestore, RestoreChange, offsets_difference
+from connect_state.herder.errors import ConflictError
+from connect_state.herder.restore import PartitionRestore, RestoreChange
 from connect_state.herder.revive import InitialState, ReviveHerder, already_exists_message, connector_restore_records
 
 __all__ = [
@@ -56,7 +57,7 @@ def not_stopped_message(name: str, origin: str) -> str:
     )
 
 
-def group_has_members_message(name: str, group: str, members: int, target: str) -> str:
+def group_has_members_message(name: str, group: str, members: int, *, target: str) -> str:
     """Ours: 409 when a moved sink's consumer group on the target's Kafka has members."""
     return (
         f"Cannot move sink connector {name} to cluster {target}: its consumer group {group} there has {members} active "
@@ -134,44 +135,15 @@ class MoveHerder(ReviveHerder):
             raise ConflictError(already_exists_message(name))
         row = {"connector_class": config.get("connector.class"), "config": json.dumps(dict(config))}
         kind, _ = self.connector_type(name, row)
-        partitions = offsets_difference(self._current_offsets(name, kind, dict(config)), offsets)
-        pairs: list[OffsetPair] = [
-            (dict(p.partition), p.restored if isinstance(p.restored, dict) else None)
-            for p in partitions
-            if p.change != RestoreChange.UNCHANGED
-        ]
-        group = None
-        try:
-            if kind == ConnectorType.SINK:
-                sink = parse_sink_offsets(pairs)
-                group = self._checked_group(name, row)
-                members = self.io.admin().group_members(group)
-                if members:
-                    raise ConflictError(group_has_members_message(name, group, members, target))
-                if sink:
-                    self._alter_offsets(name, row, kind, {(o.topic, o.partition): o.offset for o in sink})
-            else:
-                source = normalize_source_offsets(pairs)
-                if source:
-                    self._alter_offsets(name, row, kind, source)
-        except BadOffsetsRequest as err:
-            raise for_status(err.status, err.message) from None
+        refusal = partial(group_has_members_message, name, target=target)
+        plan = self._planned_offsets(name, row, kind, offsets, now_ms(), refusal, members_always=True)
         check = f"GET /clusters/{target}/connectors/{name} shows whether it was created; retrying answers 409 then."
         records = connector_restore_records(name, config, InitialState.STOPPED)
         self._send_config(records, f"the move of connector {name} to cluster {target}", check)
         log.info("Connector %s created STOPPED in cluster %s with the config of cluster %s", name, target, origin)
-        try:
-            if group is not None and pairs:
-                self._write_sink_offsets(name, group, parse_sink_offsets(pairs))
-            elif pairs:
-                self._fenced(name, self.io.connector(name))
-                self._write_source_offsets(
-                    name, dict(config), normalize_source_offsets(pairs), f"POST /connectors/{name}/move"
-                )
-        except HerderError as err:
-            log.error("Connector %s moved without its offsets: %s", name, err.message)
-            raise type(err)(offsets_not_written_message(name, origin, target, err.message)) from err
+        verb = f"POST /connectors/{name}/move"
+        self._write_planned_offsets(name, row, plan, verb, partial(offsets_not_written_message, name, origin, target))
         connector_class = config.get("connector.class")
         return ConnectorMove(
-            name, origin, target, connector_class if isinstance(connector_class, str) else None, kind, partitions
+            name, origin, target, connector_class if isinstance(connector_class, str) else None, kind, plan.partitions
         )

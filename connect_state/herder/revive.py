@@ -38,9 +38,10 @@ restored; when that cleanup removed its offsets, the message says so too. The hi
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 from typing import Any, Protocol
 
 from connect_state.core.times import iso_utc
@@ -342,20 +343,33 @@ class ReviveHerder(RestoreHerder):
     def _offsets_plan(self, name: str, row: Row, at: int, history: OffsetsHistory) -> _OffsetsPlan:
         """The offsets as of ``at`` against those now, checked as PATCH checks them; nothing written."""
         kind, _ = self.connector_type(name, row)
-        config = json.loads(row["config"])
-        partitions = offsets_difference(
-            self._current_offsets(name, kind, config), history.offsets_as_of(name, kind, config, at)
-        )
+        wanted = history.offsets_as_of(name, kind, json.loads(row["config"]), at)
+        return self._planned_offsets(name, row, kind, wanted, at, partial(group_has_members_message, name))
+
+    def _planned_offsets(
+        self,
+        name: str,
+        row: Row,
+        kind: ConnectorType,
+        wanted: Sequence[Mapping[str, Any]],
+        at: int,
+        members_refusal: Callable[[str, int], str],
+        members_always: bool = False,
+    ) -> _OffsetsPlan:
+        """``wanted`` (``{"partition", "offset"}`` entries) against the offsets now, checked as PATCH checks them: a
+        sink's consumer group may have no members (``members_refusal(group, members)``: the 409's message), asked only
+        when an offset differs unless ``members_always``; nothing written."""
+        partitions = offsets_difference(self._current_offsets(name, kind, json.loads(row["config"])), wanted)
         pairs: list[OffsetPair] = [
             (dict(p.partition), p.restored if isinstance(p.restored, dict) else None)
             for p in partitions
             if p.change != RestoreChange.UNCHANGED
         ]
+        if kind == ConnectorType.SINK and (pairs or members_always):
+            sink, group = self._checked_sink_offsets(name, row, pairs, members_refusal)
+            return _OffsetsPlan(at, partitions, kind, [], sink, group)
         if not pairs:
             return _OffsetsPlan(at, partitions, kind, [], [], None)
-        if kind == ConnectorType.SINK:
-            sink, group = self._checked_sink_offsets(name, row, pairs)
-            return _OffsetsPlan(at, partitions, kind, [], sink, group)
         try:
             source = normalize_source_offsets(pairs)
         except BadOffsetsRequest as err:
@@ -363,7 +377,9 @@ class ReviveHerder(RestoreHerder):
         self._alter_offsets(name, row, kind, source)
         return _OffsetsPlan(at, partitions, kind, source, [], None)
 
-    def _checked_sink_offsets(self, name: str, row: Row, pairs: list[OffsetPair]) -> tuple[list[SinkOffset], str]:
+    def _checked_sink_offsets(
+        self, name: str, row: Row, pairs: list[OffsetPair], members_refusal: Callable[[str, int], str]
+    ) -> tuple[list[SinkOffset], str]:
         """PATCH's sink checks (the offsets' shape, the group guard, ``alterOffsets``), and none of the group's
         members may be left; the offsets and the group."""
         try:
@@ -373,21 +389,29 @@ class ReviveHerder(RestoreHerder):
         group = self._checked_group(name, row)
         members = self.io.admin().group_members(group)
         if members:
-            raise ConflictError(group_has_members_message(name, group, members))
-        self._alter_offsets(name, row, ConnectorType.SINK, {(o.topic, o.partition): o.offset for o in sink})
+            raise ConflictError(members_refusal(group, members))
+        if sink:
+            self._alter_offsets(name, row, ConnectorType.SINK, {(o.topic, o.partition): o.offset for o in sink})
         return sink, group
 
     def _write_restored_offsets(self, name: str, row: Row, plan: _OffsetsPlan) -> None:
         """The planned offsets written after the config (the connector STOPPED now): PATCH's writes."""
+        self._write_planned_offsets(
+            name, row, plan, f"POST /connectors/{name}/restore", partial(offsets_not_written_message, name, plan.at)
+        )
+        log.info("Offsets of restored connector %s written as of %s", name, iso_utc(plan.at))
+
+    def _write_planned_offsets(
+        self, name: str, row: Row, plan: _OffsetsPlan, verb: str, not_written: Callable[[str], str]
+    ) -> None:
+        """``plan``'s offsets written after the config, as PATCH writes them; a failure is re-raised with
+        ``not_written(why)`` as its message (the connector is there, without them)."""
         try:
-            if plan.group is not None:
+            if plan.group is not None and plan.sink:
                 self._write_sink_offsets(name, plan.group, plan.sink)
             elif plan.source:
                 self._fenced(name, self.io.connector(name))
-                self._write_source_offsets(
-                    name, json.loads(row["config"]), plan.source, f"POST /connectors/{name}/restore"
-                )
+                self._write_source_offsets(name, json.loads(row["config"]), plan.source, verb)
         except HerderError as err:
-            log.error("Connector %s restored without its offsets: %s", name, err.message)
-            raise type(err)(offsets_not_written_message(name, plan.at, err.message)) from err
-        log.info("Offsets of restored connector %s written as of %s", name, iso_utc(plan.at))
+            log.error("Connector %s written without its offsets: %s", name, err.message)
+            raise type(err)(not_written(err.message)) from err
