@@ -83,6 +83,7 @@ class AlertsReconciler:
         clock: Callable[[], int],
         log: logging.Logger,
         fence: Callable[[], None] | None = None,
+        cluster: str | None = None,
     ) -> None:
         self.io = io
         self.rules = list(rules)
@@ -93,6 +94,9 @@ class AlertsReconciler:
         self.clock = clock
         self.log = log
         self.fence = fence or (lambda: None)
+        self.cluster = cluster
+        """The Connect cluster whose alerts these are, named in every notification and in its link; None for a
+        deployment that does not name its cluster (its notifications and links are as they were)."""
         self.open: dict[AlertKey, Alert] | None = None  # read at the first pass
         self.known: dict[str, Alert] = {}  # by id: the open alerts and those of pending deliveries
         self.pending: list[Delivery] = []
@@ -173,7 +177,7 @@ class AlertsReconciler:
     def _attempt(self, channel: Channel, delivery: Delivery) -> Delivery:
         alert = self.known[delivery.alert_id]
         now = self.clock()
-        data = body(channel.kind, alert, delivery.event, now, self._url(alert), 4 * self.resend_ms)
+        data = body(channel.kind, alert, delivery.event, now, self._url(alert), 4 * self.resend_ms, self.cluster)
         result = self.io.send(channel, data)
         attempts = delivery.attempts + 1
         done_at = self.clock()
@@ -220,7 +224,9 @@ class AlertsReconciler:
         )
 
     def _url(self, alert: Alert) -> str:
-        return f"{self.generator_url.rstrip('/')}/alerts?id={alert.id}"
+        """The alert in the API: under ``/clusters/<id>`` for a named cluster, whose alerts are in its own tables."""
+        where = "" if self.cluster is None else f"/clusters/{self.cluster}"
+        return f"{self.generator_url.rstrip('/')}{where}/alerts?id={alert.id}"
 
     def resend(self) -> None:
         """Firing alerts again to each Alertmanager channel every ``resend_ms`` (not recorded; a failure waits for
@@ -239,7 +245,7 @@ class AlertsReconciler:
             self.last_resend[channel.name] = now
             for alert in firing:
                 result = self.io.send(channel, body(channel.kind, alert, Event.FIRING, now, self._url(alert),
-                                                    4 * self.resend_ms))  # fmt: skip
+                                                    4 * self.resend_ms, self.cluster))  # fmt: skip
                 if not result.ok:
                     self.log.warning("alert %s: sending it again to %s failed: %s", alert.rule, channel.name,
                                      result.error)  # fmt: skip

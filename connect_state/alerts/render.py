@@ -19,10 +19,13 @@ def iso(ms: int | None) -> str | None:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def labels_of(alert: Alert) -> dict[str, str]:
-    """The alert's identity as Alertmanager labels: alertname, severity, kind, connector, subject and the
-    condition's own (the step, the topic...), none of which changes while the alert lasts."""
+def labels_of(alert: Alert, cluster: str | None = None) -> dict[str, str]:
+    """The alert's identity as Alertmanager labels: alertname, severity, kind, the Connect cluster (when the
+    deployment names it, :func:`connect_state.core.clusters.cluster_label`), connector, subject and the condition's
+    own (the step, the topic...), none of which changes while the alert lasts."""
     labels = {"alertname": alert.rule, "severity": str(alert.severity), "kind": str(alert.when), "source": SOURCE}
+    if cluster is not None:
+        labels["cluster"] = cluster
     if alert.connector is not None:
         labels["connector"] = alert.connector
     if alert.subject:
@@ -32,9 +35,12 @@ def labels_of(alert: Alert) -> dict[str, str]:
     return labels
 
 
-def webhook_body(alert: Alert, event: Event, now_ms: int, generator_url: str) -> dict[str, Any]:
-    """The generic JSON body."""
-    return {
+def webhook_body(
+    alert: Alert, event: Event, now_ms: int, generator_url: str, cluster: str | None = None
+) -> dict[str, Any]:
+    """The generic JSON body; ``cluster`` only when the deployment names its clusters (a one-cluster deployment's
+    bodies are as they were)."""
+    data: dict[str, Any] = {
         "source": SOURCE,
         "status": str(event),
         "id": alert.id,
@@ -53,16 +59,23 @@ def webhook_body(alert: Alert, event: Event, now_ms: int, generator_url: str) ->
         "sent_at": iso(now_ms),
         "url": generator_url,
     }
+    return data if cluster is None else {"cluster": cluster, **data}
 
 
 _EMOJI = {Event.FIRING: ":rotating_light:", Event.RESOLVED: ":white_check_mark:"}
 
 
-def slack_body(alert: Alert, event: Event, now_ms: int, generator_url: str) -> dict[str, Any]:
-    """Slack's incoming-webhook body: ``text`` (the notification's fallback) and Block Kit ``blocks``."""
-    title = f"[{str(event).upper()}] {alert.rule}: {alert.summary}"
+def slack_body(
+    alert: Alert, event: Event, now_ms: int, generator_url: str, cluster: str | None = None
+) -> dict[str, Any]:
+    """Slack's incoming-webhook body: ``text`` (the notification's fallback) and Block Kit ``blocks``; the title
+    names the cluster when the deployment names it."""
+    where = f" ({cluster})" if cluster is not None else ""
+    title = f"[{str(event).upper()}] {alert.rule}{where}: {alert.summary}"
     when = f"started {iso(alert.started_at)}" + (f", resolved {iso(alert.resolved_at)}" if alert.resolved_at else "")
     fields = [f"*Severity:* {alert.severity}", f"*Connector:* {alert.connector or '-'}"]
+    if cluster is not None:
+        fields.append(f"*Cluster:* {cluster}")
     if alert.subject:
         fields.append(f"*Subject:* {alert.subject}")
     blocks: list[dict[str, Any]] = [
@@ -80,7 +93,9 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def alertmanager_body(alert: Alert, event: Event, now_ms: int, generator_url: str, ends_after_ms: int) -> list[Any]:
+def alertmanager_body(
+    alert: Alert, event: Event, now_ms: int, generator_url: str, ends_after_ms: int, cluster: str | None = None
+) -> list[Any]:
     """Alertmanager's ``POST /api/v2/alerts`` body: a list of one alert. A firing alert's ``endsAt`` is
     ``ends_after_ms`` from now (Alertmanager resolves it then unless it is sent again, as Prometheus does); a
     resolved one's is when it resolved."""
@@ -90,7 +105,7 @@ def alertmanager_body(alert: Alert, event: Event, now_ms: int, generator_url: st
         annotations["description"] = alert.detail
     return [
         {
-            "labels": labels_of(alert),
+            "labels": labels_of(alert, cluster),
             "annotations": annotations,
             "startsAt": iso(alert.fired_at or alert.started_at),
             "endsAt": iso(ends),
@@ -99,13 +114,22 @@ def alertmanager_body(alert: Alert, event: Event, now_ms: int, generator_url: st
     ]
 
 
-def body(kind: ChannelKind, alert: Alert, event: Event, now_ms: int, generator_url: str, ends_after_ms: int) -> bytes:
-    """The JSON bytes a channel of ``kind`` is sent."""
+def body(
+    kind: ChannelKind,
+    alert: Alert,
+    event: Event,
+    now_ms: int,
+    generator_url: str,
+    ends_after_ms: int,
+    cluster: str | None = None,
+) -> bytes:
+    """The JSON bytes a channel of ``kind`` is sent; ``cluster``: the alert's Connect cluster, when the deployment
+    names it."""
     match kind:
         case ChannelKind.WEBHOOK:
-            data: Any = webhook_body(alert, event, now_ms, generator_url)
+            data: Any = webhook_body(alert, event, now_ms, generator_url, cluster)
         case ChannelKind.SLACK:
-            data = slack_body(alert, event, now_ms, generator_url)
+            data = slack_body(alert, event, now_ms, generator_url, cluster)
         case ChannelKind.ALERTMANAGER:
-            data = alertmanager_body(alert, event, now_ms, generator_url, ends_after_ms)
+            data = alertmanager_body(alert, event, now_ms, generator_url, ends_after_ms, cluster)
     return json.dumps(data, ensure_ascii=False).encode()

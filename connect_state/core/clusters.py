@@ -27,6 +27,7 @@ __all__ = [
     "CLUSTER_ID",
     "CLUSTER_ID_RULE",
     "Cluster",
+    "cluster_label",
     "cluster_settings",
     "clusters",
     "default_cluster",
@@ -88,6 +89,16 @@ def default_cluster(settings: Settings) -> Cluster:
     else:
         cluster_id = _checked_id(settings.connect_group_id, "connect.group.id (cluster.id is empty; set cluster.id)")
     return _cluster(cluster_id, settings, default=True)
+
+
+def cluster_label(settings: Settings) -> str | None:
+    """The id that names ``settings``'s cluster to people outside (the alerts' ``cluster`` label and the bodies sent
+    to channels, their links under ``/clusters/<id>``): a further cluster's id, or the default's when it sets
+    ``cluster.id`` or the deployment lists further clusters; None for a one-cluster deployment without
+    ``cluster.id``, whose notifications stay as they were."""
+    if settings.cluster_id:
+        return settings.cluster_id
+    return default_cluster(settings).id if listed_ids(settings) else None
 
 
 def listed_ids(settings: Settings) -> list[str]:

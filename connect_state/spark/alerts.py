@@ -18,6 +18,7 @@ from connect_state.alerts.delivery import HttpSender
 from connect_state.alerts.reconciler import AlertsReconciler
 from connect_state.alerts.rules import Rule, load_rules
 from connect_state.alerts.store import DeltaAlertsIO
+from connect_state.core.clusters import cluster_label
 from connect_state.core.errors import ConfigError
 from connect_state.core.settings import Settings
 from connect_state.spark.leases import LeasedTask
@@ -69,6 +70,7 @@ def alerts_reconciler(
         clock=now_ms,
         log=log,
         fence=fence,
+        cluster=cluster_label(settings),
     )
 
 

@@ -11,6 +11,7 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -441,3 +442,76 @@ def test_a_cluster_on_another_kafka_takes_neither_its_credentials_nor_its_id_fro
     assert (eu.settings.kafka_client_properties, eu.settings.api_kafka_cluster_id) == ({}, "")
     assert billing.settings.kafka_client_properties == base.kafka_client_properties  # the same Kafka: its clients'
     assert billing.settings.api_kafka_cluster_id == ""
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    """A loopback webhook and Alertmanager receiver: every POSTed JSON body, by path."""
+
+    got: list[tuple[str, Any]]
+
+    def do_POST(self) -> None:
+        length = int(self.headers["Content-Length"])
+        self.got.append((self.path, json.loads(self.rfile.read(length))))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_the_alerts_of_a_connector_named_alike_in_two_clusters_name_their_cluster(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Each cluster's alerts job (as the driver builds it) sends its own alert for ``orders``, labelled with its
+    cluster, and links it where that cluster's alerts are; a one-cluster deployment's notifications have no label."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from connect_state.spark.alerts import alerts_reconciler
+    from connect_state.tables.schemas import now_ms
+
+    received: list[tuple[str, Any]] = []
+    handler = type("Receiver", (_Receiver,), {"got": received})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        two = settings.with_overrides(
+            **BILLING,
+            **{
+                "alerts.channels": f"hook=webhook:{base}/hook,am=alertmanager:{base}",
+                "alerts.generator.url": "http://ui",
+            },
+        )
+        verdict_schema = pa.schema(
+            [("connector", pa.string()), ("verdict", pa.string()), ("since", pa.timestamp("ms", tz="UTC")),
+             ("evidence", pa.string())]
+        )  # fmt: skip
+        failed = [{"connector": "orders", "verdict": "failed", "since": now_ms() - 600_000, "evidence": "{}"}]
+        for cluster in clusters(two):
+            table = str(cluster.settings.table_path("connector_verdicts"))
+            write_deltalake(table, pa.Table.from_pylist(failed, schema=verdict_schema))
+            alerts_reconciler(cluster.settings).run_pass()
+        hooks = [body for path, body in received if path == "/hook"]
+        assert sorted((b["cluster"], b["connector"], b["url"].split("?")[0]) for b in hooks) == [
+            ("billing", "orders", "http://ui/clusters/billing/alerts"),
+            ("connect-cluster", "orders", "http://ui/clusters/connect-cluster/alerts"),
+        ]
+        managed = [body[0]["labels"] for path, body in received if path == "/api/v2/alerts"]
+        assert sorted((labels["cluster"], labels["connector"]) for labels in managed) == [
+            ("billing", "orders"),
+            ("connect-cluster", "orders"),
+        ]
+        received.clear()
+        alone = settings.with_overrides(
+            **{"alerts.channels": f"hook=webhook:{base}/hook", "alerts.generator.url": "http://ui",
+               "delta.root": str(tmp_path / "alone")}
+        )  # fmt: skip
+        write_deltalake(
+            str(alone.table_path("connector_verdicts")), pa.Table.from_pylist(failed, schema=verdict_schema)
+        )
+        alerts_reconciler(alone).run_pass()
+        [(_, body)] = received
+        assert "cluster" not in body and body["url"].startswith("http://ui/alerts?id=")
+    finally:
+        server.shutdown()
