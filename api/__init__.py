@@ -84,7 +84,7 @@ def create_app(
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
     init_app(app, AppResources(settings, table_reader, writer, topics, follower, group_follower))
     network.init_proxies(app, settings)  # X-Forwarded-For from api.trusted.proxies proxies only
-    metrics.init_app(app)  # first: its after_request runs last, when the answer is final
+    metrics.init_app(app, settings)  # first: its after_request runs last, when the answer is final
     register_error_handlers(app)
     same_origin.init_app(app, settings)  # first: a web page of another origin may not write, whoever it is
     auth.init_app(app, settings)  # before any other check: who asks, and may they (issue 13)

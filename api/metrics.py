@@ -15,6 +15,11 @@
   the others, from ``connector_verdicts`` (the watch job's); ``verdict`` takes the verdicts' closed set only, and a
   connector no longer in the table loses its series.
 
+With several clusters (issue 37), or ``cluster.id`` set (:func:`connect_state.core.clusters.cluster_label`), the
+per-table and verdict gauges have a ``cluster`` label first, and a scrape (of ``/metrics`` or of any
+``/clusters/<id>/metrics``: the deployment's, which needs ``read`` in every cluster) measures every cluster; a cluster
+that cannot be measured is logged and the others are still answered.
+
 Each app has a registry of its own (several apps in one process, as in the tests, never share counters). The jobs'
 metrics are served by the jobs driver (:mod:`connect_state.spark.metrics`), not here: the API never imports Spark.
 """
@@ -32,7 +37,10 @@ from connect_state.api.health import current_lags
 from connect_state.api.lag import watermarks
 from connect_state.api.limits import WRITE_METHODS
 from connect_state.api.openapi import documented
+from connect_state.api.resources import every_resources, serving_cluster
 from connect_state.api.verdicts import verdict_rows
+from connect_state.core.clusters import cluster_label
+from connect_state.core.settings import Settings
 from connect_state.tables.schemas import TABLE_QUERIES
 from connect_state.verdicts.vocabulary import VERDICT_GAUGE, Verdict
 
@@ -50,9 +58,11 @@ def method_label(method: str) -> str:
 
 
 class ApiMetrics:
-    """The metrics of one app, in a registry of their own."""
+    """The metrics of one app, in a registry of their own; ``by_cluster``: the gauges are labelled by cluster."""
 
-    def __init__(self) -> None:
+    def __init__(self, by_cluster: bool = False) -> None:
+        self.by_cluster = by_cluster
+        where = ("cluster",) if by_cluster else ()
         self.registry = CollectorRegistry(auto_describe=True)
         labels = ("method", "endpoint", "status")
         self.requests = Counter(
@@ -73,39 +83,40 @@ class ApiMetrics:
         self.records_behind = Gauge(
             "connect_state_table_records_behind",
             "Records of the table's topics not yet folded into it (NaN: unknown)",
-            ("table",),
+            (*where, "table"),
             registry=self.registry,
         )
         self.lag_seconds = Gauge(
             "connect_state_table_lag_seconds",
             "How old the table's view of its topics is: 0 when current (NaN: unknown)",
-            ("table",),
+            (*where, "table"),
             registry=self.registry,
         )
         self.commit_age = Gauge(
             "connect_state_table_last_commit_age_seconds",
             "Seconds since the table's query last committed a batch (NaN: never)",
-            ("table",),
+            (*where, "table"),
             registry=self.registry,
         )
         self.verdict = Gauge(
             VERDICT_GAUGE,
             "1 for the connector's current verdict, 0 for the others (issue 35)",
-            ("connector", "verdict"),
+            (*where, "connector", "verdict"),
             registry=self.registry,
         )
 
-    def refresh_verdicts(self) -> None:
-        """Set the verdict gauge from ``connector_verdicts`` (in an app context): one series per connector and
-        verdict; connectors gone from the table lose theirs."""
+    def refresh_verdicts(self, where: tuple[str, ...] = ()) -> None:
+        """Set the verdict gauge from ``connector_verdicts`` (in a request for the cluster ``where`` names, when the
+        gauges are by cluster): one series per connector and verdict. The gauge is cleared before a scrape
+        (:func:`metrics`), so connectors gone from the table lose theirs."""
         rows = verdict_rows()
-        self.verdict.clear()
         for name, row in rows.items():
             for member in Verdict:
-                self.verdict.labels(name, member.value).set(1 if row["verdict"] == member.value else 0)
+                self.verdict.labels(*where, name, member.value).set(1 if row["verdict"] == member.value else 0)
 
-    def refresh_tables(self) -> None:
-        """Set the per-table gauges (in an app context)."""
+    def refresh_tables(self, where: tuple[str, ...] = ()) -> None:
+        """Set the per-table gauges (in a request for the cluster ``where`` names, when the gauges are by
+        cluster)."""
         now_ms = time.time() * 1000
         newest: dict[str, int] = {}
         marks = watermarks()
@@ -113,10 +124,33 @@ class ApiMetrics:
             if mark.committed_at_ms is not None:
                 newest[mark.query] = max(newest.get(mark.query, 0), mark.committed_at_ms)
         for lag in current_lags(marks):
-            self.records_behind.labels(lag.table).set(math.nan if lag.records is None else lag.records)
-            self.lag_seconds.labels(lag.table).set(math.nan if lag.age_ms is None else lag.age_ms / 1000)
+            self.records_behind.labels(*where, lag.table).set(math.nan if lag.records is None else lag.records)
+            self.lag_seconds.labels(*where, lag.table).set(math.nan if lag.age_ms is None else lag.age_ms / 1000)
             committed = newest.get(TABLE_QUERIES[lag.table])
-            self.commit_age.labels(lag.table).set(math.nan if committed is None else max(now_ms - committed, 0) / 1000)
+            age = math.nan if committed is None else max(now_ms - committed, 0) / 1000
+            self.commit_age.labels(*where, lag.table).set(age)
+
+    def refresh(self) -> None:
+        """Measure the tables and the verdicts (in a request): the request's cluster's, or every cluster's when the
+        gauges are by cluster. What cannot be measured is logged; the rest is still answered."""
+        self.verdict.clear()
+        if not self.by_cluster:
+            self._refresh_one(())
+            return
+        for cluster_id in every_resources():
+            with serving_cluster(cluster_id):
+                self._refresh_one((cluster_id,))
+
+    def _refresh_one(self, where: tuple[str, ...]) -> None:
+        named = f" of cluster {where[0]}" if where else ""
+        try:
+            self.refresh_tables(where)
+        except Exception:  # the request counters are still worth a scrape
+            current_app.logger.warning("cannot measure the tables' lag%s for /metrics", named, exc_info=True)
+        try:
+            self.refresh_verdicts(where)
+        except Exception:
+            current_app.logger.warning("cannot read the verdicts%s for /metrics", named, exc_info=True)
 
 
 def app_metrics(app: Flask | None = None) -> ApiMetrics:
@@ -141,9 +175,9 @@ def _observe(response: Response) -> Response:
     return response
 
 
-def init_app(app: Flask) -> None:
-    """Create the app's metrics and count every request."""
-    app.extensions[EXTENSION] = ApiMetrics()
+def init_app(app: Flask, settings: Settings) -> None:
+    """Create the app's metrics (by cluster when ``settings`` name their clusters) and count every request."""
+    app.extensions[EXTENSION] = ApiMetrics(by_cluster=cluster_label(settings) is not None)
     app.before_request(_started)
     app.after_request(_observe)
 
@@ -156,12 +190,5 @@ def init_app(app: Flask) -> None:
 )
 def metrics() -> Response:
     state = app_metrics()
-    try:
-        state.refresh_tables()
-    except Exception:  # the request counters are still worth a scrape
-        current_app.logger.warning("cannot measure the tables' lag for /metrics", exc_info=True)
-    try:
-        state.refresh_verdicts()
-    except Exception:
-        current_app.logger.warning("cannot read the verdicts for /metrics", exc_info=True)
+    state.refresh()
     return Response(generate_latest(state.registry), mimetype=CONTENT_TYPE_LATEST)

@@ -515,3 +515,35 @@ def test_the_alerts_of_a_connector_named_alike_in_two_clusters_name_their_cluste
         assert "cluster" not in body and body["url"].startswith("http://ui/alerts?id=")
     finally:
         server.shutdown()
+
+
+def test_metrics_label_each_clusters_series_with_its_cluster(billing: Billing, settings: Settings) -> None:
+    """``/metrics`` (and ``/clusters/<id>/metrics``, the same deployment-wide scrape) measures every cluster: a
+    connector of one name in two clusters has a verdict series in each, and each table's lag one per cluster."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from connect_state.tables.schemas import CONNECTOR_VERDICTS
+
+    def verdict(name: str, value: str) -> dict[str, Any]:
+        return {"connector": name, "type": "source", "verdict": value, "since": None, "evidence": "{}", "tasks": "{}",
+                "thresholds": "{}", "updated": None}  # fmt: skip
+
+    write_table(settings.delta_root, CONNECTOR_VERDICTS, [verdict("orders", "healthy")])
+    write_table(billing.settings.delta_root, CONNECTOR_VERDICTS, [verdict("orders", "failed")])
+    for path in ("/metrics", "/clusters/billing/metrics"):
+        scrape = billing.client.get(path)
+        assert scrape.status_code == 200, scrape.get_data(as_text=True)
+        families = {f.name: f for f in text_string_to_metric_families(scrape.get_data(as_text=True))}
+        current = sorted(
+            (s.labels["cluster"], s.labels["connector"], s.labels["verdict"])
+            for s in families["connect_state_connector_verdict"].samples
+            if s.value == 1
+        )
+        assert current == [("billing", "orders", "failed"), ("connect-cluster", "orders", "healthy")]
+        lagged = {(s.labels["cluster"], s.labels["table"]) for s in families["connect_state_table_lag_seconds"].samples}
+        assert ("billing", "connectors") in lagged and ("connect-cluster", "connectors") in lagged
+
+
+def test_a_one_cluster_deployments_metrics_have_no_cluster_label(make_client: Any) -> None:
+    scrape = make_client().get("/metrics").get_data(as_text=True)
+    assert "connect_state_table_lag_seconds{table=" in scrape and 'cluster="' not in scrape
