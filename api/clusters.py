@@ -18,9 +18,10 @@ checks, and never another's.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app, jsonify, request
+from flask import Blueprint, Flask, Response, copy_current_request_context, current_app, jsonify, request
 
 from connect_state.api.auth import clusters_allowed, current_principal
 from connect_state.api.errors import ConnectRestException
@@ -153,4 +154,20 @@ def _health(resources: AppResources) -> dict[str, Any]:
 })  # fmt: skip
 def list_clusters() -> Response:
     resources, every = every_resources(), known_clusters()
-    return jsonify([cluster_view(every[key], _health(resources[key])) for key in clusters_allowed(every)])
+    allowed = list(clusters_allowed(every))
+    healths = _healths([resources[key] for key in allowed])
+    return jsonify([cluster_view(every[key], health) for key, health in zip(allowed, healths, strict=True)])
+
+
+#: At most this many clusters' Kafkas are asked at once by ``GET /clusters``.
+MAX_PROBES = 8
+
+
+def _healths(resources: list[AppResources]) -> list[dict[str, Any]]:
+    """Each cluster's health, their Kafkas asked at once: a Kafka that cannot be reached costs the answer one
+    ``api.lag.timeout.ms``, not one per cluster."""
+    if len(resources) <= 1:
+        return [_health(one) for one in resources]
+    with ThreadPoolExecutor(max_workers=min(len(resources), MAX_PROBES), thread_name_prefix="clusters") as pool:
+        futures = [pool.submit(copy_current_request_context(_health), one) for one in resources]
+        return [future.result() for future in futures]

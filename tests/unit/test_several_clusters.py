@@ -408,6 +408,34 @@ def test_clusters_names_a_cluster_whose_kafka_is_away_and_answers_the_others(bil
     assert not billing.writer.sends
 
 
+def test_clusters_asks_every_clusters_kafka_at_once(billing: Billing, kafka_log: InMemoryTopics) -> None:
+    """Each cluster's first offsets request waits for the other's (a barrier of two): asked one after the other, the
+    first would wait alone and its Kafka be reported unreachable."""
+    barrier = threading.Barrier(2, timeout=10)
+
+    def meet_once() -> Callable[[Any], Exception | None]:
+        met: list[bool] = []
+
+        def fail(_topics: Any) -> Exception | None:
+            if met:
+                return None
+            met.append(True)
+            try:
+                barrier.wait()
+            except threading.BrokenBarrierError:
+                return KafkaUnavailableError("asked alone: the other cluster's Kafka was not asked meanwhile")
+            return None
+
+        return fail
+
+    kafka_log.fail, billing.topics.fail = meet_once(), meet_once()
+    listed = {entry["id"]: entry["health"]["kafka"] for entry in billing.client.get("/clusters").get_json()}
+    assert listed == {
+        "connect-cluster": {"reachable": True, "message": None},
+        "billing": {"reachable": True, "message": None},
+    }
+
+
 def test_refusals_under_two_clusters_are_not_alike(billing: Billing) -> None:
     """The audit's refusal sampler summarises alike refusals: one cluster's do not hide another's."""
     app = billing.client.application
