@@ -25,8 +25,10 @@ CLIENT_CALL_ERRORS: tuple[type[BaseException], ...] = (kafka_errors.KafkaError, 
 
 def client_error(err: BaseException) -> BaseException:
     """One of :data:`CLIENT_CALL_ERRORS` as kafka-python's own error: kafka-python 3.0.x's KeyError (the broker
-    went away mid-call) means no answer in time."""
-    return err if isinstance(err, kafka_errors.KafkaError) else kafka_errors.KafkaTimeoutError(describe_error(err))
+    went away mid-call, or the call's timeout ran out partway) means no answer in time, and says so."""
+    if isinstance(err, kafka_errors.KafkaError):
+        return err
+    return kafka_errors.KafkaTimeoutError(f"no answer in time (kafka-python's {describe_error(err)})")
 
 
 def timed_out(err: BaseException) -> bool:

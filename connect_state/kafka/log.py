@@ -167,7 +167,7 @@ class TopicLogReader:
                 starts = consumer.beginning_offsets(partitions, timeout_ms=deadline.remaining_ms())
                 ends = consumer.end_offsets(partitions, timeout_ms=deadline.remaining_ms())
             except CLIENT_CALL_ERRORS as err:
-                reason = describe_error(err)
+                reason = describe_error(client_error(err))
                 raise read_error(client_error(err), self.bootstrap_servers)(
                     f"cannot {what} on Kafka at {self.bootstrap_servers}: {reason}"
                 ) from err
@@ -200,7 +200,7 @@ class TopicLogReader:
                 raise
             raise KafkaUnavailableError(f"{err}; no broker at {self.bootstrap_servers} accepts connections") from err
         except CLIENT_CALL_ERRORS as err:
-            reason = describe_error(err)
+            reason = describe_error(client_error(err))
             error = read_error(client_error(err), self.bootstrap_servers)
             raise error(f"cannot read {names} from Kafka at {self.bootstrap_servers}: {reason}") from err
         finally:

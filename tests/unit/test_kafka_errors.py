@@ -7,7 +7,7 @@ import socket
 
 from kafka import errors as kafka_errors
 
-from connect_state.core.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout
+from connect_state.core.errors import KafkaUnavailableError, KafkaWriteError, KafkaWriteTimeout, describe_error
 from connect_state.kafka.errors import CLIENT_CALL_ERRORS, any_listening, client_error, read_error, write_error
 
 
@@ -32,5 +32,8 @@ def test_kafka_pythons_key_error_mid_call_is_a_timeout() -> None:
     assert isinstance(lost, CLIENT_CALL_ERRORS)
     assert isinstance(client_error(lost), kafka_errors.KafkaTimeoutError)
     assert write_error(client_error(lost)) is KafkaWriteTimeout
+    assert describe_error(client_error(KeyError("TopicPartition(topic='t', partition=0)"))) == (
+        "KafkaTimeoutError: no answer in time (kafka-python's KeyError: \"TopicPartition(topic='t', partition=0)\")"
+    )
     own = kafka_errors.UnknownTopicOrPartitionError()
     assert client_error(own) is own and write_error(client_error(own)) is KafkaWriteError
