@@ -1,0 +1,72 @@
+"""One DataFrame over every Connect cluster of a deployment (issue 37), for SQL over the fleet in Spark (a notebook, a
+Databricks job): each cluster's table of a name, read where that cluster keeps it (:mod:`connect_state.core.clusters`),
+with the cluster's id as a first column ``cluster``.
+
+Each cluster's tables stay its own (under ``<delta.root>/clusters/<id>`` for a further cluster), written by its own
+queries, so adding or removing a cluster changes no other cluster's tables; these frames read them together at query
+time. A cluster whose table does not exist yet (its jobs have not run) is left out and named in the log; a table no
+cluster has yet is a :class:`~connect_state.core.errors.TableNotFoundError`.
+
+    from connect_state.core.settings import load_settings
+    from connect_state.spark.fleet import register_fleet_views
+
+    register_fleet_views(spark, load_settings("conf/connect-state.properties"))
+    spark.sql("SELECT cluster, name FROM fleet_connectors WHERE connector_state = 'PAUSED'").show()
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import reduce
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from connect_state.core.clusters import clusters
+from connect_state.core.errors import TableNotFoundError
+from connect_state.core.settings import Settings
+from connect_state.spark.delta_io import table_exists
+from connect_state.tables.schemas import ALERTS, ALL_TABLES, CONNECTOR_VERDICTS, VERDICT_HISTORY
+
+__all__ = ["CLUSTER_COLUMN", "FLEET_TABLES", "FLEET_VIEW_PREFIX", "fleet_table", "register_fleet_views"]
+
+log = logging.getLogger("connect_state.fleet")
+
+#: The column naming each row's cluster.
+CLUSTER_COLUMN = "cluster"
+#: The tables :func:`register_fleet_views` makes views of: the folds' and the verdicts' and alerts' (each cluster's
+#: own; the audit is the deployment's, in the default cluster's root, and has no view here).
+FLEET_TABLES = (*ALL_TABLES, CONNECTOR_VERDICTS, VERDICT_HISTORY, ALERTS)
+#: The temporary views :func:`register_fleet_views` creates are named ``fleet_<table>``.
+FLEET_VIEW_PREFIX = "fleet_"
+
+
+def fleet_table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:
+    """Every cluster's table ``name`` as one DataFrame, ``cluster`` first, then the table's columns (by name; a
+    column one cluster's table lacks, as an older table before a schema change, is null in its rows)."""
+    frames = []
+    for cluster in clusters(settings):
+        path = cluster.settings.table_path(name).uri
+        if not table_exists(spark, path):
+            log.info("fleet %s: cluster %s has no table at %s yet; left out", name, cluster.id, path)
+            continue
+        frame = spark.read.format("delta").load(path)
+        frames.append(frame.select(F.lit(cluster.id).alias(CLUSTER_COLUMN), *frame.columns))
+    if not frames:
+        raise TableNotFoundError(f"no cluster has a table {name} yet (the jobs create it at their first run)")
+    return reduce(lambda one, other: one.unionByName(other, allowMissingColumns=True), frames)
+
+
+def register_fleet_views(spark: SparkSession, settings: Settings) -> list[str]:
+    """A temporary view ``fleet_<table>`` of :func:`fleet_table` for each of :data:`FLEET_TABLES` some cluster has;
+    the names of the views created."""
+    created = []
+    for spec in FLEET_TABLES:
+        try:
+            frame = fleet_table(spark, settings, spec.name)
+        except TableNotFoundError:
+            continue
+        view = FLEET_VIEW_PREFIX + spec.name
+        frame.createOrReplaceTempView(view)
+        created.append(view)
+    return created

@@ -1,0 +1,94 @@
+"""One DataFrame over every cluster's tables (connect_state/spark/fleet.py, issue 37): each cluster's table read
+where that cluster keeps it, with its id as ``cluster``, and the ``fleet_<table>`` views SQL over the fleet uses."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+from pyspark.sql import SparkSession
+
+from connect_state.core.clusters import clusters
+from connect_state.core.errors import TableNotFoundError
+from connect_state.core.settings import Settings, load_settings
+from connect_state.spark.fleet import fleet_table, register_fleet_views
+from connect_state.tables.schemas import CONNECTOR_EVENTS, CONNECTORS, SOURCE_OFFSETS
+from tests.unit.helpers import write_table
+
+pytestmark = pytest.mark.spark
+
+
+def three_clusters(tmp_path: Path) -> Settings:
+    return load_settings(
+        overrides={
+            "delta.root": str(tmp_path / "delta"),
+            "checkpoint.root": str(tmp_path / "checkpoints"),
+            "connect.group.id": "connect-main",
+            "clusters": "billing,empty",
+            "clusters.billing.connect.group.id": "connect-billing",
+            "clusters.billing.status.storage.topic": "billing-status",
+            "clusters.empty.connect.group.id": "connect-empty",
+            "clusters.empty.status.storage.topic": "empty-status",
+        },
+        environ={},
+    )
+
+
+def connector(name: str, state: str, deleted: bool = False) -> dict[str, Any]:
+    return {"name": name, "type": "source", "connector_class": "FileStreamSource", "connector_state": state,
+            "target_state": state, "deleted": deleted}  # fmt: skip
+
+
+def test_the_fleet_reads_every_clusters_table_with_its_cluster(spark: SparkSession, tmp_path: Path) -> None:
+    settings = three_clusters(tmp_path)
+    main, billing, _empty = clusters(settings)
+    write_table(
+        main.settings.delta_root, CONNECTORS, [connector("orders", "RUNNING"), connector("old", "UNASSIGNED", True)]
+    )
+    # billing's table was written before a column was added: its rows have it null
+    older = pa.schema([field for field in CONNECTORS.schema if field.name != "connector_version"])
+    rows = [connector("orders", "PAUSED"), connector("invoices", "RUNNING")]
+    write_deltalake(str(billing.settings.table_path(CONNECTORS.name)), pa.Table.from_pylist(rows, schema=older))
+
+    frame = fleet_table(spark, settings, CONNECTORS.name)
+    assert frame.columns[0] == "cluster" and "connector_version" in frame.columns
+    got = sorted((r["cluster"], r["name"], r["connector_state"]) for r in frame.collect())
+    assert got == [
+        ("billing", "invoices", "RUNNING"),
+        ("billing", "orders", "PAUSED"),
+        ("connect-main", "old", "UNASSIGNED"),
+        ("connect-main", "orders", "RUNNING"),
+    ]  # the empty cluster, whose jobs have not run, is left out
+
+    write_table(main.settings.delta_root, SOURCE_OFFSETS, [{"connector": "old", "partition": "{}", "offset": "{}"}])
+    views = register_fleet_views(spark, settings)
+    assert {"fleet_connectors", "fleet_source_offsets"} <= set(views)
+    paused = spark.sql("SELECT cluster, name FROM fleet_connectors WHERE connector_state = 'PAUSED'").collect()
+    assert [(r["cluster"], r["name"]) for r in paused] == [("billing", "orders")]
+    left = spark.sql(
+        "SELECT DISTINCT c.cluster, c.name FROM fleet_connectors c JOIN fleet_source_offsets o "
+        "ON o.cluster = c.cluster AND o.connector = c.name WHERE c.deleted"
+    ).collect()
+    assert [(r["cluster"], r["name"]) for r in left] == [("connect-main", "old")]
+    event = {"connector": "orders", "event": "target_state_changed", "details": '{"from": "STARTED", "to": "PAUSED"}',
+             "source": "config", "kafka_partition": 0, "kafka_offset": 7,
+             "kafka_timestamp": datetime(2026, 11, 20, tzinfo=UTC)}  # fmt: skip
+    write_table(billing.settings.delta_root, CONNECTOR_EVENTS, [event])
+    register_fleet_views(spark, settings)  # fleet_connector_events is there now
+    since = spark.sql(  # the README's query
+        "SELECT cluster, connector, max(kafka_timestamp) AS since FROM fleet_connector_events "
+        "WHERE event = 'target_state_changed' AND get_json_object(details, '$.to') = 'PAUSED' "
+        "GROUP BY cluster, connector"
+    ).collect()
+    assert [(r["cluster"], r["connector"], r["since"].date().isoformat()) for r in since] == [
+        ("billing", "orders", "2026-11-20")
+    ]
+
+
+def test_a_table_no_cluster_has_is_not_found(spark: SparkSession, tmp_path: Path) -> None:
+    with pytest.raises(TableNotFoundError, match="no cluster has a table connectors yet"):
+        fleet_table(spark, three_clusters(tmp_path), CONNECTORS.name)
