@@ -1,8 +1,8 @@
 """``fleet`` and ``move`` (issue 37): questions over every Connect cluster, and a connector moved between two.
 
-* ``fleet [--state S] [--verdict V] [--topic T] [--name N]``: ``GET /fleet/connectors`` (asked at the API's root,
-  whatever ``--cluster`` says): every cluster's connectors, one line each with its cluster; a cluster whose tables
-  cannot be read is named after the list.
+* ``fleet [--state S] [--verdict V] [--topic T] [--name N] [--plugin-version P]``: ``GET /fleet/connectors``
+  (asked at the API's root, whatever ``--cluster`` says): every cluster's connectors, one line each with its
+  cluster; a cluster whose tables cannot be read is named after the list.
 * ``move NAME --to CLUSTER``: ``POST /connectors/<name>/move?to=<cluster>`` under the cluster the commands talk to
   (``--cluster``): the STOPPED connector created STOPPED in ``CLUSTER`` with its config and offsets; the answer's
   offsets per partition, and the next steps.
@@ -22,11 +22,11 @@ from connect_state.cli.session import Session, pass_session
 def _fleet_text(body: Any) -> str:
     entries = (body or {}).get("connectors") or []
     rows = [
-        [e.get("cluster"), e.get("name"), e.get("type"), e.get("state"),
+        [e.get("cluster"), e.get("name"), e.get("type"), e.get("version") or "-", e.get("state"),
          ",".join(str(t.get("state")) for t in e.get("tasks") or []), e.get("verdict"), ",".join(e.get("topics") or [])]
         for e in entries
     ]  # fmt: skip
-    lines = [table(["CLUSTER", "NAME", "TYPE", "STATE", "TASKS", "VERDICT", "TOPICS"], rows)]
+    lines = [table(["CLUSTER", "NAME", "TYPE", "VERSION", "STATE", "TASKS", "VERDICT", "TOPICS"], rows)]
     lines += [f"unavailable: {u.get('cluster')}: {u.get('message')}" for u in (body or {}).get("unavailable") or []]
     return "\n".join(lines)
 
@@ -36,13 +36,21 @@ def _fleet_text(body: Any) -> str:
 @click.option("--verdict", help="Only connectors with this verdict (stalled, failing, flapping, ...).")
 @click.option("--topic", help="Only connectors whose active topics hold this topic.")
 @click.option("--name", help="Only connectors of this name, in whichever clusters have one.")
+@click.option("--plugin-version", help="Only connectors whose status reports this plugin version.")
 @output_option
 @pass_session
 def fleet(
-    session: Session, state: str | None, verdict: str | None, topic: str | None, name: str | None, output: str
+    session: Session,
+    state: str | None,
+    verdict: str | None,
+    topic: str | None,
+    name: str | None,
+    plugin_version: str | None,
+    output: str,
 ) -> None:
-    """Every cluster's connectors in one list, or those in a state, with a verdict, on a topic or of a name."""
-    wanted = {"state": state, "verdict": verdict, "topic": topic, "name": name}
+    """Every cluster's connectors in one list, or those in a state, with a verdict, on a topic, of a name or of a
+    plugin version."""
+    wanted = {"state": state, "verdict": verdict, "topic": topic, "name": name, "version": plugin_version}
     params = {key: value for key, value in wanted.items() if value is not None}
     emit(session.client().get("/fleet/connectors", params, root=True), output, _fleet_text)
 

@@ -97,6 +97,19 @@ def test_two_connect_clusters_answered_and_written_each_as_its_own_worker(
         (default_id, *connector_state(connect, twin)),
         ("billing", *connector_state(billing, twin)),
     ]
+    # The plugin version each worker reports in the status (Kafka 4.3+), and the filter on it.
+    versions = [(connect.connector_status(twin) or {}).get("connector", {}).get("version"),
+                (billing.connector_status(twin) or {}).get("connector", {}).get("version")]  # fmt: skip
+    assert [entry["version"] for entry in twins] == versions
+    if versions[0] is not None:
+        by_version = api.get(f"/fleet/connectors?name={twin}&version={versions[0]}").get_json()["connectors"]
+        same = [
+            cluster
+            for cluster, version in zip((default_id, "billing"), versions, strict=True)
+            if version == versions[0]
+        ]
+        assert [entry["cluster"] for entry in by_version] == same
+        assert api.get(f"/fleet/connectors?name={twin}&version=0.0.0-none").get_json()["connectors"] == []
     stopped = api.get("/fleet/connectors?state=STOPPED").get_json()["connectors"]
     assert [(entry["cluster"], entry["name"]) for entry in stopped if entry["name"] in (twin, only)] == [
         ("billing", only)

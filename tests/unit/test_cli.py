@@ -241,23 +241,24 @@ def test_clusters_lists_the_apis_clusters_and_marks_the_chosen_one(api: FakeApi,
 def test_fleet_asks_the_apis_root_with_its_filters_and_lists_every_cluster(api: FakeApi, at_api: Run) -> None:
     body = {
         "connectors": [
-            {"cluster": "a", "name": "s", "type": "sink", "state": "RUNNING",
+            {"cluster": "a", "name": "s", "type": "sink", "version": "4.3.1", "state": "RUNNING",
              "tasks": [{"id": 0, "state": "FAILED"}], "verdict": "failed", "topics": ["t", "u"]},
         ],
         "unavailable": [{"cluster": "b", "message": "no tables yet"}],
     }  # fmt: skip
     api.answer("GET", "/fleet/connectors", 200, body)
-    shown = at_api("--cluster", "b", "fleet", "--state", "running", "--topic", "t")
+    shown = at_api("--cluster", "b", "fleet", "--state", "running", "--topic", "t", "--plugin-version", "4.3.1")
     assert shown.exit_code == 0, shown.output
     assert shown.stdout.splitlines() == [
         *table(
-            ["CLUSTER", "NAME", "TYPE", "STATE", "TASKS", "VERDICT", "TOPICS"],
-            [["a", "s", "sink", "RUNNING", "FAILED", "failed", "t,u"]],
+            ["CLUSTER", "NAME", "TYPE", "VERSION", "STATE", "TASKS", "VERDICT", "TOPICS"],
+            [["a", "s", "sink", "4.3.1", "RUNNING", "FAILED", "failed", "t,u"]],
         ).splitlines(),
         "unavailable: b: no tables yet",
     ]
     [seen] = api.seen
-    assert (seen.path, seen.query) == ("/fleet/connectors", {"state": ["running"], "topic": ["t"]})  # no /clusters/b
+    wanted = {"state": ["running"], "topic": ["t"], "version": ["4.3.1"]}
+    assert (seen.path, seen.query) == ("/fleet/connectors", wanted)  # no /clusters/b
 
 
 def test_move_posts_under_the_chosen_cluster_and_shows_the_offsets_moved(api: FakeApi, at_api: Run) -> None:

@@ -323,6 +323,9 @@ def test_the_fleet_lists_every_clusters_connectors_and_filters_them(billing: Bil
     status = billing.client.get("/clusters/billing/connectors/billing-foo-source/status").get_json()
     assert entry["state"] == status["connector"]["state"]
     assert entry["tasks"] == [{"id": task["id"], "state": task["state"]} for task in status["tasks"]]
+    assert entry["version"] == status["connector"]["version"] == "4.3.1"
+    assert fleet(billing.client, "?version=4.3.1&name=billing-foo-source") == [("billing", "billing-foo-source")]
+    assert fleet(billing.client, "?version=9.9.9") == []
 
 
 def test_the_fleet_refuses_an_unknown_state_and_names_a_cluster_it_cannot_read(
