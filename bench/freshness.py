@@ -23,6 +23,10 @@ per kind (issue 11 §2 asks p50 ≤ 1 s and p95 ≤ 2 s for connector states, p9
 minutes). Nothing here is a pass/fail threshold.
 
     .venv/bin/python bench/freshness.py --seconds 600
+
+``--cluster ID`` asks the API under ``/clusters/<ID>`` instead (issue 37): with ``--set clusters=shadow --set
+clusters.shadow.connect.group.id=connect-shadow``, a second cluster folds the same topics in the same driver and
+``--cluster shadow`` measures its answers while the driver runs both clusters' jobs.
 """
 
 from __future__ import annotations
@@ -140,7 +144,7 @@ class Watch:
     """Follows the status, offsets and consumer offsets topics from their end; asks our API until each followed
     record shows."""
 
-    def __init__(self, run: LiveRun, poll_ms: int) -> None:
+    def __init__(self, run: LiveRun, poll_ms: int, prefix: str = "") -> None:
         settings = run.settings
         self.topics = (settings.status_storage_topic, settings.offset_storage_topic, settings.consumer_offsets_topic)
         self.consumer = KafkaConsumer(**client_config(settings, KafkaConsumer.DEFAULT_CONFIG))
@@ -157,6 +161,7 @@ class Watch:
             self.consumer.position(tp)  # resolve the end now, before the trickle starts
         self.api = ConnectRestClient(run.api_url, timeout=10.0)
         self.poll_ms = poll_ms
+        self.prefix = prefix
         self.waiting: list[Waiting] = []
         self.latencies = Latencies()
 
@@ -170,9 +175,9 @@ class Watch:
 
     def ask(self) -> None:
         paths = {
-            STATES: f"/connectors/{DEMO_SINK}/status",
-            OFFSETS: f"/connectors/{DEMO_SOURCE}/offsets",
-            SINK_OFFSETS: f"/connectors/{DEMO_SINK}/offsets",
+            STATES: f"{self.prefix}/connectors/{DEMO_SINK}/status",
+            OFFSETS: f"{self.prefix}/connectors/{DEMO_SOURCE}/offsets",
+            SINK_OFFSETS: f"{self.prefix}/connectors/{DEMO_SINK}/offsets",
         }
         for kind in {w.kind for w in self.waiting}:
             status, answer = self.api.get(paths[kind])
@@ -225,7 +230,7 @@ def measure(args: argparse.Namespace, work_dir: Path) -> None:
     for line in machine_lines(None, "local[2], in the jobs' own process"):
         print(line, flush=True)
     with live_run(args, work_dir, with_api=True) as run:
-        watch = Watch(run, args.poll_ms)
+        watch = Watch(run, args.poll_ms, f"/clusters/{args.cluster}" if args.cluster else "")
         try:
             trickle = Trickle(run.connect, run.source_file)
             watch.follow(args.seconds, trickle, args.trickle_interval)
@@ -247,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench/freshness.py", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=600.0, help="seconds of the trickle measured (600)")
     parser.add_argument("--poll-ms", type=int, default=50, help="ms between our API's answers while one waits (50)")
+    parser.add_argument("--cluster", help="ask the API under /clusters/<CLUSTER> (default: Connect's plain paths)")
     add_live_arguments(parser)
     return parser
 
