@@ -32,6 +32,7 @@ from connect_state.api.openapi import ANY, STRING, array_of, documented, json_an
 from connect_state.api.resources import get_tables, serving_cluster
 from connect_state.api.rows import is_configured
 from connect_state.api.verdicts import verdict_rows
+from connect_state.connect import rest
 from connect_state.core.errors import ConnectStateError, TableNotFoundError
 from connect_state.core.vocabulary import State
 from connect_state.tables.schemas import ACTIVE_TOPICS, CONNECTORS
@@ -93,7 +94,7 @@ def _connectors(cluster: str) -> Iterator[dict[str, Any]]:
             "name": name,
             "type": row["type"],
             "connector_class": row["connector_class"],
-            "version": row["connector_version"],
+            "version": rest.shown_version(row["connector_version"]),
             "state": row["connector_state"],
             "target_state": row["target_state"],
             "tasks": [{"id": task["id"], "state": task["state"]} for task in sorted(row["tasks"] or [], key=_task_id)],

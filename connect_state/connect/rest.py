@@ -88,6 +88,12 @@ def unknown_connector_message(name: str) -> str:
 UNDEFINED_VERSION = "undefined"
 
 
+def shown_version(version: object) -> object:
+    """A status's ``version`` as a value: None for ``"undefined"``, which the REST layer leaves out of a status
+    (:func:`_state_body`), else as it is."""
+    return None if version == UNDEFINED_VERSION else version
+
+
 def status_not_found_message(name: str) -> str:
     """The 404 message of ``GET /connectors/<name>/status`` when the status store has no connector status."""
     return f"No status found for connector {name}"
