@@ -167,9 +167,9 @@ class TopicLogReader:
                 starts = consumer.beginning_offsets(partitions, timeout_ms=deadline.remaining_ms())
                 ends = consumer.end_offsets(partitions, timeout_ms=deadline.remaining_ms())
             except CLIENT_CALL_ERRORS as err:
-                reason = describe_error(client_error(err))
-                raise read_error(client_error(err), self.bootstrap_servers)(
-                    f"cannot {what} on Kafka at {self.bootstrap_servers}: {reason}"
+                typed = client_error(err)
+                raise read_error(typed, self.bootstrap_servers)(
+                    f"cannot {what} on Kafka at {self.bootstrap_servers}: {describe_error(typed)}"
                 ) from err
         finally:
             self._lock.release()
@@ -200,8 +200,9 @@ class TopicLogReader:
                 raise
             raise KafkaUnavailableError(f"{err}; no broker at {self.bootstrap_servers} accepts connections") from err
         except CLIENT_CALL_ERRORS as err:
-            reason = describe_error(client_error(err))
-            error = read_error(client_error(err), self.bootstrap_servers)
+            typed = client_error(err)
+            reason = describe_error(typed)
+            error = read_error(typed, self.bootstrap_servers)
             raise error(f"cannot read {names} from Kafka at {self.bootstrap_servers}: {reason}") from err
         finally:
             self._lock.release()
