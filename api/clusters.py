@@ -18,10 +18,9 @@ checks, and never another's.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from flask import Blueprint, Flask, Response, copy_current_request_context, current_app, jsonify, request
+from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
 from connect_state.api.auth import clusters_allowed, current_principal
 from connect_state.api.errors import ConnectRestException
@@ -32,6 +31,7 @@ from connect_state.api.resources import (
     AppResources,
     add_cluster,
     default_resources,
+    each_at_once,
     every_resources,
 )
 from connect_state.connect.rest import http_error_message
@@ -155,19 +155,5 @@ def _health(resources: AppResources) -> dict[str, Any]:
 def list_clusters() -> Response:
     resources, every = every_resources(), known_clusters()
     allowed = list(clusters_allowed(every))
-    healths = _healths([resources[key] for key in allowed])
+    healths = each_at_once(_health, [resources[key] for key in allowed])  # their Kafkas asked at once
     return jsonify([cluster_view(every[key], health) for key, health in zip(allowed, healths, strict=True)])
-
-
-#: At most this many clusters' Kafkas are asked at once by ``GET /clusters``.
-MAX_PROBES = 8
-
-
-def _healths(resources: list[AppResources]) -> list[dict[str, Any]]:
-    """Each cluster's health, their Kafkas asked at once: a Kafka that cannot be reached costs the answer one
-    ``api.lag.timeout.ms``, not one per cluster."""
-    if len(resources) <= 1:
-        return [_health(one) for one in resources]
-    with ThreadPoolExecutor(max_workers=min(len(resources), MAX_PROBES), thread_name_prefix="clusters") as pool:
-        futures = [pool.submit(copy_current_request_context(_health), one) for one in resources]
-        return [future.result() for future in futures]

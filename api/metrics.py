@@ -16,9 +16,10 @@
   connector no longer in the table loses its series.
 
 With several clusters (issue 37), or ``cluster.id`` set (:func:`connect_state.core.clusters.cluster_label`), the
-per-table and verdict gauges have a ``cluster`` label first, and a scrape (of ``/metrics`` or of any
-``/clusters/<id>/metrics``: the deployment's, which needs ``read`` in every cluster) measures every cluster; a cluster
-that cannot be measured is logged and the others are still answered.
+per-table and verdict gauges have a ``connect_cluster`` label first (:data:`~connect_state.core.clusters.
+CLUSTER_LABEL`), and a scrape (of ``/metrics`` or of any ``/clusters/<id>/metrics``: the deployment's, which needs
+``read`` in every cluster) measures every cluster, their Kafkas asked at once; a cluster that cannot be measured is
+logged and keeps its last series, and the others are still answered.
 
 Each app has a registry of its own (several apps in one process, as in the tests, never share counters). The jobs'
 metrics are served by the jobs driver (:mod:`connect_state.spark.metrics`), not here: the API never imports Spark.
@@ -27,8 +28,11 @@ metrics are served by the jobs driver (:mod:`connect_state.spark.metrics`), not 
 from __future__ import annotations
 
 import math
+import threading
 import time
+from dataclasses import dataclass
 from http import HTTPMethod
+from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -37,10 +41,11 @@ from connect_state.api.health import current_lags
 from connect_state.api.lag import watermarks
 from connect_state.api.limits import WRITE_METHODS
 from connect_state.api.openapi import documented
-from connect_state.api.resources import every_resources, serving_cluster
+from connect_state.api.resources import AppResources, app_resources, each_at_once, every_resources
 from connect_state.api.verdicts import verdict_rows
-from connect_state.core.clusters import cluster_label
+from connect_state.core.clusters import CLUSTER_LABEL, cluster_label
 from connect_state.core.settings import Settings
+from connect_state.progress.freshness import TableLag
 from connect_state.tables.schemas import TABLE_QUERIES
 from connect_state.verdicts.vocabulary import VERDICT_GAUGE, Verdict
 
@@ -62,7 +67,9 @@ class ApiMetrics:
 
     def __init__(self, by_cluster: bool = False) -> None:
         self.by_cluster = by_cluster
-        where = ("cluster",) if by_cluster else ()
+        self._lock = threading.Lock()
+        self._verdict_series: dict[tuple[str, ...], set[tuple[str, ...]]] = {}  # by cluster: the series set
+        where = (CLUSTER_LABEL,) if by_cluster else ()
         self.registry = CollectorRegistry(auto_describe=True)
         labels = ("method", "endpoint", "status")
         self.requests = Counter(
@@ -105,52 +112,77 @@ class ApiMetrics:
             registry=self.registry,
         )
 
-    def refresh_verdicts(self, where: tuple[str, ...] = ()) -> None:
-        """Set the verdict gauge from ``connector_verdicts`` (in a request for the cluster ``where`` names, when the
-        gauges are by cluster): one series per connector and verdict. The gauge is cleared before a scrape
-        (:func:`metrics`), so connectors gone from the table lose theirs."""
-        rows = verdict_rows()
-        for name, row in rows.items():
-            for member in Verdict:
-                self.verdict.labels(*where, name, member.value).set(1 if row["verdict"] == member.value else 0)
+    def refresh(self) -> None:
+        """Measure the tables and the verdicts (in a request): the request's cluster's, or every cluster's at once
+        when the gauges are by cluster; then set the gauges in one step (two scrapes at once never see a gauge half
+        set). What cannot be measured is logged and keeps its last series; the rest is still answered."""
+        wheres: list[tuple[str, ...]]
+        if self.by_cluster:
+            every = every_resources()
+            wheres, measured = [(cluster_id,) for cluster_id in every], each_at_once(_measure, list(every.values()))
+        else:
+            wheres, measured = [()], [_measure(app_resources())]
+        with self._lock:
+            for where, one in zip(wheres, measured, strict=True):
+                self._set_tables(where, one)
+                self._set_verdicts(where, one)
 
-    def refresh_tables(self, where: tuple[str, ...] = ()) -> None:
-        """Set the per-table gauges (in a request for the cluster ``where`` names, when the gauges are by
-        cluster)."""
-        now_ms = time.time() * 1000
-        newest: dict[str, int] = {}
-        marks = watermarks()
-        for mark in marks:
-            if mark.committed_at_ms is not None:
-                newest[mark.query] = max(newest.get(mark.query, 0), mark.committed_at_ms)
-        for lag in current_lags(marks):
+    def _set_tables(self, where: tuple[str, ...], measured: Measured) -> None:
+        if measured.lags is None:
+            return
+        for lag in measured.lags:
             self.records_behind.labels(*where, lag.table).set(math.nan if lag.records is None else lag.records)
             self.lag_seconds.labels(*where, lag.table).set(math.nan if lag.age_ms is None else lag.age_ms / 1000)
-            committed = newest.get(TABLE_QUERIES[lag.table])
-            age = math.nan if committed is None else max(now_ms - committed, 0) / 1000
+            committed = measured.committed.get(TABLE_QUERIES[lag.table])
+            age = math.nan if committed is None else max(measured.at_ms - committed, 0) / 1000
             self.commit_age.labels(*where, lag.table).set(age)
 
-    def refresh(self) -> None:
-        """Measure the tables and the verdicts (in a request): the request's cluster's, or every cluster's when the
-        gauges are by cluster. What cannot be measured is logged; the rest is still answered."""
-        self.verdict.clear()
-        if not self.by_cluster:
-            self._refresh_one(())
+    def _set_verdicts(self, where: tuple[str, ...], measured: Measured) -> None:
+        """One series per connector and verdict of the cluster; connectors gone from its table lose theirs."""
+        if measured.verdicts is None:
             return
-        for cluster_id in every_resources():
-            with serving_cluster(cluster_id):
-                self._refresh_one((cluster_id,))
+        series = {
+            (*where, name, member.value): 1 if row["verdict"] == member.value else 0
+            for name, row in measured.verdicts.items()
+            for member in Verdict
+        }
+        for gone in self._verdict_series.get(where, set()) - series.keys():
+            self.verdict.remove(*gone)
+        for labels, value in series.items():
+            self.verdict.labels(*labels).set(value)
+        self._verdict_series[where] = set(series)
 
-    def _refresh_one(self, where: tuple[str, ...]) -> None:
-        named = f" of cluster {where[0]}" if where else ""
-        try:
-            self.refresh_tables(where)
-        except Exception:  # the request counters are still worth a scrape
-            current_app.logger.warning("cannot measure the tables' lag%s for /metrics", named, exc_info=True)
-        try:
-            self.refresh_verdicts(where)
-        except Exception:
-            current_app.logger.warning("cannot read the verdicts%s for /metrics", named, exc_info=True)
+
+@dataclass(frozen=True)
+class Measured:
+    """One cluster's tables and verdicts as a scrape measured them; None: could not be measured (logged)."""
+
+    lags: list[TableLag] | None
+    committed: dict[str, int]
+    """The newest batch commit of each query (epoch ms)."""
+    verdicts: dict[str, dict[str, Any]] | None
+    at_ms: float
+
+
+def _measure(resources: AppResources) -> Measured:
+    """``resources``'s cluster's tables' lag (from its watermarks and its topics' offsets) and verdicts."""
+    named = f" of cluster {resources.settings.cluster_id}" if resources.settings.cluster_id else ""
+    lags: list[TableLag] | None = None
+    committed: dict[str, int] = {}
+    try:
+        marks = watermarks(resources)
+        for mark in marks:
+            if mark.committed_at_ms is not None:
+                committed[mark.query] = max(committed.get(mark.query, 0), mark.committed_at_ms)
+        lags = current_lags(marks, resources)
+    except Exception:  # the request counters are still worth a scrape
+        current_app.logger.warning("cannot measure the tables' lag%s for /metrics", named, exc_info=True)
+    try:
+        verdicts: dict[str, dict[str, Any]] | None = verdict_rows(resources)
+    except Exception:
+        current_app.logger.warning("cannot read the verdicts%s for /metrics", named, exc_info=True)
+        verdicts = None
+    return Measured(lags, committed, verdicts, time.time() * 1000)
 
 
 def app_metrics(app: Flask | None = None) -> ApiMetrics:

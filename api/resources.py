@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
@@ -270,6 +271,27 @@ def every_resources(app: Flask | None = None) -> dict[str, AppResources]:
     """Every cluster's resources of ``app`` by id, in the order the clusters were added (the default first)."""
     target = app if app is not None else current_app
     return dict(target.extensions[CLUSTERS_EXTENSION])
+
+
+#: At most this many clusters are asked at once by :func:`each_at_once`.
+MAX_AT_ONCE = 8
+
+
+def each_at_once(work: Callable[[AppResources], T], resources: Sequence[AppResources]) -> list[T]:
+    """``work`` on each of ``resources`` (clusters), in threads, at most :data:`MAX_AT_ONCE` at a time, the results in
+    order: a Kafka that cannot be reached costs the answer one timeout, not one per cluster. Each thread runs in the
+    app's context, not the request's (``work`` is given its cluster's resources and asks nothing of ``request`` or
+    ``g``); an exception of ``work`` is raised here."""
+    if len(resources) <= 1:
+        return [work(one) for one in resources]
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+
+    def in_app(one: AppResources) -> T:
+        with app.app_context():
+            return work(one)
+
+    with ThreadPoolExecutor(max_workers=min(len(resources), MAX_AT_ONCE), thread_name_prefix="clusters") as pool:
+        return list(pool.map(in_app, resources))
 
 
 def app_resources(app: Flask | None = None) -> AppResources:

@@ -22,7 +22,7 @@ from flask import Blueprint, Response, jsonify
 
 from connect_state.api.args import enum_arg
 from connect_state.api.openapi import ANY, STRING, documented, json_answer, query
-from connect_state.api.resources import get_tables
+from connect_state.api.resources import AppResources, get_tables
 from connect_state.api.rows import configured_row, is_configured
 from connect_state.core.errors import TableNotFoundError
 from connect_state.tables.schemas import CONNECTOR_VERDICTS, CONNECTORS, iso_utc
@@ -33,10 +33,12 @@ bp = Blueprint("verdicts", __name__)
 NOT_JUDGED = "the watch job (connect-state-watch) has not judged this connector yet"
 
 
-def verdict_rows() -> dict[str, dict[str, Any]]:
-    """The ``connector_verdicts`` rows by connector; none when the table does not exist yet."""
+def verdict_rows(resources: AppResources | None = None) -> dict[str, dict[str, Any]]:
+    """The ``connector_verdicts`` rows by connector of ``resources``'s cluster (default: the request's); none when the
+    table does not exist yet."""
+    tables = get_tables() if resources is None else resources.tables
     try:
-        return {row["connector"]: row for row in get_tables().rows(CONNECTOR_VERDICTS)}
+        return {row["connector"]: row for row in tables.rows(CONNECTOR_VERDICTS)}
     except TableNotFoundError:
         return {}
 

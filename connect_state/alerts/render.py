@@ -8,6 +8,7 @@ from typing import Any
 
 from connect_state.alerts.channels import ChannelKind
 from connect_state.alerts.engine import Alert, Event
+from connect_state.core.clusters import CLUSTER_LABEL
 
 SOURCE = "connect-state"
 
@@ -20,12 +21,13 @@ def iso(ms: int | None) -> str | None:
 
 
 def labels_of(alert: Alert, cluster: str | None = None) -> dict[str, str]:
-    """The alert's identity as Alertmanager labels: alertname, severity, kind, the Connect cluster (when the
-    deployment names it, :func:`connect_state.core.clusters.cluster_label`), connector, subject and the condition's
-    own (the step, the topic...), none of which changes while the alert lasts."""
+    """The alert's identity as Alertmanager labels: alertname, severity, kind, the Connect cluster
+    (:data:`~connect_state.core.clusters.CLUSTER_LABEL`, when the deployment names it:
+    :func:`connect_state.core.clusters.cluster_label`), connector, subject and the condition's own (the step, the
+    topic...), none of which changes while the alert lasts."""
     labels = {"alertname": alert.rule, "severity": str(alert.severity), "kind": str(alert.when), "source": SOURCE}
     if cluster is not None:
-        labels["cluster"] = cluster
+        labels[CLUSTER_LABEL] = cluster
     if alert.connector is not None:
         labels["connector"] = alert.connector
     if alert.subject:

@@ -26,6 +26,7 @@ __all__ = [
     "CLUSTERS_DIR",
     "CLUSTER_ID",
     "CLUSTER_ID_RULE",
+    "CLUSTER_LABEL",
     "Cluster",
     "cluster_label",
     "cluster_settings",
@@ -44,6 +45,9 @@ CLUSTER_ID_RULE = (
 #: The Kafka client settings a further cluster on another Kafka does not take from the default (its credentials are
 #: the default Kafka's): it sets its own, or has none.
 KAFKA_CLIENT_KEYS = ("kafka.client.config.file", "kafka.client.properties")
+#: The label naming a Connect cluster in Prometheus series and Alertmanager alerts: not ``cluster``, which many
+#: Prometheus set-ups already give every series (the Kubernetes cluster, an external label) and route alerts by.
+CLUSTER_LABEL = "connect_cluster"
 #: The directory, under ``delta.root`` and ``checkpoint.root``, of the further clusters' tables and checkpoints.
 CLUSTERS_DIR = "clusters"
 

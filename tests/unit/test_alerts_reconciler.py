@@ -293,6 +293,16 @@ def test_the_bodies() -> None:
     ]  # fmt: skip
 
 
+def test_the_bodies_name_the_cluster_when_the_deployment_names_it() -> None:
+    hook = webhook_body(ALERT, Event.FIRING, 1_060_000, "http://api/clusters/billing/alerts?id=abc", "billing")
+    assert hook["cluster"] == "billing" and next(iter(hook)) == "cluster"
+    slack = slack_body(ALERT, Event.FIRING, 1_060_000, "http://api/a", "billing")
+    assert slack["text"] == "[FIRING] Stuck (billing): connector orders is stalled"
+    assert "*Cluster:* billing" in [field["text"] for field in slack["blocks"][1]["fields"]]
+    [managed] = alertmanager_body(ALERT, Event.FIRING, 1_060_000, "http://api/a", 240_000, "billing")
+    assert managed["labels"]["connect_cluster"] == "billing" and "cluster" not in managed["labels"]
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [("pager:http://x", "channel c: expected <kind>:<url> with kind one of webhook, slack, alertmanager"),

@@ -326,6 +326,10 @@ def test_the_fleet_lists_every_clusters_connectors_and_filters_them(billing: Bil
     assert entry["version"] == status["connector"]["version"] == "4.3.1"
     assert fleet(billing.client, "?version=4.3.1&name=billing-foo-source") == [("billing", "billing-foo-source")]
     assert fleet(billing.client, "?version=9.9.9") == []
+    [bar] = billing.client.get("/fleet/connectors?name=bar-sink").get_json()["connectors"]
+    assert bar["version"] is None and "version" not in billing.client.get("/connectors/bar-sink/status").get_json()[
+        "connector"]  # fmt: skip
+    assert fleet(billing.client, "?version=undefined") == []  # "undefined" is no version, as Connect leaves it out
 
 
 def test_the_fleet_refuses_an_unknown_state_and_names_a_cluster_it_cannot_read(
@@ -529,7 +533,7 @@ def test_the_alerts_of_a_connector_named_alike_in_two_clusters_name_their_cluste
             ("connect-cluster", "orders", "http://ui/clusters/connect-cluster/alerts"),
         ]
         managed = [body[0]["labels"] for path, body in received if path == "/api/v2/alerts"]
-        assert sorted((labels["cluster"], labels["connector"]) for labels in managed) == [
+        assert sorted((labels["connect_cluster"], labels["connector"]) for labels in managed) == [
             ("billing", "orders"),
             ("connect-cluster", "orders"),
         ]
@@ -566,15 +570,54 @@ def test_metrics_label_each_clusters_series_with_its_cluster(billing: Billing, s
         assert scrape.status_code == 200, scrape.get_data(as_text=True)
         families = {f.name: f for f in text_string_to_metric_families(scrape.get_data(as_text=True))}
         current = sorted(
-            (s.labels["cluster"], s.labels["connector"], s.labels["verdict"])
+            (s.labels["connect_cluster"], s.labels["connector"], s.labels["verdict"])
             for s in families["connect_state_connector_verdict"].samples
             if s.value == 1
         )
         assert current == [("billing", "orders", "failed"), ("connect-cluster", "orders", "healthy")]
-        lagged = {(s.labels["cluster"], s.labels["table"]) for s in families["connect_state_table_lag_seconds"].samples}
+        lag_family = families["connect_state_table_lag_seconds"]
+        lagged = {(s.labels["connect_cluster"], s.labels["table"]) for s in lag_family.samples}
         assert ("billing", "connectors") in lagged and ("connect-cluster", "connectors") in lagged
+
+
+def test_a_cluster_that_cannot_be_measured_keeps_its_series_and_the_others_are_answered(
+    billing: Billing, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from connect_state.api.resources import every_resources
+    from connect_state.core.errors import ConnectStateError
+    from connect_state.tables.schemas import CONNECTOR_VERDICTS
+
+    def verdict(name: str, value: str) -> dict[str, Any]:
+        return {"connector": name, "type": "source", "verdict": value, "evidence": "{}", "tasks": "{}",
+                "thresholds": "{}"}  # fmt: skip
+
+    def current() -> list[tuple[str, str, str]]:
+        text = billing.client.get("/metrics").get_data(as_text=True)
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        samples = families["connect_state_connector_verdict"].samples
+        return sorted((s.labels["connect_cluster"], s.labels["connector"], s.labels["verdict"]) for s in samples
+                      if s.value == 1)  # fmt: skip
+
+    write_table(settings.delta_root, CONNECTOR_VERDICTS, [verdict("orders", "healthy"), verdict("gone", "idle")])
+    write_table(billing.settings.delta_root, CONNECTOR_VERDICTS, [verdict("orders", "failed")])
+    assert current() == [("billing", "orders", "failed"), ("connect-cluster", "gone", "idle"),
+                         ("connect-cluster", "orders", "healthy")]  # fmt: skip
+
+    class Unreadable:
+        def rows(self, *_args: Any, **_kwargs: Any) -> Any:
+            raise ConnectStateError("storage away")
+
+        def derived(self, *_args: Any, **_kwargs: Any) -> Any:
+            raise ConnectStateError("storage away")
+
+    with billing.client.application.app_context():
+        monkeypatch.setattr(every_resources()["billing"], "tables", Unreadable())
+    write_table(settings.delta_root, CONNECTOR_VERDICTS, [verdict("orders", "stalled")], mode="overwrite")
+    assert current() == [("billing", "orders", "failed"), ("connect-cluster", "orders", "stalled")]
 
 
 def test_a_one_cluster_deployments_metrics_have_no_cluster_label(make_client: Any) -> None:
     scrape = make_client().get("/metrics").get_data(as_text=True)
-    assert "connect_state_table_lag_seconds{table=" in scrape and 'cluster="' not in scrape
+    assert "connect_state_table_lag_seconds{table=" in scrape and 'connect_cluster="' not in scrape
