@@ -26,7 +26,8 @@ minutes). Nothing here is a pass/fail threshold.
 
 ``--cluster ID`` asks the API under ``/clusters/<ID>`` instead (issue 37): with ``--set clusters=shadow --set
 clusters.shadow.connect.group.id=connect-shadow``, a second cluster folds the same topics in the same driver and
-``--cluster shadow`` measures its answers while the driver runs both clusters' jobs.
+``--cluster shadow`` measures its answers while the driver runs both clusters' jobs. The records waited for are the
+demo worker's (the default cluster's topics): the cluster named must fold those topics, as ``shadow`` does.
 """
 
 from __future__ import annotations
