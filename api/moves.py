@@ -10,7 +10,9 @@
 
 Refused before anything is written: 400 without ``to``, or with the origin's own id; 404 ``Cluster <to> not found``;
 Connect's 404 for a connector the origin does not have; 409 :func:`~connect_state.herder.move.not_stopped_message`
-unless the origin has it STOPPED (its config topic read to its end); then the herder's refusals (409 ``Connector
+unless the origin has it STOPPED (its config topic read to its end); 409
+:func:`~connect_state.herder.move.unreadable_offsets_message` for a source with an offset the origin cannot read; then
+the herder's refusals (409 ``Connector
 <name> already exists`` in the target, 409 for a sink whose group there has members). Role ``admin`` (it writes a
 whole connector config, as ``POST /connectors`` would); the audit row has the records and group changes written.
 """

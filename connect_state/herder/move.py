@@ -3,8 +3,10 @@
 create the connector STOPPED in the other, write its offsets, resume it there).
 
 The reading is the origin cluster's (the API: its config topic read to its end, and its offsets read at the topics'
-end by the origin's herder, :meth:`MoveHerder.offsets_now`); the target cluster's herder decides the rest, everything
-checked before anything is written:
+end by the origin's herder, :meth:`MoveHerder.offsets_now`, which refuses with 409 :func:`unreadable_offsets_message` a
+source whose offsets stores hold a value a worker cannot read: Connect's ``GET /offsets`` leaves it out, and the copy
+would start that partition over); the target cluster's herder decides the rest, everything checked before anything is
+written:
 
 1. 409 ``"Connector <name> already exists"`` (Connect's ``AlreadyExistsException``) when the target's config topic read
    to its end has the connector;
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from connect_state.connect.offset_stores import UnreadableOffset
 from connect_state.core.times import now_ms
 from connect_state.core.vocabulary import ConnectorType
 from connect_state.herder.base import log
@@ -45,6 +48,7 @@ __all__ = [
     "group_has_members_message",
     "not_stopped_message",
     "offsets_not_written_message",
+    "unreadable_offsets_message",
 ]
 
 
@@ -63,6 +67,18 @@ def group_has_members_message(name: str, group: str, members: int, *, target: st
         f"Cannot move sink connector {name} to cluster {target}: its consumer group {group} there has {members} active "
         "member(s) (a sink of that group still running, or another consumer); its offsets can only be written while it "
         "has none. Nothing was written."
+    )
+
+
+def unreadable_offsets_message(name: str, unreadable: Sequence[UnreadableOffset]) -> str:
+    """Ours: 409 for a move of a source whose offsets stores hold values a worker cannot read (Connect's ``GET
+    /offsets`` leaves them out): moved without them, the connector would start those partitions over."""
+    shown = "; ".join(f"{json.dumps(partition)}: {reason}" for partition, reason in unreadable[:5])
+    more = f"; and {len(unreadable) - 5} more" if len(unreadable) > 5 else ""
+    return (
+        f"Cannot move connector {name}: the offsets of {len(unreadable)} source partition(s) cannot be read "
+        f"({shown}{more}), so the copy would start them over. Write them (PATCH /connectors/{name}/offsets, an offset "
+        "or null for each) where the connector is, then move it. Nothing was written."
     )
 
 
@@ -124,7 +140,10 @@ class MoveHerder(ReviveHerder):
         group), as ``GET /offsets`` lists them: what the origin gives a move (never the tables alone, which may be a
         trigger behind the last commit)."""
         kind, _ = self.connector_type(name, row)
-        return list(self._current_offsets(name, kind, json.loads(row["config"])))
+        entries, unreadable = self._current_offsets_checked(name, kind, json.loads(row["config"]))
+        if unreadable:  # moved without them, the copy would start those partitions over
+            raise ConflictError(unreadable_offsets_message(name, unreadable))
+        return list(entries)
 
     def adopt_connector(
         self, name: str, config: Mapping[str, Any], offsets: Sequence[Mapping[str, Any]], origin: str, target: str

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from connect_state.connect.connector_types import TypeBasis
 from connect_state.connect.offset_stores import (
+    UnreadableOffset,
     connector_consumer_group,
     connector_offset_stores,
     source_connector_offsets_checked,
@@ -192,6 +193,13 @@ class RestoreHerder(OffsetsHerder):
     def _current_offsets(self, name: str, kind: ConnectorType, config: Mapping[str, Any]) -> Sequence[Entry]:
         """The offsets now, as ``GET /connectors/<name>/offsets`` reads them at the topics' end (source: the offsets
         stores read to their end; sink: the consumer group's committed offsets from the admin)."""
+        return self._current_offsets_checked(name, kind, config)[0]
+
+    def _current_offsets_checked(
+        self, name: str, kind: ConnectorType, config: Mapping[str, Any]
+    ) -> tuple[Sequence[Entry], list[UnreadableOffset]]:
+        """:meth:`_current_offsets`, and a source's partitions whose offsets cannot be read (left out, as Connect's
+        ``GET /offsets`` leaves them out)."""
         if kind == ConnectorType.SINK:
             group = connector_consumer_group(name, config)
             try:
@@ -199,10 +207,10 @@ class RestoreHerder(OffsetsHerder):
             except ConsumerGroupAdminError as err:
                 log.error("Failed to list the offsets of sink connector %s: %s", name, err)
                 raise ConnectError(sink_list_failed_message(name)) from err
-            return [
+            sink_entries: list[Entry] = [
                 {"partition": sink_partition(topic, partition), "offset": sink_offset(offset)}
                 for (topic, partition), offset in sorted(listed.items())
             ]
+            return sink_entries, []
         stores = checked_stores(connector_offset_stores(self.settings.offset_storage_topic, config), self.settings)
-        entries, _ = source_connector_offsets_checked(name, self.io.source_rows(name, stores), stores)
-        return entries
+        return source_connector_offsets_checked(name, self.io.source_rows(name, stores), stores)

@@ -285,6 +285,22 @@ def test_a_move_that_cannot_be_is_refused_and_writes_nothing(
     assert not billing.writer.sends and not billing.default_writer.sends
 
 
+def test_a_source_whose_offsets_cannot_all_be_read_is_not_moved(billing: Billing, settings: Settings) -> None:
+    """Connect's GET /offsets leaves out an offset value it cannot read; moved without it, the copy would start that
+    partition over: 409 naming it, nothing written."""
+    rows = [
+        source_row("stopped", POSITION, b'{"position":42}'),
+        source_row("stopped", '{"filename":"/tmp/b.txt"}', b"{"),
+    ]
+    write_table(settings.delta_root, SOURCE_OFFSETS, rows, mode="overwrite")
+    response = billing.client.post("/connectors/stopped/move?to=billing")
+    message = response.get_json()["message"]
+    assert response.status_code == 409, message
+    assert message.startswith("Cannot move connector stopped: the offsets of 1 source partition(s) cannot be read (")
+    assert '{"filename": "/tmp/b.txt"}' in message and message.endswith("Nothing was written.")
+    assert not billing.writer.sends and not billing.default_writer.sends
+
+
 def test_a_move_to_a_cluster_that_has_the_name_answers_connects_409(
     billing: Billing, kafka_log: InMemoryTopics
 ) -> None:
@@ -312,8 +328,13 @@ def test_the_fleet_lists_every_clusters_connectors_and_filters_them(billing: Bil
         ("billing", "billing-foo-source"),
         ("billing", "billing-stopped"),
     ]
-    default_names = billing.client.get("/connectors").get_json()
-    assert [name for cluster, name in every if cluster == "connect-cluster"] == default_names
+    # the default cluster's configured connectors (not the status-only one, not the deleted one), by name
+    assert [name for cluster, name in every if cluster == "connect-cluster"] == [
+        "bar-sink",
+        "foo-source",
+        "no-status",
+        "stopped",
+    ]
     assert fleet(billing.client, "?state=stopped") == [("connect-cluster", "stopped"), ("billing", "billing-stopped")]
     assert fleet(billing.client, "?name=billing-stopped") == [("billing", "billing-stopped")]
     assert fleet(billing.client, "?verdict=UNKNOWN&name=stopped") == [("connect-cluster", "stopped")]
