@@ -65,7 +65,7 @@ from flask import Flask, g, request
 from connect_state.api.errors import ConnectRestException
 from connect_state.api.network import check_exposure, is_loopback
 from connect_state.api.passwords import dummy_hash, hash_token, verify_password
-from connect_state.api.resources import CLUSTER_ENVIRON_KEY, every_resources, whole_path
+from connect_state.api.resources import every_resources, request_cluster_id, whole_path
 from connect_state.core.clusters import clusters
 from connect_state.core.errors import ConfigError
 from connect_state.core.settings import Settings
@@ -96,7 +96,6 @@ __all__ = [
     "load_auth_config",
     "login_throttle",
     "parse_grants",
-    "request_cluster",
     "require_in",
     "roles_name",
     "tls_client_auth",
@@ -559,19 +558,13 @@ def route_allows(principal: Principal, endpoint: str, role: Role, connector: str
         return all(principal.allows(role, connector, cluster) for cluster in every_resources())
     if endpoint in FLEET_ENDPOINTS:
         return principal.allows(role, connector)
-    return principal.allows(role, connector, request_cluster())
-
-
-def request_cluster() -> str:
-    """The id of the cluster the current request is for: its ``/clusters/<id>`` prefix's, else the default's."""
-    named = request.environ.get(CLUSTER_ENVIRON_KEY)
-    return named if isinstance(named, str) else next(iter(every_resources()))  # the default: the first added
+    return principal.allows(role, connector, request_cluster_id())
 
 
 def allowed_here(role: Role, connector: str | None = None) -> bool:
     """Whether the current request's principal holds ``role`` (on ``connector``) in the request's cluster."""
     principal = current_principal()
-    return principal is not None and principal.allows(role, connector, request_cluster())
+    return principal is not None and principal.allows(role, connector, request_cluster_id())
 
 
 def clusters_allowed(cluster_ids: Iterable[str], role: Role = Role.READ) -> list[str]:

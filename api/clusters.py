@@ -33,6 +33,7 @@ from connect_state.api.resources import (
     default_resources,
     each_at_once,
     every_resources,
+    request_cluster_id,
 )
 from connect_state.connect.rest import http_error_message
 from connect_state.core.clusters import Cluster, clusters
@@ -82,10 +83,7 @@ def known_clusters() -> dict[str, Cluster]:
 def cluster_of_request() -> Cluster:
     """The cluster this request is for: the one its ``/clusters/<id>`` prefix names, else the default; 404 for an id
     that names none (see the module's docstring for who is told why)."""
-    every = known_clusters()
-    named = request.environ.get(CLUSTER_ENVIRON_KEY)
-    if named is None:
-        return next(iter(every.values()))
+    every, named = known_clusters(), request_cluster_id()
     try:
         return every[named]
     except KeyError:

@@ -166,7 +166,8 @@ class Measured:
 
 def _measure(resources: AppResources) -> Measured:
     """``resources``'s cluster's tables' lag (from its watermarks and its topics' offsets) and verdicts."""
-    named = f" of cluster {resources.settings.cluster_id}" if resources.settings.cluster_id else ""
+    label = cluster_label(resources.settings)
+    named = f" of cluster {label}" if label else ""
     lags: list[TableLag] | None = None
     committed: dict[str, int] = {}
     try:

@@ -273,6 +273,13 @@ def every_resources(app: Flask | None = None) -> dict[str, AppResources]:
     return dict(target.extensions[CLUSTERS_EXTENSION])
 
 
+def request_cluster_id() -> str:
+    """The id of the cluster the current request is for: the one its ``/clusters/<id>`` prefix names (an unknown one
+    is refused by :mod:`connect_state.api.clusters`), else the default cluster's (the first added)."""
+    named = request.environ.get(CLUSTER_ENVIRON_KEY)
+    return named if isinstance(named, str) else next(iter(current_app.extensions[CLUSTERS_EXTENSION]))
+
+
 #: At most this many clusters are asked at once by :func:`each_at_once`.
 MAX_AT_ONCE = 8
 

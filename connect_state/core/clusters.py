@@ -96,10 +96,10 @@ def default_cluster(settings: Settings) -> Cluster:
 
 
 def cluster_label(settings: Settings) -> str | None:
-    """The id that names ``settings``'s cluster to people outside (the alerts' ``cluster`` label and the bodies sent
-    to channels, their links under ``/clusters/<id>``): a further cluster's id, or the default's when it sets
-    ``cluster.id`` or the deployment lists further clusters; None for a one-cluster deployment without
-    ``cluster.id``, whose notifications stay as they were."""
+    """The id that names ``settings``'s cluster to people outside (the :data:`CLUSTER_LABEL` of the alerts and the
+    API's gauges, the bodies sent to channels, their links under ``/clusters/<id>``): a further cluster's id, or the
+    default's when it sets ``cluster.id`` or the deployment lists further clusters; None for a one-cluster deployment
+    without ``cluster.id``, whose notifications and gauges stay as they were."""
     if settings.cluster_id:
         return settings.cluster_id
     return default_cluster(settings).id if listed_ids(settings) else None
