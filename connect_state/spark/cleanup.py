@@ -188,7 +188,10 @@ class SparkCleanupIO:
         for fragment in dataset.get_fragments():
             if fragment.path in self._events_files:
                 continue
-            rows = fragment.to_table(columns=["connector", "event", "source", "kafka_partition", "kafka_offset"])
+            # In the table's types: a file delta-rs's MERGE rewrote (retention) stores strings as string_view, which
+            # Arrow's comparisons do not take.
+            columns = ["connector", "event", "source", "kafka_partition", "kafka_offset"]
+            rows = fragment.to_table(schema=dataset.schema, columns=columns)
             lifecycle = pc.and_(pc.is_in(rows["event"], _LIFECYCLE_EVENTS), pc.equal(rows["source"], CONFIG))
             for row in rows.filter(lifecycle).to_pylist():
                 event = (row["connector"], row["event"], row["kafka_partition"], row["kafka_offset"])

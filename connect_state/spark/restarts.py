@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 from pyspark.sql import SparkSession
 
@@ -44,6 +43,7 @@ from connect_state.spark.streaming import PeriodicTask, Run, job_logger
 from connect_state.tables import small_writes
 from connect_state.tables.lease_store import keeper_for
 from connect_state.tables.merge_spec import MergeSpec, matched_update, not_matched_insert, source_values
+from connect_state.tables.scan import read_filtered
 from connect_state.tables.schemas import (
     CONNECTOR_EVENTS,
     CONNECTOR_RESTARTS,
@@ -166,15 +166,14 @@ class RestartsJobIO:
         return [attempt_from_row(row) for row in table.to_pylist()] if table is not None else []
 
     def status_changes(self, connectors: Iterable[str]) -> dict[str, list[StatusChange]]:
-        names = pa.array(sorted(set(connectors)), pa.string())
         path = self._path(CONNECTOR_EVENTS.name)
         with small_writes.commit_lock(path):
             try:
                 dataset = small_writes.latest(path, self._options).to_pyarrow_dataset()
             except DeltaTableNotFoundError:
                 return {}
-        wanted = pc.field("connector").isin(names) & pc.field("event").isin([STATUS_CHANGED, TASK_STATUS_CHANGED])
-        rows = dataset.to_table(columns=["connector", "details", "kafka_timestamp"], filter=wanted).to_pylist()
+        wanted = [("connector", "in", sorted(set(connectors))), ("event", "in", [STATUS_CHANGED, TASK_STATUS_CHANGED])]
+        rows = read_filtered(dataset, ["connector", "details", "kafka_timestamp"], wanted).to_pylist()
         changes: dict[str, list[StatusChange]] = {}
         for row in rows:
             details = _json(row["details"])

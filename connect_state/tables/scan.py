@@ -52,6 +52,8 @@ import pyarrow.fs as pa_fs
 from deltalake import DeltaTable
 from deltalake.fs import DeltaStorageHandler
 
+from connect_state.tables.cluster_scope import CLUSTER_COLUMN, ClusterScope
+
 __all__ = [
     "ArrowFiles",
     "DataFile",
@@ -67,6 +69,7 @@ __all__ = [
     "filter_expression",
     "filter_rows",
     "may_match",
+    "read_filtered",
 ]
 
 Filter = tuple[str, str, Any]
@@ -198,6 +201,26 @@ def filter_expression(filters: Sequence[Filter]) -> pc.Expression | None:
     return expression
 
 
+def read_filtered(dataset: pads.Dataset, columns: Sequence[str], filters: Sequence[Filter]) -> pa.Table:
+    """``columns`` of the rows of ``dataset`` (in the dataset's schema) matching ``filters``, filtered as Parquet is
+    read. Where a file stores a string column as ``string_view`` (delta-rs's MERGE writes them so: a current table's
+    small batch, a retention pass's rewrite of a history file), Arrow evaluates the filter on that type and has no
+    comparison for it (``ArrowNotImplementedError``): then each file is read in the dataset's types, then filtered."""
+    where = filter_expression(filters)
+    if where is None:
+        return dataset.to_table(columns=list(columns))
+    try:
+        return dataset.to_table(columns=list(columns), filter=where)
+    except pa.ArrowNotImplementedError:
+        pass
+    needed = list(dict.fromkeys([*columns, *(column for column, _, _ in filters)]))
+    parts = [
+        filter_rows(fragment.to_table(schema=dataset.schema, columns=needed), filters).select(list(columns))
+        for fragment in dataset.get_fragments()
+    ]
+    return pa.concat_tables(parts) if parts else dataset.schema.empty_table().select(list(columns))
+
+
 def filter_rows(data: pa.Table, filters: Sequence[Filter]) -> pa.Table:
     """The rows of ``data`` (in memory) matching ANDed filters, as :func:`filter_expression` selects them: a mask
     computed column by column, then one filter. Not acero's evaluation of the expression, whose cost grows with the
@@ -293,7 +316,9 @@ class FileSource(Protocol):
 
     def stats(self) -> FileStats: ...
 
-    def read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table: ...
+    def read(self, files: Sequence[DataFile], columns: Sequence[str], filters: Sequence[Filter]) -> pa.Table:
+        """``columns`` of the rows of ``files`` matching ``filters``."""
+        ...
 
     def row_groups(self, file: DataFile, filters: Sequence[Filter]) -> list[tuple[str, Callable[[], pa.Table]]]:
         """The parts of ``file`` that may hold a row matching ``filters``: a name for each (unique across the table's
@@ -322,13 +347,19 @@ class DeltaFiles:
         storage_options: Mapping[str, str] | None,
         local_root: str | None,
         footers: RowGroupIndexes | None = None,
+        scope: ClusterScope | None = None,
     ) -> None:
         self.table = table
         self.schema = pa.schema(table.schema().to_arrow())
         self.storage_options = dict(storage_options or {})
         self.local_root = local_root
         self.footers = footers if footers is not None else RowGroupIndexes()
-        self._stats = FileStats(pa.table(table.get_add_actions(flatten=True)))
+        actions = pa.table(table.get_add_actions(flatten=True))
+        if scope is not None and table.metadata().partition_columns == [CLUSTER_COLUMN]:
+            # One cluster's partition of a shared table: its files only, read without the column (not in the files).
+            actions = actions.filter(pc.field(f"partition.{CLUSTER_COLUMN}") == scope.cluster_id)
+            self.schema = self.schema.remove(self.schema.get_field_index(CLUSTER_COLUMN))
+        self._stats = FileStats(actions)
 
     def stats(self) -> FileStats:
         return self._stats
@@ -385,13 +416,12 @@ class DeltaFiles:
             paths = [file.path for file in files]
         return filesystem, paths
 
-    def read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table:
+    def read(self, files: Sequence[DataFile], columns: Sequence[str], filters: Sequence[Filter]) -> pa.Table:
         if not files:
             return self.schema.empty_table().select(list(columns))
         filesystem, paths = self._located(files)
         fragments = [_FORMAT.make_fragment(path, filesystem=filesystem) for path in paths]
-        dataset = pads.FileSystemDataset(fragments, self.schema, _FORMAT, filesystem)
-        return dataset.to_table(columns=list(columns), filter=where)
+        return read_filtered(pads.FileSystemDataset(fragments, self.schema, _FORMAT, filesystem), columns, filters)
 
 
 class ArrowFiles:
@@ -406,10 +436,10 @@ class ArrowFiles:
     def stats(self) -> FileStats:
         return self._stats
 
-    def read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table:
+    def read(self, files: Sequence[DataFile], columns: Sequence[str], filters: Sequence[Filter]) -> pa.Table:
         parts = [self.parts[file.path] for file in files]
         data = pa.concat_tables(parts) if parts else self.schema.empty_table()
-        return (data.filter(where) if where is not None else data).select(list(columns))
+        return filter_rows(data, filters).select(list(columns))
 
     def row_groups(self, file: DataFile, filters: Sequence[Filter]) -> list[tuple[str, Callable[[], pa.Table]]]:
         """One group: the whole part (in memory, nothing to skip)."""
@@ -681,7 +711,7 @@ class TableScan:
         for file in files:
             rows = self.kept.get(file.path)
             if rows is None and keep and self.kept.keeps(file):
-                rows = self._read([file], self.schema.names, None)
+                rows = self._read([file], self.schema.names, ())
                 self.kept.put(file.path, rows)
             elif rows is None and keep and filters:
                 kept.extend(self._row_groups(file, filters))
@@ -694,7 +724,7 @@ class TableScan:
         if kept:
             parts.append(filter_rows(pa.concat_tables(kept), filters).select(list(columns)))
         if rest or not parts:  # the expression built only for a read from storage (a page's kept files need none)
-            parts.append(self._read(rest, columns, filter_expression(filters)))
+            parts.append(self._read(rest, columns, filters))
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def _row_groups(self, file: DataFile, filters: Sequence[Filter]) -> list[pa.Table]:
@@ -721,10 +751,10 @@ class TableScan:
             groups.append(rows)
         return groups
 
-    def _read(self, files: Sequence[DataFile], columns: Sequence[str], where: pc.Expression | None) -> pa.Table:
+    def _read(self, files: Sequence[DataFile], columns: Sequence[str], filters: Sequence[Filter]) -> pa.Table:
         with self._lock:
             self.files_read.extend(file.path for file in files)
-        return self.source.read(files, columns, where)
+        return self.source.read(files, columns, filters)
 
     def candidates(self, filters: Sequence[Filter]) -> np.ndarray:
         """The indices of the files whose statistics allow a matching row."""
