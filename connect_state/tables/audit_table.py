@@ -35,7 +35,7 @@ from connect_state.tables.compaction import Compacted, compact, plan
 from connect_state.tables.reader import TableReader
 from connect_state.tables.retention import RetentionPolicy
 from connect_state.tables.retention_io import Cleaned, clean_table
-from connect_state.tables.scan import Filter, TableScan
+from connect_state.tables.scan import Filter, TableScan, read_filtered
 from connect_state.tables.schemas import AUDIT, iso_utc
 
 __all__ = ["AuditQuery", "AuditTable", "audit_time", "from_table_row", "iso_time", "row_id", "to_table_rows"]
@@ -193,7 +193,7 @@ class AuditTable:
             table = self.reader.table(AUDIT)
         except TableNotFoundError:
             return set()
-        found = table.to_pyarrow_table(columns=["id"], filters=[("id", "in", list(ids))])
+        found = read_filtered(table.to_pyarrow_dataset(), ["id"], [("id", "in", list(ids))])
         return {value for value in found.column("id").to_pylist() if value is not None}
 
     def flush(self) -> int:

@@ -2,8 +2,9 @@
 
 delta-rs's MERGE writes string columns as ``string_view`` (in the file's stored Arrow schema), and Arrow's comparison
 kernels take no ``string_view``. So a filter evaluated as such a file is read, e.g. a connector's name, failed with
-``ArrowNotImplementedError``. That broke the API's history reads, the restarts job's status changes and the cleanup
-job's cheap pass check, from the first retention pass that deleted some rows of a file and kept others. Each is read
+``ArrowNotImplementedError``. That broke the API's history reads, the restarts job's status changes, the cleanup
+job's cheap pass check and the audit trail's flush, from the first retention pass that deleted some rows of a file and
+kept others. Each is read
 here through its own code, after the real retention pass (``retention_io.clean_table``), against a full read of the
 table by deltalake."""
 
@@ -22,11 +23,12 @@ from connect_state.core.storage import Location
 from connect_state.folds.connector_states import STATUS_CHANGED
 from connect_state.spark.cleanup import SparkCleanupIO
 from connect_state.spark.restarts import RestartsJobIO
+from connect_state.tables.audit_table import AuditTable
 from connect_state.tables.history_reads import table_rows
 from connect_state.tables.reader import TableReader
 from connect_state.tables.retention import POLICIES
 from connect_state.tables.retention_io import clean_table
-from connect_state.tables.schemas import CONNECTOR_EVENTS
+from connect_state.tables.schemas import AUDIT, CONNECTOR_EVENTS
 
 DAY_MS = 86_400_000
 POLICY = next(policy for policy in POLICIES if policy.name == CONNECTOR_EVENTS.name)
@@ -91,3 +93,21 @@ def test_the_cleanup_jobs_pass_check_reads_a_rewritten_file(root: Path) -> None:
 
     creations = [r for c in ("sink", "source") for r in oracle(root, c) if r["event"] == "created"]
     assert marks is not None and marks[0] == len(creations)
+
+
+def test_the_audit_flushs_check_of_ids_reads_a_rewritten_file(tmp_path: Path) -> None:
+    """The audit trail's flush asks which of its spool's ids the table has, so as not to append one twice."""
+    rows = [
+        {"id": "old", "time": dt.datetime(2026, 1, 1, tzinfo=dt.UTC), "principal": "ops", "status": 200},
+        {"id": "new", "time": dt.datetime(2026, 11, 1, tzinfo=dt.UTC), "principal": "ops", "status": 200},
+    ]
+    write_deltalake(str(tmp_path / AUDIT.name), pa.Table.from_pylist(rows, schema=AUDIT.schema))
+    policy = next(policy for policy in POLICIES if policy.name == AUDIT.name)
+    cutoff = int(dt.datetime(2026, 6, 1, tzinfo=dt.UTC).timestamp() * 1000)
+    assert clean_table(Location.parse(str(tmp_path)), policy, cutoff).deleted == 1
+    stored = {str(pq.read_schema(uri).field("id").type) for uri in DeltaTable(str(tmp_path / AUDIT.name)).file_uris()}
+    assert stored == {"string_view"}
+
+    table = AuditTable(load_settings(overrides={"delta.root": str(tmp_path)}, environ={}), tmp_path / "audit.spool")
+
+    assert table.ids_in_table(["old", "new", "unknown"]) == {"new"}
