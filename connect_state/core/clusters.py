@@ -132,7 +132,7 @@ def cluster_settings(settings: Settings, cluster_id: str) -> Settings:
         }
     )
     try:
-        return Settings.from_mapping(props)
+        return Settings.from_mapping(props, environ=settings.environ)
     except ConfigError as err:
         raise ConfigError(f"cluster {cluster_id}: {err}") from None
 

@@ -119,6 +119,10 @@ def _to_client_props(key: str, value: str) -> dict[str, str]:
     return props
 
 
+#: The fields of :class:`Settings` that are no setting of their own.
+_NOT_SETTINGS = ("raw", "environ")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Typed view of the configuration. Field names are the property keys with '.' replaced by '_'."""
@@ -248,11 +252,14 @@ class Settings:
     clusters: str
     exactly_once_source_support: ExactlyOnceSourceSupport
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    #: The environment the ``${env:...}`` references of ``raw`` were resolved from (None: the process's): settings
+    #: derived from these (:meth:`with_overrides`, a further cluster's) resolve theirs from the same one.
+    environ: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def keys(cls) -> list[str]:
         """Every setting's key (``bootstrap.servers``), in field order."""
-        return [f.name.replace("_", ".") for f in fields(cls) if f.name != "raw"]
+        return [f.name.replace("_", ".") for f in fields(cls) if f.name not in _NOT_SETTINGS]
 
     @classmethod
     def from_mapping(
@@ -264,7 +271,7 @@ class Settings:
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for f in fields(cls):
-            if f.name == "raw":
+            if f.name in _NOT_SETTINGS:
                 continue
             key = f.name.replace("_", ".")
             if key not in props:
@@ -299,13 +306,13 @@ class Settings:
         _check_connector_class_types(values["connector_class_types"])
         _check_retention(values)
         _check_compaction(values)
-        return cls(**values, raw=dict(props))
+        return cls(**values, raw=dict(props), environ=environ)
 
     def with_overrides(self, **overrides: str) -> Settings:
         """A copy with some properties replaced (keys in property form, e.g. ``{"api.port": "0"}``)."""
         props = dict(self.raw)
         props.update(overrides)
-        return Settings.from_mapping(props)
+        return Settings.from_mapping(props, environ=self.environ)
 
     def table_path(self, name: str) -> Location:
         """Where the Delta table ``name`` lives."""
@@ -381,7 +388,7 @@ def load_settings(
             props[key] = env[env_name(key)]
     items = overrides.items() if isinstance(overrides, Mapping) else (_split_override(o) for o in overrides)
     props.update(_known(dict(items), known, "in --set"))
-    return Settings.from_mapping(props, environ=env)
+    return Settings.from_mapping(props, environ=environ)  # None: the process's, not kept in the settings
 
 
 #: The settings each further Connect cluster has of its own (issue 37), as ``clusters.<id>.<key>``: its Kafka, its

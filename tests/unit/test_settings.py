@@ -18,7 +18,7 @@ from connect_state.core.settings import Settings, default_conf_file, env_name, l
 from connect_state.spark.session import main as jars_main
 
 ROOT = Path(__file__).resolve().parents[2]
-FIELDS = {f.name.replace("_", "."): f for f in fields(Settings) if f.name != "raw"}
+FIELDS = {f.name.replace("_", "."): f for f in fields(Settings) if f.name not in ("raw", "environ")}
 DEFAULTS = load_settings(environ={})
 SPECIAL = {  # keys whose value is checked when the settings are built
     "storage.s3.endpoint": "https://s3.example.com",

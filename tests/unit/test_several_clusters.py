@@ -87,6 +87,24 @@ def test_cluster_keys_come_from_the_file_and_set_flags_and_other_keys_are_refuse
         load_settings(None, ["clusters=eu", "clusters.eu.api.port=1"], environ={})
 
 
+def test_a_further_clusters_references_resolve_from_the_environment_the_settings_were_loaded_with() -> None:
+    """``${env:...}`` in a further cluster's keys: from the environment given to ``load_settings`` (the process's by
+    default), as the default cluster's are, also in settings derived from them."""
+    environ = {"EU_GROUP": "connect-eu", "EU_KAFKA": "kafka-eu:9092"}
+    overrides = {
+        "clusters": "eu",
+        "clusters.eu.connect.group.id": "${env:EU_GROUP}",
+        "clusters.eu.bootstrap.servers": "${env:EU_KAFKA}",
+    }
+    loaded = load_settings(overrides=overrides, environ=environ)
+
+    for settings in (loaded, loaded.with_overrides(**{"api.port": "0"})):
+        [_, eu] = clusters(settings)
+        assert (eu.group_id, eu.bootstrap_servers) == ("connect-eu", "kafka-eu:9092")
+    with pytest.raises(ConfigError, match="environment variable EU_GROUP is not set"):
+        clusters(load_settings(overrides=overrides, environ={"EU_KAFKA": "kafka-eu:9092"}))
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
