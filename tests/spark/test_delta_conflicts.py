@@ -30,17 +30,23 @@ def table_with_two_rows(tmp_path: Path) -> str:
     return path
 
 
+def first_time(done: Path) -> bool:
+    """True at the first call for ``done`` in any process (a Python worker evaluates a source more than once)."""
+    try:
+        os.close(os.open(done, os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return False
+    return True
+
+
 def source_that_commits_first(spark: SparkSession, path: str, done: Path) -> DataFrame:
     """One new row, whose evaluation (inside the MERGE's transaction, in a Python worker) first has another writer
     (delta-rs) delete row 2 of the table, once: the MERGE then loses its commit to that writer's."""
 
     @F.udf("bigint")
     def after_a_concurrent_commit(value: int) -> int:
-        try:
-            os.close(os.open(done, os.O_CREAT | os.O_EXCL))
-        except FileExistsError:
-            return value
-        DeltaTable(path).delete("id = 2")
+        if first_time(done):
+            DeltaTable(path).delete("id = 2")
         return value
 
     return spark.createDataFrame([(3, "c")], "id BIGINT, name STRING").withColumn("id", after_a_concurrent_commit("id"))
@@ -121,12 +127,9 @@ def billing_batch_after_an_orders_commit(spark: SparkSession, path: str, done: P
 
     @F.udf("string")
     def after_orders_committed(name: str) -> str:
-        try:
-            os.close(os.open(done, os.O_CREAT | os.O_EXCL))
-        except FileExistsError:
-            return name
-        orders_rows = pa.Table.from_pylist([{"name": "a", "target_state": "STOPPED"}], schema=SHARED.schema)
-        run_merge(DeltaTable(path), orders_rows, ORDERS.merge(CONNECTORS_MERGE), CommitProperties())
+        if first_time(done):
+            orders_rows = pa.Table.from_pylist([{"name": "a", "target_state": "STOPPED"}], schema=SHARED.schema)
+            run_merge(DeltaTable(path), orders_rows, ORDERS.merge(CONNECTORS_MERGE), CommitProperties())
         return name
 
     rows = spark.createDataFrame([("a", "PAUSED")], "name STRING, target_state STRING")
