@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
+from connect_state.core.clusters import cluster_label
 from connect_state.core.errors import KafkaWriteError
 from connect_state.core.faults import FaultPoint, fault_point
 from connect_state.core.settings import Settings
@@ -879,4 +880,4 @@ class FoldJob:
         def start_query() -> StreamingQuery:
             return self.start_query(spark, settings, available_now, max_offsets)
 
-        return Run([QueryTask(start_query(), restart=start_query)])
+        return Run([QueryTask(start_query(), restart=start_query, cluster=cluster_label(settings))])

@@ -47,6 +47,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState
 
 from connect_state.connect.plugins import HEARTBEAT_PROVIDERS_GROUP, load_keyed_plugins
+from connect_state.core.clusters import cluster_label
 from connect_state.core.errors import ConfigError, RecordFormatError
 from connect_state.core.settings import Settings, interval_seconds
 from connect_state.core.storage import deltalake_options
@@ -635,8 +636,9 @@ class HeartbeatsQueryTask(QueryTask):
         spark: SparkSession,
         ticking: bool = True,
         trigger_s: float = 0.0,
+        cluster: str | None = None,
     ) -> None:
-        super().__init__(query, poll_seconds=TICK_S)
+        super().__init__(query, poll_seconds=TICK_S, cluster=cluster)
         self.scheduler = scheduler
         self.spark = spark
         self.ticking = ticking
@@ -717,7 +719,9 @@ class HeartbeatsJob:
 
         def start_query() -> QueryTask:
             query = start(spark, settings, available_now, max_offsets, scheduler=scheduler)
-            return HeartbeatsQueryTask(query, scheduler, spark, ticking=not available_now, trigger_s=trigger_s)
+            return HeartbeatsQueryTask(
+                query, scheduler, spark, ticking=not available_now, trigger_s=trigger_s, cluster=cluster_label(settings)
+            )
 
         task = LeasedTask(JOB_NAME, lease, start_query, once=available_now, on_lost=stop_query)
         catch_up = task.while_held(lambda: scheduler.tick(spark))

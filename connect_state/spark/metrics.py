@@ -6,7 +6,9 @@ to Delta would add a commit per batch per query for values that are stale by the
 dead driver's last numbers as if it still ran (a scrape that fails says it is down). The API keeps what the tables
 tell (``/metrics`` there: each table's lag and age from the ``watermarks`` table).
 
-Per query (label ``query``), from each batch's progress (:meth:`JobMetrics.observe`, called by
+Per query (label ``query``, and ``connect_cluster``: the Connect cluster it folds, named as the API's gauges and the
+alerts name it, :func:`connect_state.core.clusters.cluster_label`; empty, which Prometheus takes for no label, in a
+one-cluster deployment without ``cluster.id``), from each batch's progress (:meth:`JobMetrics.observe`, called by
 :class:`~connect_state.spark.streaming.QueryTask`):
 
 * ``connect_state_job_input_rows_per_second`` / ``connect_state_job_processed_rows_per_second``: the last batch's
@@ -36,6 +38,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from connect_state.core.clusters import CLUSTER_LABEL
 from connect_state.progress.query_progress import batch_duration_s, records_behind
 
 log = logging.getLogger("connect_state.metrics")
@@ -72,7 +75,7 @@ class JobMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        label = ("query",)
+        label = ("query", CLUSTER_LABEL)
         self.input_rate = Gauge(
             "connect_state_job_input_rows_per_second", "Last batch's input rate", label, registry=self.registry
         )
@@ -97,18 +100,20 @@ class JobMetrics:
         self._server: Any = None
         self._lock = threading.Lock()
 
-    def observe(self, query: str, progress: Mapping[str, Any]) -> None:
-        """One batch's progress (a dict: ``json.loads(progress.json)``)."""
-        self.batches.labels(query).inc()
-        self.input_rows.labels(query).inc(int(progress.get("numInputRows") or 0))
-        self.input_rate.labels(query).set(float(progress.get("inputRowsPerSecond") or 0.0))
-        self.processed_rate.labels(query).set(float(progress.get("processedRowsPerSecond") or 0.0))
+    def observe(self, query: str, progress: Mapping[str, Any], cluster: str | None = None) -> None:
+        """One batch's progress (a dict: ``json.loads(progress.json)``) of the query ``query`` of ``cluster`` (its
+        :func:`~connect_state.core.clusters.cluster_label`; None: unnamed)."""
+        labels = (query, cluster or "")
+        self.batches.labels(*labels).inc()
+        self.input_rows.labels(*labels).inc(int(progress.get("numInputRows") or 0))
+        self.input_rate.labels(*labels).set(float(progress.get("inputRowsPerSecond") or 0.0))
+        self.processed_rate.labels(*labels).set(float(progress.get("processedRowsPerSecond") or 0.0))
         duration = batch_duration_s(progress)
         if duration is not None:
-            self.batch_duration.labels(query).set(duration)
+            self.batch_duration.labels(*labels).set(duration)
         behind = records_behind(progress)
         if behind is not None:
-            self.behind.labels(query).set(behind)
+            self.behind.labels(*labels).set(behind)
 
     def track(self, supervisor: _Supervised) -> None:
         """Report ``supervisor``'s tasks while it lives."""

@@ -141,11 +141,15 @@ class QueryTask:
         query: StreamingQuery,
         poll_seconds: float = 10.0,
         restart: Callable[[], StreamingQuery] | None = None,
+        cluster: str | None = None,
     ) -> None:
         self.query = query
         self.name = query.name or str(query.id)
         self.poll_seconds = poll_seconds
         self._restart = restart
+        #: The Connect cluster the query folds, as its metrics name it (:func:`~connect_state.core.clusters.
+        #: cluster_label`; None: unnamed).
+        self.cluster = cluster
 
     def restart(self) -> None:
         """Start the query again from its checkpoint (the failed one is stopped first if it still runs)."""
@@ -176,7 +180,7 @@ class QueryTask:
             batches = self.new_progress(last_batch)
             for batch in batches:
                 reading.observe(batch)
-                METRICS.observe(self.name, batch)
+                METRICS.observe(self.name, batch, self.cluster)
             if batches:
                 progress = batches[-1]
                 last_batch = progress["batchId"]
@@ -202,7 +206,7 @@ class QueryTask:
             self.query.stop()
         for batch in self.new_progress(last_batch):  # the batches of a catch-up run's last moments
             reading.observe(batch)
-            METRICS.observe(self.name, batch)
+            METRICS.observe(self.name, batch, self.cluster)
         if reading.batches:
             log.info("%s: %s", self.name, reading.line(time.monotonic()))
         error = self.query.exception()

@@ -76,7 +76,7 @@ def test_job_metrics_are_scraped_over_http() -> None:
         for family in text_string_to_metric_families(text)
         for s in family.samples
     }
-    q = (("query", "source_offsets"),)
+    q = (("connect_cluster", ""), ("query", "source_offsets"))  # empty: Prometheus stores the series without it
     assert samples[("connect_state_job_records_behind", q)] == 50
     assert samples[("connect_state_job_input_rows_total", q)] == 50
     assert samples[("connect_state_job_batches_total", q)] == 2
@@ -128,16 +128,18 @@ def test_a_query_task_logs_its_progress_and_feeds_the_metrics(caplog: Any) -> No
     from connect_state.spark.metrics import METRICS
     from connect_state.spark.streaming import QueryTask
 
-    before = METRICS.registry.get_sample_value("connect_state_job_batches_total", {"query": "fake_offsets"}) or 0
+    labels = {"query": "fake_offsets", "connect_cluster": "billing"}
+    before = METRICS.registry.get_sample_value("connect_state_job_batches_total", labels) or 0
     with caplog.at_level(logging.INFO, logger="connect_state.streaming"):
-        assert QueryTask(_FakeQuery(), poll_seconds=0).run(threading.Event()) == 0  # type: ignore[arg-type]
+        task = QueryTask(_FakeQuery(), poll_seconds=0, cluster="billing")  # type: ignore[arg-type]
+        assert task.run(threading.Event()) == 0
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("fake_offsets: read")]
     assert lines[0].startswith("fake_offsets: read 300 of 1000 records (30%), 700 behind, about ")
     assert lines[1].startswith("fake_offsets: read 600 of 1000 records (60%), 400 behind")
     assert lines[-1].startswith("fake_offsets: read 1000 of 1000 records (100%), 0 behind, caught up")
-    after = METRICS.registry.get_sample_value("connect_state_job_batches_total", {"query": "fake_offsets"})
+    after = METRICS.registry.get_sample_value("connect_state_job_batches_total", labels)
     assert after == before + 3
-    assert METRICS.registry.get_sample_value("connect_state_job_records_behind", {"query": "fake_offsets"}) == 0
+    assert METRICS.registry.get_sample_value("connect_state_job_records_behind", labels) == 0
 
 
 def test_job_metrics_listen_on_loopback_by_default() -> None:

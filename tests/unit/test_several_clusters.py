@@ -72,6 +72,28 @@ def test_a_further_cluster_has_the_deployments_settings_but_its_own(settings: Se
     assert own.api_port == two.api_port and own.trigger_interval == two.trigger_interval  # the deployment's
 
 
+def test_each_query_of_the_jobs_driver_names_its_cluster_in_its_metrics(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fold job's query task carries the cluster the driver's metrics label its query with: each cluster's id with
+    several clusters, none (no label) for a one-cluster deployment without ``cluster.id``."""
+    from connect_state.spark import active_topics
+    from connect_state.spark.foldjob import FoldJob
+
+    monkeypatch.setattr(FoldJob, "start_query", lambda *_args, **_kwargs: _StartedQuery())
+    default, billing = clusters(settings.with_overrides(**BILLING))
+
+    named = {c.id: active_topics.JOB.start(None, c.settings, True, None).tasks[0].cluster for c in (default, billing)}
+    [alone] = active_topics.JOB.start(None, settings, True, None).tasks  # type: ignore[arg-type]
+
+    assert named == {"connect-cluster": "connect-cluster", "billing": "billing"}
+    assert alone.cluster is None
+
+
+class _StartedQuery:
+    name, id = "active_topics", "q"
+
+
 def test_a_one_cluster_deployment_is_unchanged(settings: Settings) -> None:
     [default] = clusters(settings)
     assert default.settings == settings and default.settings.delta_root == settings.delta_root
