@@ -306,7 +306,8 @@ class Settings:
         _check_connector_class_types(values["connector_class_types"])
         _check_retention(values)
         _check_compaction(values)
-        return cls(**values, raw=dict(props), environ=environ)
+        kept = None if environ is None or environ is os.environ else dict(environ)  # a copy, never the process's
+        return cls(**values, raw=dict(props), environ=kept)
 
     def with_overrides(self, **overrides: str) -> Settings:
         """A copy with some properties replaced (keys in property form, e.g. ``{"api.port": "0"}``)."""

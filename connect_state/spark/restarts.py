@@ -166,13 +166,16 @@ class RestartsJobIO:
         return [attempt_from_row(row) for row in table.to_pylist()] if table is not None else []
 
     def status_changes(self, connectors: Iterable[str]) -> dict[str, list[StatusChange]]:
+        names = sorted(set(connectors))
+        if not names:
+            return {}
         path = self._path(CONNECTOR_EVENTS.name)
         with small_writes.commit_lock(path):
             try:
                 dataset = small_writes.latest(path, self._options).to_pyarrow_dataset()
             except DeltaTableNotFoundError:
                 return {}
-        wanted = [("connector", "in", sorted(set(connectors))), ("event", "in", [STATUS_CHANGED, TASK_STATUS_CHANGED])]
+        wanted = [("connector", "in", names), ("event", "in", [STATUS_CHANGED, TASK_STATUS_CHANGED])]
         rows = read_filtered(dataset, ["connector", "details", "kafka_timestamp"], wanted).to_pylist()
         changes: dict[str, list[StatusChange]] = {}
         for row in rows:

@@ -23,6 +23,7 @@ clusters apart there, and keep their writers from conflicting:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -31,7 +32,7 @@ from connect_state.core.errors import ConfigError
 from connect_state.tables.merge_spec import Clause, ClauseKind, MergeSpec
 from connect_state.tables.schemas import TableSpec
 
-__all__ = ["CLUSTER_COLUMN", "ClusterScope", "shared_schema"]
+__all__ = ["CLUSTER_COLUMN", "ClusterScope", "check_shared_partitioning", "shared_schema"]
 
 #: The partition column of a shared table: the id of the Connect cluster a row belongs to.
 CLUSTER_COLUMN = "cluster"
@@ -42,6 +43,21 @@ def shared_schema(spec: TableSpec) -> pa.Schema:
     if CLUSTER_COLUMN in spec.schema.names:
         raise ValueError(f"the {spec.name} table already has a {CLUSTER_COLUMN!r} column")
     return spec.schema.insert(0, pa.field(CLUSTER_COLUMN, pa.string(), nullable=False))
+
+
+class _Partitioned(Protocol):
+    def metadata(self) -> Any: ...
+
+
+def check_shared_partitioning(table: _Partitioned, scope: ClusterScope) -> None:
+    """ConfigError for a table with a :data:`CLUSTER_COLUMN` partition and others besides: one cluster's rows of it
+    are not one partition's files, so ``scope``'s reads would serve other clusters' rows."""
+    columns = list(table.metadata().partition_columns)
+    if CLUSTER_COLUMN in columns and columns != [CLUSTER_COLUMN]:
+        raise ConfigError(
+            f"cluster {scope.cluster_id}: the table is partitioned by {', '.join(columns)}; a table the clusters share "
+            f"is partitioned by {CLUSTER_COLUMN} alone"
+        )
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.core.errors import TableNotFoundError
 from connect_state.core.storage import Location
-from connect_state.tables.cluster_scope import CLUSTER_COLUMN, ClusterScope
+from connect_state.tables.cluster_scope import CLUSTER_COLUMN, ClusterScope, check_shared_partitioning
 from connect_state.tables.scan import (
     DeltaFiles,
     FileCounts,
@@ -124,8 +124,6 @@ class _Snapshot:
     commit_paths: tuple[str, str] | None = None
     #: ``data`` by data file, in order (``data`` is their concatenation); None when the table was read whole.
     files: _Files | None = None
-    #: Epoch seconds when ``version`` was found the latest (``loaded_at``, or later when a commit kept the rows).
-    checked_at: float = 0.0
     #: What names ``data`` for :meth:`TableReader.loaded_version` when it is one partition's files (else None).
     identity: tuple[Any, ...] | None = None
 
@@ -206,6 +204,8 @@ def read_by_file(
     never change (Delta's data files are immutable; a removed one is gone from the version's list), so the kept ones
     serve as they are."""
     partitioned = table.metadata().partition_columns
+    if scope is not None:
+        check_shared_partitioning(table, scope)
     if partitioned and (scope is None or list(partitioned) != [CLUSTER_COLUMN]):
         return None
     pruning = [(CLUSTER_COLUMN, "=", scope.cluster_id)] if partitioned and scope is not None else None
@@ -382,13 +382,12 @@ class TableReader:
                 same = (
                     partition and snapshot.files is not None and files is not None and files.same_files(snapshot.files)
                 )
-                if not same:  # another cluster's commit keeps this one's rows, and what is kept with them
+                if not same:  # another cluster's commit keeps this one's rows as they were loaded, caches and all
                     snapshot.files, snapshot.data = files, data
                     snapshot.loaded_at = time.time()
+                    snapshot.committed_at = _last_commit_time(snapshot.table)
                 snapshot.identity = files.identity() if partition and files is not None else None
                 snapshot.version = version
-                snapshot.checked_at = time.time()
-                snapshot.committed_at = _last_commit_time(snapshot.table)
             self._snapshots[spec.name] = snapshot
             return snapshot.data
 
@@ -439,16 +438,15 @@ class TableReader:
 
     def rows_as_of(self, spec: TableSpec) -> float | None:
         """A time (epoch seconds) before which every commit the rows of :meth:`rows` reflect was made (None before any
-        read): the earlier of when their version was last found the latest (their load, or a later check whose
-        commits left them as they were) and that version's commit's own timestamp plus :data:`COMMIT_CLOCK_MARGIN_S`
+        read): the earlier of their load and their last commit's own timestamp plus :data:`COMMIT_CLOCK_MARGIN_S`
         (the job's clock may differ from ours by that much). :mod:`connect_state.api.live` compares it with when its
         follower last caught up with the topics."""
         snapshot = self._snapshots.get(spec.name)
         if snapshot is None or snapshot.version < 0:
             return None
         if snapshot.committed_at is None:
-            return snapshot.checked_at
-        return min(snapshot.checked_at, snapshot.committed_at + COMMIT_CLOCK_MARGIN_S)
+            return snapshot.loaded_at
+        return min(snapshot.loaded_at, snapshot.committed_at + COMMIT_CLOCK_MARGIN_S)
 
     def rows(
         self,

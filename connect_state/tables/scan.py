@@ -8,7 +8,8 @@ writer records, Spark's and delta-rs'):
 
 * :meth:`TableScan.rows`: the rows matching ANDed ``(column, op, value)`` filters, reading only the files whose
   statistics may hold one (the others are never opened), with the filter and the columns pushed down to the Parquet
-  reader (which skips row groups by their own statistics);
+  reader (which skips row groups by their own statistics), but for a file whose strings Arrow cannot compare as it
+  reads them (:func:`read_filtered`);
 * :meth:`TableScan.count`: how many rows match, adding up the row counts of files whose statistics prove every row
   matches (never opened) and counting in the others, reading only the filtered columns. Statistics cannot help a
   filter on a column every file holds every value of (the audit's connector, principal, outcome); for those a
@@ -52,7 +53,7 @@ import pyarrow.fs as pa_fs
 from deltalake import DeltaTable
 from deltalake.fs import DeltaStorageHandler
 
-from connect_state.tables.cluster_scope import CLUSTER_COLUMN, ClusterScope
+from connect_state.tables.cluster_scope import CLUSTER_COLUMN, ClusterScope, check_shared_partitioning
 
 __all__ = [
     "ArrowFiles",
@@ -214,10 +215,13 @@ def read_filtered(dataset: pads.Dataset, columns: Sequence[str], filters: Sequen
     except pa.ArrowNotImplementedError:
         pass
     needed = list(dict.fromkeys([*columns, *(column for column, _, _ in filters)]))
-    parts = [
-        filter_rows(fragment.to_table(schema=dataset.schema, columns=needed), filters).select(list(columns))
-        for fragment in dataset.get_fragments()
-    ]
+    parts = []
+    for fragment in dataset.get_fragments():  # only the files Arrow cannot filter as it reads are filtered after
+        try:
+            parts.append(fragment.to_table(schema=dataset.schema, columns=list(columns), filter=where))
+        except pa.ArrowNotImplementedError:
+            rows = fragment.to_table(schema=dataset.schema, columns=needed)
+            parts.append(filter_rows(rows, filters).select(list(columns)))
     return pa.concat_tables(parts) if parts else dataset.schema.empty_table().select(list(columns))
 
 
@@ -355,6 +359,8 @@ class DeltaFiles:
         self.local_root = local_root
         self.footers = footers if footers is not None else RowGroupIndexes()
         actions = pa.table(table.get_add_actions(flatten=True))
+        if scope is not None:
+            check_shared_partitioning(table, scope)
         if scope is not None and table.metadata().partition_columns == [CLUSTER_COLUMN]:
             # One cluster's partition of a shared table: its files only, read without the column (not in the files).
             actions = actions.filter(pc.field(f"partition.{CLUSTER_COLUMN}") == scope.cluster_id)
@@ -723,7 +729,7 @@ class TableScan:
         parts = []
         if kept:
             parts.append(filter_rows(pa.concat_tables(kept), filters).select(list(columns)))
-        if rest or not parts:  # the expression built only for a read from storage (a page's kept files need none)
+        if rest or not parts:  # storage read only for the files not kept (a page's kept files are filtered above)
             parts.append(self._read(rest, columns, filters))
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 

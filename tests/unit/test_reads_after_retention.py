@@ -56,8 +56,10 @@ def root(tmp_path: Path) -> Path:
     write_deltalake(str(path), pa.Table.from_pylist(rows, schema=CONNECTOR_EVENTS.schema))
     cleaned = clean_table(Location.parse(str(tmp_path)), POLICY, cutoff=50 * DAY_MS)
     assert cleaned.deleted > 0 and DeltaTable(str(path)).to_pyarrow_table().num_rows > 0
+    later = [event("sink", STATUS_CHANGED, 6, 61), event("other", STATUS_CHANGED, 7, 61)]
+    write_deltalake(str(path), pa.Table.from_pylist(later, schema=CONNECTOR_EVENTS.schema), mode="append")
     stored = {str(pq.read_schema(uri).field("connector").type) for uri in DeltaTable(str(path)).file_uris()}
-    assert "string_view" in stored  # the condition these tests are about
+    assert stored == {"string_view", "string"}  # the condition these tests are about: rewritten and plain files
     return tmp_path
 
 
@@ -81,9 +83,13 @@ def test_the_restarts_jobs_status_changes_read_a_rewritten_file(root: Path) -> N
     changes = io.status_changes(["sink", "source"])
 
     expected = {
-        c: [r["kafka_offset"] for r in oracle(root, c) if r["event"] == STATUS_CHANGED] for c in ("sink", "source")
+        connector: sorted(int(r["kafka_timestamp"].timestamp() * 1000) for r in rows if r["event"] == STATUS_CHANGED)
+        for connector in ("sink", "source")
+        if (rows := oracle(root, connector))
     }
-    assert {c: len(found) for c, found in changes.items()} == {c: len(o) for c, o in expected.items() if o}
+    assert {connector: [change.at_ms for change in found] for connector, found in changes.items()} == expected
+    assert {change.to for found in changes.values() for change in found} == {"FAILED"}
+    assert io.status_changes([]) == {}
 
 
 def test_the_cleanup_jobs_pass_check_reads_a_rewritten_file(root: Path) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import pickle
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -125,6 +127,10 @@ def test_a_further_clusters_references_resolve_from_the_environment_the_settings
         assert (eu.group_id, eu.bootstrap_servers) == ("connect-eu", "kafka-eu:9092")
     with pytest.raises(ConfigError, match="environment variable EU_GROUP is not set"):
         clusters(load_settings(overrides=overrides, environ={"EU_KAFKA": "kafka-eu:9092"}))
+    environ["EU_GROUP"] = "changed later"  # the settings keep a copy of the mapping they were given
+    assert clusters(loaded)[1].group_id == "connect-eu"
+    assert pickle.loads(pickle.dumps(loaded)).environ == loaded.environ  # into Spark's closures
+    assert load_settings(environ=os.environ).environ is None  # the process's is not copied into the settings
 
 
 @pytest.mark.parametrize(

@@ -8,10 +8,12 @@ import tempfile
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from connect_state.core.errors import ConfigError
 from connect_state.tables.cluster_scope import CLUSTER_COLUMN, ClusterScope, shared_schema
 from connect_state.tables.history_reads import table_rows
 from connect_state.tables.merge_spec import MergeSpec, matched_update, not_matched_insert, source_values
@@ -85,8 +87,7 @@ def test_another_clusters_commit_keeps_the_rows_and_their_name(tmp_path: Path) -
     assert billing.snapshot(ACTIVE_TOPICS) is data
     assert billing.loaded_version(ACTIVE_TOPICS) == name
     assert billing.rows(ACTIVE_TOPICS, [("connector", "=", "sink")]) == kept
-    assert billing.rows_as_of(ACTIVE_TOPICS) >= as_of  # the rows still reflect every commit up to the latest
-    assert TableReader(tmp_path, scope=BILLING).loaded_version(ACTIVE_TOPICS) is None
+    assert billing.rows_as_of(ACTIVE_TOPICS) == as_of  # what a follower folds over them is unchanged too
     late = TableReader(tmp_path, scope=BILLING)  # another process, opened after the orders commit
     late.snapshot(ACTIVE_TOPICS)
     assert late.loaded_version(ACTIVE_TOPICS) == name
@@ -121,6 +122,18 @@ def test_a_scoped_scan_reads_its_clusters_files_only(tmp_path: Path) -> None:
     )
     assert scan.count([]) == 2
     assert all("cluster=billing" in name for name in scan.files_read)
+
+
+def test_a_table_partitioned_by_more_than_the_cluster_is_refused(tmp_path: Path) -> None:
+    """One cluster's rows would not be one partition's files: read whole, they would be every cluster's."""
+    rows = BILLING.rows(rows_of([("sink", "invoices")], 1))
+    write_deltalake(str(tmp_path / ACTIVE_TOPICS.name), rows, partition_by=[CLUSTER_COLUMN, "connector"])
+    billing = TableReader(tmp_path, scope=BILLING)
+
+    with pytest.raises(ConfigError, match="partitioned by cluster, connector; a table the clusters share"):
+        billing.rows(ACTIVE_TOPICS)
+    with pytest.raises(ConfigError, match="partitioned by cluster alone"):
+        billing.scan(ACTIVE_TOPICS)
 
 
 def test_a_table_that_is_not_partitioned_is_the_clusters_own(tmp_path: Path) -> None:
