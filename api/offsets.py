@@ -200,7 +200,13 @@ def _answer(change: OffsetsChange) -> Response:
 
 @bp.patch("/<connector>/offsets")
 @documented(
-    "KIP-875 alter offsets", {"200": json_answer(ref("Message"), "Altered")}, 400, 404, 409, body={"type": "object"}
+    "KIP-875 alter offsets",
+    {"200": json_answer(ref("Message"), "Altered")},
+    400,
+    404,
+    409,
+    500,  # Connect's, when the connector's alterOffsets refuses them (a ConnectException)
+    body={"type": "object"},
 )
 def alter_connector_offsets(connector: str) -> Response:
     """``PATCH /connectors/<name>/offsets`` (``ConnectorsResource.alterConnectorOffsets``)."""
@@ -212,7 +218,7 @@ def alter_connector_offsets(connector: str) -> Response:
 
 
 @bp.delete("/<connector>/offsets")
-@documented("KIP-875 reset offsets", {"200": json_answer(ref("Message"), "Reset")}, 400, 404, 409)
+@documented("KIP-875 reset offsets", {"200": json_answer(ref("Message"), "Reset")}, 400, 404, 409, 500)
 def reset_connector_offsets(connector: str) -> Response:
     """``DELETE /connectors/<name>/offsets`` (``ConnectorsResource.resetConnectorOffsets``)."""
     return _answer(get_herder().reset_connector_offsets(connector))
@@ -258,6 +264,7 @@ RESTORE_ANSWER = obj(
     400,
     404,
     409,
+    500,  # as PATCH's: the connector's alterOffsets refused them
     params=[
         query("at", TIME, required=True),
         query("apply", {"type": "boolean", "default": False}, description="write the difference (STOPPED only)"),

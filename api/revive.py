@@ -109,6 +109,7 @@ RESTORE_ANSWER = obj(
     400,
     404,
     409,
+    500,  # as PATCH /offsets's: the connector's alterOffsets refused its offsets
     params=[
         query("at", TIME, description="the config at or before this time (default: before its last deletion)"),
         query("initial_state", {"type": "string", "enum": list(InitialState), "default": "STOPPED"}),
