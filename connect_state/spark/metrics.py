@@ -18,7 +18,8 @@ one-cluster deployment without ``cluster.id``), from each batch's progress (:met
   (:func:`connect_state.progress.query_progress.records_behind`);
 * ``connect_state_job_input_rows_total`` and ``connect_state_job_batches_total``: counted since the driver started.
 
-Per supervised task (label ``task``: a job, or ``<job>/<query>``), from every running supervisor's state:
+Per supervised task (label ``task``: a job, or ``<job>/<query>``, and ``connect_cluster`` as above), from every
+running supervisor's state:
 ``connect_state_job_task_failures``, ``connect_state_job_task_restarts`` and ``connect_state_job_task_up``
 (1 while running).
 
@@ -55,18 +56,16 @@ class _SupervisorCollector(Collector):
         self.supervisors: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        failures = GaugeMetricFamily(
-            "connect_state_job_task_failures", "Failures of a supervised task", labels=["task"]
-        )
-        restarts = GaugeMetricFamily(
-            "connect_state_job_task_restarts", "Restarts of a supervised task", labels=["task"]
-        )
-        up = GaugeMetricFamily("connect_state_job_task_up", "1 while the supervised task runs", labels=["task"])
+        labels = ["task", CLUSTER_LABEL]
+        failures = GaugeMetricFamily("connect_state_job_task_failures", "Failures of a supervised task", labels=labels)
+        restarts = GaugeMetricFamily("connect_state_job_task_restarts", "Restarts of a supervised task", labels=labels)
+        up = GaugeMetricFamily("connect_state_job_task_up", "1 while the supervised task runs", labels=labels)
         for supervisor in list(self.supervisors):
             for name, state in supervisor.state().items():
-                failures.add_metric([name], state.failures)
-                restarts.add_metric([name], state.restarts)
-                up.add_metric([name], 1.0 if str(state.status) == "running" else 0.0)
+                values = [name, getattr(state, "cluster", None) or ""]
+                failures.add_metric(values, state.failures)
+                restarts.add_metric(values, state.restarts)
+                up.add_metric(values, 1.0 if str(state.status) == "running" else 0.0)
         yield from (failures, restarts, up)
 
 

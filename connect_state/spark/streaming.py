@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from connect_state.core.clusters import Cluster, clusters
+from connect_state.core.clusters import Cluster, cluster_label, clusters
 from connect_state.core.errors import ConnectStateError
 from connect_state.core.settings import Settings, add_config_arguments, settings_from_args
 from connect_state.progress.query_progress import ReadProgress
@@ -296,6 +296,9 @@ class TaskState:
     """What the supervisor knows of a task: its status, how often it failed and was restarted, the last error."""
 
     name: str
+    #: The Connect cluster the task works for, as the metrics name it (:func:`~connect_state.core.clusters.
+    #: cluster_label`; None: unnamed).
+    cluster: str | None = None
     status: TaskStatus = TaskStatus.STARTING
     failures: int = 0
     restarts: int = 0
@@ -328,7 +331,7 @@ class Supervisor:
         self.backoff = backoff
         self.name = name or ", ".join(task.name for task in self.tasks)
         self.halt = threading.Event()  # what the tasks watch: a stop, a signal, a failure without backoff, a timeout
-        self._states = {task.name: TaskState(task.name) for task in self.tasks}
+        self._states = {task.name: TaskState(task.name, getattr(task, "cluster", None)) for task in self.tasks}
         self._exits: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -340,7 +343,9 @@ class Supervisor:
         for task in self.tasks:
             inner = getattr(task, "supervisor", None)
             if isinstance(inner, Supervisor):
-                states.update({f"{task.name}/{name}": state for name, state in inner.state().items()})
+                outer = getattr(task, "cluster", None)  # a job's tasks work for its cluster
+                for name, state in inner.state().items():
+                    states[f"{task.name}/{name}"] = replace(state, cluster=state.cluster or outer)
         return states
 
     def _set(self, task: Task, **changes: Any) -> TaskState:
@@ -643,6 +648,8 @@ class JobTask:
         self.backoff = backoff
         self.started: Run | None = None
         self.supervisor: Supervisor | None = None
+        #: The job's cluster, as the metrics name its tasks (:func:`~connect_state.core.clusters.cluster_label`).
+        self.cluster = cluster_label(settings)
 
     def start(self) -> None:
         if self.started is None:

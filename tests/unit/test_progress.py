@@ -82,7 +82,7 @@ def test_job_metrics_are_scraped_over_http() -> None:
     assert samples[("connect_state_job_batches_total", q)] == 2
     assert samples[("connect_state_job_input_rows_per_second", q)] == 50.0
     assert samples[("connect_state_job_batch_duration_seconds", q)] == 1.5
-    task = (("task", "offsets/source_offsets"),)
+    task = (("connect_cluster", ""), ("task", "offsets/source_offsets"))
     assert samples[("connect_state_job_task_failures", task)] == 2
     assert samples[("connect_state_job_task_restarts", task)] == 1
     assert samples[("connect_state_job_task_up", task)] == 1

@@ -279,7 +279,11 @@ def test_a_continuous_driver_supervises_each_clusters_jobs_under_its_own_name(
     stop.set()
     job = RecordedJob("folds")
     streaming.run_continuous([job], None, settings.with_overrides(**BILLING), stop=stop, supervisors=supervisors)  # type: ignore[arg-type]
-    assert sorted(supervisors[0].state()) == ["billing/folds", "connect-cluster/folds"]
+    states = supervisors[0].state()
+    assert {name: state.cluster for name, state in states.items()} == {
+        "billing/folds": "billing",
+        "connect-cluster/folds": "connect-cluster",
+    }
     assert len(job.started) == 2
     assert streaming.query_name(clusters(settings.with_overrides(**BILLING))[1].settings, "folds") == "billing/folds"
     assert streaming.query_name(settings, "folds") == "folds"
