@@ -283,6 +283,7 @@ class TableReader:
         self._counts: dict[str, FileCounts] = {}
         self._kept: dict[str, FileRows] = {}  # table -> its small files' rows, decoded once (see scan)
         self._footers: dict[str, RowGroupIndexes] = {}  # table -> its large files' row-group statistics (see scan)
+        self._views: dict[str, set[str]] = {}  # table -> its files Arrow cannot filter as it reads (see scan)
 
     def path(self, spec: TableSpec) -> Location:
         return self.delta_root / spec.name
@@ -417,7 +418,9 @@ class TableReader:
             counts = self._counts.setdefault(spec.name, FileCounts(spec.counted)) if spec.counted else None
             file_rows = self._kept.setdefault(spec.name, FileRows())
             footers = self._footers.setdefault(spec.name, RowGroupIndexes())
-            scan = TableScan(DeltaFiles(table, self.storage_options, local, footers, self.scope), counts, file_rows)
+            views = self._views.setdefault(spec.name, set())
+            files = DeltaFiles(table, self.storage_options, local, footers, self.scope, views)
+            scan = TableScan(files, counts, file_rows)
             self._scans[spec.name] = (table, version, scan, self._commit_file(spec, version))
             return scan
 

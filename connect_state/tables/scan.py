@@ -202,26 +202,50 @@ def filter_expression(filters: Sequence[Filter]) -> pc.Expression | None:
     return expression
 
 
-def read_filtered(dataset: pads.Dataset, columns: Sequence[str], filters: Sequence[Filter]) -> pa.Table:
+def read_filtered(
+    dataset: pads.FileSystemDataset, columns: Sequence[str], filters: Sequence[Filter], views: set[str] | None = None
+) -> pa.Table:
     """``columns`` of the rows of ``dataset`` (in the dataset's schema) matching ``filters``, filtered as Parquet is
-    read. Where a file stores a string column as ``string_view`` (delta-rs's MERGE writes them so: a current table's
-    small batch, a retention pass's rewrite of a history file), Arrow evaluates the filter on that type and has no
-    comparison for it (``ArrowNotImplementedError``): then each file is read in the dataset's types, then filtered."""
+    read, in the order of its files. Where a file stores a string column as ``string_view`` (delta-rs's MERGE writes
+    them so: a current table's small batch, a retention pass's rewrite of a history file), Arrow evaluates the filter
+    on that type and has no comparison for it (``ArrowNotImplementedError``): such a file is read in the dataset's
+    types, then filtered. ``views``: the paths of the files known to be such (added to as they are found), so that a
+    later read of the same files filters the others together as they are read, without trying them first."""
     where = filter_expression(filters)
     if where is None:
         return dataset.to_table(columns=list(columns))
-    try:
-        return dataset.to_table(columns=list(columns), filter=where)
-    except pa.ArrowNotImplementedError:
-        pass
+    known = views if views is not None else set()
     needed = list(dict.fromkeys([*columns, *(column for column, _, _ in filters)]))
-    parts = []
-    for fragment in dataset.get_fragments():  # only the files Arrow cannot filter as it reads are filtered after
+
+    def filtered_after(fragment: pads.Fragment) -> pa.Table:
+        rows = fragment.to_table(schema=dataset.schema, columns=needed)
+        return filter_rows(rows, filters).select(list(columns))
+
+    def pushed_down(fragments: list[pads.Fragment]) -> list[pa.Table]:
+        together = pads.FileSystemDataset(fragments, dataset.schema, dataset.format, dataset.filesystem)
         try:
-            parts.append(fragment.to_table(schema=dataset.schema, columns=list(columns), filter=where))
+            return [together.to_table(columns=list(columns), filter=where)]
         except pa.ArrowNotImplementedError:
-            rows = fragment.to_table(schema=dataset.schema, columns=needed)
-            parts.append(filter_rows(rows, filters).select(list(columns)))
+            pass
+        parts = []
+        for fragment in fragments:  # which of them Arrow cannot filter as it reads
+            try:
+                parts.append(fragment.to_table(schema=dataset.schema, columns=list(columns), filter=where))
+            except pa.ArrowNotImplementedError:
+                known.add(fragment.path)
+                parts.append(filtered_after(fragment))
+        return parts
+
+    parts: list[pa.Table] = []
+    run: list[pads.Fragment] = []
+    for fragment in dataset.get_fragments():
+        if fragment.path in known:
+            parts += pushed_down(run) if run else []
+            run = []
+            parts.append(filtered_after(fragment))
+        else:
+            run.append(fragment)
+    parts += pushed_down(run) if run else []
     return pa.concat_tables(parts) if parts else dataset.schema.empty_table().select(list(columns))
 
 
@@ -352,6 +376,7 @@ class DeltaFiles:
         local_root: str | None,
         footers: RowGroupIndexes | None = None,
         scope: ClusterScope | None = None,
+        views: set[str] | None = None,
     ) -> None:
         self.table = table
         self.schema = pa.schema(table.schema().to_arrow())
@@ -366,6 +391,9 @@ class DeltaFiles:
             actions = actions.filter(pc.field(f"partition.{CLUSTER_COLUMN}") == scope.cluster_id)
             self.schema = self.schema.remove(self.schema.get_field_index(CLUSTER_COLUMN))
         self._stats = FileStats(actions)
+        #: The files Arrow cannot filter as it reads them (:func:`read_filtered`), kept across versions like ``footers``
+        #: (a file never changes).
+        self._views: set[str] = views if views is not None else set()
 
     def stats(self) -> FileStats:
         return self._stats
@@ -427,7 +455,8 @@ class DeltaFiles:
             return self.schema.empty_table().select(list(columns))
         filesystem, paths = self._located(files)
         fragments = [_FORMAT.make_fragment(path, filesystem=filesystem) for path in paths]
-        return read_filtered(pads.FileSystemDataset(fragments, self.schema, _FORMAT, filesystem), columns, filters)
+        dataset = pads.FileSystemDataset(fragments, self.schema, _FORMAT, filesystem)
+        return read_filtered(dataset, columns, filters, self._views)
 
 
 class ArrowFiles:

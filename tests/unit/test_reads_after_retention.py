@@ -28,6 +28,7 @@ from connect_state.tables.history_reads import table_rows
 from connect_state.tables.reader import TableReader
 from connect_state.tables.retention import POLICIES
 from connect_state.tables.retention_io import clean_table
+from connect_state.tables.scan import read_filtered
 from connect_state.tables.schemas import AUDIT, CONNECTOR_EVENTS
 
 DAY_MS = 86_400_000
@@ -117,3 +118,23 @@ def test_the_audit_flushs_check_of_ids_reads_a_rewritten_file(tmp_path: Path) ->
     table = AuditTable(load_settings(overrides={"delta.root": str(tmp_path)}, environ={}), tmp_path / "audit.spool")
 
     assert table.ids_in_table(["old", "new", "unknown"]) == {"new"}
+
+
+def test_a_file_arrow_cannot_filter_is_remembered_and_the_files_order_kept(root: Path) -> None:
+    """The second read filters the plain files together as they are read, the rewritten one after, in file order."""
+    dataset = DeltaTable(str(root / CONNECTOR_EVENTS.name)).to_pyarrow_dataset()
+    columns, filters = ["kafka_offset"], [("connector", "in", ["sink", "other"])]
+    views: set[str] = set()
+
+    first = read_filtered(dataset, columns, filters, views)
+    again = read_filtered(dataset, columns, filters, views)
+
+    rewritten = {
+        f.path for f in dataset.get_fragments() if str(f.physical_schema.field("connector").type) == "string_view"
+    }
+    assert views == rewritten and len(rewritten) == 1
+    whole = [f.to_table(schema=dataset.schema, columns=["connector", "kafka_offset"]) for f in dataset.get_fragments()]
+    expected = [
+        row["kafka_offset"] for part in whole for row in part.to_pylist() if row["connector"] in ("sink", "other")
+    ]
+    assert first.column("kafka_offset").to_pylist() == again.column("kafka_offset").to_pylist() == expected
