@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a script (bench/ is not installed): make
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from bench.common import BenchError, check_arguments, in_work_dir, load_average, machine_lines
+from bench.common import BenchError, add_work_dir_argument, check_arguments, in_work_dir, load_average, machine_lines
 from connect_state.tables.reader import TableReader
 from connect_state.tables.schemas import CONNECTORS
 
@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--large", type=int, default=100_000, help="connectors of the large table (100000)")
     parser.add_argument("--files", type=int, default=2, help="data files the table starts with (2)")
     parser.add_argument("--commits", type=int, default=9, help="one-connector commits measured per size (9)")
-    parser.add_argument("--work-dir", type=Path, help="parent of the run's temporary directory (default: system temp)")
+    add_work_dir_argument(parser)
     return parser
 
 

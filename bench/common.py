@@ -66,13 +66,18 @@ class BenchError(Exception):
 # --- Kafka: topic, fill, end offsets ---------------------------------------------------------------------------------
 
 
+def add_work_dir_argument(parser: argparse.ArgumentParser) -> None:
+    """``--work-dir``: where the run's temporary directory goes (:func:`in_work_dir`)."""
+    parser.add_argument("--work-dir", type=Path, help="parent of the run's temporary directory (default: system temp)")
+
+
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every benchmark shares: which Kafka cluster, Spark master, time limit and work directory."""
     parser.add_argument("--bootstrap-servers", help="use this Kafka cluster instead of a temporary local broker")
     parser.add_argument("--replication-factor", type=int, default=1, help="of the bench topics (default 1)")
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     parser.add_argument("--job-timeout", type=float, default=1800.0, help="longest wait for one job run, s (1800)")
-    parser.add_argument("--work-dir", type=Path, help="parent of the run's temporary directory (default: system temp)")
+    add_work_dir_argument(parser)
     parser.add_argument(
         "--conf",
         action="append",

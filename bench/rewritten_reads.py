@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from bench.common import check_arguments, in_work_dir, load_average, machine_lines
+from bench.common import add_work_dir_argument, check_arguments, in_work_dir, load_average, machine_lines
 from connect_state.core.storage import Location
 from connect_state.tables.history_reads import table_rows
 from connect_state.tables.reader import TableReader
@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rows-per-file", type=int, default=20_000, help="rows a file (default 20000)")
     parser.add_argument("--connectors", type=int, default=200, help="connectors (default 200)")
     parser.add_argument("--repeat", type=int, default=20, help="reads timed per phase (default 20)")
-    parser.add_argument("--work-dir", type=Path, help="parent of the run's temporary directory (default: system temp)")
+    add_work_dir_argument(parser)
     parser.add_argument("--keep-dir", action="store_true", help="keep the temporary directory")
     return parser
 

@@ -42,7 +42,7 @@ if __package__ in (None, ""):  # run as a script (bench/ is not installed): make
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from bench.common import BenchError, check_arguments, in_work_dir, load_average, machine_lines
+from bench.common import BenchError, add_work_dir_argument, check_arguments, in_work_dir, load_average, machine_lines
 from connect_state.spark.active_topics import CURRENT_MERGE
 from connect_state.tables import small_writes
 from connect_state.tables.history_reads import table_rows
@@ -227,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--file-bytes", type=int, default=16 << 20, help="table.compact.file.bytes (16 MiB)")
     parser.add_argument("--check-every", type=int, default=60, help="commits between compaction checks (60)")
     parser.add_argument("--variant", choices=("both", "plain", "compacted"), default="both", help="(both)")
-    parser.add_argument("--work-dir", type=Path, help="parent of the run's temporary directory (default: system temp)")
+    add_work_dir_argument(parser)
     return parser
 
 
