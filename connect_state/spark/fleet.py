@@ -26,14 +26,13 @@ from connect_state.core.clusters import clusters
 from connect_state.core.errors import TableNotFoundError
 from connect_state.core.settings import Settings
 from connect_state.spark.delta_io import table_exists
+from connect_state.tables.cluster_scope import CLUSTER_COLUMN
 from connect_state.tables.schemas import ALERTS, ALL_TABLES, CONNECTOR_VERDICTS, VERDICT_HISTORY
 
 __all__ = ["CLUSTER_COLUMN", "FLEET_TABLES", "FLEET_VIEW_PREFIX", "fleet_table", "register_fleet_views"]
 
 log = logging.getLogger("connect_state.fleet")
 
-#: The column naming each row's cluster.
-CLUSTER_COLUMN = "cluster"
 #: The tables :func:`register_fleet_views` makes views of: the folds' and the verdicts' and alerts' (each cluster's
 #: own; the audit is the deployment's, in the default cluster's root, and has no view here).
 FLEET_TABLES = (*ALL_TABLES, CONNECTOR_VERDICTS, VERDICT_HISTORY, ALERTS)

@@ -208,7 +208,7 @@ def read_by_file(
         check_shared_partitioning(table, scope)
     if partitioned and (scope is None or list(partitioned) != [CLUSTER_COLUMN]):
         return None
-    pruning = [(CLUSTER_COLUMN, "=", scope.cluster_id)] if partitioned and scope is not None else None
+    pruning = [(CLUSTER_COLUMN, "=", scope.cluster_id)] if partitioned and scope else None  # partitioned: by cluster
     dataset = table.to_pyarrow_dataset(file_pruning_predicate=pruning)
     layout = (str(table.metadata().id), dataset.schema)
     kept = previous.by_path if previous is not None and previous.layout == layout else {}
@@ -380,9 +380,8 @@ class TableReader:
                     else None
                 )
                 partition = files is not None and snapshot.table.metadata().partition_columns == [CLUSTER_COLUMN]
-                same = (
-                    partition and snapshot.files is not None and files is not None and files.same_files(snapshot.files)
-                )
+                earlier = snapshot.files
+                same = partition and earlier is not None and files is not None and files.same_files(earlier)
                 if not same:  # another cluster's commit keeps this one's rows as they were loaded, caches and all
                     snapshot.files, snapshot.data = files, data
                     snapshot.loaded_at = time.time()
