@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from connect_state.core.errors import ConfigError
 from connect_state.core.settings import CLUSTERS_PREFIX, Settings, cluster_key
+from connect_state.core.vocabulary import FleetTables
 
 __all__ = [
     "CLUSTERS_DIR",
@@ -32,6 +33,8 @@ __all__ = [
     "cluster_settings",
     "clusters",
     "default_cluster",
+    "fleet_cluster_id",
+    "fleet_tables_on",
     "listed_ids",
 ]
 
@@ -105,6 +108,22 @@ def cluster_label(settings: Settings) -> str | None:
     return default_cluster(settings).id if listed_ids(settings) else None
 
 
+def fleet_tables_on(settings: Settings) -> bool:
+    """Whether the jobs keep the fleet's tables: ``fleet.tables=on``; with ``auto``, when ``clusters`` lists further
+    clusters and ``deltalake``, which writes them, can commit to ``fleet.delta.root`` and ``delta.root`` (not
+    ``dbfs:`` or a FUSE mount)."""
+    if settings.fleet_tables is not FleetTables.AUTO:
+        return settings.fleet_tables is FleetTables.ON
+    roots = (settings.fleet_delta_root, settings.delta_root)
+    return bool(listed_ids(settings)) and all(root.deltalake_commits for root in roots)
+
+
+def fleet_cluster_id(settings: Settings) -> str:
+    """The id of ``settings``'s cluster in the fleet's tables: ``cluster.id`` (a further cluster's id), else the
+    default cluster's."""
+    return settings.cluster_id or default_cluster(settings).id
+
+
 def listed_ids(settings: Settings) -> list[str]:
     """The ids of ``clusters``, in order, each checked."""
     return [_checked_id(item.strip(), "clusters") for item in settings.clusters.split(",") if item.strip()]
@@ -129,6 +148,8 @@ def cluster_settings(settings: Settings, cluster_id: str) -> Settings:
             "clusters": "",
             "delta.root": (settings.delta_root / CLUSTERS_DIR / cluster_id).uri,
             "checkpoint.root": (settings.checkpoint_root / CLUSTERS_DIR / cluster_id).uri,
+            "fleet.delta.root": settings.fleet_delta_root.uri,  # the deployment's fleet tables, every cluster's
+            "fleet.tables": (FleetTables.ON if fleet_tables_on(settings) else FleetTables.OFF).value,
         }
     )
     try:

@@ -30,7 +30,7 @@ import javaproperties
 
 from connect_state.core.errors import ConfigError
 from connect_state.core.storage import Location, check_endpoint
-from connect_state.core.vocabulary import ConnectorType, ExactlyOnceSourceSupport
+from connect_state.core.vocabulary import ConnectorType, ExactlyOnceSourceSupport, FleetTables
 
 ENV_PREFIX = "CONNECT_STATE_"
 CONF_FILE_ENV = "CONNECT_STATE_CONF_FILE"
@@ -119,6 +119,8 @@ def _to_client_props(key: str, value: str) -> dict[str, str]:
     return props
 
 
+#: The directory, under ``delta.root``, of the fleet's tables unless ``fleet.delta.root`` names another.
+FLEET_DIR = "fleet"
 #: The fields of :class:`Settings` that are no setting of their own.
 _NOT_SETTINGS = ("raw", "environ")
 
@@ -250,6 +252,9 @@ class Settings:
     connect_group_id: str
     cluster_id: str
     clusters: str
+    fleet_tables: FleetTables
+    fleet_delta_root: Location
+    fleet_sync_interval_ms: int
     exactly_once_source_support: ExactlyOnceSourceSupport
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     #: The environment the ``${env:...}`` references of ``raw`` were resolved from (None: the process's): settings
@@ -284,6 +289,8 @@ class Settings:
             elif f.type == "Path":
                 path = Path(value).expanduser()
                 values[f.name] = path if path.is_absolute() else base / path
+            elif f.type == "Location" and f.name == "fleet_delta_root" and not value:
+                values[f.name] = values["delta_root"] / FLEET_DIR  # the default: <delta.root>/fleet
             elif f.type == "Location":
                 try:
                     values[f.name] = Location.parse(value, base)
@@ -293,6 +300,8 @@ class Settings:
                 values[f.name] = _to_client_props(key, value)
             elif f.type == "ExactlyOnceSourceSupport":
                 values[f.name] = _to_enum(key, value, ExactlyOnceSourceSupport)
+            elif f.type == "FleetTables":
+                values[f.name] = _to_enum(key, value, FleetTables)
             else:
                 values[f.name] = value
         if values["kafka_client_config_file"]:

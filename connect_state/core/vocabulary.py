@@ -53,3 +53,13 @@ class ExactlyOnceSourceSupport(StrEnum):
     def enabled(self) -> bool:
         """``exactlyOnceSourceEnabled()``: zombie fencing and transactional offset writes for source connectors."""
         return self is ExactlyOnceSourceSupport.ENABLED
+
+
+class FleetTables(StrEnum):
+    """``fleet.tables`` (issue 37): whether the jobs keep the fleet's tables, one Delta table of each name over every
+    Connect cluster of the deployment (:mod:`connect_state.tables.fleet_tables`). ``auto``: when the deployment
+    watches several clusters."""
+
+    AUTO = "auto"
+    ON = "on"
+    OFF = "off"

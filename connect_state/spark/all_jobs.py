@@ -2,7 +2,7 @@
 
 Active topics, connector states (which the offsets, heartbeats, cleanup and restarts jobs read), offsets, heartbeats,
 cleanup, restarts, watch (the verdicts, over all the others' tables), alerts (which reads what the others wrote,
-the verdicts included):
+the verdicts included), and last the fleet's tables (which list every table's files, issue 37):
 :func:`~connect_state.spark.streaming.run_catch_up` runs them one after the other in this order,
 :func:`~connect_state.spark.streaming.run_continuous` side by side.
 """
@@ -17,6 +17,7 @@ from connect_state.heartbeats.provider import HeartbeatProvider
 from connect_state.spark import active_topics, connector_states, offsets
 from connect_state.spark.alerts import AlertsJob
 from connect_state.spark.cleanup import CleanupJob
+from connect_state.spark.fleet_sync import FleetTablesJob
 from connect_state.spark.heartbeats import HeartbeatsJob
 from connect_state.spark.restarts import RestartsJob
 from connect_state.spark.streaming import Job
@@ -37,6 +38,7 @@ def every_job(
         RestartsJob(),
         WatchJob(),
         AlertsJob(),
+        FleetTablesJob(),
     ]
 
 

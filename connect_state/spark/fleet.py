@@ -1,11 +1,11 @@
 """One DataFrame over every Connect cluster of a deployment (issue 37), for SQL over the fleet in Spark (a notebook, a
-Databricks job): each cluster's table of a name, read where that cluster keeps it (:mod:`connect_state.core.clusters`),
-with the cluster's id as a first column ``cluster``.
+Databricks job): the fleet's table of a name (:mod:`connect_state.tables.fleet_tables`, kept by the jobs when
+``fleet.tables`` is on), with the cluster's id as a first column ``cluster``.
 
-Each cluster's tables stay its own (under ``<delta.root>/clusters/<id>`` for a further cluster), written by its own
-queries, so adding or removing a cluster changes no other cluster's tables; these frames read them together at query
-time. A cluster whose table does not exist yet (its jobs have not run) is left out and named in the log; a table no
-cluster has yet is a :class:`~connect_state.core.errors.TableNotFoundError`.
+Where the jobs keep no fleet table of that name (``fleet.tables=off``, or not synced yet), each cluster's own table is
+read where that cluster keeps it (under ``<delta.root>/clusters/<id>`` for a further cluster) and the frames are put
+together at query time, with the same columns. A cluster whose table does not exist yet (its jobs have not run) is
+left out and named in the log; a table no cluster has yet is a :class:`~connect_state.core.errors.TableNotFoundError`.
 
     from connect_state.core.settings import load_settings
     from connect_state.spark.fleet import register_fleet_views
@@ -22,27 +22,28 @@ from functools import reduce
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from connect_state.core.clusters import clusters
+from connect_state.core.clusters import clusters, fleet_tables_on
 from connect_state.core.errors import TableNotFoundError
 from connect_state.core.settings import Settings
 from connect_state.spark.delta_io import table_exists
 from connect_state.tables.cluster_scope import CLUSTER_COLUMN
-from connect_state.tables.schemas import ALERTS, ALL_TABLES, CONNECTOR_VERDICTS, VERDICT_HISTORY
+from connect_state.tables.fleet_tables import FLEET_TABLES
 
 __all__ = ["CLUSTER_COLUMN", "FLEET_TABLES", "FLEET_VIEW_PREFIX", "fleet_table", "register_fleet_views"]
 
 log = logging.getLogger("connect_state.fleet")
 
-#: The tables :func:`register_fleet_views` makes views of: the folds' and the verdicts' and alerts' (each cluster's
-#: own; the audit is the deployment's, in the default cluster's root, and has no view here).
-FLEET_TABLES = (*ALL_TABLES, CONNECTOR_VERDICTS, VERDICT_HISTORY, ALERTS)
 #: The temporary views :func:`register_fleet_views` creates are named ``fleet_<table>``.
 FLEET_VIEW_PREFIX = "fleet_"
 
 
 def fleet_table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:
     """Every cluster's table ``name`` as one DataFrame, ``cluster`` first, then the table's columns (by name; a
-    column one cluster's table lacks, as an older table before a schema change, is null in its rows)."""
+    column one cluster's table lacks, as an older table before a schema change, is null in its rows): the fleet's
+    table when the jobs keep it, else each cluster's read together."""
+    fleet_path = (settings.fleet_delta_root / name).uri
+    if fleet_tables_on(settings) and table_exists(spark, fleet_path):
+        return spark.read.format("delta").load(fleet_path)
     frames = []
     for cluster in clusters(settings):
         path = cluster.settings.table_path(name).uri

@@ -192,9 +192,10 @@ def _write(
             if done is not None and done >= version:
                 return False
             properties = CommitProperties(app_transactions=[Transaction(app_id, version)])
+        before = table.version()
         write(table, properties)
         table.update_incremental()
-        if table.version() % CHECKPOINT_INTERVAL == 0:
+        if table.version() != before and table.version() % CHECKPOINT_INTERVAL == 0:
             table.create_checkpoint()
         return True
 
@@ -212,6 +213,14 @@ def append_once(
 def append(rows: pa.Table, path: str, storage_options: Mapping[str, str] | None = None) -> None:
     """Append ``rows`` to the Delta table at ``path`` (it exists), without a transaction id (at least once)."""
     _write(path, None, _appending(rows), _opener(path, storage_options))
+
+
+def commit(
+    path: str, write: Callable[[DeltaTable, CommitProperties], None], storage_options: Mapping[str, str] | None = None
+) -> None:
+    """``write(table, commit_properties)`` on the latest version of the Delta table at ``path`` (it exists), without a
+    transaction id, :func:`with_retries` (``write`` decides again from the table it is given: it may commit nothing)."""
+    _write(path, None, write, _opener(path, storage_options))
 
 
 def read(path: str, columns: list[str], storage_options: Mapping[str, str] | None = None) -> pa.Table:

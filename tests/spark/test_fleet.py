@@ -1,5 +1,7 @@
-"""One DataFrame over every cluster's tables (connect_state/spark/fleet.py, issue 37): each cluster's table read
-where that cluster keeps it, with its id as ``cluster``, and the ``fleet_<table>`` views SQL over the fleet uses."""
+"""One DataFrame over every cluster's tables (connect_state/spark/fleet.py, issue 37), and the ``fleet_<table>`` views
+SQL over the fleet uses: Spark reading the fleet's tables the jobs keep (each cluster's partition listing its own
+table's files, connect_state/tables/fleet_tables.py), or, without them, each cluster's table where that cluster keeps
+it, with its id as ``cluster``. The answers are the rows each cluster's table was given."""
 
 from __future__ import annotations
 
@@ -12,17 +14,18 @@ import pytest
 from deltalake import write_deltalake
 from pyspark.sql import SparkSession
 
-from connect_state.core.clusters import clusters
+from connect_state.core.clusters import clusters, fleet_cluster_id, fleet_tables_on
 from connect_state.core.errors import TableNotFoundError
 from connect_state.core.settings import Settings, load_settings
 from connect_state.spark.fleet import fleet_table, register_fleet_views
+from connect_state.tables.fleet_tables import ClusterPartition
 from connect_state.tables.schemas import CONNECTOR_EVENTS, CONNECTORS, SOURCE_OFFSETS
 from tests.unit.helpers import write_table
 
 pytestmark = pytest.mark.spark
 
 
-def three_clusters(tmp_path: Path) -> Settings:
+def three_clusters(tmp_path: Path, fleet_tables: str = "auto") -> Settings:
     return load_settings(
         overrides={
             "delta.root": str(tmp_path / "delta"),
@@ -33,6 +36,7 @@ def three_clusters(tmp_path: Path) -> Settings:
             "clusters.billing.status.storage.topic": "billing-status",
             "clusters.empty.connect.group.id": "connect-empty",
             "clusters.empty.status.storage.topic": "empty-status",
+            "fleet.tables": fleet_tables,
         },
         environ={},
     )
@@ -43,8 +47,19 @@ def connector(name: str, state: str, deleted: bool = False) -> dict[str, Any]:
             "target_state": state, "deleted": deleted}  # fmt: skip
 
 
-def test_the_fleet_reads_every_clusters_table_with_its_cluster(spark: SparkSession, tmp_path: Path) -> None:
-    settings = three_clusters(tmp_path)
+def sync_fleet(settings: Settings) -> None:
+    """What the fleet tables job's pass does for each cluster (FleetTablesJob), or nothing with fleet.tables=off."""
+    for cluster in clusters(settings):
+        if fleet_tables_on(cluster.settings):
+            own = cluster.settings
+            ClusterPartition(own.delta_root, own.fleet_delta_root, fleet_cluster_id(own)).sync()
+
+
+@pytest.mark.parametrize("fleet_tables", ["auto", "off"])
+def test_the_fleet_reads_every_clusters_table_with_its_cluster(
+    spark: SparkSession, tmp_path: Path, fleet_tables: str
+) -> None:
+    settings = three_clusters(tmp_path, fleet_tables)
     main, billing, _empty = clusters(settings)
     write_table(
         main.settings.delta_root, CONNECTORS, [connector("orders", "RUNNING"), connector("old", "UNASSIGNED", True)]
@@ -54,7 +69,11 @@ def test_the_fleet_reads_every_clusters_table_with_its_cluster(spark: SparkSessi
     rows = [connector("orders", "PAUSED"), connector("invoices", "RUNNING")]
     write_deltalake(str(billing.settings.table_path(CONNECTORS.name)), pa.Table.from_pylist(rows, schema=older))
 
+    sync_fleet(settings)
     frame = fleet_table(spark, settings, CONNECTORS.name)
+    plan = frame._jdf.queryExecution().analyzed().toString()
+    # The fleet's table, where the jobs keep it: one relation whose partition column is the cluster (else a union).
+    assert plan.startswith("Relation [cluster#") == (fleet_tables == "auto"), plan
     assert frame.columns[0] == "cluster" and "connector_version" in frame.columns
     got = sorted((r["cluster"], r["name"], r["connector_state"]) for r in frame.collect())
     assert got == [
@@ -65,6 +84,7 @@ def test_the_fleet_reads_every_clusters_table_with_its_cluster(spark: SparkSessi
     ]  # the empty cluster, whose jobs have not run, is left out
 
     write_table(main.settings.delta_root, SOURCE_OFFSETS, [{"connector": "old", "partition": "{}", "offset": "{}"}])
+    sync_fleet(settings)
     views = register_fleet_views(spark, settings)
     assert {"fleet_connectors", "fleet_source_offsets"} <= set(views)
     paused = spark.sql("SELECT cluster, name FROM fleet_connectors WHERE connector_state = 'PAUSED'").collect()
@@ -78,6 +98,7 @@ def test_the_fleet_reads_every_clusters_table_with_its_cluster(spark: SparkSessi
              "source": "config", "kafka_partition": 0, "kafka_offset": 7,
              "kafka_timestamp": datetime(2026, 11, 20, tzinfo=UTC)}  # fmt: skip
     write_table(billing.settings.delta_root, CONNECTOR_EVENTS, [event])
+    sync_fleet(settings)
     register_fleet_views(spark, settings)  # fleet_connector_events is there now
     since = spark.sql(  # the README's query
         "SELECT cluster, connector, max(kafka_timestamp) AS since FROM fleet_connector_events "

@@ -8,7 +8,17 @@ from connect_state.core.errors import ConfigError
 from connect_state.spark.all_jobs import every_job, select_jobs
 from jobs.all import main
 
-NAMES = ["active_topics", "connector_states", "offsets", "heartbeats", "cleanup", "restarts", "watch", "alerts"]
+NAMES = [
+    "active_topics",
+    "connector_states",
+    "offsets",
+    "heartbeats",
+    "cleanup",
+    "restarts",
+    "watch",
+    "alerts",
+    "fleet_tables",
+]
 
 
 def test_every_job_in_dependency_order() -> None:

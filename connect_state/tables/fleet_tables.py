@@ -1,0 +1,307 @@
+"""The fleet's tables (issue 37): one Delta table of each name over every Connect cluster of a deployment, partitioned
+by a first column, ``cluster``, the cluster's id, under ``fleet.delta.root`` (default ``<delta.root>/fleet``).
+
+**Each cluster's jobs keep folding into its own tables**, as in a one-cluster deployment (the default cluster's at
+``delta.root``, a further one's under ``<delta.root>/clusters/<id>``): every fold, reconciliation, retention pass and
+lease reads and writes that cluster's rows alone, and adding or removing a cluster leaves the others' tables and
+checkpoints as they are. **A fleet table lists those tables' data files**, each in its cluster's partition: an ``add``
+action takes an absolute URI (Delta's protocol: "a relative path ... or an absolute path to a file", what a shallow
+clone's log holds), and a partition's value is in the log, not in its files. So no row is copied, and a cluster's
+partition is its table as of the last :func:`sync_partition`: the job keeping the fleet's tables
+(:class:`connect_state.spark.fleet_sync.FleetTablesJob`) calls it for each table of its cluster every
+``fleet.sync.interval.ms``. Each call commits the difference: the files the cluster's table added since (``add``),
+and those it removed (``remove``: a MERGE's rewrite, a retention pass, a compaction), in one commit written by
+``deltalake`` (``create_write_transaction``), never more than one partition's. Two clusters' calls never touch the
+same partition, so a commit that loses to another's is read again and its difference committed once more
+(:func:`connect_state.tables.small_writes.commit`).
+
+**Reading them.** Spark (``spark.read.format("delta").load(...)``, SQL on ``delta.`<path>```, Databricks) and
+``deltalake``'s DataFusion reader (``QueryBuilder``) read absolute paths. ``deltalake``'s ``to_pyarrow_table`` and
+``to_pandas`` do not (they look for every file inside the table): read a fleet table with ``QueryBuilder`` there.
+A filter on ``cluster`` reads that partition's files only. A fleet table holds no file of its own, so vacuuming it
+removes nothing; a version of it stays readable while its clusters' tables keep the files it lists (their own
+``VACUUM`` horizon, 7 days by default).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from urllib.parse import unquote
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable
+from deltalake.exceptions import CommitFailedError
+from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
+from deltalake.transaction import AddAction, RemoveAction
+
+from connect_state.core.errors import ConfigError
+from connect_state.core.storage import Location
+from connect_state.tables import small_writes
+from connect_state.tables.cluster_scope import CLUSTER_COLUMN, ClusterScope, shared_schema
+from connect_state.tables.schemas import (
+    ALERTS,
+    ALL_TABLES,
+    CONNECTOR_VERDICTS,
+    LEASES,
+    TABLE_PROPERTIES,
+    VERDICT_HISTORY,
+    TableSpec,
+)
+
+__all__ = [
+    "FLEET_TABLES",
+    "ClusterPartition",
+    "Synced",
+    "absolute_file",
+    "forget_cluster",
+    "partition_files",
+    "sync_partition",
+]
+
+log = logging.getLogger("connect_state.fleet_tables")
+
+#: The tables of a cluster the fleet has one of: every table its jobs write but the ``leases`` (a commit every few
+#: seconds, its files vacuumed within the hour: a fleet version would soon list files gone). The audit is the
+#: deployment's own, not a cluster's.
+FLEET_TABLES: tuple[TableSpec, ...] = (
+    *(spec for spec in ALL_TABLES if spec is not LEASES),
+    CONNECTOR_VERDICTS,
+    VERDICT_HISTORY,
+    ALERTS,
+)
+
+
+@dataclass(frozen=True)
+class Synced:
+    """What one :func:`sync_partition` committed: the table, the cluster, the version of the cluster's table its
+    partition now lists, and how many files it added and removed."""
+
+    table: str
+    cluster: str
+    version: int
+    added: int
+    removed: int
+
+    def line(self) -> str:
+        return f"{self.table}[{self.cluster}] at version {self.version}: +{self.added} -{self.removed} files"
+
+
+def absolute_file(table: Location, path: str) -> str:
+    """The absolute URI of a data file of the table at ``table`` from its ``add`` action's ``path`` (relative, or
+    absolute already), as deltalake takes a path: not percent-encoded (it encodes the log's, and decodes what it
+    reads): ``file://<absolute path>`` for a local table, ``<table URI>/<path>`` for an object store's."""
+    if "://" in path or path.startswith("file:"):
+        return path
+    if table.is_local:
+        return f"file://{PurePosixPath(table.uri, path)}"
+    return f"{table.uri.rstrip('/')}/{path}"
+
+
+def partition_files(fleet: DeltaTable, cluster_id: str) -> dict[str, int]:
+    """The files ``cluster_id``'s partition of the fleet table lists, with their sizes (paths decoded: the log's are
+    percent-encoded, and deltalake encodes those it is given)."""
+    actions = pa.table(fleet.get_add_actions(flatten=True))
+    if actions.num_rows == 0:
+        return {}
+    paths, sizes = actions.column("path").to_pylist(), actions.column("size_bytes").to_pylist()
+    clusters = actions.column(f"partition.{CLUSTER_COLUMN}").to_pylist()
+    return {
+        unquote(path): size for path, size, cluster in zip(paths, sizes, clusters, strict=True) if cluster == cluster_id
+    }
+
+
+def _source_files(source: DeltaTable, root: Location) -> dict[str, tuple[int, int, int]]:
+    """The data files of the cluster's table: absolute URI -> (size, modification time, row count)."""
+    actions = pa.table(source.get_add_actions(flatten=True))
+    if actions.num_rows == 0:
+        return {}
+    columns = (actions.column(name).to_pylist() for name in ("path", "size_bytes", "modification_time", "num_records"))
+    return {
+        absolute_file(root, unquote(path)): (size, _epoch_ms(modified), records or 0)
+        for path, size, modified, records in zip(*columns, strict=True)
+    }
+
+
+def _epoch_ms(value: object) -> int:
+    if isinstance(value, int):
+        return value
+    return int(value.timestamp() * 1000)  # type: ignore[attr-defined]  # a datetime
+
+
+def _open_fleet(path: str, spec: TableSpec, storage_options: Mapping[str, str] | None) -> DeltaTable:
+    """The fleet table at ``path``, created empty (partitioned by ``cluster``) when absent."""
+    options = dict(storage_options or {}) or None
+    try:
+        table = DeltaTable(path, storage_options=options)
+    except DeltaTableNotFoundError:
+        try:
+            DeltaTable.create(
+                path,
+                shared_schema(spec),
+                mode="ignore",
+                partition_by=[CLUSTER_COLUMN],
+                description=f"The fleet's {spec.name}, every cluster's, partitioned by cluster. {spec.description}",
+                configuration=dict(TABLE_PROPERTIES),
+                storage_options=options,
+            )
+        except CommitFailedError as err:  # another writer created it meanwhile
+            log.info("creating the fleet's %s table: %s", spec.name, err)
+        table = DeltaTable(path, storage_options=options)
+    if list(table.metadata().partition_columns) != [CLUSTER_COLUMN]:
+        raise ConfigError(f"{path}: not a fleet table (partitioned by {CLUSTER_COLUMN} alone); fleet.delta.root?")
+    return table
+
+
+def sync_partition(
+    source_root: Location,
+    fleet_root: Location,
+    spec: TableSpec,
+    cluster_id: str,
+    storage_options: Mapping[str, str] | None = None,
+) -> Synced | None:
+    """List the data files of the cluster's table ``spec`` (under ``source_root``) in its partition of the fleet's
+    (under ``fleet_root``), in one commit; None when the cluster has no such table yet or the partition lists its
+    files already (nothing committed). The fleet table is created at the first call."""
+    options = dict(storage_options or {}) or None
+    try:
+        source = DeltaTable(str(source_root / spec.name), storage_options=options)
+    except DeltaTableNotFoundError:
+        return None
+    return _sync(source, source_root / spec.name, fleet_root, spec, ClusterScope(cluster_id), storage_options)
+
+
+def _sync(
+    source: DeltaTable,
+    source_path: Location,
+    fleet_root: Location,
+    spec: TableSpec,
+    scope: ClusterScope,
+    storage_options: Mapping[str, str] | None,
+) -> Synced | None:
+    version = source.version()
+    wanted = _source_files(source, source_path)
+    fleet_path = str(fleet_root / spec.name)
+    _open_fleet(fleet_path, spec, storage_options)
+    partition: dict[str, str | None] = {CLUSTER_COLUMN: scope.cluster_id}
+    done: list[Synced] = []
+
+    def write(fleet: DeltaTable, properties: CommitProperties) -> None:
+        done.clear()
+        listed = partition_files(fleet, scope.cluster_id)
+        now = int(time.time() * 1000)
+        adds = [
+            AddAction(path, size, partition, modified, True, json.dumps({"numRecords": records}))
+            for path, (size, modified, records) in wanted.items()
+            if path not in listed
+        ]
+        removes = [
+            RemoveAction(path, True, now, size, partition) for path, size in listed.items() if path not in wanted
+        ]
+        if not adds and not removes:
+            return
+        fleet.create_write_transaction(
+            [*adds, *removes],
+            mode="append",
+            schema=shared_schema(spec),
+            partition_by=[CLUSTER_COLUMN],
+            commit_properties=properties,
+        )
+        done.append(Synced(spec.name, scope.cluster_id, version, len(adds), len(removes)))
+
+    small_writes.commit(fleet_path, write, storage_options)
+    return done[0] if done else None
+
+
+class ClusterPartition:
+    """One cluster's partition of every fleet table (:data:`FLEET_TABLES`), kept in step with its tables by
+    :meth:`sync`: its tables stay open (each call reads the commits since), and a table whose version has not moved
+    since its last sync costs no read of the fleet's."""
+
+    def __init__(
+        self,
+        source_root: Location,
+        fleet_root: Location,
+        cluster_id: str,
+        storage_options: Mapping[str, str] | None = None,
+        tables: Sequence[TableSpec] = FLEET_TABLES,
+    ) -> None:
+        self.source_root = source_root
+        self.fleet_root = fleet_root
+        self.scope = ClusterScope(cluster_id)
+        self.storage_options = dict(storage_options or {})
+        self.tables = tuple(tables)
+        self._sources: dict[str, DeltaTable] = {}
+        self._synced: dict[str, int] = {}
+
+    def _source(self, spec: TableSpec) -> DeltaTable | None:
+        table = self._sources.get(spec.name)
+        if table is not None:
+            table.update_incremental()
+            return table
+        try:
+            table = DeltaTable(str(self.source_root / spec.name), storage_options=self.storage_options or None)
+        except DeltaTableNotFoundError:
+            return None  # its jobs have not created it yet
+        self._sources[spec.name] = table
+        return table
+
+    def sync(self) -> list[Synced]:
+        """Sync every table whose version moved since its last sync (all of them at the first call); a table that
+        fails is logged and tried again at the next call, the others go on. What was committed."""
+        done = []
+        for spec in self.tables:
+            try:
+                source = self._source(spec)
+                if source is None or self._synced.get(spec.name) == source.version():
+                    continue
+                version = source.version()
+                synced = _sync(
+                    source, self.source_root / spec.name, self.fleet_root, spec, self.scope, self.storage_options
+                )
+            except Exception:
+                log.warning("fleet %s: syncing cluster %s failed; tried again at the next pass", spec.name,
+                            self.scope.cluster_id, exc_info=True)  # fmt: skip
+                continue
+            self._synced[spec.name] = version
+            if synced is not None:
+                done.append(synced)
+        return done
+
+
+def forget_cluster(
+    fleet_root: Location, cluster_id: str, storage_options: Mapping[str, str] | None = None
+) -> dict[str, int]:
+    """Remove ``cluster_id``'s partition from every fleet table (a cluster the deployment no longer watches; its own
+    tables are left as they are): the number of files removed per table."""
+    scope = ClusterScope(cluster_id)
+    removed: dict[str, int] = {}
+    for spec in FLEET_TABLES:
+        fleet_path = str(fleet_root / spec.name)
+        try:
+            DeltaTable(fleet_path, storage_options=dict(storage_options or {}) or None)
+        except DeltaTableNotFoundError:
+            continue
+
+        def write(fleet: DeltaTable, properties: CommitProperties, spec: TableSpec = spec) -> None:
+            listed = partition_files(fleet, scope.cluster_id)
+            removed[spec.name] = len(listed)
+            if not listed:
+                return
+            now = int(time.time() * 1000)
+            partition: dict[str, str | None] = {CLUSTER_COLUMN: scope.cluster_id}
+            removes = [RemoveAction(path, True, now, size, partition) for path, size in listed.items()]
+            fleet.create_write_transaction(
+                list(removes),
+                mode="append",
+                schema=shared_schema(spec),
+                partition_by=[CLUSTER_COLUMN],
+                commit_properties=properties,
+            )
+
+        small_writes.commit(fleet_path, write, storage_options)
+    return removed
