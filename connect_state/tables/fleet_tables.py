@@ -34,7 +34,7 @@ from pathlib import PurePosixPath
 from urllib.parse import unquote
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable
+from deltalake import CommitProperties, DeltaTable, Field
 from deltalake.exceptions import CommitFailedError
 from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction
@@ -154,7 +154,22 @@ def _open_fleet(path: str, spec: TableSpec, storage_options: Mapping[str, str] |
         table = DeltaTable(path, storage_options=options)
     if list(table.metadata().partition_columns) != [CLUSTER_COLUMN]:
         raise ConfigError(f"{path}: not a fleet table (partitioned by {CLUSTER_COLUMN} alone); fleet.delta.root?")
+    _add_new_columns(table, spec)
     return table
+
+
+def _add_new_columns(table: DeltaTable, spec: TableSpec) -> None:
+    """Add to the fleet table the columns ``spec`` has gained since it was created (an upgrade's), nullable: the older
+    files of the clusters' tables read them as null, as those tables' own readers do."""
+    have = set(pa.schema(table.schema().to_arrow()).names)
+    missing = [field.with_nullable(True) for field in shared_schema(spec) if field.name not in have]
+    if not missing:
+        return
+    try:
+        table.alter.add_columns([Field.from_arrow(field) for field in missing])
+    except CommitFailedError as err:  # another cluster's pass added them meanwhile
+        log.info("the fleet's %s table: adding %s: %s", spec.name, [field.name for field in missing], err)
+    table.update_incremental()
 
 
 def sync_partition(

@@ -1,7 +1,9 @@
 """Tables and checkpoints in a bucket of a real S3-compatible server (s3proxy on loopback): every job's catch-up writes
 them through Hadoop's S3A, the API reads them through deltalake's object store, and its answers equal the Connect
 worker's; a second catch-up finds every checkpoint in the bucket and keeps the tables, and a job whose checkpoint was
-removed from the bucket rebuilds its tables from the start of the topics.
+removed from the bucket rebuilds its tables from the start of the topics. The fleet's tables (``fleet.tables=on``)
+list the bucket's files by their ``s3a://`` paths: Spark and delta-rs read them there, as the cluster's own tables,
+before and after the rebuild.
 
 The bucket stands in for a cloud account's (S3, and the same code paths for ABFS and GCS): the jobs never use the
 local filesystem for a checkpoint or a table, so a checkpoint that lives only in the bucket is found or not found there.
@@ -11,13 +13,16 @@ from __future__ import annotations
 
 import logging
 
+import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, QueryBuilder
 
+from connect_state.core.clusters import fleet_cluster_id
 from connect_state.core.storage import deltalake_options
 from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.spark import connector_states, heartbeats, storage
 from connect_state.spark.all_jobs import every_job
+from connect_state.spark.fleet_sync import FleetTablesJob
 from connect_state.spark.storage import configure_storage
 from connect_state.spark.streaming import run_catch_up
 from connect_state.tables.schemas import ACTIVE_TOPICS, CONNECTORS, SINK_OFFSETS, SOURCE_OFFSETS
@@ -47,7 +52,7 @@ def test_catch_up_into_a_bucket_answers_like_connect_and_resumes_from_the_bucket
 ):
     prefix = unique("catch-up")
     settings = stack_settings.with_overrides(
-        **s3_server.storage_settings(TEST_BUCKET, prefix), **{"heartbeat.interval.ms": "600000"}
+        **s3_server.storage_settings(TEST_BUCKET, prefix), **{"heartbeat.interval.ms": "600000", "fleet.tables": "on"}
     )
     assert str(settings.delta_root) == f"s3a://{TEST_BUCKET}/{prefix}/delta"
     configure_storage(spark_on_s3, settings)
@@ -77,6 +82,7 @@ def test_catch_up_into_a_bucket_answers_like_connect_and_resumes_from_the_bucket
     options = deltalake_options(settings)
     before = {spec.name: table_rows(settings.table_path(spec.name), options) for spec in CURRENT_TABLES}
     assert any(row["name"] == name for row in before[CONNECTORS.name])
+    assert_fleet_is_the_clusters_own(spark_on_s3, settings, options)
 
     # The tables exist now: a job that did not find its checkpoint in the bucket would log it and empty them.
     caplog.clear()
@@ -98,6 +104,8 @@ def test_catch_up_into_a_bucket_answers_like_connect_and_resumes_from_the_bucket
     assert f"{NO_CHECKPOINT} {checkpoint}: rebuilding {CONNECTORS.name}" in caplog.text
     rebuilt = table_rows(settings.table_path(CONNECTORS.name), options)
     assert without_updated_at(rebuilt) == without_updated_at(before[CONNECTORS.name])
+    assert run_catch_up([FleetTablesJob()], spark_on_s3, settings) == 0  # the rebuilt table's files replace the old
+    assert_fleet_is_the_clusters_own(spark_on_s3, settings, options)
     assert_answers_like_connect(api_client(settings), connect, name)
     connect.delete_connector(name)
 
@@ -109,6 +117,21 @@ def own_rows(tables: dict[str, list[dict]], name: str) -> dict[str, list[dict]]:
     """The rows of connector ``name`` in each table that has a connector column (not empty ones)."""
     own = {table: [row for row in tables[table] if row[column] == name] for table, column in OWNER_COLUMNS.items()}
     return {table: rows for table, rows in own.items() if rows}
+
+
+def assert_fleet_is_the_clusters_own(spark, settings, options: dict[str, str]) -> None:
+    """Each current table's fleet table, read by delta-rs (QueryBuilder) and by Spark from the bucket, holds the
+    cluster's own table's rows, each with the cluster's id."""
+    cluster = fleet_cluster_id(settings)
+    for spec in CURRENT_TABLES:
+        own = table_rows(settings.table_path(spec.name), options)
+        fleet = DeltaTable(str(settings.fleet_delta_root / spec.name), storage_options=options)
+        read = pa.table(QueryBuilder().register("f", fleet).execute("SELECT * FROM f").read_all()).to_pylist()
+        assert {row.pop("cluster") for row in read} <= {cluster}
+        assert sorted(read, key=repr) == own, spec.name
+        frame = spark.read.format("delta").load(str(settings.fleet_delta_root / spec.name))
+        by_spark = frame.where(f"cluster = '{cluster}'").drop("cluster").count()
+        assert by_spark == len(own) == frame.count(), spec.name
 
 
 def table_rows(uri: object, options: dict[str, str]) -> list[dict]:

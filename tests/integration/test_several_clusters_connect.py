@@ -4,7 +4,8 @@ one API. Connect is the oracle: each cluster's answers under ``/clusters/<id>`` 
 connector of one is unknown to the other as Connect says, a pause written through one cluster's path is honoured
 by that cluster's worker and never by the other's, though both run a connector of that name, and a connector moved
 from one cluster to the other is created there STOPPED with the offsets the first worker had, as the second worker
-reports them.
+reports them. The fleet's ``connectors`` table, read by Spark, has each cluster's connectors in that cluster's
+partition, in the state its own worker reports, the connector of one name in both.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from connect_state.dev.connect_rest import ConnectRestClient
 from connect_state.dev.filestream import append_lines, file_source_config
 from connect_state.spark.all_jobs import every_job, select_jobs
 from connect_state.spark.streaming import run_catch_up
+from connect_state.tables.schemas import CONNECTORS
 from tests.fixtures.stack import ExtraWorkerFactory
 from tests.integration.helpers import (
     api_client,
@@ -69,9 +71,20 @@ def test_two_connect_clusters_answered_and_written_each_as_its_own_worker(
             "clusters.billing.connect.rest.url": billing.base_url,
         }
     )
-    # One catch-up run follows both clusters' topics, each into its own tables.
-    assert run_catch_up(select_jobs(every_job(), "active_topics,connector_states,offsets"), spark, settings) == 0
+    # One catch-up run follows both clusters' topics, each into its own tables, and lists them in the fleet's.
+    jobs = select_jobs(every_job(), "active_topics,connector_states,offsets,fleet_tables")
+    assert run_catch_up(jobs, spark, settings) == 0
     assert (tmp_path / "delta" / "clusters" / "billing" / "connectors" / "_delta_log").is_dir()
+
+    # The fleet's table: each worker's connectors in its cluster's partition, in the state that worker reports.
+    fleet = spark.read.format("delta").load(str(settings.fleet_delta_root / CONNECTORS.name))
+    rows = fleet.where("NOT deleted").select("cluster", "name", "connector_state").collect()
+    for cluster_id, client in ((settings.connect_group_id, connect), ("billing", billing)):
+        mine = {row["name"]: row["connector_state"] for row in rows if row["cluster"] == cluster_id}
+        for name in (twin, only):  # the default's worker has no `only`: None both ways
+            assert mine.get(name) == connector_state(client, name)[0], (cluster_id, name)
+    billing_rows = sorted(row["name"] for row in rows if row["cluster"] == "billing")
+    assert billing_rows == sorted(billing.get("/connectors")[1])  # this test's own worker: every connector
 
     api = api_client(settings)
     assert [entry["id"] for entry in api.get("/clusters").get_json()] == [settings.connect_group_id, "billing"]

@@ -8,6 +8,7 @@ the same tables is ``tests/spark/test_fleet.py``'s."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -171,3 +172,17 @@ def test_a_table_that_is_no_fleet_table_is_refused(roots: tuple[Location, Locati
 )
 def test_absolute_file(root: str, path: str, uri: str) -> None:
     assert absolute_file(Location(root), path) == uri
+
+
+def test_a_column_the_table_gained_is_added_to_the_fleet_table(roots: tuple[Location, Location, Location]) -> None:
+    default, _, fleet = roots
+    own = cluster_table(default)
+    small_writes.append(rows_of([("a", "t1")], 0), own)
+    older = replace(ACTIVE_TOPICS, schema=ACTIVE_TOPICS.schema.remove(ACTIVE_TOPICS.schema.get_field_index("task")))
+    sync_partition(default, fleet, older, "main")  # the fleet table of an older release, without `task`
+    assert "task" not in DeltaTable(str(fleet / ACTIVE_TOPICS.name)).schema().to_arrow().names
+
+    small_writes.append(rows_of([("b", "t2")], 7), own)
+    sync_partition(default, fleet, ACTIVE_TOPICS, "main")  # this release's
+
+    assert fleet_rows(fleet) == expected(main=own)
