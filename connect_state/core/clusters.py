@@ -29,6 +29,7 @@ __all__ = [
     "CLUSTER_ID_RULE",
     "CLUSTER_LABEL",
     "Cluster",
+    "checked_id",
     "cluster_label",
     "cluster_settings",
     "clusters",
@@ -70,7 +71,8 @@ class Cluster:
     default: bool = False
 
 
-def _checked_id(cluster_id: str, source: str) -> str:
+def checked_id(cluster_id: str, source: str) -> str:
+    """``cluster_id``, or ConfigError (naming ``source``) unless it follows :data:`CLUSTER_ID_RULE`."""
     if not CLUSTER_ID.fullmatch(cluster_id):
         raise ConfigError(f"{source}: {CLUSTER_ID_RULE}, got {cluster_id!r}")
     return cluster_id
@@ -92,9 +94,9 @@ def _cluster(cluster_id: str, settings: Settings, default: bool) -> Cluster:
 def default_cluster(settings: Settings) -> Cluster:
     """The cluster the top-level settings describe; ConfigError when its id is not a plain path segment."""
     if settings.cluster_id:
-        cluster_id = _checked_id(settings.cluster_id, "cluster.id")
+        cluster_id = checked_id(settings.cluster_id, "cluster.id")
     else:
-        cluster_id = _checked_id(settings.connect_group_id, "connect.group.id (cluster.id is empty; set cluster.id)")
+        cluster_id = checked_id(settings.connect_group_id, "connect.group.id (cluster.id is empty; set cluster.id)")
     return _cluster(cluster_id, settings, default=True)
 
 
@@ -126,7 +128,7 @@ def fleet_cluster_id(settings: Settings) -> str:
 
 def listed_ids(settings: Settings) -> list[str]:
     """The ids of ``clusters``, in order, each checked."""
-    return [_checked_id(item.strip(), "clusters") for item in settings.clusters.split(",") if item.strip()]
+    return [checked_id(item.strip(), "clusters") for item in settings.clusters.split(",") if item.strip()]
 
 
 def cluster_settings(settings: Settings, cluster_id: str) -> Settings:

@@ -26,8 +26,7 @@ from connect_state.core.clusters import clusters, fleet_tables_on
 from connect_state.core.errors import TableNotFoundError
 from connect_state.core.settings import Settings
 from connect_state.spark.delta_io import table_exists
-from connect_state.tables.cluster_scope import CLUSTER_COLUMN
-from connect_state.tables.fleet_tables import FLEET_TABLES
+from connect_state.tables.fleet_tables import CLUSTER_COLUMN, FLEET_TABLES
 
 __all__ = ["CLUSTER_COLUMN", "FLEET_TABLES", "FLEET_VIEW_PREFIX", "fleet_table", "register_fleet_views"]
 

@@ -39,10 +39,10 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction
 
+from connect_state.core.clusters import checked_id
 from connect_state.core.errors import ConfigError
 from connect_state.core.storage import Location
 from connect_state.tables import small_writes
-from connect_state.tables.cluster_scope import CLUSTER_COLUMN, ClusterScope, shared_schema
 from connect_state.tables.schemas import (
     ALERTS,
     ALL_TABLES,
@@ -65,6 +65,9 @@ __all__ = [
 
 log = logging.getLogger("connect_state.fleet_tables")
 
+#: The partition column of a fleet table: the id of the Connect cluster whose table lists the row's file.
+CLUSTER_COLUMN = "cluster"
+
 #: The tables of a cluster the fleet has one of: every table its jobs write but the ``leases`` (a commit every few
 #: seconds, its files vacuumed within the hour: a fleet version would soon list files gone). The audit is the
 #: deployment's own, not a cluster's.
@@ -74,6 +77,13 @@ FLEET_TABLES: tuple[TableSpec, ...] = (
     VERDICT_HISTORY,
     ALERTS,
 )
+
+
+def fleet_schema(spec: TableSpec) -> pa.Schema:
+    """``spec``'s schema with :data:`CLUSTER_COLUMN` first (a non-null string): the schema of its fleet table."""
+    if CLUSTER_COLUMN in spec.schema.names:
+        raise ValueError(f"the {spec.name} table already has a {CLUSTER_COLUMN!r} column")
+    return spec.schema.insert(0, pa.field(CLUSTER_COLUMN, pa.string(), nullable=False))
 
 
 @dataclass(frozen=True)
@@ -142,7 +152,7 @@ def _open_fleet(path: str, spec: TableSpec, storage_options: Mapping[str, str] |
         try:
             DeltaTable.create(
                 path,
-                shared_schema(spec),
+                fleet_schema(spec),
                 mode="ignore",
                 partition_by=[CLUSTER_COLUMN],
                 description=f"The fleet's {spec.name}, every cluster's, partitioned by cluster. {spec.description}",
@@ -162,7 +172,7 @@ def _add_new_columns(table: DeltaTable, spec: TableSpec) -> None:
     """Add to the fleet table the columns ``spec`` has gained since it was created (an upgrade's), nullable: the older
     files of the clusters' tables read them as null, as those tables' own readers do."""
     have = set(pa.schema(table.schema().to_arrow()).names)
-    missing = [field.with_nullable(True) for field in shared_schema(spec) if field.name not in have]
+    missing = [field.with_nullable(True) for field in fleet_schema(spec) if field.name not in have]
     if not missing:
         return
     try:
@@ -182,12 +192,13 @@ def sync_partition(
     """List the data files of the cluster's table ``spec`` (under ``source_root``) in its partition of the fleet's
     (under ``fleet_root``), in one commit; None when the cluster has no such table yet or the partition lists its
     files already (nothing committed). The fleet table is created at the first call."""
+    checked_id(cluster_id, "a fleet partition")
     options = dict(storage_options or {}) or None
     try:
         source = DeltaTable(str(source_root / spec.name), storage_options=options)
     except DeltaTableNotFoundError:
         return None
-    return _sync(source, source_root / spec.name, fleet_root, spec, ClusterScope(cluster_id), storage_options)
+    return _sync(source, source_root / spec.name, fleet_root, spec, cluster_id, storage_options)
 
 
 def _sync(
@@ -195,19 +206,19 @@ def _sync(
     source_path: Location,
     fleet_root: Location,
     spec: TableSpec,
-    scope: ClusterScope,
+    cluster_id: str,
     storage_options: Mapping[str, str] | None,
 ) -> Synced | None:
     version = source.version()
     wanted = _source_files(source, source_path)
     fleet_path = str(fleet_root / spec.name)
     _open_fleet(fleet_path, spec, storage_options)
-    partition: dict[str, str | None] = {CLUSTER_COLUMN: scope.cluster_id}
+    partition: dict[str, str | None] = {CLUSTER_COLUMN: cluster_id}
     done: list[Synced] = []
 
     def write(fleet: DeltaTable, properties: CommitProperties) -> None:
         done.clear()
-        listed = partition_files(fleet, scope.cluster_id)
+        listed = partition_files(fleet, cluster_id)
         now = int(time.time() * 1000)
         adds = [
             AddAction(path, size, partition, modified, True, json.dumps({"numRecords": records}))
@@ -222,11 +233,11 @@ def _sync(
         fleet.create_write_transaction(
             [*adds, *removes],
             mode="append",
-            schema=shared_schema(spec),
+            schema=fleet_schema(spec),
             partition_by=[CLUSTER_COLUMN],
             commit_properties=properties,
         )
-        done.append(Synced(spec.name, scope.cluster_id, version, len(adds), len(removes)))
+        done.append(Synced(spec.name, cluster_id, version, len(adds), len(removes)))
 
     small_writes.commit(fleet_path, write, storage_options)
     return done[0] if done else None
@@ -247,7 +258,7 @@ class ClusterPartition:
     ) -> None:
         self.source_root = source_root
         self.fleet_root = fleet_root
-        self.scope = ClusterScope(cluster_id)
+        self.cluster_id = checked_id(cluster_id, "a fleet partition")
         self.storage_options = dict(storage_options or {})
         self.tables = tuple(tables)
         self._sources: dict[str, DeltaTable] = {}
@@ -276,11 +287,11 @@ class ClusterPartition:
                     continue
                 version = source.version()
                 synced = _sync(
-                    source, self.source_root / spec.name, self.fleet_root, spec, self.scope, self.storage_options
+                    source, self.source_root / spec.name, self.fleet_root, spec, self.cluster_id, self.storage_options
                 )
             except Exception:
                 log.warning("fleet %s: syncing cluster %s failed; tried again at the next pass", spec.name,
-                            self.scope.cluster_id, exc_info=True)  # fmt: skip
+                            self.cluster_id, exc_info=True)  # fmt: skip
                 continue
             self._synced[spec.name] = version
             if synced is not None:
@@ -293,7 +304,7 @@ def forget_cluster(
 ) -> dict[str, int]:
     """Remove ``cluster_id``'s partition from every fleet table (a cluster the deployment no longer watches; its own
     tables are left as they are): the number of files removed per table."""
-    scope = ClusterScope(cluster_id)
+    checked_id(cluster_id, "a fleet partition")
     removed: dict[str, int] = {}
     for spec in FLEET_TABLES:
         fleet_path = str(fleet_root / spec.name)
@@ -303,17 +314,17 @@ def forget_cluster(
             continue
 
         def write(fleet: DeltaTable, properties: CommitProperties, spec: TableSpec = spec) -> None:
-            listed = partition_files(fleet, scope.cluster_id)
+            listed = partition_files(fleet, cluster_id)
             removed[spec.name] = len(listed)
             if not listed:
                 return
             now = int(time.time() * 1000)
-            partition: dict[str, str | None] = {CLUSTER_COLUMN: scope.cluster_id}
+            partition: dict[str, str | None] = {CLUSTER_COLUMN: cluster_id}
             removes = [RemoveAction(path, True, now, size, partition) for path, size in listed.items()]
             fleet.create_write_transaction(
                 list(removes),
                 mode="append",
-                schema=shared_schema(spec),
+                schema=fleet_schema(spec),
                 partition_by=[CLUSTER_COLUMN],
                 commit_properties=properties,
             )

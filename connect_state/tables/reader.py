@@ -22,18 +22,10 @@ the dicts of a value are kept only if none of its rows was in a file the commit 
 value; equality lookups use an index per data file, so the files a commit did not touch keep theirs. Bounds: a value
 with more than :data:`VALUE_CACHE_MAX_ROWS` rows or none is never kept, and at most :data:`VALUE_CACHE_MAX_TOTAL_ROWS`
 rows are kept per table and column.
-
-**One cluster's partition** (``scope``; issue 37's shared tables, ``docs/shared-tables.md``): a reader given a
-:class:`~connect_state.tables.cluster_scope.ClusterScope` reads, of a table partitioned by ``cluster``, only the files
-of that cluster's partition, and answers the spec's columns (the ``cluster`` column is implied), as a reader of the
-cluster's own table would. A commit that leaves the partition's files as they were (another cluster's) keeps the
-snapshot's rows, with every cache kept with them, and :meth:`TableReader.loaded_version` stays the same (it names the
-partition's files). A table that is not partitioned is the cluster's own, read whole.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import time
@@ -50,7 +42,6 @@ from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from connect_state.core.errors import TableNotFoundError
 from connect_state.core.storage import Location
-from connect_state.tables.cluster_scope import CLUSTER_COLUMN, ClusterScope, check_shared_partitioning
 from connect_state.tables.scan import (
     DeltaFiles,
     FileCounts,
@@ -124,8 +115,6 @@ class _Snapshot:
     commit_paths: tuple[str, str] | None = None
     #: ``data`` by data file, in order (``data`` is their concatenation); None when the table was read whole.
     files: _Files | None = None
-    #: What names ``data`` for :meth:`TableReader.loaded_version` when it is one partition's files (else None).
-    identity: tuple[Any, ...] | None = None
 
 
 class _Files:
@@ -137,14 +126,6 @@ class _Files:
         self.parts = tuple(parts)
         self.layout = layout
         self.by_path = dict(self.parts)
-
-    def same_files(self, other: _Files) -> bool:
-        """Whether ``other`` holds the same data files under the same layout (so the same rows)."""
-        return other.layout == self.layout and other.by_path.keys() == self.by_path.keys()
-
-    def identity(self) -> tuple[Any, ...]:
-        """The same for the same data files in every process (their paths), different when any file changes."""
-        return ("files", hashlib.blake2b("\n".join(sorted(self.by_path)).encode(), digest_size=16).hexdigest())
 
     def changed_since(self, earlier: _Files) -> list[pa.Table] | None:
         """The rows of the files ``earlier`` had and this has not, and of those this has and ``earlier`` had not
@@ -196,20 +177,13 @@ def file_rows(dataset: pads.FileSystemDataset, fragment: pads.Fragment, columns:
     return one_file.to_table(columns=list(columns))
 
 
-def read_by_file(
-    table: DeltaTable, columns: Sequence[str], previous: _Files | None, scope: ClusterScope | None = None
-) -> _Files | None:
-    """The table's rows by data file, reading only the files ``previous`` has not; of a table partitioned by
-    ``cluster``, only ``scope``'s partition's files (None: another partitioned table, read it whole). A file's rows
-    never change (Delta's data files are immutable; a removed one is gone from the version's list), so the kept ones
-    serve as they are."""
-    partitioned = table.metadata().partition_columns
-    if scope is not None:
-        check_shared_partitioning(table, scope)
-    if partitioned and (scope is None or list(partitioned) != [CLUSTER_COLUMN]):
+def read_by_file(table: DeltaTable, columns: Sequence[str], previous: _Files | None) -> _Files | None:
+    """The table's rows by data file, reading only the files ``previous`` has not (None: the table is partitioned,
+    read it whole). A file's rows never change (Delta's data files are immutable; a removed one is gone from the
+    version's list), so the kept ones serve as they are."""
+    if table.metadata().partition_columns:
         return None
-    pruning = [(CLUSTER_COLUMN, "=", scope.cluster_id)] if partitioned and scope else None  # partitioned: by cluster
-    dataset = table.to_pyarrow_dataset(file_pruning_predicate=pruning)
+    dataset = table.to_pyarrow_dataset()
     layout = (str(table.metadata().id), dataset.schema)
     kept = previous.by_path if previous is not None and previous.layout == layout else {}
     parts: list[tuple[str, pa.Table]] = []
@@ -253,16 +227,9 @@ class TableReader:
     endpoint, region and plain-HTTP settings; credentials come from the environment or the instance).
     """
 
-    def __init__(
-        self,
-        delta_root: str | os.PathLike[str],
-        storage_options: Mapping[str, str] | None = None,
-        scope: ClusterScope | None = None,
-    ) -> None:
+    def __init__(self, delta_root: str | os.PathLike[str], storage_options: Mapping[str, str] | None = None) -> None:
         self.delta_root = delta_root if isinstance(delta_root, Location) else Location.parse(os.fspath(delta_root))
         self.storage_options = dict(storage_options or {})
-        #: The cluster whose partition of a shared table this reader reads (see the module doc); None: every row.
-        self.scope = scope
         self._snapshots: dict[str, _Snapshot] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -371,7 +338,7 @@ class TableReader:
                 # The new version's rows first: a read that fails leaves the snapshot as it was, so the next read
                 # tries again (its commit file must not say the new version was loaded).
                 commit_file = self._commit_file(spec, version)
-                files = read_by_file(snapshot.table, spec.column_names, snapshot.files, self.scope)
+                files = read_by_file(snapshot.table, spec.column_names, snapshot.files)
                 data = files.data if files is not None else snapshot.table.to_pyarrow_table(columns=spec.column_names)
                 snapshot.commit_file = commit_file
                 snapshot.commit_paths = (
@@ -379,15 +346,10 @@ class TableReader:
                     if commit_file is not None  # a local table's
                     else None
                 )
-                partition = files is not None and snapshot.table.metadata().partition_columns == [CLUSTER_COLUMN]
-                earlier = snapshot.files
-                same = partition and earlier is not None and files is not None and files.same_files(earlier)
-                if not same:  # another cluster's commit keeps this one's rows as they were loaded, caches and all
-                    snapshot.files, snapshot.data = files, data
-                    snapshot.loaded_at = time.time()
-                    snapshot.committed_at = _last_commit_time(snapshot.table)
-                snapshot.identity = files.identity() if partition and files is not None else None
+                snapshot.files, snapshot.data = files, data
                 snapshot.version = version
+                snapshot.loaded_at = time.time()
+                snapshot.committed_at = _last_commit_time(snapshot.table)
             self._snapshots[spec.name] = snapshot
             return snapshot.data
 
@@ -418,7 +380,7 @@ class TableReader:
             file_rows = self._kept.setdefault(spec.name, FileRows())
             footers = self._footers.setdefault(spec.name, RowGroupIndexes())
             views = self._views.setdefault(spec.name, set())
-            files = DeltaFiles(table, self.storage_options, local, footers, self.scope, views)
+            files = DeltaFiles(table, self.storage_options, local, footers, views)
             scan = TableScan(files, counts, file_rows)
             self._scans[spec.name] = (table, version, scan, self._commit_file(spec, version))
             return scan
@@ -429,14 +391,11 @@ class TableReader:
         snapshot = self._snapshots.get(spec.name)
         return snapshot.loaded_at if snapshot is not None and snapshot.version >= 0 else None
 
-    def loaded_version(self, spec: TableSpec) -> tuple[Any, ...] | None:
-        """What names the rows :meth:`rows` answers from (None before any read): the same in every process that loaded
-        them, and different for a table removed and written again. The version and its commit's own timestamp; for
-        one cluster's partition of a shared table, its data files (another cluster's commits leave it as it is)."""
+    def loaded_version(self, spec: TableSpec) -> tuple[int, float | None] | None:
+        """The version of the rows :meth:`rows` answers from and its commit's own timestamp (None before any read):
+        the same in every process that loaded that version, and different for a table removed and written again."""
         snapshot = self._snapshots.get(spec.name)
-        if snapshot is None or snapshot.version < 0:
-            return None
-        return snapshot.identity if snapshot.identity is not None else (snapshot.version, snapshot.committed_at)
+        return (snapshot.version, snapshot.committed_at) if snapshot is not None and snapshot.version >= 0 else None
 
     def rows_as_of(self, spec: TableSpec) -> float | None:
         """A time (epoch seconds) before which every commit the rows of :meth:`rows` reflect was made (None before any

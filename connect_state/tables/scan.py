@@ -53,8 +53,6 @@ import pyarrow.fs as pa_fs
 from deltalake import DeltaTable
 from deltalake.fs import DeltaStorageHandler
 
-from connect_state.tables.cluster_scope import CLUSTER_COLUMN, ClusterScope, check_shared_partitioning
-
 __all__ = [
     "ArrowFiles",
     "DataFile",
@@ -375,7 +373,6 @@ class DeltaFiles:
         storage_options: Mapping[str, str] | None,
         local_root: str | None,
         footers: RowGroupIndexes | None = None,
-        scope: ClusterScope | None = None,
         views: set[str] | None = None,
     ) -> None:
         self.table = table
@@ -383,14 +380,7 @@ class DeltaFiles:
         self.storage_options = dict(storage_options or {})
         self.local_root = local_root
         self.footers = footers if footers is not None else RowGroupIndexes()
-        actions = pa.table(table.get_add_actions(flatten=True))
-        if scope is not None:
-            check_shared_partitioning(table, scope)
-        if scope is not None and table.metadata().partition_columns == [CLUSTER_COLUMN]:
-            # One cluster's partition of a shared table: its files only, read without the column (not in the files).
-            actions = actions.filter(pc.field(f"partition.{CLUSTER_COLUMN}") == scope.cluster_id)
-            self.schema = self.schema.remove(self.schema.get_field_index(CLUSTER_COLUMN))
-        self._stats = FileStats(actions)
+        self._stats = FileStats(pa.table(table.get_add_actions(flatten=True)))
         #: The files Arrow cannot filter as it reads them (:func:`read_filtered`), kept across versions like ``footers``
         #: (a file never changes).
         self._views: set[str] = views if views is not None else set()

@@ -18,7 +18,14 @@ from deltalake import DeltaTable, QueryBuilder
 from connect_state.core.errors import ConfigError
 from connect_state.core.storage import Location
 from connect_state.tables import small_writes
-from connect_state.tables.fleet_tables import absolute_file, forget_cluster, partition_files, sync_partition
+from connect_state.tables.fleet_tables import (
+    CLUSTER_COLUMN,
+    absolute_file,
+    fleet_schema,
+    forget_cluster,
+    partition_files,
+    sync_partition,
+)
 from connect_state.tables.merge_spec import MergeSpec, matched_update, not_matched_insert, source_values
 from connect_state.tables.schemas import ACTIVE_TOPICS, TABLE_PROPERTIES
 
@@ -186,3 +193,19 @@ def test_a_column_the_table_gained_is_added_to_the_fleet_table(roots: tuple[Loca
     sync_partition(default, fleet, ACTIVE_TOPICS, "main")  # this release's
 
     assert fleet_rows(fleet) == expected(main=own)
+
+
+def test_the_fleet_schema_puts_a_non_null_cluster_first() -> None:
+    schema = fleet_schema(ACTIVE_TOPICS)
+
+    assert schema.names == [CLUSTER_COLUMN, *ACTIVE_TOPICS.schema.names]
+    assert not schema.field(CLUSTER_COLUMN).nullable
+
+
+@pytest.mark.parametrize("cluster_id", ["", "a' OR '1' = '1", "-x", "a b", "a/b", "x" * 129])
+def test_an_id_that_is_not_plain_text_is_refused(roots: tuple[Location, Location, Location], cluster_id: str) -> None:
+    default, _, fleet = roots
+    with pytest.raises(ConfigError, match="a cluster id is 1 to 128"):
+        sync_partition(default, fleet, ACTIVE_TOPICS, cluster_id)
+    with pytest.raises(ConfigError, match="a cluster id is 1 to 128"):
+        forget_cluster(fleet, cluster_id)
