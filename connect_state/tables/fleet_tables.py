@@ -31,6 +31,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -54,10 +55,13 @@ from connect_state.tables.schemas import (
 )
 
 __all__ = [
+    "CLUSTER_COLUMN",
     "FLEET_TABLES",
     "ClusterPartition",
     "Synced",
     "absolute_file",
+    "file_stats",
+    "fleet_schema",
     "forget_cluster",
     "partition_files",
     "sync_partition",
@@ -125,16 +129,39 @@ def partition_files(fleet: DeltaTable, cluster_id: str) -> dict[str, int]:
     }
 
 
-def _source_files(source: DeltaTable, root: Location) -> dict[str, tuple[int, int, int]]:
-    """The data files of the cluster's table: absolute URI -> (size, modification time, row count)."""
-    actions = pa.table(source.get_add_actions(flatten=True))
+def _source_files(source: DeltaTable, root: Location) -> dict[str, tuple[int, int, str]]:
+    """The data files of the cluster's table: absolute URI -> (size, modification time, the statistics its ``add``
+    action has, as JSON: :func:`file_stats`)."""
+    actions = pa.table(source.get_add_actions(flatten=False))
     if actions.num_rows == 0:
         return {}
-    columns = (actions.column(name).to_pylist() for name in ("path", "size_bytes", "modification_time", "num_records"))
+    names = ("path", "size_bytes", "modification_time", "num_records", "min", "max", "null_count")
+    columns = (actions.column(name).to_pylist() if name in actions.column_names else [None] * actions.num_rows
+               for name in names)  # fmt: skip
     return {
-        absolute_file(root, unquote(path)): (size, _epoch_ms(modified), records or 0)
-        for path, size, modified, records in zip(*columns, strict=True)
+        absolute_file(root, unquote(path)): (size, _epoch_ms(modified), file_stats(records, low, high, nulls))
+        for path, size, modified, records, low, high, nulls in zip(*columns, strict=True)
     }
+
+
+def file_stats(
+    records: int | None, low: Mapping[str, Any] | None, high: Mapping[str, Any] | None, nulls: Mapping[str, Any] | None
+) -> str:
+    """A data file's statistics for its ``add`` action in the fleet table, from the cluster's table's: the row count,
+    and the minimum, maximum and null count of the top-level string and integer columns, as that table has them
+    (readers skip a file with them: Spark answers a COUNT(*) from ``numRecords``, and a filter skips the files whose
+    bounds rule it out). Others (timestamps, booleans, nested columns) are left out, so never skipped on: a bound
+    given in another form than its writer's could skip a file that holds a match."""
+
+    def plain(values: Mapping[str, Any] | None) -> dict[str, Any]:
+        kept = (values or {}).items()
+        return {name: value for name, value in kept if isinstance(value, str | int) and not isinstance(value, bool)}
+
+    stats: dict[str, Any] = {} if records is None else {"numRecords": records}
+    for key, values in (("minValues", low), ("maxValues", high), ("nullCount", nulls)):
+        if kept := plain(values):
+            stats[key] = kept
+    return json.dumps(stats)
 
 
 def _epoch_ms(value: object) -> int:
@@ -198,6 +225,7 @@ def sync_partition(
         source = DeltaTable(str(source_root / spec.name), storage_options=options)
     except DeltaTableNotFoundError:
         return None
+    _open_fleet(str(fleet_root / spec.name), spec, storage_options)
     return _sync(source, source_root / spec.name, fleet_root, spec, cluster_id, storage_options)
 
 
@@ -209,10 +237,10 @@ def _sync(
     cluster_id: str,
     storage_options: Mapping[str, str] | None,
 ) -> Synced | None:
+    """:func:`sync_partition` of an open table of the cluster, into the fleet table (it exists)."""
     version = source.version()
     wanted = _source_files(source, source_path)
     fleet_path = str(fleet_root / spec.name)
-    _open_fleet(fleet_path, spec, storage_options)
     partition: dict[str, str | None] = {CLUSTER_COLUMN: cluster_id}
     done: list[Synced] = []
 
@@ -221,8 +249,8 @@ def _sync(
         listed = partition_files(fleet, cluster_id)
         now = int(time.time() * 1000)
         adds = [
-            AddAction(path, size, partition, modified, True, json.dumps({"numRecords": records}))
-            for path, (size, modified, records) in wanted.items()
+            AddAction(path, size, partition, modified, True, stats)
+            for path, (size, modified, stats) in wanted.items()
             if path not in listed
         ]
         removes = [
@@ -263,6 +291,7 @@ class ClusterPartition:
         self.tables = tuple(tables)
         self._sources: dict[str, DeltaTable] = {}
         self._synced: dict[str, int] = {}
+        self._fleet_ready: set[str] = set()
 
     def _source(self, spec: TableSpec) -> DeltaTable | None:
         table = self._sources.get(spec.name)
@@ -286,6 +315,9 @@ class ClusterPartition:
                 if source is None or self._synced.get(spec.name) == source.version():
                     continue
                 version = source.version()
+                if spec.name not in self._fleet_ready:  # created, or its new columns added, once per process
+                    _open_fleet(str(self.fleet_root / spec.name), spec, self.storage_options)
+                    self._fleet_ready.add(spec.name)
                 synced = _sync(
                     source, self.source_root / spec.name, self.fleet_root, spec, self.cluster_id, self.storage_options
                 )

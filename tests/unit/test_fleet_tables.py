@@ -7,6 +7,7 @@ the same tables is ``tests/spark/test_fleet.py``'s."""
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +22,7 @@ from connect_state.tables import small_writes
 from connect_state.tables.fleet_tables import (
     CLUSTER_COLUMN,
     absolute_file,
+    file_stats,
     fleet_schema,
     forget_cluster,
     partition_files,
@@ -209,3 +211,49 @@ def test_an_id_that_is_not_plain_text_is_refused(roots: tuple[Location, Location
         sync_partition(default, fleet, ACTIVE_TOPICS, cluster_id)
     with pytest.raises(ConfigError, match="a cluster id is 1 to 128"):
         forget_cluster(fleet, cluster_id)
+
+
+def test_the_files_statistics_are_the_clusters_tables(roots: tuple[Location, Location, Location]) -> None:
+    """The row counts and the string and integer bounds of the cluster's table's files: a filter on the fleet table
+    skips the files they rule out, and answers what the cluster's own table does."""
+    default, billing, fleet = roots
+    own, theirs = cluster_table(default), cluster_table(billing)
+    for task in range(4):  # four files, each of its own connectors
+        small_writes.append(rows_of([(f"c{task}-{n}", "t") for n in range(3)], task), own)
+    small_writes.append(rows_of([("c1-0", "t")], 9), theirs)
+    sync_partition(default, fleet, ACTIVE_TOPICS, "main")
+    sync_partition(billing, fleet, ACTIVE_TOPICS, "billing")
+
+    def bounds(path: str, where: str = "") -> list[tuple]:
+        actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()
+        columns = ("num_records", "min.connector", "max.connector", "min.task", "max.task", "null_count.topic")
+        return sorted(tuple(row[c] for c in columns) for row in actions if row.get("partition.cluster", where) == where)
+
+    assert bounds(str(fleet / ACTIVE_TOPICS.name), "main") == bounds(own)
+    assert bounds(str(fleet / ACTIVE_TOPICS.name), "billing") == bounds(theirs)
+    for where in ("connector = 'c1-0'", "task >= 2", "connector > 'c2' AND task < 3"):
+        assert fleet_rows(fleet, f"WHERE {where}") == sorted(
+            row for row in expected(main=own, billing=theirs) if matches(where, row)
+        ), where
+
+
+def matches(where: str, row: tuple) -> bool:
+    _, connector, _, task = row
+    return {
+        "connector = 'c1-0'": connector == "c1-0",
+        "task >= 2": task >= 2,
+        "connector > 'c2' AND task < 3": connector > "c2" and task < 3,
+    }[where]
+
+
+def test_file_stats_leave_out_what_they_cannot_give_exactly() -> None:
+    low = {"name": "a", "task_count": 1, "inconsistent": False, "updated_at": object(), "tasks": {"id": 0}}
+    high = {"name": "z", "task_count": 3, "inconsistent": True, "updated_at": object(), "tasks": None}
+    stats = json.loads(file_stats(7, low, high, {"name": 0, "tasks": None}))
+    assert stats == {
+        "numRecords": 7,
+        "minValues": {"name": "a", "task_count": 1},
+        "maxValues": {"name": "z", "task_count": 3},
+        "nullCount": {"name": 0},
+    }
+    assert json.loads(file_stats(None, None, None, None)) == {}
