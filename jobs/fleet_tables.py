@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.forget in watched:
             raise ConfigError(
                 f"cluster {args.forget} is still watched ({', '.join(watched)}): remove it from the settings and "
-                "stop its jobs first"
+                "restart the jobs without it first (a job still following it would list its files again)"
             )
         removed = forget_cluster(settings.fleet_delta_root, args.forget, deltalake_options(settings))
     except ConnectStateError as err:

@@ -34,7 +34,6 @@ __all__ = [
     "cluster_settings",
     "clusters",
     "default_cluster",
-    "fleet_cluster_id",
     "fleet_tables_on",
     "listed_ids",
 ]
@@ -118,12 +117,6 @@ def fleet_tables_on(settings: Settings) -> bool:
         return settings.fleet_tables is FleetTables.ON
     roots = (settings.fleet_delta_root, settings.delta_root)
     return bool(listed_ids(settings)) and all(root.deltalake_commits for root in roots)
-
-
-def fleet_cluster_id(settings: Settings) -> str:
-    """The id of ``settings``'s cluster in the fleet's tables: ``cluster.id`` (a further cluster's id), else the
-    default cluster's."""
-    return settings.cluster_id or default_cluster(settings).id
 
 
 def listed_ids(settings: Settings) -> list[str]:

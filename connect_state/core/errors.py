@@ -83,7 +83,8 @@ class TableNotFoundError(ConnectStateError):
 
 
 class DeltaWriteError(ConnectStateError):
-    """A Delta write gave up: every attempt lost to a concurrent writer's commit."""
+    """A Delta write gave up: every attempt lost to a concurrent writer's commit, or a pass of writes had some fail
+    (the message names them)."""
 
 
 class ConnectorOffsetsError(ConnectStateError):

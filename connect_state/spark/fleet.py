@@ -42,7 +42,9 @@ def fleet_table(spark: SparkSession, settings: Settings, name: str) -> DataFrame
     table when the jobs keep it, else each cluster's read together."""
     fleet_path = (settings.fleet_delta_root / name).uri
     if fleet_tables_on(settings) and table_exists(spark, fleet_path):
-        return spark.read.format("delta").load(fleet_path)
+        # The clusters of the settings: a cluster removed from them keeps its partition until it is forgotten.
+        watched = [cluster.id for cluster in clusters(settings)]
+        return spark.read.format("delta").load(fleet_path).where(F.col(CLUSTER_COLUMN).isin(watched))
     frames = []
     for cluster in clusters(settings):
         path = cluster.settings.table_path(name).uri

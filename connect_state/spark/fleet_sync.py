@@ -1,7 +1,8 @@
 """The job that keeps the fleet's tables (issue 37, :mod:`connect_state.tables.fleet_tables`): for its cluster, a pass
 every ``fleet.sync.interval.ms`` lists in that cluster's partition of each fleet table the data files its own table
 has now (one ``deltalake`` commit per table that changed; nothing else is read or written). A catch-up run makes one
-pass. ``connect-state-jobs`` runs it last, for each cluster, when ``fleet.tables`` is on (``auto``: the deployment
+pass; a pass in which a table failed ends in an error naming them (a catch-up run exits 1), after the others were
+committed. ``connect-state-jobs`` runs it last, for each cluster, when ``fleet.tables`` is on (``auto``: the deployment
 watches several clusters); off, it does nothing. Its console script is ``connect-state-fleet-tables``
 (``jobs/fleet_tables.py``), which also removes a cluster's partitions (``--forget``).
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from connect_state.core.clusters import fleet_cluster_id, fleet_tables_on, listed_ids
+from connect_state.core.clusters import default_cluster, fleet_tables_on, listed_ids
 from connect_state.core.errors import ConfigError
 from connect_state.core.settings import Settings
 from connect_state.core.storage import deltalake_options
@@ -31,6 +32,8 @@ def check_fleet_settings(settings: Settings) -> bool:
     ``deltalake`` cannot commit to (``dbfs:``, a FUSE mount); with ``auto`` and several clusters there, a warning."""
     if settings.fleet_sync_interval_ms < 1:
         raise ConfigError(f"fleet.sync.interval.ms: must be at least 1, got {settings.fleet_sync_interval_ms}")
+    if settings.fleet_delta_root == settings.delta_root:
+        raise ConfigError(f"fleet.delta.root: {settings.fleet_delta_root} is delta.root; the fleet's tables go apart")
     unfit = [str(root) for root in (settings.fleet_delta_root, settings.delta_root) if not root.deltalake_commits]
     what = f"the fleet's tables are written with deltalake, which cannot commit to {', '.join(unfit)}"
     if unfit and settings.fleet_tables is FleetTables.ON:
@@ -50,10 +53,10 @@ class FleetTablesJob:
 
     def start(self, spark: Any, settings: Settings, available_now: bool, max_offsets: int | None) -> Run:
         interval = settings.fleet_sync_interval_ms / 1000
-        if not check_fleet_settings(settings):
+        if not fleet_tables_on(settings):  # check_fleet_settings ran before any job started
             return Run([PeriodicTask(JOB_NAME, lambda: None, interval, once=available_now, logger=log)])
         partition = ClusterPartition(
-            settings.delta_root, settings.fleet_delta_root, fleet_cluster_id(settings), deltalake_options(settings)
+            settings.delta_root, settings.fleet_delta_root, default_cluster(settings).id, deltalake_options(settings)
         )
 
         def run_pass() -> str | None:

@@ -41,7 +41,7 @@ from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction
 
 from connect_state.core.clusters import checked_id
-from connect_state.core.errors import ConfigError
+from connect_state.core.errors import ConfigError, DeltaWriteError
 from connect_state.core.storage import Location
 from connect_state.tables import small_writes
 from connect_state.tables.schemas import (
@@ -261,7 +261,7 @@ def _sync(
         fleet.create_write_transaction(
             [*adds, *removes],
             mode="append",
-            schema=fleet_schema(spec),
+            schema=fleet.schema(),  # its own: this process's spec may be another release's
             partition_by=[CLUSTER_COLUMN],
             commit_properties=properties,
         )
@@ -306,9 +306,12 @@ class ClusterPartition:
         return table
 
     def sync(self) -> list[Synced]:
-        """Sync every table whose version moved since its last sync (all of them at the first call); a table that
-        fails is logged and tried again at the next call, the others go on. What was committed."""
-        done = []
+        """Sync every table whose version moved since its last sync (all of them at the first call): what was
+        committed. A table that fails is logged, forgotten (its tables are opened again at the next call, so a fleet
+        table removed meanwhile is built again) and tried again at the next call; the others go on, then a
+        :class:`~connect_state.core.errors.DeltaWriteError` names the failed ones, after what was committed is
+        logged."""
+        done, failed = [], []
         for spec in self.tables:
             try:
                 source = self._source(spec)
@@ -324,11 +327,24 @@ class ClusterPartition:
             except Exception:
                 log.warning("fleet %s: syncing cluster %s failed; tried again at the next pass", spec.name,
                             self.cluster_id, exc_info=True)  # fmt: skip
+                self._forget(spec)
+                failed.append(spec.name)
                 continue
             self._synced[spec.name] = version
             if synced is not None:
                 done.append(synced)
+        if failed:
+            if done:
+                log.info("fleet, cluster %s: %s", self.cluster_id, "; ".join(item.line() for item in done))
+            raise DeltaWriteError(f"fleet tables of cluster {self.cluster_id}: {', '.join(failed)} failed (logged)")
         return done
+
+    def _forget(self, spec: TableSpec) -> None:
+        """Open the table and its fleet table again at the next call, as if this process had never seen them."""
+        self._sources.pop(spec.name, None)
+        self._synced.pop(spec.name, None)
+        self._fleet_ready.discard(spec.name)
+        small_writes.forget(str(self.fleet_root / spec.name))
 
 
 def forget_cluster(
@@ -356,7 +372,7 @@ def forget_cluster(
             fleet.create_write_transaction(
                 list(removes),
                 mode="append",
-                schema=fleet_schema(spec),
+                schema=fleet.schema(),
                 partition_by=[CLUSTER_COLUMN],
                 commit_properties=properties,
             )

@@ -126,6 +126,13 @@ def latest(path: str, storage_options: Mapping[str, str] | None = None) -> Delta
     return table
 
 
+def forget(path: str) -> None:
+    """Drop the table at ``path`` this process keeps open (:func:`latest` opens it again): after a write failed in a
+    way a reload may mend, such as the table removed and created again."""
+    with commit_lock(path):
+        _TABLES.pop(path, None)
+
+
 def deltalake_writes(root: Location, storage_options: Mapping[str, str] | None = None) -> bool:
     """Whether this process writes small batches to ``root``'s tables with ``deltalake``: the location allows it
     (:attr:`~connect_state.core.storage.Location.deltalake_commits`) and deltalake reaches it (opening, or creating, the

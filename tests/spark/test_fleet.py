@@ -11,10 +11,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
-from connect_state.core.clusters import clusters, fleet_cluster_id, fleet_tables_on
+from connect_state.core.clusters import clusters, default_cluster, fleet_tables_on
 from connect_state.core.errors import TableNotFoundError
 from connect_state.core.settings import Settings, load_settings
 from connect_state.spark.fleet import fleet_table, register_fleet_views
@@ -52,7 +52,7 @@ def sync_fleet(settings: Settings) -> None:
     for cluster in clusters(settings):
         if fleet_tables_on(cluster.settings):
             own = cluster.settings
-            ClusterPartition(own.delta_root, own.fleet_delta_root, fleet_cluster_id(own)).sync()
+            ClusterPartition(own.delta_root, own.fleet_delta_root, default_cluster(own).id).sync()
 
 
 @pytest.mark.parametrize("fleet_tables", ["auto", "off"])
@@ -73,7 +73,7 @@ def test_the_fleet_reads_every_clusters_table_with_its_cluster(
     frame = fleet_table(spark, settings, CONNECTORS.name)
     plan = frame._jdf.queryExecution().analyzed().toString()
     # The fleet's table, where the jobs keep it: one relation whose partition column is the cluster (else a union).
-    assert plan.startswith("Relation [cluster#") == (fleet_tables == "auto"), plan
+    assert ("Union" not in plan and "Relation [cluster#" in plan) == (fleet_tables == "auto"), plan
     assert frame.columns[0] == "cluster" and "connector_version" in frame.columns
     got = sorted((r["cluster"], r["name"], r["connector_state"]) for r in frame.collect())
     assert got == [
@@ -113,3 +113,36 @@ def test_the_fleet_reads_every_clusters_table_with_its_cluster(
 def test_a_table_no_cluster_has_is_not_found(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(TableNotFoundError, match="no cluster has a table connectors yet"):
         fleet_table(spark, three_clusters(tmp_path), CONNECTORS.name)
+
+
+def test_spark_vacuum_of_a_fleet_table_keeps_the_clusters_files(spark: SparkSession, tmp_path: Path) -> None:
+    """A fleet table holds no file of its own: Spark's VACUUM of it (retention 0) removes none of the files its
+    partitions list or listed (those are the clusters' tables'); and a cluster the settings no longer list is left
+    out of the view although its partition is still there (until it is forgotten)."""
+    settings = three_clusters(tmp_path)
+    main, billing, _empty = clusters(settings)
+    write_table(main.settings.delta_root, CONNECTORS, [connector("orders", "RUNNING")])
+    write_table(billing.settings.delta_root, CONNECTORS, [connector("invoices", "RUNNING")])
+    sync_fleet(settings)
+    write_table(billing.settings.delta_root, CONNECTORS, [connector("invoices", "PAUSED")], mode="overwrite")
+    sync_fleet(settings)  # the billing partition's first file removed from the fleet table, still in billing's log
+
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        spark.sql(f"VACUUM delta.`{settings.fleet_delta_root / CONNECTORS.name}` RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    for cluster in (main, billing):  # every version of the clusters' own tables reads: no file of theirs removed
+        table = DeltaTable(str(cluster.settings.table_path(CONNECTORS.name)))
+        for version in range(table.version() + 1):
+            table.load_as_version(version)
+            assert table.to_pyarrow_table().num_rows == 1
+    got = sorted(
+        (r["cluster"], r["name"], r["connector_state"]) for r in fleet_table(spark, settings, "connectors").collect()
+    )
+    assert got == [("billing", "invoices", "PAUSED"), ("connect-main", "orders", "RUNNING")]
+
+    kept = {key: value for key, value in settings.raw.items() if not key.startswith("clusters.billing.")}
+    without_billing = load_settings(overrides={**kept, "clusters": "empty"}, environ={})
+    got = [(r["cluster"], r["name"]) for r in fleet_table(spark, without_billing, "connectors").collect()]
+    assert got == [("connect-main", "orders")]

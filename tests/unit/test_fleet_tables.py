@@ -132,9 +132,17 @@ def test_the_fleet_table_lists_files_in_place_and_vacuuming_it_keeps_them(
     listed = list(partition_files(fleet_table, "main"))
     assert [Path(path.removeprefix("file://")).parent for path in listed] == [Path(own)]
     assert not [name for name in os.listdir(fleet / ACTIVE_TOPICS.name) if name != "_delta_log"]
+    small_writes.merge_rows(rows_of([("a", "t1")], 1), own, MERGE)  # the fleet table removes the first file
+    sync_partition(default, fleet, ACTIVE_TOPICS, "main")
+
+    fleet_table = DeltaTable(str(fleet / ACTIVE_TOPICS.name))
     fleet_table.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
-    assert own_rows(own) == [("a", "t1", 0)]
-    assert fleet_rows(fleet) == [("main", "a", "t1", 0)]
+    fleet_table.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False, full=True)
+
+    first = DeltaTable(own, version=1)  # the file the fleet table removed is the cluster's, and still there
+    assert first.to_pyarrow_table().to_pylist()[0]["task"] == 0
+    assert own_rows(own) == [("a", "t1", 1)]
+    assert fleet_rows(fleet) == [("main", "a", "t1", 1)]
 
 
 def test_forgetting_a_cluster_removes_its_partition_only(roots: tuple[Location, Location, Location]) -> None:

@@ -4,6 +4,7 @@ off, or with a setting that cannot work, it says so."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 
@@ -12,11 +13,12 @@ import pytest
 from deltalake import DeltaTable, QueryBuilder
 
 from connect_state.core.clusters import clusters
-from connect_state.core.errors import ConfigError
+from connect_state.core.errors import ConfigError, DeltaWriteError
 from connect_state.core.settings import Settings, load_settings
 from connect_state.spark.fleet_sync import FleetTablesJob
 from connect_state.tables import small_writes
-from connect_state.tables.schemas import CONNECTORS, TABLE_PROPERTIES
+from connect_state.tables.fleet_tables import ClusterPartition
+from connect_state.tables.schemas import ACTIVE_TOPICS, CONNECTORS, TABLE_PROPERTIES
 from jobs.fleet_tables import main
 
 
@@ -89,11 +91,14 @@ def test_one_cluster_keeps_them_only_when_asked(tmp_path: Path) -> None:
         ({"fleet.sync.interval.ms": "0"}, "fleet.sync.interval.ms: must be at least 1"),
         ({"fleet.tables": "on", "fleet.delta.root": "dbfs:/fleet"}, "deltalake, which cannot commit to dbfs:/fleet"),
         ({"fleet.tables": "sometimes"}, "fleet.tables: expected one of auto, on, off"),
+        ({"fleet.delta.root": "DELTA_ROOT"}, "is delta.root; the fleet's tables go apart"),
+        ({"clusters.billing.fleet.tables": "off"}, "clusters.billing.fleet.tables"),
     ],
 )
 def test_settings_that_cannot_work_are_refused(tmp_path: Path, overrides: dict[str, str], said: str) -> None:
+    given = {key: value.replace("DELTA_ROOT", str(tmp_path / "delta")) for key, value in overrides.items()}
     with pytest.raises(ConfigError, match=said):
-        FleetTablesJob().check(two_clusters(tmp_path, **overrides))
+        FleetTablesJob().check(two_clusters(tmp_path, **given))
 
 
 def test_auto_on_a_store_deltalake_cannot_commit_to_keeps_none(tmp_path: Path) -> None:
@@ -117,3 +122,44 @@ def test_forget_removes_a_cluster_the_settings_no_longer_list(
     assert main([*args, "--forget", "billing"]) == 0
     assert "connectors: 1 files of cluster billing removed" in capsys.readouterr().out
     assert fleet_connectors(settings) == [("connect-main", "orders")]
+
+
+def test_a_failed_table_fails_the_catch_up_pass_and_the_others_are_kept(tmp_path: Path) -> None:
+    settings = two_clusters(tmp_path)
+    main_cluster, billing = clusters(settings)
+    write_connectors(main_cluster.settings, "orders")
+    write_connectors(billing.settings, "twin")
+    # A table that is no fleet table where the fleet's connectors should be (refused at each pass), beside
+    # the fleet's active_topics, which the pass still writes.
+    small_writes.open_or_create(str(settings.fleet_delta_root / CONNECTORS.name), CONNECTORS, TABLE_PROPERTIES)
+    small_writes.open_or_create(
+        str(main_cluster.settings.delta_root / ACTIVE_TOPICS.name), ACTIVE_TOPICS, TABLE_PROPERTIES
+    )
+    rows = pa.Table.from_pylist([{"connector": "orders", "topic": "t"}], schema=ACTIVE_TOPICS.schema)
+    small_writes.append(rows, str(main_cluster.settings.delta_root / ACTIVE_TOPICS.name))
+
+    run = FleetTablesJob().start(None, main_cluster.settings, True, None)
+    assert [task.run(threading.Event()) for task in run.tasks] == [1]  # a catch-up run says it failed
+
+    fleet = DeltaTable(str(settings.fleet_delta_root / ACTIVE_TOPICS.name))
+    listed = QueryBuilder().register("t", fleet).execute("SELECT cluster, connector FROM t").read_all()
+    assert pa.table(listed).to_pylist() == [{"cluster": "connect-main", "connector": "orders"}]  # the other one synced
+
+
+def test_a_fleet_table_removed_under_a_running_job_is_built_again(tmp_path: Path) -> None:
+    settings = two_clusters(tmp_path)
+    main_cluster, billing = clusters(settings)
+    write_connectors(main_cluster.settings, "orders")
+    write_connectors(billing.settings, "twin")
+    partition = ClusterPartition(
+        main_cluster.settings.delta_root, settings.fleet_delta_root, main_cluster.id, tables=(CONNECTORS,)
+    )
+    partition.sync()
+    shutil.rmtree(settings.fleet_delta_root / CONNECTORS.name)
+    write_connectors(main_cluster.settings, "invoices")
+
+    with pytest.raises(DeltaWriteError, match="connectors failed"):
+        partition.sync()  # the table it had open is gone
+    partition.sync()  # opened again: built from the cluster's files
+
+    assert fleet_connectors(settings) == [("connect-main", "invoices"), ("connect-main", "orders")]
