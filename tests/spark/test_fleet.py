@@ -20,26 +20,13 @@ from connect_state.core.settings import Settings, load_settings
 from connect_state.spark.fleet import fleet_table, register_fleet_views
 from connect_state.tables.fleet_tables import ClusterPartition
 from connect_state.tables.schemas import CONNECTOR_EVENTS, CONNECTORS, SOURCE_OFFSETS
-from tests.unit.helpers import write_table
+from tests.unit.helpers import local_clusters, write_table
 
 pytestmark = pytest.mark.spark
 
 
 def three_clusters(tmp_path: Path, fleet_tables: str = "auto") -> Settings:
-    return load_settings(
-        overrides={
-            "delta.root": str(tmp_path / "delta"),
-            "checkpoint.root": str(tmp_path / "checkpoints"),
-            "connect.group.id": "connect-main",
-            "clusters": "billing,empty",
-            "clusters.billing.connect.group.id": "connect-billing",
-            "clusters.billing.status.storage.topic": "billing-status",
-            "clusters.empty.connect.group.id": "connect-empty",
-            "clusters.empty.status.storage.topic": "empty-status",
-            "fleet.tables": fleet_tables,
-        },
-        environ={},
-    )
+    return local_clusters(tmp_path, "billing", "empty", **{"fleet.tables": fleet_tables})
 
 
 def connector(name: str, state: str, deleted: bool = False) -> dict[str, Any]:

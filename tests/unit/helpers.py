@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 from deltalake import write_deltalake
 
+from connect_state.core.settings import Settings, load_settings
 from connect_state.formats.config import (
     connector_config_key,
     delete_records,
@@ -131,3 +132,19 @@ def connectors_row(name: str, **fields: Any) -> dict[str, Any]:
 #: The columns that say when a row was written (``connect_state.spark.write_time``): tests that compare tables leave
 #: them out, the pipelines' tests check them.
 WRITE_TIME_COLUMNS = ("updated_at", "changed_at", "recorded_at", "seen_at")
+
+
+def local_clusters(tmp_path: Path, *further: str, **more: str) -> Settings:
+    """Settings of a deployment under ``tmp_path`` whose default cluster is ``connect-main`` and whose further
+    clusters are ``further``, each ``<id>`` with the group ``connect-<id>`` and the status topic ``<id>-status``;
+    ``more`` (property keys with ``_`` for ``.``, or a mapping's keys as they are) replaces any of them."""
+    props = {
+        "delta.root": str(tmp_path / "delta"),
+        "checkpoint.root": str(tmp_path / "checkpoints"),
+        "connect.group.id": "connect-main",
+        "clusters": ",".join(further),
+    }
+    for cluster in further:
+        props[f"clusters.{cluster}.connect.group.id"] = f"connect-{cluster}"
+        props[f"clusters.{cluster}.status.storage.topic"] = f"{cluster}-status"
+    return load_settings(overrides={**props, **more}, environ={})

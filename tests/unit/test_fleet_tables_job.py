@@ -20,21 +20,11 @@ from connect_state.tables import small_writes
 from connect_state.tables.fleet_tables import ClusterPartition
 from connect_state.tables.schemas import ACTIVE_TOPICS, CONNECTORS, TABLE_PROPERTIES
 from jobs.fleet_tables import main
+from tests.unit.helpers import local_clusters
 
 
 def two_clusters(tmp_path: Path, **more: str) -> Settings:
-    return load_settings(
-        overrides={
-            "delta.root": str(tmp_path / "delta"),
-            "checkpoint.root": str(tmp_path / "checkpoints"),
-            "connect.group.id": "connect-main",
-            "clusters": "billing",
-            "clusters.billing.connect.group.id": "connect-billing",
-            "clusters.billing.status.storage.topic": "billing-status",
-            **more,
-        },
-        environ={},
-    )
+    return local_clusters(tmp_path, "billing", **more)
 
 
 def write_connectors(settings: Settings, *names: str) -> None:
